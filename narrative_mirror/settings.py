@@ -1,0 +1,102 @@
+"""Where things live: state folder, data folders, configuration and prompt files.
+
+Environment variables (all optional):
+- ``NM_HOME``: state folder (Dagster instance, LanceDB, parquet outputs, logs).
+  Default ``~/.narrative-mirror``.
+- ``NM_DATA_DIR``: folder of chat files. Default: the demo chats shipped in this package.
+- ``NM_ARCS_DIR``: folder of ``<chat>.arcs.json`` files. Default: ``NM_DATA_DIR`` itself if it
+  holds any, else the sibling folder ``<data dir>_arcs`` (the RealTalk layout).
+- ``NM_CONFIG_DIR``: folder whose ``*.toml`` / ``prompts/*.txt`` override the packaged defaults
+  file by file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEMO_DATA_DIR = PACKAGE_DIR / "demo_data" / "chats"
+DEMO_ARCS_DIR = PACKAGE_DIR / "demo_data" / "chats_arcs"
+DEFAULT_CONFIG_DIR = PACKAGE_DIR / "config"
+DEFAULT_PROMPTS_DIR = PACKAGE_DIR / "prompts"
+
+
+def nm_home() -> Path:
+    home = Path(os.environ.get("NM_HOME") or Path.home() / ".narrative-mirror").expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    return home.resolve()
+
+
+def data_dir() -> Path:
+    value = os.environ.get("NM_DATA_DIR")
+    return Path(value).expanduser().resolve() if value else DEMO_DATA_DIR
+
+
+def arcs_dir(data: Path | None = None) -> Path | None:
+    value = os.environ.get("NM_ARCS_DIR")
+    if value:
+        return Path(value).expanduser().resolve()
+    data = data or data_dir()
+    if data == DEMO_DATA_DIR:
+        return DEMO_ARCS_DIR
+    if any(data.glob("*.arcs.json")):
+        return data
+    sibling = data.parent / f"{data.name}_arcs"
+    return sibling if sibling.is_dir() else None
+
+
+def lancedb_uri() -> str:
+    return str(nm_home() / "lancedb")
+
+
+def _override_dir() -> Path | None:
+    value = os.environ.get("NM_CONFIG_DIR")
+    return Path(value).expanduser().resolve() if value else None
+
+
+def config_path(name: str) -> Path:
+    """Path of config file ``<name>.toml`` (override folder first, then packaged default)."""
+    override = _override_dir()
+    if override and (override / f"{name}.toml").is_file():
+        return override / f"{name}.toml"
+    path = DEFAULT_CONFIG_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no config file {name}.toml in {override or ''} or {DEFAULT_CONFIG_DIR}")
+    return path
+
+
+def load_config(name: str) -> dict:
+    path = config_path(name)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def prompt_path(name: str) -> Path:
+    override = _override_dir()
+    if override and (override / "prompts" / f"{name}.txt").is_file():
+        return override / "prompts" / f"{name}.txt"
+    return DEFAULT_PROMPTS_DIR / f"{name}.txt"
+
+
+def load_prompt(name: str) -> str:
+    return prompt_path(name).read_text(encoding="utf-8")
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def prompts_hash() -> str:
+    """One hash over every prompt in effect (name + content), for lineage."""
+    h = hashlib.sha256()
+    names = sorted({p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.txt")}
+                   | {p.stem for p in ((_override_dir() or Path("/nonexistent")) / "prompts").glob("*.txt")})
+    for name in names:
+        h.update(name.encode())
+        h.update(prompt_path(name).read_bytes())
+    return h.hexdigest()
