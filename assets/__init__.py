@@ -1,0 +1,1 @@
+"""Dagster assets: thin wrappers around narrative_mirror (the library does the work)."""

@@ -1,0 +1,24 @@
+"""The one module that builds the Dagster Definitions (dg, dagster-webserver, CLI, tests)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.config_sources import CONFIG_SOURCES
+from assets.ingest import INGEST_ASSETS, split
+from jobs.ingest import chat_files_sensor, ingest_job
+from resources import default_resources
+
+ALL_ASSETS = [*CONFIG_SOURCES, *INGEST_ASSETS, split]
+
+
+def build_definitions(resources: dict | None = None) -> dg.Definitions:
+    return dg.Definitions(
+        assets=ALL_ASSETS,
+        jobs=[ingest_job],
+        sensors=[chat_files_sensor],
+        resources=resources or default_resources(),
+    )
+
+
+defs = build_definitions()

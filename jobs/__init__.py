@@ -1,0 +1,1 @@
+"""Jobs, sensors and schedules."""

@@ -1,0 +1,92 @@
+"""The ``narrative-mirror`` command: the asset graph for people and scripts without the UI.
+
+Readable output for people (progress on stderr), one JSON object on stdout with ``--json``.
+Exit codes: 0 ok, 1 a run failed, 2 bad input (argument, file or configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+INGEST = ["messages", "gold_qa", "arc_cases"]
+
+
+def _runner(args):
+    from jobs.runner import Runner
+
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None))
+
+
+def cmd_ingest(args) -> dict:
+    runner = _runner(args)
+    keys = runner.register()
+    runner.materialize(INGEST, keys)
+    runner.materialize(["split"], None)
+    msgs = qa = arcs = unresolved = 0
+    per_file = {}
+    for key in keys:
+        m, q, a = (runner.read(name, key) for name in INGEST)
+        n_unresolved = int(q["unresolved"].list.len().sum() or 0)
+        per_file[key] = {"messages": m.height, "qa": q.height, "arc_cases": a.height,
+                         "unresolved_evidence": n_unresolved}
+        msgs, qa, arcs = msgs + m.height, qa + q.height, arcs + a.height
+        unresolved += n_unresolved
+    return {
+        "data": str(runner.data_dir),
+        "partitions": len(keys),
+        "messages": msgs,
+        "qa": qa,
+        "arc_cases": arcs,
+        "unresolved_evidence": unresolved,
+        "per_file": per_file,
+    }
+
+
+def _print_human(command: str, result: dict) -> None:
+    print(f"{command}: " + ", ".join(f"{k}={v}" for k, v in result.items() if not isinstance(v, (dict, list))))
+    for key, row in (result.get("per_file") or {}).items():
+        print(f"  {key}: " + ", ".join(f"{k}={v}" for k, v in row.items()))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="narrative-mirror", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def data_args(p):
+        p.add_argument("--data", type=Path, default=None,
+                       help="folder of chat files (default: NM_DATA_DIR, else the packaged demo chats)")
+        p.add_argument("--arcs", type=Path, default=None,
+                       help="folder of <chat>.arcs.json (default: NM_ARCS_DIR, the data folder, or <data>_arcs)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("ingest", help="register chat files and materialize messages, gold QA, ARC cases")
+    data_args(p)
+    p.set_defaults(func=cmd_ingest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.runner import RunFailed
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except RunFailed as exc:
+        print(f"narrative-mirror {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"narrative-mirror {args.command}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        _print_human(args.command, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

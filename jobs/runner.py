@@ -1,0 +1,159 @@
+"""Drives the asset graph in-process against the persistent Dagster instance in NM_HOME.
+
+Used by the ``narrative-mirror`` command: registers chat files as partitions, observes the
+config files, and materializes only what is missing or stale, partition by partition, so
+repeated commands redo only what changed. The same instance backs ``dg dev`` when
+``DAGSTER_HOME`` points at ``$NM_HOME/dagster``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._time import get_current_datetime
+
+from assets.config_sources import CONFIG_SOURCES
+from assets.partitions import chat_files
+from narrative_mirror import settings, storage
+from narrative_mirror.keys import find_chat_files
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def dagster_home() -> Path:
+    home = settings.nm_home() / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").touch()
+    return home
+
+
+class Runner:
+    def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
+                 progress: Callable[[str], None] = _stderr):
+        from definitions import build_definitions
+        from resources import default_resources
+
+        os.environ["DAGSTER_HOME"] = str(dagster_home())
+        self.progress = progress
+        self.data_dir = Path(data_dir).resolve() if data_dir else settings.data_dir()
+        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""))
+        self.arcs_dir = self.resources["chat_data"].arcs_path()
+        self.defs = build_definitions(self.resources)
+        self.asset_graph = self.defs.resolve_asset_graph()
+        self.assets = list(self.defs.assets)
+        self.instance = dg.DagsterInstance.get()
+        self.storage_base = settings.nm_home() / "storage"
+
+    # -- partitions -------------------------------------------------------------------------
+    def register(self) -> list[str]:
+        files, problems = find_chat_files(self.data_dir)
+        for problem in problems:
+            self.progress(f"skipped: {problem}")
+        if not files:
+            raise FileNotFoundError(f"no chat files (*.json) in {self.data_dir}")
+        known = set(self.instance.get_dynamic_partitions(chat_files.name))
+        new = sorted(set(files) - known)
+        if new:
+            self.instance.add_dynamic_partitions(chat_files.name, new)
+        return sorted(files)
+
+    def observe_configs(self) -> None:
+        from dagster._core.definitions.observe import observe
+
+        observe(CONFIG_SOURCES, instance=self.instance)
+
+    # -- staleness --------------------------------------------------------------------------
+    def _resolver(self) -> CachingStaleStatusResolver:
+        view = AssetGraphView(
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=self.instance,
+            asset_graph=self.asset_graph,
+        )
+        return CachingStaleStatusResolver(self.instance, self.asset_graph, view)
+
+    def _needs_run(self, keys: Sequence[dg.AssetKey], partition: str | None) -> list[dg.AssetKey]:
+        """Assets of ``keys`` (topologically ordered) that are missing/stale, plus their
+        downstream within ``keys`` (staleness moves one hop per materialization)."""
+        resolver = self._resolver()
+        chosen: set[dg.AssetKey] = set()
+        for key in keys:
+            status = resolver.get_status(key, partition)
+            upstream_chosen = any(p in chosen for p in self.asset_graph.get(key).parent_keys)
+            if status != StaleStatus.FRESH or upstream_chosen:
+                chosen.add(key)
+        return [k for k in keys if k in chosen]
+
+    def _ordered(self, selection: Sequence[str]) -> list[dg.AssetKey]:
+        wanted = {dg.AssetKey(s) for s in selection}
+        order = self.asset_graph.toposorted_asset_keys
+        return [k for k in order if k in wanted]
+
+    # -- running ----------------------------------------------------------------------------
+    def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
+                    tags: dict[str, str] | None = None, force: bool = False) -> dict[str, float]:
+        """Materialize ``selection`` for each partition (or unpartitioned when ``partitions`` is
+        None), skipping what is fresh. Returns wall seconds per asset."""
+        self.observe_configs()
+        keys = self._ordered(selection)
+        seconds: dict[str, float] = {}
+        targets = list(partitions) if partitions is not None else [None]
+        for i, partition in enumerate(targets, 1):
+            todo = keys if force else self._needs_run(keys, partition)
+            label = partition or "(all)"
+            if not todo:
+                self.progress(f"[{i}/{len(targets)}] {label}: up to date")
+                continue
+            self.progress(f"[{i}/{len(targets)}] {label}: {', '.join(k.to_user_string() for k in todo)}")
+            result = dg.materialize(
+                self.assets,
+                selection=todo,
+                partition_key=partition,
+                instance=self.instance,
+                resources=self.resources,
+                tags=tags,
+                raise_on_error=False,
+            )
+            for event in result.all_events:
+                if event.event_type_value == "STEP_SUCCESS":
+                    name = event.step_key
+                    seconds[name] = seconds.get(name, 0.0) + event.event_specific_data.duration_ms / 1000
+            if not result.success:
+                raise RunFailed(partition, _failure_message(result))
+        return seconds
+
+    def read(self, asset: str, partition: str | None) -> pl.DataFrame:
+        return storage.read_frame(storage.frame_path(self.storage_base, asset, partition))
+
+
+class RunFailed(RuntimeError):
+    def __init__(self, partition: str | None, message: str):
+        super().__init__(f"run failed for partition {partition or '(all)'}: {message}")
+        self.partition = partition
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            err = event.event_specific_data.error
+            cause = err.cause.message.strip() if err and err.cause else ""
+            return f"{event.step_key}: {err.message.strip() if err else 'failed'} {cause}".strip()
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
+            return f"blocking check failed: {event.event_specific_data.check_name}"
+    return "run did not succeed"
+
+
+def timed(fn: Callable[[], object]) -> tuple[object, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
