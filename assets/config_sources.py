@@ -5,7 +5,6 @@ The data version of each is the hash of its file(s); the assets that use a file 
 lineage graph shows which config version fed which recall figure.
 """
 
-from __future__ import annotations
 
 import dagster as dg
 

@@ -1,6 +1,5 @@
 """Ingestion layer: messages, gold QA, ARC cases, and the train/test split."""
 
-from __future__ import annotations
 
 import dagster as dg
 import polars as pl

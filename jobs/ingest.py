@@ -1,6 +1,5 @@
 """Registering chat files as partitions and requesting their ingestion."""
 
-from __future__ import annotations
 
 import hashlib
 

@@ -61,7 +61,7 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
     """Read ``path``; ``chat_file`` (the partition key) defaults to the file stem."""
     path = Path(path)
     chat_file = chat_file or path.stem
-    data = _read_json(path)
+    data = read_json_file(path)
     where = path.name
     if isinstance(data, list):
         raise ChatFormatError(
@@ -195,7 +195,8 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
     )
 
 
-def _read_json(path: Path) -> Any:
+def read_json_file(path: Path) -> Any:
+    """Parsed JSON of ``path``; an empty, non-UTF-8 or malformed file -> ChatFormatError naming it."""
     try:
         raw = path.read_bytes()
     except OSError as exc:

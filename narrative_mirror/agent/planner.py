@@ -1,0 +1,149 @@
+"""Planner: facet decomposition (intent / target / artifact / time) and route selection.
+
+Routes (seed 002): ``direct`` for a single fact about one target, ``multi_hop`` for several
+conditions, comparisons, lists or causes, ``global`` for a story across the chat ("How did X
+develop?"). The offline planner reads only the question's form; the LLM planner sees only the
+question too, so nothing written in the chat can change the route.
+"""
+
+from __future__ import annotations
+
+import re
+
+from narrative_mirror.agent.contract import Facets, Route
+from narrative_mirror.agent.text import MONTHS, WEEKDAYS, content_tokens, time_phrases, time_words, tokens
+from narrative_mirror.llm import LLMClient
+from narrative_mirror.settings import load_prompt
+
+ROUTES: tuple[Route, ...] = ("direct", "multi_hop", "global")
+
+_STORY = re.compile(
+    r"\bhow\s+(?:did|has|have|does|do|was|were)\b.*\b(?:develop|develops|developed|go|goes|went|change|changed"
+    r"|evolve|evolved|progress|progressed|turn\s+out|unfold|unfolded|end\s+up|cope|coped|handle|handled"
+    r"|deal|dealt|grow|grew)\b"
+    r"|\bwhat\s+happened\s+(?:with|to|after|between|during)\b"
+    r"|\bover\s+(?:the\s+)?(?:time|weeks|months|sessions|course)\b|\bstory\s+of\b|\btimeline\b|\bjourney\b"
+    r"|\bfrom\s+(?:the\s+)?(?:first|start|beginning)\b.*\b(?:to|until)\b|\bsummar(?:y|ize|ise)\b",
+    re.IGNORECASE,
+)
+_MULTI = re.compile(
+    r"\bboth\b|\bcompare|\bcomparison\b|\bdifference|\bdiffer\b|\bin\s+common\b|\beach\s+other\b"
+    r"|\bwhat\s+are\s+(?:some|all)\b|\b(?:kinds|types|sorts)\s+of\b|\ball\s+the\b|\bwhich\s+\w+\s+(?:have|did|do)\s+both\b"
+    r"|\bhow\s+(?:many|much|often)\b|\bwhy\b|\bbecause\b|\busually\b|\bever\b|\band\s+then\b",
+    re.IGNORECASE,
+)
+_AUX = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "will", "would", "has", "have",
+        "had", "should", "shall", "may", "might", "must"}
+_QUESTION_WORDS = {"what", "when", "where", "who", "whom", "whose", "why", "which", "how"}
+# Capitalized words that are not names of people or things.
+_NOT_NAMES = _QUESTION_WORDS | _AUX | {m.capitalize() for m in MONTHS} | {w.capitalize() for w in WEEKDAYS} | {
+    "i", "i'm", "i've", "the", "a", "an", "in", "on", "at", "and", "or", "new", "year", "christmas", "easter",
+}
+
+
+def question_intent(question: str) -> str:
+    words = tokens(question)
+    if not words:
+        return "what"
+    if _STORY.search(question):
+        return "story"
+    text = " ".join(words)
+    if re.search(r"\bhow\s+(?:many|much|often|long)\b", text):
+        return "how_many"
+    if re.search(r"\b(?:when|what\s+(?:time|date|day|month|year)|which\s+(?:day|date|month|year))\b", text):
+        return "when"
+    if re.search(r"\b(?:where|which\s+(?:place|city|country|town|restaurant|store|shop))\b", text):
+        return "where"
+    if re.search(r"\b(?:who|whom|whose)\b", text):
+        return "who"
+    if words[0] == "why" or re.search(r"\bwhy\b", text):
+        return "why"
+    if words[0] == "how":
+        return "how"
+    if words[0] in _AUX:
+        return "yes_no"
+    return "what"
+
+
+def question_targets(question: str) -> list[str]:
+    """Capitalized names in the question (consecutive ones joined: "Art Basel"), in order."""
+    words = re.findall(r"[A-Za-z][\w'’-]*", question)
+    names: list[str] = []
+    current: list[str] = []
+    for index, word in enumerate(words):
+        bare = re.sub(r"['’]s$", "", word)
+        is_name = bare[:1].isupper() and bare.lower() not in _NOT_NAMES and bare not in _NOT_NAMES and not (
+            index == 0 and bare.lower() in _QUESTION_WORDS | _AUX
+        )
+        if is_name:
+            current.append(bare)
+            if bare != word:  # a possessive ends the name
+                names.append(" ".join(current))
+                current = []
+        elif current:
+            names.append(" ".join(current))
+            current = []
+    if current:
+        names.append(" ".join(current))
+    seen: list[str] = []
+    for name in names:
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def facets_offline(question: str) -> Facets:
+    targets = question_targets(question)
+    excluded = {w for t in targets for w in tokens(t)} | time_words(question) | _QUESTION_WORDS | _AUX
+    artifact: list[str] = []
+    for term in content_tokens(question, excluded):
+        if term not in artifact:
+            artifact.append(term)
+    phrases = time_phrases(question)
+    return Facets(
+        intent=question_intent(question),
+        target=targets,
+        artifact=artifact,
+        time=" ".join(phrases) if phrases else None,
+    )
+
+
+def route_offline(question: str, facets: Facets) -> Route:
+    if facets.intent == "story":
+        return "global"
+    if _MULTI.search(question) or facets.intent in ("why", "how_many"):
+        return "multi_hop"
+    if len(facets.target) >= 2 and re.search(r"\band\b", question, re.IGNORECASE):
+        return "multi_hop"
+    return "direct"
+
+
+def plan_offline(question: str) -> tuple[Route, Facets, str]:
+    """(route, facets, reason) from the question's form alone."""
+    facets = facets_offline(question)
+    route = route_offline(question, facets)
+    return route, facets, f"rules: intent={facets.intent}, targets={facets.target}"
+
+
+PLAN_REQUIRED = {"route": str, "intent": str, "target": list, "artifact": list}
+
+
+def plan_llm(llm: LLMClient, question: str) -> tuple[Route, Facets, str]:
+    """Route and facets from the LLM. Raises LLMError; a route outside ROUTES or a non-string
+    facet is malformed (the caller falls back to the rules)."""
+    from narrative_mirror.llm import LLMError
+
+    reply = llm.complete_json(load_prompt("agent_planner"), f"Question: {question}", required=PLAN_REQUIRED)
+    route = str(reply["route"]).strip().lower()
+    if route not in ROUTES:
+        raise LLMError("malformed", f"planner route {route!r} is not one of {list(ROUTES)}")
+    if not all(isinstance(v, str) for v in reply["target"] + reply["artifact"]):
+        raise LLMError("malformed", "planner target/artifact must be lists of strings")
+    time = reply.get("time")
+    facets = Facets(
+        intent=str(reply["intent"]).strip().lower() or question_intent(question),
+        target=[t.strip() for t in reply["target"] if t.strip()][:5],
+        artifact=[a.strip().lower() for a in reply["artifact"] if a.strip()][:10],
+        time=time.strip() if isinstance(time, str) and time.strip() else None,
+    )
+    return route, facets, "llm"

@@ -1,0 +1,48 @@
+"""Execution profiles: how much the agent may search, fetch and call before it must answer.
+
+Budgets and corrective thresholds follow the agentic-RAG design (seed 002): ``fast`` for an
+instant answer, ``balanced`` (default) for normal questions, ``deep`` before important decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    max_rounds: int  # retrieval rounds, the first search included
+    first_search: int  # hits asked of the first search (and of each variant search)
+    max_evidence_fetches: int  # stored units pulled by id: evidence messages (ask), blocks (arc)
+    max_calls: int  # every tool call: searches, fetches and LLM calls
+    rewrite_candidates: int  # query variants searched beside the question, per round
+    min_top5_relevance: float  # coverage: mean grade of the 5 best evidence items
+    min_must_have_hits: int  # coverage: evidence items that match the question's must-have facets
+
+    def __post_init__(self) -> None:
+        for name in ("max_rounds", "first_search", "max_evidence_fetches", "max_calls"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"profile {self.name!r}: {name} must be >= 1, got {getattr(self, name)}")
+        if self.rewrite_candidates < 0 or self.min_must_have_hits < 0:
+            raise ValueError(f"profile {self.name!r}: rewrite_candidates and min_must_have_hits must be >= 0")
+        if not 0.0 <= self.min_top5_relevance <= 1.0:
+            raise ValueError(f"profile {self.name!r}: min_top5_relevance must be in [0, 1]")
+
+
+PROFILES: dict[str, Profile] = {
+    "fast": Profile("fast", 1, 8, 4, 8, 2, 0.60, 1),
+    "balanced": Profile("balanced", 2, 16, 8, 16, 4, 0.75, 2),
+    "deep": Profile("deep", 3, 24, 16, 28, 7, 0.85, 2),
+}
+DEFAULT_PROFILE = "balanced"
+
+
+def get_profile(profile: str | Profile) -> Profile:
+    """A profile by name (or a custom ``Profile`` passed through)."""
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except KeyError:
+        raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}") from None

@@ -1,0 +1,361 @@
+"""LanceDB store of the searchable layers: messages (L0 + L1.5 signals), blocks (L1), threads (L2).
+
+One table per layer holds every chat file; a chat's rows are replaced in one commit
+(``replace_partition``), so re-indexing one chat never touches another's rows and a failed
+write leaves the previous rows in place. Each table carries a native full-text index on
+``text``. Block and thread vectors are the normalized mean of their member message vectors,
+so indexing needs no encode beyond the messages'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import lancedb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from lancedb.index import FTS
+
+from narrative_mirror import schema
+
+TABLES = ("messages", "blocks", "threads")
+ID_COLUMNS = {"messages": "message_id", "blocks": "block_id", "threads": "thread_id"}
+
+# A chat file name ends up quoted inside a filter string: no quotes, backslashes or controls.
+_CHAT_FILE_RE = re.compile(r"^[^'\"\\\x00-\x1f]+$")
+
+_TS = pa.timestamp("us")
+_STRINGS = pa.list_(pa.string())
+
+
+def message_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("message_id", pa.string()),
+            ("chat_file", pa.string()),
+            ("local_id", pa.string()),
+            ("position", pa.int64()),
+            ("session", pa.int64()),
+            ("speaker", pa.string()),
+            ("raw_text", pa.string()),  # the message as written
+            ("text", pa.string()),  # what is searched: "speaker: text [image: caption]"
+            ("timestamp", _TS),
+            ("block_id", pa.string()),
+            ("refs", pa.float64()),
+            ("importance_tier", pa.int64()),
+            ("entities", _STRINGS),
+            ("temporal", _STRINGS),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def block_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("block_id", pa.string()),
+            ("chat_file", pa.string()),
+            ("session", pa.int64()),
+            ("block_index", pa.int64()),
+            ("first_position", pa.int64()),
+            ("last_position", pa.int64()),
+            ("message_ids", _STRINGS),  # ALL local ids of the block, in order
+            ("start_time", _TS),
+            ("end_time", _TS),
+            ("text", pa.string()),  # label, summary and keywords
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def thread_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("thread_id", pa.string()),
+            ("chat_file", pa.string()),
+            ("block_ids", _STRINGS),
+            ("start_time", _TS),
+            ("end_time", _TS),
+            ("text", pa.string()),  # title and summary
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def validate_chat_file(chat_file: str) -> str:
+    if not isinstance(chat_file, str) or not _CHAT_FILE_RE.match(chat_file):
+        raise ValueError(
+            f"chat_file {chat_file!r}: must be non-empty, without quotes, backslashes or control characters"
+        )
+    return chat_file
+
+
+def message_search_text(speaker: str, text: str, caption: str = "") -> str:
+    searchable = f"{speaker}: {text}"
+    return f"{searchable} [image: {caption}]" if caption else searchable
+
+
+def _vector_lookup(embeddings: pl.DataFrame) -> tuple[dict[str, int], np.ndarray]:
+    emb = schema.conform(embeddings, schema.MESSAGE_EMBEDDINGS, "message embeddings")
+    if emb.height == 0:
+        raise ValueError("message embeddings: no rows")
+    lengths = emb["vector"].list.len().unique().to_list()
+    if len(lengths) != 1:
+        raise ValueError(f"message embeddings: vectors of different lengths {sorted(lengths)}")
+    matrix = np.asarray(emb["vector"].to_list(), dtype=np.float32)
+    return {mid: i for i, mid in enumerate(emb["message_id"].to_list())}, matrix
+
+
+def _fixed_vectors(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+
+
+def _mean_vector(matrix: np.ndarray, rows: list[int]) -> np.ndarray:
+    mean = matrix[rows].mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm > 0 else mean
+
+
+def message_rows(
+    messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None
+) -> pa.Table:
+    """Rows of the ``messages`` table: one per message, vector from ``embeddings``."""
+    msgs = schema.conform(messages, schema.MESSAGES, "messages").sort("position")
+    lookup, matrix = _vector_lookup(embeddings)
+    missing = [m for m in msgs["message_id"].to_list() if m not in lookup]
+    if missing:
+        raise ValueError(f"message embeddings: no vector for {len(missing)} messages, e.g. {missing[:3]}")
+    if signals is not None and signals.height:
+        sig = schema.conform(signals, schema.MESSAGE_SIGNALS, "message signals")
+        msgs = msgs.join(
+            sig.select("message_id", "block_id", "refs", "importance_tier", "entities", "temporal"),
+            on="message_id",
+            how="left",
+        )
+    else:
+        msgs = msgs.with_columns(
+            pl.lit(None, pl.String).alias("block_id"),
+            pl.lit(None, pl.Float64).alias("refs"),
+            pl.lit(None, pl.Int64).alias("importance_tier"),
+            pl.lit(None, pl.List(pl.String)).alias("entities"),
+            pl.lit(None, pl.List(pl.String)).alias("temporal"),
+        )
+    msgs = msgs.with_columns(
+        pl.col("refs").fill_null(0.0),
+        pl.col("importance_tier").fill_null(0),
+        pl.col("entities").fill_null([]),
+        pl.col("temporal").fill_null([]),
+    )
+    vectors = matrix[[lookup[m] for m in msgs["message_id"].to_list()]]
+    text = [
+        message_search_text(s, t, c)
+        for s, t, c in zip(msgs["speaker"], msgs["text"], msgs["image_caption"].fill_null(""))
+    ]
+    return pa.table(
+        {
+            "message_id": msgs["message_id"].to_arrow(),
+            "chat_file": msgs["chat_file"].to_arrow(),
+            "local_id": msgs["local_id"].to_arrow(),
+            "position": msgs["position"].to_arrow(),
+            "session": msgs["session"].to_arrow(),
+            "speaker": msgs["speaker"].to_arrow(),
+            "raw_text": msgs["text"].to_arrow(),
+            "text": pa.array(text, pa.string()),
+            "timestamp": msgs["timestamp"].to_arrow(),
+            "block_id": msgs["block_id"].to_arrow(),
+            "refs": msgs["refs"].to_arrow(),
+            "importance_tier": msgs["importance_tier"].to_arrow(),
+            "entities": msgs["entities"].to_arrow(),
+            "temporal": msgs["temporal"].to_arrow(),
+            "vector": _fixed_vectors(vectors),
+        },
+        schema=message_schema(matrix.shape[1]),
+    )
+
+
+def _member_rows(lookup: dict[str, int], chat_file: str, local_ids: list[str], where: str) -> list[int]:
+    rows = [lookup.get(f"{chat_file}/{lid}") for lid in local_ids]
+    if not local_ids or None in rows:
+        absent = [lid for lid, r in zip(local_ids, rows) if r is None]
+        raise ValueError(f"{where}: members without a message vector: {absent[:3] or 'no members'}")
+    return rows
+
+
+def block_rows(blocks: pl.DataFrame, embeddings: pl.DataFrame) -> pa.Table:
+    """Rows of the ``blocks`` table; vector = normalized mean of the member message vectors."""
+    blk = schema.conform(blocks, schema.BLOCKS, "blocks").sort("block_index")
+    lookup, matrix = _vector_lookup(embeddings)
+    vectors = np.zeros((blk.height, matrix.shape[1]), dtype=np.float32)
+    texts = []
+    for i, row in enumerate(blk.iter_rows(named=True)):
+        members = _member_rows(lookup, row["chat_file"], row["message_ids"], f"block {row['block_id']}")
+        vectors[i] = _mean_vector(matrix, members)
+        texts.append(" ".join(p for p in (row["label"], row["summary"], " ".join(row["keywords"] or [])) if p))
+    return pa.table(
+        {
+            **{c: blk[c].to_arrow() for c in ("block_id", "chat_file", "session", "block_index",
+                                              "first_position", "last_position", "message_ids",
+                                              "start_time", "end_time")},
+            "text": pa.array(texts, pa.string()),
+            "vector": _fixed_vectors(vectors),
+        },
+        schema=block_schema(matrix.shape[1]),
+    )
+
+
+def thread_rows(threads: pl.DataFrame, blocks: pl.DataFrame, embeddings: pl.DataFrame) -> pa.Table:
+    """Rows of the ``threads`` table; vector = normalized mean of all member messages' vectors."""
+    thr = schema.conform(threads, schema.THREADS, "threads").sort("thread_id")
+    blk = schema.conform(blocks, schema.BLOCKS, "blocks")
+    block_members = dict(zip(blk["block_id"].to_list(), blk["message_ids"].to_list()))
+    lookup, matrix = _vector_lookup(embeddings)
+    vectors = np.zeros((thr.height, matrix.shape[1]), dtype=np.float32)
+    for i, row in enumerate(thr.iter_rows(named=True)):
+        unknown = [b for b in row["block_ids"] if b not in block_members]
+        if unknown:
+            raise ValueError(f"thread {row['thread_id']}: unknown block ids {unknown[:3]}")
+        local_ids = [lid for b in row["block_ids"] for lid in block_members[b]]
+        vectors[i] = _mean_vector(matrix, _member_rows(lookup, row["chat_file"], local_ids, f"thread {row['thread_id']}"))
+    texts = [f"{t}. {s}" if t and s else (t or s or "") for t, s in zip(thr["title"], thr["summary"])]
+    return pa.table(
+        {
+            **{c: thr[c].to_arrow() for c in ("thread_id", "chat_file", "block_ids", "start_time", "end_time")},
+            "text": pa.array(texts, pa.string()),
+            "vector": _fixed_vectors(vectors),
+        },
+        schema=thread_schema(matrix.shape[1]),
+    )
+
+
+def build_rows(
+    messages: pl.DataFrame,
+    embeddings: pl.DataFrame,
+    *,
+    signals: pl.DataFrame | None = None,
+    blocks: pl.DataFrame | None = None,
+    threads: pl.DataFrame | None = None,
+) -> dict[str, pa.Table]:
+    """Arrow rows of every table for one chat; tables whose layer is absent are left out."""
+    rows = {"messages": message_rows(messages, embeddings, signals)}
+    if blocks is not None:
+        rows["blocks"] = block_rows(blocks, embeddings)
+        if threads is not None:
+            rows["threads"] = thread_rows(threads, blocks, embeddings)
+    elif threads is not None:
+        raise ValueError("threads given without their blocks")
+    return rows
+
+
+def _schema_difference(expected: pa.Schema, got: pa.Schema) -> str:
+    for field in expected:
+        if field.name not in got.names:
+            return f"missing column {field.name!r}"
+        if not got.field(field.name).type.equals(field.type):
+            return f"column {field.name!r} is {got.field(field.name).type}, the table has {field.type}"
+    extra = [n for n in got.names if n not in expected.names]
+    return f"unexpected columns {extra}" if extra else "columns in a different order"
+
+
+class IndexStore:
+    """The LanceDB database at ``uri`` holding the ``messages``, ``blocks`` and ``threads`` tables."""
+
+    def __init__(self, uri: str):
+        self.uri = str(uri)
+        self._db = lancedb.connect(self.uri)
+
+    def _open(self, table: str):
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r}; known: {list(TABLES)}")
+        try:
+            return self._db.open_table(table)
+        except ValueError:  # lancedb: "Table '...' was not found"
+            return None
+
+    def replace_partition(self, table: str, chat_file: str, rows: pa.Table) -> int:
+        """Make ``rows`` the whole content of ``chat_file`` in ``table`` in one commit.
+
+        Rows of other chat files are untouched; on any error the previous rows stay as they were.
+        Returns the table version after the write.
+        """
+        validate_chat_file(chat_file)
+        tbl = self._open(table)
+        id_col = ID_COLUMNS[table]
+        if id_col not in rows.column_names or "chat_file" not in rows.column_names:
+            raise ValueError(f"{table} rows for {chat_file}: need columns {id_col!r} and 'chat_file'")
+        others = set(rows.column("chat_file").to_pylist()) - {chat_file}
+        if others:
+            raise ValueError(f"{table} rows for {chat_file}: rows of other chat files {sorted(others)}")
+        if tbl is None:
+            try:
+                tbl = self._db.create_table(table, rows)
+                tbl.create_index("text", config=FTS(), replace=True)
+                return tbl.version
+            except ValueError as exc:
+                # Another writer created it meanwhile: fall through to the merge.
+                if "already exists" not in str(exc):
+                    raise
+                tbl = self._db.open_table(table)
+        if not rows.schema.equals(tbl.schema):
+            raise ValueError(
+                f"{table} rows for {chat_file}: schema differs from the table's "
+                f"({_schema_difference(tbl.schema, rows.schema)}); a changed embedder needs a fresh "
+                f"store at {self.uri}"
+            )
+        try:
+            (
+                tbl.merge_insert(id_col)
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(f"chat_file = '{chat_file}'")
+                .execute(rows)
+            )
+        except (ValueError, OSError, RuntimeError) as exc:
+            raise ValueError(f"{table} rows for {chat_file}: write failed, previous rows kept: {exc}") from exc
+        tbl.create_index("text", config=FTS(), replace=True)
+        return tbl.version
+
+    def versions(self) -> dict[str, int]:
+        """Current version of each existing table."""
+        out = {}
+        for name in TABLES:
+            tbl = self._open(name)
+            if tbl is not None:
+                out[name] = tbl.version
+        return out
+
+    def _read(self, table: str, chat_file: str | None, columns: list[str] | None = None) -> pa.Table | None:
+        tbl = self._open(table)
+        if tbl is None:
+            return None
+        query = tbl.search()
+        if chat_file is not None:
+            query = query.where(f"chat_file = '{validate_chat_file(chat_file)}'")
+        if columns:
+            query = query.select(columns)
+        return query.limit(None).to_arrow()
+
+    def _frame(self, table: str, chat_file: str, order_by: str, empty_schema: pa.Schema) -> pl.DataFrame:
+        rows = self._read(table, chat_file)
+        frame = pl.from_arrow(rows if rows is not None else empty_schema.empty_table())
+        return frame.sort(order_by)
+
+    def messages_for(self, chat_file: str) -> pl.DataFrame:
+        """The chat's message rows in file order (empty if the chat is not indexed)."""
+        return self._frame("messages", chat_file, "position", message_schema(1))
+
+    def blocks_for(self, chat_file: str) -> pl.DataFrame:
+        return self._frame("blocks", chat_file, "block_index", block_schema(1))
+
+    def threads_for(self, chat_file: str) -> pl.DataFrame:
+        return self._frame("threads", chat_file, "thread_id", thread_schema(1))
+
+    def chat_files(self) -> list[str]:
+        """Chat files that have indexed messages."""
+        rows = self._read("messages", None, ["chat_file"])
+        return sorted(set(rows.column("chat_file").to_pylist())) if rows is not None else []
+
+    def row_counts(self) -> Mapping[str, int]:
+        return {name: tbl.count_rows() for name in TABLES if (tbl := self._open(name)) is not None}

@@ -1,0 +1,328 @@
+"""Rule-based reading of a question (no LLM): who it is about, when, and what kind of answer.
+
+- Persons: the chat's speakers named in the question, by name or by an alias the chat itself
+  reveals (``speaker_aliases``: RealTalk speakers go by another first name inside the chat,
+  e.g. speaker "Emi" introduces herself as "Kate", and the questions say "Kate").
+- Entities: the chat's known entities (L1.5 signals, lower-case) named in the question.
+- Time: dates ("29 Dec 2023", "December 30, 2023", "30.12.2023", "2023-12-30"), months
+  ("in January", "January 2024"), weeks of a month ("first week of January"), holidays
+  ("New Year", "Christmas", "Valentine's Day", "Halloween"), years ("in 2023"), each optionally
+  after "before"/"after"/"since"/"until"; and weekdays ("on Monday"). A month or day without a
+  year takes the year(s) in which it falls inside the chat's time span (chats are historical:
+  "now" means nothing). Windows are half-open [start, end); None = unbounded.
+- Question type: when / where / who / why / how_many / how / what / yes_no / other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+
+MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+         ("october", "oct"), ("november", "nov"), ("december", "dec")]
+    )
+    for name in names
+}
+WEEKDAYS = {d: i for i, d in enumerate(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+
+# Month names only when capitalized ("may" is a verb); "May" also needs a date-like neighbour.
+_MONTH = r"(?P<month>(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)[a-z]*\.?|May)"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d{2})"
+_PREFIX = r"(?:(?P<rel>before|after|since|until|till|by)\s+(?:the\s+)?)?"
+_ORDINAL_WEEK = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "last": -1}
+_HOLIDAYS = [
+    # (pattern, month, first day, number of days)
+    (r"new\s+year'?s\s+eve", 12, 31, 1),
+    (r"new\s+year'?s?(?:\s+day)?", 1, 1, 1),  # extended below to Dec 31 .. Jan 1
+    (r"christmas\s+eve", 12, 24, 1),
+    (r"christmas|xmas", 12, 24, 3),
+    (r"valentine'?s?(?:\s+day)?", 2, 14, 1),
+    (r"halloween", 10, 31, 1),
+]
+
+_PATTERNS = [
+    ("date", re.compile(_PREFIX + r"\b(?P<y>(?:19|20)\d{2})-(?P<m>\d{2})-(?P<d>\d{2})\b", re.I)),
+    ("date", re.compile(_PREFIX + r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d{2})\b", re.I)),
+    ("day_month", re.compile(_PREFIX + r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
+    ("month_day", re.compile(_PREFIX + r"\b" + _MONTH + r"\s+" + _DAY + r"\b(?:,?\s+" + _YEAR + r")?")),
+    ("week", re.compile(_PREFIX + r"\b(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week\s+of\s+"
+                        + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
+    ("holiday", re.compile(_PREFIX + r"\b(?P<holiday>" + "|".join(p for p, *_ in _HOLIDAYS) + r")(?:\s+" + _YEAR + r")?\b", re.I)),
+    ("month", re.compile(_PREFIX + r"\b(?:(?P<ctx>in|of|during|early|mid|late)\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
+    ("year", re.compile(_PREFIX + r"\b(?:in|of|during)?\s*" + _YEAR + r"\b", re.I)),
+]
+_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
+
+_QUESTION_TYPES = [
+    ("how_many", re.compile(r"\bhow\s+(many|much|often|long)\b", re.I)),
+    ("when", re.compile(r"\b(when|what\s+(date|day|time|year|month))\b", re.I)),
+    ("where", re.compile(r"\b(where|which\s+(city|country|place|state|restaurant))\b", re.I)),
+    ("who", re.compile(r"\b(who|whom|whose)\b", re.I)),
+    ("why", re.compile(r"\bwhy\b", re.I)),
+    ("how", re.compile(r"\bhow\b", re.I)),
+    ("what", re.compile(r"\b(what|which)\b", re.I)),
+]
+_YES_NO = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might)\b", re.I)
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    start: datetime | None  # inclusive; None = open
+    end: datetime | None  # exclusive; None = open
+    expression: str  # the text it was read from
+
+
+@dataclass
+class QueryInfo:
+    question_type: str
+    persons: list[str] = field(default_factory=list)  # canonical speaker names
+    entities: list[str] = field(default_factory=list)
+    windows: list[TimeWindow] = field(default_factory=list)  # a message matches ANY of them
+    weekdays: list[int] = field(default_factory=list)  # 0 = Monday
+
+    @property
+    def has_time(self) -> bool:
+        return bool(self.windows or self.weekdays)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly form (datetimes as ISO strings) for traces."""
+        out = asdict(self)
+        out["windows"] = [
+            {"start": w.start.isoformat() if w.start else None, "end": w.end.isoformat() if w.end else None,
+             "expression": w.expression}
+            for w in self.windows
+        ]
+        return out
+
+
+def question_type(query: str) -> str:
+    for name, pattern in _QUESTION_TYPES:
+        # "How many"/"when" anywhere wins; a plain "what"/"how" only counts before any clause.
+        if pattern.search(query):
+            if name in ("what", "how") and _YES_NO.match(query):
+                return "yes_no"
+            return name
+    return "yes_no" if _YES_NO.match(query) else "other"
+
+
+def _years(month: int, chat_start: datetime | None, chat_end: datetime | None) -> list[int]:
+    """Years whose ``month`` overlaps the chat span, else the last such year before its end."""
+    if chat_start is None or chat_end is None:
+        return []
+    years = [y for y in range(chat_start.year, chat_end.year + 1)
+             if datetime(y, month, 1) <= chat_end and _month_end(y, month) > chat_start]
+    return years or [chat_end.year if month <= chat_end.month else chat_end.year - 1]
+
+
+def _month_end(year: int, month: int) -> datetime:
+    return datetime(year + month // 12, month % 12 + 1, 1)
+
+
+def _month_number(token: str) -> int:
+    return MONTHS[token.rstrip(".").lower()[:3] if token.lower() != "sept" else "sep"]
+
+
+def _windows_for(kind: str, m: re.Match, chat_start: datetime | None, chat_end: datetime | None) -> list[tuple[datetime, datetime]]:
+    g = m.groupdict()
+    year = int(g["year"]) if g.get("year") else None
+    if kind == "date":
+        try:
+            day = datetime(int(g["y"]), int(g["m"]), int(g["d"]))
+        except ValueError:
+            return []
+        return [(day, day + timedelta(days=1))]
+    if kind in ("day_month", "month_day"):
+        month, day = _month_number(g["month"]), int(g["day"])
+        out = []
+        for y in [year] if year else _years(month, chat_start, chat_end):
+            try:
+                start = datetime(y, month, day)
+            except ValueError:
+                continue
+            out.append((start, start + timedelta(days=1)))
+        return out
+    if kind == "week":
+        month, index = _month_number(g["month"]), _ORDINAL_WEEK[g["ord"].lower()]
+        out = []
+        for y in [year] if year else _years(month, chat_start, chat_end):
+            end_of_month = _month_end(y, month)
+            start = end_of_month - timedelta(days=7) if index < 0 else datetime(y, month, 1) + timedelta(days=7 * index)
+            out.append((start, min(start + timedelta(days=7), end_of_month)))
+        return out
+    if kind == "holiday":
+        name = g["holiday"].lower()
+        for pattern, month, day, days in _HOLIDAYS:
+            if re.fullmatch(pattern, name):
+                break
+        out = []
+        for y in [year] if year else _years(month, chat_start, chat_end):
+            start = datetime(y, month, day)
+            if pattern.startswith(r"new\s+year'?s?"):
+                start = start - timedelta(days=1)  # New Year is celebrated from the eve on
+                days = 2
+            out.append((start, start + timedelta(days=days)))
+        return out
+    if kind == "month":
+        if g["month"] == "May" and not (g.get("ctx") or year or g.get("rel")):
+            return []  # "May" as a modal verb
+        month = _month_number(g["month"])
+        return [(datetime(y, month, 1), _month_end(y, month))
+                for y in ([year] if year else _years(month, chat_start, chat_end))]
+    if kind == "year":
+        return [(datetime(year, 1, 1), datetime(year + 1, 1, 1))]
+    raise ValueError(kind)
+
+
+def time_windows(query: str, chat_start: datetime | None = None, chat_end: datetime | None = None) -> list[TimeWindow]:
+    """Time windows named in ``query`` (see the module doc), in order of appearance."""
+    taken = [False] * len(query)
+    found: list[tuple[int, TimeWindow]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(query):
+            if any(taken[m.start():m.end()]):
+                continue
+            spans = _windows_for(kind, m, chat_start, chat_end)
+            if not spans:
+                continue
+            taken[m.start():m.end()] = [True] * (m.end() - m.start())
+            rel = (m.group("rel") or "").lower()
+            expression = m.group(0).strip()
+            for start, end in spans:
+                if rel in ("after", "since"):
+                    window = TimeWindow(end if rel == "after" else start, None, expression)
+                elif rel in ("before", "until", "till", "by"):
+                    window = TimeWindow(None, start if rel == "before" else end, expression)
+                else:
+                    window = TimeWindow(start, end, expression)
+                found.append((m.start(), window))
+    found.sort(key=lambda item: item[0])
+    return [w for _, w in found]
+
+
+def weekdays(query: str) -> list[int]:
+    return list(dict.fromkeys(WEEKDAYS[w.lower()] for w in _WEEKDAY.findall(query)))
+
+
+def _word_pattern(name: str) -> re.Pattern:
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?:'s|’s)?(?![\w-])", re.I)
+
+
+def persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None = None) -> list[str]:
+    """Speakers the question names (canonical names, in order of first mention)."""
+    names = {s.lower(): s for s in speakers}
+    names.update({a.lower(): s for a, s in (aliases or {}).items()})
+    hits = []
+    for name, speaker in names.items():
+        m = _word_pattern(name).search(query)
+        if m:
+            hits.append((m.start(), speaker))
+    return list(dict.fromkeys(s for _, s in sorted(hits)))
+
+
+def entities(query: str, known: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
+    """Known entities (lower-case) named in the question, longest first, no overlaps."""
+    skip = {e.lower() for e in exclude}
+    taken = [False] * len(query)
+    out = []
+    for entity in sorted({e.lower() for e in known if e and len(e) > 2} - skip, key=lambda e: (-len(e), e)):
+        for m in _word_pattern(entity).finditer(query):
+            if not any(taken[m.start():m.end()]):
+                taken[m.start():m.end()] = [True] * (m.end() - m.start())
+                out.append(entity)
+                break
+    return out
+
+
+_SELF_INTRO = re.compile(r"\b(?:i'm|i’m|i am|my name is|my name's|call me|this is)\s+([A-Z][a-z]+)\b(?=\s*(?:[.!,?]|$))")
+_VOCATIVE = [
+    re.compile(r"^([A-Z][a-z]+)\s*[!?,.]"),  # "Kate! How ..."
+    re.compile(r",\s*([A-Z][a-z]+)\s*[!?.]*\s*$"),  # "... thank you, Kate!"
+    re.compile(r"\b(?:[Hh]i|[Hh]ey|[Hh]ello|[Tt]hanks|[Tt]hank you|[Bb]ye|[Nn]ight|[Mm]orning)\s*,?\s+([A-Z][a-z]+)\b"),
+]
+
+
+def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2) -> dict[str, str]:
+    """Other first names the speakers go by, from (speaker, text) messages: {alias: speaker}.
+
+    Evidence for "X is speaker S": S writes "I'm X." / "my name is X", or (two-person chats)
+    the other speaker addresses X ("Kate!", "thanks, Kate", "hi Kate"). X must be capitalized,
+    never written in lower case anywhere in the chat (so "Wow!" or "Good!" do not count), not a
+    speaker's name, and have ``min_votes`` votes, at least twice as many as for anyone else.
+    """
+    speakers = list(dict.fromkeys(s for s, _ in messages))
+    lower_words = {w for _, t in messages for w in re.findall(r"\b[a-z]+\b", t)}
+    votes: dict[str, Counter] = {}
+    for speaker, text in messages:
+        for name in _SELF_INTRO.findall(text):
+            votes.setdefault(name, Counter())[speaker] += 1
+        if len(speakers) == 2:
+            other = speakers[1] if speaker == speakers[0] else speakers[0]
+            for pattern in _VOCATIVE:
+                for name in pattern.findall(text):
+                    votes.setdefault(name, Counter())[other] += 1
+    known = {s.lower() for s in speakers}
+    aliases = {}
+    for name, counter in votes.items():
+        if name.lower() in known or name.lower() in lower_words or name.lower() in MONTHS or name.lower() in WEEKDAYS:
+            continue
+        (best, n), *rest = counter.most_common() + [(None, 0)]
+        runner_up = rest[0][1] if rest else 0
+        if n >= min_votes and n >= 2 * runner_up:
+            aliases[name] = best
+    return aliases
+
+
+def parse_query(
+    query: str,
+    *,
+    speakers: Sequence[str] = (),
+    aliases: dict[str, str] | None = None,
+    known_entities: Iterable[str] = (),
+    chat_start: datetime | None = None,
+    chat_end: datetime | None = None,
+) -> QueryInfo:
+    """Everything this module reads from one question, against one chat's vocabulary and span."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query: empty question")
+    names = [*speakers, *(aliases or {})]
+    return QueryInfo(
+        question_type=question_type(query),
+        persons=persons(query, speakers, aliases),
+        entities=entities(query, known_entities, exclude=names),
+        windows=time_windows(query, chat_start, chat_end),
+        weekdays=weekdays(query),
+    )
+
+
+def time_mask(timestamps: np.ndarray, info: QueryInfo, slack: timedelta = timedelta(0)) -> np.ndarray:
+    """Boolean mask of messages matching the question's time: inside any window widened by
+    ``slack`` on both sides (people write about a day the day after) and, if weekdays are
+    named, sent on one of them. All True when the question names no time."""
+    ts = np.asarray(timestamps, dtype="datetime64[us]")
+    mask = np.ones(ts.shape[0], dtype=bool)
+    if info.windows:
+        in_any = np.zeros(ts.shape[0], dtype=bool)
+        for w in info.windows:
+            inside = np.ones(ts.shape[0], dtype=bool)
+            if w.start is not None:
+                inside &= ts >= np.datetime64(w.start - slack, "us")
+            if w.end is not None:
+                inside &= ts < np.datetime64(w.end + slack, "us")
+            in_any |= inside
+        mask &= in_any
+    if info.weekdays:
+        days = (ts.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 1970-01-01 was a Thursday
+        mask &= np.isin(days, info.weekdays)
+    return mask

@@ -1,0 +1,78 @@
+"""Ingestion assets on a real Dagster instance."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from chat_factory import small_chat, write_chat
+
+from assets.config_sources import CONFIG_SOURCES
+from assets.ingest import INGEST_ASSETS, split
+from resources import default_resources
+
+
+def _materialize(instance, data_dir, key, tmp_path, raise_on_error=True):
+    return dg.materialize(
+        [*CONFIG_SOURCES, *INGEST_ASSETS],
+        partition_key=key,
+        instance=instance,
+        resources=default_resources(data_dir=str(data_dir), nm_home=str(tmp_path / "home")),
+        raise_on_error=raise_on_error,
+    )
+
+
+def test_ingest_assets_materialize_one_partition(tmp_path):
+    data = tmp_path / "data"
+    write_chat(data, "chat_a", small_chat())
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", ["chat_a"])
+        result = _materialize(instance, data, "chat_a", tmp_path)
+        assert result.success
+        msgs = result.asset_value("messages")
+        assert msgs["local_id"].to_list() == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D2:4"]
+        qa = result.asset_value("gold_qa")
+        assert qa["gold_ids"].to_list() == [["D1:1", "D1:3"], ["D2:3"]]
+        assert qa["unresolved"].to_list() == [[], ["D9:9"]]
+        mat = instance.fetch_materializations(dg.AssetKey("gold_qa"), limit=1).records[0].asset_materialization
+        assert mat.partition == "chat_a"
+        assert mat.metadata["unresolved_evidence"].value == 1
+        checks = result.get_asset_check_evaluations()
+        assert [(c.check_name, c.passed) for c in checks] == [("unresolved_gold_share", False)]
+        assert checks[0].severity == dg.AssetCheckSeverity.WARN
+        assert result.asset_value("arc_cases").height == 0
+
+
+def test_chat_without_qa_is_ingested_with_no_questions(tmp_path):
+    data = tmp_path / "data"
+    write_chat(data, "chat_b", small_chat(qa=False))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", ["chat_b"])
+        result = _materialize(instance, data, "chat_b", tmp_path)
+        assert result.asset_value("messages").height == 8
+        assert result.asset_value("gold_qa").height == 0
+
+
+def test_bad_file_fails_with_its_name_and_keeps_the_previous_output(tmp_path):
+    data = tmp_path / "data"
+    path = write_chat(data, "chat_c", small_chat())
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", ["chat_c"])
+        _materialize(instance, data, "chat_c", tmp_path)
+        stored = tmp_path / "home" / "storage" / "messages" / "chat_c.parquet"
+        before = stored.read_bytes()
+        path.write_text('{"session_1": [', encoding="utf-8")
+        result = _materialize(instance, data, "chat_c", tmp_path, raise_on_error=False)
+        assert not result.success
+        failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+        assert "chat_c.json" in str(failure.event_specific_data.error.to_string())
+        assert stored.read_bytes() == before
+
+
+def test_split_asset_lists_registered_files_and_flags_unknown(tmp_path):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", ["Chat_1_Emi_Elise", "Chat_9_Fahim_Akib", "mine"])
+        result = dg.materialize([*CONFIG_SOURCES, split], instance=instance,
+                                resources=default_resources(nm_home=str(tmp_path / "home")))
+        df = result.asset_value("split")
+        assert df.rows() == [("Chat_1_Emi_Elise", "train", True), ("Chat_9_Fahim_Akib", "test", True),
+                             ("mine", "train", False)]
