@@ -12,17 +12,19 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from assets.config_sources import CONFIG_SOURCES
 from assets.ingest import INGEST_ASSETS, split
+from assets.layers import LAYER_ASSETS
+from jobs.automation import build_job, layers_automation_sensor
 from jobs.ingest import chat_files_sensor, ingest_job
 from resources import default_resources
 
-ALL_ASSETS = [*CONFIG_SOURCES, *INGEST_ASSETS, split]
+ALL_ASSETS = [*CONFIG_SOURCES, *INGEST_ASSETS, split, *LAYER_ASSETS]
 
 
 def build_definitions(resources: dict | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=ALL_ASSETS,
-        jobs=[ingest_job],
-        sensors=[chat_files_sensor],
+        jobs=[ingest_job, build_job],
+        sensors=[chat_files_sensor, layers_automation_sensor],
         resources=resources or default_resources(),
     )
 

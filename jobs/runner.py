@@ -26,6 +26,10 @@ from narrative_mirror import settings, storage
 from narrative_mirror.keys import find_chat_files
 
 
+# Progress goes through Runner.progress; Dagster's own console log only for problems.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -67,10 +71,14 @@ class Runner:
             self.instance.add_dynamic_partitions(chat_files.name, new)
         return sorted(files)
 
-    def observe_configs(self) -> None:
+    def observe_configs(self, keys: Sequence[dg.AssetKey]) -> None:
+        """Record the current version of the config files that ``keys`` read."""
         from dagster._core.definitions.observe import observe
 
-        observe(CONFIG_SOURCES, instance=self.instance)
+        parents = {p for k in keys for p in self.asset_graph.get(k).parent_keys}
+        sources = [s for s in CONFIG_SOURCES if s.key in parents]
+        if sources:
+            observe(sources, instance=self.instance, run_config=QUIET)
 
     # -- staleness --------------------------------------------------------------------------
     def _resolver(self) -> CachingStaleStatusResolver:
@@ -103,8 +111,8 @@ class Runner:
                     tags: dict[str, str] | None = None, force: bool = False) -> dict[str, float]:
         """Materialize ``selection`` for each partition (or unpartitioned when ``partitions`` is
         None), skipping what is fresh. Returns wall seconds per asset."""
-        self.observe_configs()
         keys = self._ordered(selection)
+        self.observe_configs(keys)
         seconds: dict[str, float] = {}
         targets = list(partitions) if partitions is not None else [None]
         for i, partition in enumerate(targets, 1):
@@ -122,6 +130,7 @@ class Runner:
                 resources=self.resources,
                 tags=tags,
                 raise_on_error=False,
+                run_config=QUIET,
             )
             for event in result.all_events:
                 if event.event_type_value == "STEP_SUCCESS":

@@ -97,7 +97,8 @@ def facets_offline(question: str) -> Facets:
     excluded = {w for t in targets for w in tokens(t)} | time_words(question) | _QUESTION_WORDS | _AUX
     artifact: list[str] = []
     for term in content_tokens(question, excluded):
-        if term not in artifact:
+        term = re.sub(r"'s$", "", term)
+        if term not in excluded and term not in artifact:
             artifact.append(term)
     phrases = time_phrases(question)
     return Facets(

@@ -42,13 +42,13 @@ _YEAR = r"(?P<year>(?:19|20)\d{2})"
 _PREFIX = r"(?:(?P<rel>before|after|since|until|till|by)\s+(?:the\s+)?)?"
 _ORDINAL_WEEK = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "last": -1}
 _HOLIDAYS = [
-    # (pattern, month, first day, number of days)
-    (r"new\s+year'?s\s+eve", 12, 31, 1),
-    (r"new\s+year'?s?(?:\s+day)?", 1, 1, 1),  # extended below to Dec 31 .. Jan 1
-    (r"christmas\s+eve", 12, 24, 1),
-    (r"christmas|xmas", 12, 24, 3),
-    (r"valentine'?s?(?:\s+day)?", 2, 14, 1),
-    (r"halloween", 10, 31, 1),
+    # (pattern, month, day, days before it, days long): "New Year 2025" starts on its eve.
+    (r"new\s+year'?s\s+eve", 12, 31, 0, 1),
+    (r"new\s+year'?s?(?:\s+day)?", 1, 1, 1, 2),
+    (r"christmas\s+eve", 12, 24, 0, 1),
+    (r"christmas|xmas", 12, 24, 0, 3),
+    (r"valentine'?s?(?:\s+day)?", 2, 14, 0, 1),
+    (r"halloween", 10, 31, 0, 1),
 ]
 
 _PATTERNS = [
@@ -108,13 +108,16 @@ class QueryInfo:
 
 
 def question_type(query: str) -> str:
-    for name, pattern in _QUESTION_TYPES:
-        # "How many"/"when" anywhere wins; a plain "what"/"how" only counts before any clause.
-        if pattern.search(query):
-            if name in ("what", "how") and _YES_NO.match(query):
-                return "yes_no"
-            return name
-    return "yes_no" if _YES_NO.match(query) else "other"
+    """A question opening with an auxiliary ("Did ...", "Is ...") is yes/no; otherwise the
+    type of its first question word ("how many" before "how", "what date" before "what")."""
+    if _YES_NO.match(query):
+        return "yes_no"
+    best: tuple[int, int, str] | None = None
+    for order, (name, pattern) in enumerate(_QUESTION_TYPES):
+        m = pattern.search(query)
+        if m and (best is None or (m.start(), order) < best[:2]):
+            best = (m.start(), order, name)
+    return best[2] if best else "other"
 
 
 def _years(month: int, chat_start: datetime | None, chat_end: datetime | None) -> list[int]:
@@ -163,15 +166,10 @@ def _windows_for(kind: str, m: re.Match, chat_start: datetime | None, chat_end: 
         return out
     if kind == "holiday":
         name = g["holiday"].lower()
-        for pattern, month, day, days in _HOLIDAYS:
-            if re.fullmatch(pattern, name):
-                break
+        month, day, before, days = next(h[1:] for h in _HOLIDAYS if re.fullmatch(h[0], name))
         out = []
         for y in [year] if year else _years(month, chat_start, chat_end):
-            start = datetime(y, month, day)
-            if pattern.startswith(r"new\s+year'?s?"):
-                start = start - timedelta(days=1)  # New Year is celebrated from the eve on
-                days = 2
+            start = datetime(y, month, day) - timedelta(days=before)
             out.append((start, start + timedelta(days=days)))
         return out
     if kind == "month":
@@ -245,12 +243,20 @@ def entities(query: str, known: Iterable[str], exclude: Iterable[str] = ()) -> l
     return out
 
 
-_SELF_INTRO = re.compile(r"\b(?:i'm|i’m|i am|my name is|my name's|call me|this is)\s+([A-Z][a-z]+)\b(?=\s*(?:[.!,?]|$))")
+_SELF_INTRO = re.compile(r"\b(?i:i'm|i’m|i am|my name is|my name's|call me|this is)\s+([A-Z][a-z]+)\b(?=\s*(?:[.!,?]|$))")
 _VOCATIVE = [
     re.compile(r"^([A-Z][a-z]+)\s*[!?,.]"),  # "Kate! How ..."
     re.compile(r",\s*([A-Z][a-z]+)\s*[!?.]*\s*$"),  # "... thank you, Kate!"
     re.compile(r"\b(?:[Hh]i|[Hh]ey|[Hh]ello|[Tt]hanks|[Tt]hank you|[Bb]ye|[Nn]ight|[Mm]orning)\s*,?\s+([A-Z][a-z]+)\b"),
 ]
+
+# Capitalized sentence openers that look like vocatives ("Oh!", "Hello, ...").
+_NOT_NAMES = frozenset(
+    """oh ah aw aww ahh hmm hm wow yay yes yeah yep yup no nope ok okay sure well so plus also
+    hello hi hey thanks thank sorry congrats congratulations haha lol omg great nice cool good
+    awesome amazing perfect true exactly totally definitely absolutely honestly anyway btw
+    morning night bye cheers welcome please wait really right""".split()
+)
 
 
 def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2) -> dict[str, str]:
@@ -275,7 +281,8 @@ def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2) -> 
     known = {s.lower() for s in speakers}
     aliases = {}
     for name, counter in votes.items():
-        if name.lower() in known or name.lower() in lower_words or name.lower() in MONTHS or name.lower() in WEEKDAYS:
+        lower = name.lower()
+        if lower in known or lower in lower_words or lower in _NOT_NAMES or lower in MONTHS or lower in WEEKDAYS:
             continue
         (best, n), *rest = counter.most_common() + [(None, 0)]
         runner_up = rest[0][1] if rest else 0

@@ -23,7 +23,8 @@ def random_cases() -> list[dict]:
         # scores must still equal ranx's on the distinct run.
         with_repeats = list(ranked)
         for _ in range(rng.randint(0, 5)):
-            with_repeats.insert(rng.randint(1, len(with_repeats)), rng.choice(ranked))
+            repeated = rng.randrange(len(with_repeats))
+            with_repeats.insert(rng.randint(repeated + 1, len(with_repeats)), with_repeats[repeated])
         cases.append(
             {
                 "query_id": f"q{index:03d}",

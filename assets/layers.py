@@ -1,0 +1,148 @@
+"""Memory layers per chat file: message embeddings, L1 topic blocks, L1.5 signals, L2 threads,
+and the LanceDB index. Each returns a content-hash data version, so re-running an asset with
+an unchanged output leaves everything downstream fresh."""
+
+import time
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from assets.config_sources import embedding_config, layers_config, prompts
+from assets.ingest import _versioned
+from assets.partitions import chat_files
+from narrative_mirror import schema, settings
+from narrative_mirror.embedding import message_texts
+from narrative_mirror.storage import frame_hash
+from resources import EmbedderResource, LanceDBResource, LLMResource
+
+# Layers follow upstream changes by themselves (Declarative Automation, see jobs/automation.py).
+LAYER_AUTOMATION = dg.AutomationCondition.eager() | dg.AutomationCondition.code_version_changed()
+
+
+def _vectors(embeddings: pl.DataFrame) -> np.ndarray:
+    return np.asarray(embeddings["vector"].to_list(), dtype=np.float32)
+
+
+def _summarizer(llm: LLMResource, config: dict):
+    from narrative_mirror.layers.params import SummaryParams, section
+    from narrative_mirror.layers.summarize import ExtractiveSummarizer, LLMSummarizer
+
+    client = llm.get()
+    offline = ExtractiveSummarizer(section(config, "summary", SummaryParams))
+    return (LLMSummarizer(client, fallback=offline) if client else offline), client
+
+
+@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[embedding_config],
+          kinds={"pytorch", "polars"}, automation_condition=LAYER_AUTOMATION)
+def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame,
+                       embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+    """One L2-normalized vector per message (``speaker: text``), batched, with progress."""
+    model = embedder.get()
+    texts = message_texts(messages)
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        context.log.info(f"embedded {done}/{total} messages ({done / max(time.perf_counter() - started, 1e-9):.0f}/s)")
+
+    vectors = model.encode(texts, progress=progress)
+    seconds = time.perf_counter() - started
+    df = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32)) if len(vectors) else pl.Series([], dtype=pl.List(pl.Float32)),
+        }
+    )
+    df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings")
+    return _versioned(df, {
+        "model": model.model_name,
+        "dimension": dg.MetadataValue.int(model.dimension),
+        "encode_seconds": dg.MetadataValue.float(round(seconds, 3)),
+        "messages_per_second": dg.MetadataValue.float(round(len(texts) / seconds, 1) if seconds else 0.0),
+    })
+
+
+@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config, prompts],
+          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
+              llm: LLMResource) -> dg.Output[pl.DataFrame]:
+    """L1: contiguous topic blocks per session; every message in exactly one block."""
+    from narrative_mirror.layers.l1_topics import build_topic_blocks
+
+    config = settings.load_config("layers")
+    summarizer, client = _summarizer(llm, config)
+    blocks = build_topic_blocks(messages, _vectors(message_embeddings), config, summarizer=summarizer)
+    covered = int(blocks["message_ids"].list.len().sum() or 0)
+    return _versioned(blocks, {
+        "blocks": dg.MetadataValue.int(blocks.height),
+        "messages_in_blocks": dg.MetadataValue.int(covered),
+        "messages": dg.MetadataValue.int(messages.height),
+        "mean_block_size": dg.MetadataValue.float(round(covered / max(blocks.height, 1), 2)),
+        "summarizer": "llm" if client else "extractive",
+    })
+
+
+@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config],
+          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
+                l1_topics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """L1.5: per-message metadata signals (entities, time, plans, questions, sentiment, refs, tier)."""
+    from narrative_mirror.layers.l15_signals import compute_signals
+
+    signals = compute_signals(messages, l1_topics, settings.load_config("layers"))
+    tiers = signals.group_by("importance_tier").len().sort("importance_tier")
+    return _versioned(signals, {
+        "plans": dg.MetadataValue.int(int(signals["is_plan"].sum())),
+        "questions": dg.MetadataValue.int(int(signals["is_question"].sum())),
+        "messages_with_refs": dg.MetadataValue.int(int((signals["ref_block_ids"].list.len() > 0).sum())),
+        "tiers": dg.MetadataValue.json({str(t): n for t, n in tiers.rows()}),
+    })
+
+
+@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config, prompts],
+          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
+               l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource) -> dg.Output[pl.DataFrame]:
+    """L2: storylines linking blocks across sessions (thread -> block -> message)."""
+    from narrative_mirror.layers.l2_threads import block_vectors, build_threads
+
+    config = settings.load_config("layers")
+    summarizer, client = _summarizer(llm, config)
+    vectors = block_vectors(l1_topics, messages, _vectors(message_embeddings))
+    threads = build_threads(l1_topics, l15_signals, vectors, config, summarizer=summarizer)
+    in_threads = {b for ids in threads["block_ids"].to_list() for b in ids}
+    return _versioned(threads, {
+        "threads": dg.MetadataValue.int(threads.height),
+        "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
+        "blocks": dg.MetadataValue.int(l1_topics.height),
+        "summarizer": "llm" if client else "extractive",
+    })
+
+
+@dg.asset(partitions_def=chat_files, group_name="index", code_version="1", kinds={"lancedb"},
+          automation_condition=LAYER_AUTOMATION)
+def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
+                  l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, l2_threads: pl.DataFrame,
+                  lancedb: LanceDBResource) -> dg.MaterializeResult:
+    """Messages, blocks and threads of the chat in LanceDB (vectors + full-text index),
+    replacing the chat's previous rows in one commit per table."""
+    from narrative_mirror.index_store import build_rows
+
+    store = lancedb.get()
+    key = context.partition_key
+    rows = build_rows(messages, message_embeddings, signals=l15_signals, blocks=l1_topics, threads=l2_threads)
+    versions = {table: store.replace_partition(table, key, table_rows) for table, table_rows in rows.items()}
+    content = frame_hash(pl.DataFrame({"h": [frame_hash(pl.from_arrow(t)) for t in rows.values()]}))
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(content),
+        metadata={
+            "uri": lancedb.resolved_uri(),
+            **{f"{t}_rows": dg.MetadataValue.int(r.num_rows) for t, r in rows.items()},
+            **{f"{t}_version": dg.MetadataValue.int(v) for t, v in versions.items()},
+        },
+    )
+
+
+LAYER_ASSETS = [message_embeddings, l1_topics, l15_signals, l2_threads, lancedb_index]

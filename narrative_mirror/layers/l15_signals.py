@@ -1,0 +1,312 @@
+"""L1.5: cheap per-message signals (schema.MESSAGE_SIGNALS) and their per-block aggregate.
+
+Everything is rule- and lexicon-based (no model download, no spaCy): entities from the chat's own
+capitalization habits, temporal expressions and plans from regular expressions, sentiment and a
+coarse emotion from small word lists, references back to earlier blocks from shared entities.
+
+importance_tier = min(3, points), one point each for: a substantial message (>=
+``long_message_tokens`` content words), a plan, a temporal expression, a non-speaker entity,
+strong sentiment (|s| >= ``strong_sentiment``), an image, a reference to an earlier block.
+Messages with fewer than ``min_content_tokens`` content words and no image ("lol", "hey!") are
+tier 0 whatever their points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from narrative_mirror import schema
+from narrative_mirror.layers.params import L15Params, section
+from narrative_mirror.layers.text import STOPWORDS, content_tokens, tokens
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
+)
+_COUNT = r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|few|a couple of|couple of|couple|\d+)"
+_UNIT = r"(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)"
+_PART_OF_DAY = r"(?:morning|afternoon|evening|night)"
+_TEMPORAL = re.compile(
+    r"\b(?:"
+    rf"(?:this|next|last|coming|every)\s+(?:weekend|week|month|year|{_PART_OF_DAY}|summer|winter|spring|fall|autumn"
+    rf"|semester|(?:{_WEEKDAYS}))"
+    rf"|(?:in|within)\s+(?:the\s+next\s+)?{_COUNT}\s+(?:more\s+)?{_UNIT}"
+    rf"|{_COUNT}\s+{_UNIT}\s+(?:ago|from now|later)"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:,?\s+\d{{4}})?"
+    r"|\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
+    rf"|(?:tomorrow|yesterday|today)\s+{_PART_OF_DAY}|tonight|tomorrow|tmrw|tmr|yesterday|today"
+    r"|later today|later|soon|recently|lately|earlier|the weekend|weekends?"
+    r"|(?:at|by|around)\s+\d{1,2}:\d{2}(?:\s*(?:am|pm))?|\d{1,2}(?::\d{2})?\s*(?:am|pm)"
+    rf"|(?:on\s+)?(?:{_WEEKDAYS})s?"
+    r"|christmas(?:\s+eve)?|new year'?s(?:\s+eve)?|thanksgiving|easter|halloween|nye"
+    r")\b",
+    re.IGNORECASE,
+)
+# Month names that are also ordinary words only count when capitalized.
+_AMBIGUOUS_MONTHS = re.compile(r"^(?:may|march|mar|jan|sep|dec|oct|nov|aug)\b")
+_FUTURE_TEMPORAL = re.compile(
+    rf"\b(?:tomorrow|tmrw|tmr|tonight|next\s+(?!to\b)\w+|coming|soon|this\s+weekend|in\s+{_COUNT}\s+{_UNIT}|{_WEEKDAYS})\b"
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|we|i'm|im|we're|i'll|we'll|let's|lets|my|our)\b")
+_PLAN = re.compile(
+    r"\b(?:"
+    r"(?:i|we)\s*(?:'m|\s+am|'re|\s+are)\s+(?:not\s+)?(?:going to|gonna|planning|about to|thinking (?:of|about)|hoping to)"
+    r"|im\s+(?:not\s+)?(?:going to|gonna|planning|about to|thinking (?:of|about)|hoping to)"
+    r"|(?:i|we)\s*(?:'ll|\s+will|\s+shall|\s+won't)"
+    r"|(?:i|we)\s+(?:(?:plan|intend|hope|want|need|have)\s+to|wanna|gotta|gonna|might|may)\b"
+    r"|let's\s+\w+"
+    r")"
+)
+_QUESTION_START = re.compile(
+    r"^\W*(?:what|when|where|who|whom|whose|why|how|which|do you|did you|are you|have you|can you|could you"
+    r"|would you|will you|were you|is it|is that|is there|are there|was it|any plans|wanna)\b"
+)
+_NEGATIONS = frozenset("not no never nothing neither nor cannot".split()) | {
+    t for t in STOPWORDS if t.endswith("n't") or t in {"dont", "didnt", "doesnt", "cant", "wont", "isnt", "wasnt"}
+}
+_POSITIVE = frozenset(
+    """
+    good great awesome amazing wonderful fantastic excellent love loved loving lovely nice fun enjoy enjoyed
+    enjoying happy glad excited exciting beautiful best better perfect cool delicious yummy proud relaxing
+    relaxed congrats congratulations yay thankful grateful appreciate fabulous incredible brilliant cute
+    blessed impressive interesting peaceful fine favorite success successful win won
+    """.split()
+)
+_NEGATIVE = frozenset(
+    """
+    bad terrible awful horrible hate hated sad sick ill hurt hurts pain painful tired exhausted stressed
+    stressful worried worry anxious scared afraid angry annoyed annoying upset sorry miss lonely boring
+    bored disappointed disappointing worst worse difficult hard sucks lost lose fail failed problem cry
+    crying unfortunately ugh nervous frustrated frustrating broke broken injured fever flu
+    """.split()
+)
+_EMOTIONS: dict[str, frozenset[str]] = {  # first listed wins a tie
+    "joy": frozenset("happy glad excited exciting yay awesome amazing fun enjoy enjoyed love loved great".split()),
+    "gratitude": frozenset("thankful grateful appreciate thanks congrats congratulations".split()),
+    "sadness": frozenset("sad miss lonely cry crying disappointed unfortunately sorry".split()),
+    "fear": frozenset("worried worry anxious scared afraid nervous".split()),
+    "anger": frozenset("angry annoyed annoying frustrated frustrating hate mad ugh".split()),
+    "surprise": frozenset("wow omg surprised surprise shocked unbelievable whoa".split()),
+}
+_POSITIVE_EMOJI = re.compile("[\U0001F600-\U0001F60F\U0001F617-\U0001F61D\U0001F970\u2764\U0001F495-\U0001F49F]|:\\)|:D|<3")
+_NEGATIVE_EMOJI = re.compile("[\U0001F61E-\U0001F62D\U0001F630-\U0001F635\U0001F641\u2639]|:\\(")
+
+# Capitalized words that are never entities on their own.
+_NOT_ENTITIES = frozenset(_WEEKDAYS.split("|")) | frozenset(_MONTHS.split("|")) | STOPWORDS
+_CASED_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:'[A-Za-z]+)?")
+
+
+def _words(text: str) -> list[tuple[str, bool]]:
+    """(word without possessive 's, starts a sentence) for every cased word of ``text``."""
+    text = text.translate(_APOSTROPHES)
+    words = []
+    previous_end = 0
+    for match in _CASED_WORD.finditer(text):
+        word = match.group()[:-2] if match.group().endswith("'s") else match.group()
+        between = text[previous_end : match.start()]
+        words.append((word, previous_end == 0 or any(c in ".!?\n" for c in between)))
+        previous_end = match.end()
+    return words
+
+
+def proper_vocabulary(texts: list[str]) -> set[str]:
+    """Lower-cased words this chat writes capitalized mid-sentence at least as often as lower-case.
+
+    Learned per chat, so sentence-initial capitals ("Today ...") and ALL-lower-case writers both
+    work: a word is an entity because of how it is written elsewhere in the same chat.
+    """
+    capitalized: Counter[str] = Counter()
+    lower: Counter[str] = Counter()
+    for text in texts:
+        for word, sentence_start in _words(text):
+            key = word.lower()
+            if word[0].isupper() and not sentence_start:
+                capitalized[key] += 1
+            elif word[0].islower():
+                lower[key] += 1
+    return {w for w, n in capitalized.items() if n >= lower[w] and len(w) >= 2 and w not in _NOT_ENTITIES}
+
+
+def extract_entities(text: str, vocabulary: set[str], speakers: set[str]) -> list[str]:
+    """Entities of one message, lower-case, in order: runs of vocabulary words become one entity
+    ("art basel"), joined across "of"; speaker names count in any case."""
+    entities: list[str] = []
+    run: list[str] = []
+    words = _words(text)
+    for i, (word, _) in enumerate(words):
+        key = word.lower()
+        if key in vocabulary or key in speakers:
+            run.append(key)
+            continue
+        if key == "of" and run and i + 1 < len(words) and words[i + 1][0].lower() in vocabulary:
+            run.append(key)
+            continue
+        if run:
+            entities.append(" ".join(run))
+            run = []
+    if run:
+        entities.append(" ".join(run))
+    return list(dict.fromkeys(entities))
+
+
+def temporal_expressions(text: str) -> list[str]:
+    """Temporal expressions as written, in order ("tomorrow", "next week", "May 3")."""
+    found = []
+    for match in _TEMPORAL.finditer(text):
+        expression = match.group()
+        if _AMBIGUOUS_MONTHS.match(expression.lower()) and not expression[0].isupper():
+            continue
+        found.append(expression.strip())
+    return found
+
+
+def is_plan(text: str) -> bool:
+    """The speaker states an own future action: an explicit first-person future form, or a
+    first-person statement with a future time ("we fly out Friday")."""
+    lowered = text.translate(_APOSTROPHES).lower()
+    if _PLAN.search(lowered):
+        return True
+    return bool(_FIRST_PERSON.search(lowered) and _FUTURE_TEMPORAL.search(lowered))
+
+
+def is_question(text: str) -> bool:
+    lowered = text.translate(_APOSTROPHES).lower()
+    return "?" in text or bool(_QUESTION_START.search(lowered))
+
+
+def sentiment_and_emotion(text: str) -> tuple[float, str]:
+    """(pos - neg) / (pos + neg + 1) over lexicon words and emoji, a word negated by one of the
+    3 words before it counting for the other side; emotion = most frequent un-negated category."""
+    words = tokens(text)
+    positive = len(_POSITIVE_EMOJI.findall(text))
+    negative = len(_NEGATIVE_EMOJI.findall(text))
+    emotion_hits: Counter[str] = Counter()
+    for i, word in enumerate(words):
+        negated = any(w in _NEGATIONS for w in words[max(0, i - 3) : i])
+        if word in _POSITIVE:
+            positive, negative = (positive, negative + 1) if negated else (positive + 1, negative)
+        elif word in _NEGATIVE:
+            positive, negative = (positive + 1, negative) if negated else (positive, negative + 1)
+        if not negated:
+            for emotion, lexicon in _EMOTIONS.items():
+                emotion_hits[emotion] += word in lexicon
+    score = (positive - negative) / (positive + negative + 1)
+    best = max(_EMOTIONS, key=lambda e: (emotion_hits[e], -list(_EMOTIONS).index(e)))
+    return score, best if emotion_hits[best] else ""
+
+
+def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mapping[str, Any]) -> pl.DataFrame:
+    """Signals of every message of one chat (schema.MESSAGE_SIGNALS, message order).
+
+    ``blocks`` are the chat's L1 blocks; every message must be in exactly one of them.
+    """
+    p = section(params, "l15", L15Params)
+    messages = schema.conform(messages, schema.MESSAGES, "compute_signals: messages")
+    blocks = schema.conform(blocks, schema.BLOCKS, "compute_signals: blocks").sort("block_index")
+    block_of: dict[str, int] = {}
+    for row, ids in enumerate(blocks["message_ids"].to_list()):
+        for local_id in ids:
+            if local_id in block_of:
+                raise ValueError(f"compute_signals: message {local_id} is in two blocks")
+            block_of[local_id] = row
+    missing = [i for i in messages["local_id"].to_list() if i not in block_of]
+    if missing:
+        raise ValueError(f"compute_signals: messages in no block: {missing[:5]}")
+
+    texts = messages["text"].to_list()
+    speakers = {s.lower() for s in messages["speaker"].unique().to_list()}
+    vocabulary = proper_vocabulary(texts)
+    entities = [extract_entities(t, vocabulary, speakers) for t in texts]
+    message_blocks = [block_of[i] for i in messages["local_id"].to_list()]
+
+    # References: non-speaker entities shared with earlier blocks, ignoring entities so common
+    # across the chat's blocks (nicknames, the hometown) that they link everything.
+    blocks_with: dict[str, set[int]] = defaultdict(set)
+    for block, message_entities in zip(message_blocks, entities):
+        for entity in message_entities:
+            blocks_with[entity].add(block)
+    too_common = {e for e, bs in blocks_with.items() if len(bs) > p.common_entity_block_share * blocks.height}
+    block_ids = blocks["block_id"].to_list()
+    image_urls = messages["image_urls"].to_list()
+    image_captions = messages["image_caption"].to_list()
+
+    rows = []
+    for i, (text, block) in enumerate(zip(texts, message_blocks)):
+        topical = [e for e in entities[i] if e not in speakers]
+        referenced = sorted({b for e in topical if e not in too_common for b in blocks_with[e] if b < block})
+        refs = min(1.0, len(referenced) / p.refs_saturation)
+        temporal = temporal_expressions(text)
+        plan = is_plan(text)
+        sentiment, emotion = sentiment_and_emotion(text)
+        has_image = bool(image_urls[i]) or bool(image_captions[i])
+        n_content = len(content_tokens(text, exclude=speakers))
+        points = (
+            (n_content >= p.long_message_tokens)
+            + plan
+            + bool(temporal)
+            + bool(topical)
+            + (abs(sentiment) >= p.strong_sentiment)
+            + has_image
+            + (refs > 0)
+        )
+        tier = 0 if n_content < p.min_content_tokens and not has_image else min(3, int(points))
+        rows.append(
+            {
+                "block_id": block_ids[block],
+                "entities": entities[i],
+                "temporal": temporal,
+                "is_plan": plan,
+                "is_question": is_question(text),
+                "sentiment": sentiment,
+                "emotion": emotion,
+                "has_image": has_image,
+                "ref_block_ids": [block_ids[b] for b in referenced[-p.max_ref_blocks :]] if p.max_ref_blocks else [],
+                "refs": refs,
+                "importance_tier": tier,
+            }
+        )
+    ids = messages.select("message_id", "chat_file", "local_id")
+    signals = pl.DataFrame(rows, schema={k: v for k, v in schema.MESSAGE_SIGNALS.items() if k not in ids.columns})
+    return pl.concat([ids, signals], how="horizontal").select(list(schema.MESSAGE_SIGNALS))
+
+
+BLOCK_SIGNALS = {
+    "block_id": pl.String,
+    "chat_file": pl.String,
+    "n_messages": pl.Int64,
+    "entities": pl.List(pl.String),  # most frequent first (ties alphabetical)
+    "has_plan": pl.Boolean,
+    "n_questions": pl.Int64,
+    "mean_sentiment": pl.Float64,
+    "max_tier": pl.Int64,
+}
+
+
+def block_signals(signals: pl.DataFrame) -> pl.DataFrame:
+    """Per-block aggregate of message signals (``BLOCK_SIGNALS``), blocks in order of appearance."""
+    signals = schema.conform(signals, schema.MESSAGE_SIGNALS, "block_signals: signals")
+    rows = []
+    for (block_id,), group in signals.group_by("block_id", maintain_order=True):
+        counts = Counter(e for entities in group["entities"].to_list() for e in entities)
+        rows.append(
+            {
+                "block_id": block_id,
+                "chat_file": group["chat_file"][0],
+                "n_messages": group.height,
+                "entities": sorted(counts, key=lambda e: (-counts[e], e)),
+                "has_plan": bool(group["is_plan"].any()),
+                "n_questions": int(group["is_question"].sum()),
+                "mean_sentiment": float(group["sentiment"].mean()),
+                "max_tier": int(group["importance_tier"].max()),
+            }
+        )
+    return pl.DataFrame(rows, schema=BLOCK_SIGNALS)
