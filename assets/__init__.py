@@ -1,1 +1,9 @@
 """Dagster assets: thin wrappers around narrative_mirror (the library does the work)."""
+
+import warnings
+
+import dagster as dg
+
+# observable_source_asset and partitioned checks are beta/preview in 1.13; we rely on them knowingly.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
-
 import dagster as dg
-
-# observable_source_asset and partitioned checks are beta/preview in 1.13; we rely on them knowingly.
-warnings.filterwarnings("ignore", category=dg.BetaWarning)
-warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from assets.config_sources import CONFIG_SOURCES
 from assets.ingest import INGEST_ASSETS, split

@@ -26,7 +26,7 @@ def distinct_top_k(ranked: Iterable[str], k: int) -> list[str]:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     top: list[str] = []
     seen: set[str] = set()
-    for doc_id in id_list(ranked, "ranked")[:k]:
+    for doc_id in id_list(ranked, "ranked"):
         if doc_id not in seen:
             seen.add(doc_id)
             top.append(doc_id)

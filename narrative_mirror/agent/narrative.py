@@ -1,0 +1,193 @@
+"""Narrative (arc) mode: segment evidence into chronological phases (segment_narrative).
+
+Selection is coverage-oriented (design decision 6 of seed 000): each phase takes every id that
+directly supports it, at least one per covered block, between ``MIN_IDS`` and ``MAX_IDS`` ids,
+chosen from the FULL id sets of the blocks (``retriever.block_ids``), never from a preview.
+
+Offline, phases are time-ordered clusters of the hit blocks: consecutive blocks (by position)
+stay in one phase unless more than ``PHASE_GAP`` passes between them; with more than
+``MAX_PHASES`` clusters the two closest in time merge first. The LLM path sees a preview of each
+block for content plus its complete id list, and its output is held to the same bounds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from narrative_mirror.agent.contract import Phase
+from narrative_mirror.agent.text import content_tokens, stem
+from narrative_mirror.layers.text import truncate
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
+from narrative_mirror.settings import load_prompt
+
+MIN_IDS = 3
+MAX_IDS = 15
+MAX_PHASES = 6
+PHASE_GAP = timedelta(hours=12)
+SUPPORT_MIN = 0.5  # an id with at least this score supports its phase directly
+PREVIEW = 4  # messages per block shown to the LLM beside the full id list
+
+
+@dataclass(frozen=True)
+class Member:
+    local_id: str
+    position: int
+    speaker: str
+    text: str
+    timestamp: datetime | None
+
+
+@dataclass
+class Block:
+    block_id: str
+    members: list[Member]  # ALL messages of the block, file order
+
+    @property
+    def first_position(self) -> int:
+        return self.members[0].position
+
+    @property
+    def start(self) -> datetime | None:
+        return self.members[0].timestamp
+
+    @property
+    def end(self) -> datetime | None:
+        return self.members[-1].timestamp
+
+
+def group_blocks(blocks: Sequence[Block], gap: timedelta = PHASE_GAP, max_phases: int = MAX_PHASES) -> list[list[Block]]:
+    """Time-ordered clusters of blocks (see module doc); every cluster holds >= MIN_IDS ids
+    unless all blocks together hold fewer."""
+    ordered = sorted(blocks, key=lambda b: b.first_position)
+    groups: list[list[Block]] = []
+    for block in ordered:
+        if groups and not _apart(groups[-1][-1], block, gap):
+            groups[-1].append(block)
+        else:
+            groups.append([block])
+    while len(groups) > max_phases:
+        i = min(range(len(groups) - 1), key=lambda j: _gap(groups[j][-1], groups[j + 1][0]))
+        groups[i:i + 2] = [groups[i] + groups[i + 1]]
+    # A cluster too small for MIN_IDS joins the neighbour closest in time.
+    while len(groups) > 1:
+        small = [i for i, g in enumerate(groups) if sum(len(b.members) for b in g) < MIN_IDS]
+        if not small:
+            break
+        i = small[0]
+        if i == 0:
+            j = 1
+        elif i == len(groups) - 1:
+            j = i - 1
+        else:
+            j = i - 1 if _gap(groups[i - 1][-1], groups[i][0]) <= _gap(groups[i][-1], groups[i + 1][0]) else i + 1
+        lo, hi = sorted((i, j))
+        groups[lo:hi + 1] = [groups[lo] + groups[hi]]
+    return groups
+
+
+def _gap(a: Block, b: Block) -> timedelta:
+    if a.end is None or b.start is None:
+        return timedelta(0)
+    return abs(b.start - a.end)
+
+
+def _apart(a: Block, b: Block, gap: timedelta) -> bool:
+    return _gap(a, b) > gap
+
+
+def select_phase_ids(group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str] = ()) -> list[str]:
+    """Ids of one phase, file order: ``chosen`` (e.g. the LLM's picks) or else every id scoring
+    >= SUPPORT_MIN, plus the best id of each block not yet represented, padded with the next
+    best ids to MIN_IDS and cut to MAX_IDS by score (keeping one per block while room allows)."""
+    members = [m for b in group for m in b.members]
+    position = {m.local_id: m.position for m in members}
+    score = lambda lid: scores.get(lid, 0.0)  # noqa: E731
+    picked = [lid for lid in chosen if lid in position] if chosen else [
+        m.local_id for m in members if score(m.local_id) >= SUPPORT_MIN
+    ]
+    per_block_best = []
+    for block in group:
+        ids = [m.local_id for m in block.members]
+        best = max(ids, key=lambda lid: (score(lid), -position[lid]))
+        per_block_best.append(best)
+        if not set(ids) & set(picked):
+            picked.append(best)
+    picked = list(dict.fromkeys(picked))
+    if len(picked) < MIN_IDS:
+        rest = sorted((m.local_id for m in members if m.local_id not in picked), key=lambda lid: (-score(lid), position[lid]))
+        picked += rest[: MIN_IDS - len(picked)]
+    if len(picked) > MAX_IDS:
+        keep = [lid for lid in per_block_best if lid in picked][:MAX_IDS]
+        others = sorted((lid for lid in picked if lid not in keep), key=lambda lid: (-score(lid), position[lid]))
+        picked = keep + others[: MAX_IDS - len(keep)]
+    return sorted(picked, key=lambda lid: position[lid])
+
+
+def describe(members: Sequence[Member], scores: Mapping[str, float], exclude_words: Sequence[str]) -> tuple[str, str]:
+    """Offline (name, summary): the phase's date and most frequent new terms; its best message."""
+    excluded = {stem(w.lower()) for w in exclude_words}
+    counts: Counter[str] = Counter()
+    for m in members:
+        counts.update({t for t in content_tokens(m.text) if stem(t) not in excluded})
+    terms = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    first = members[0].timestamp
+    date = f"{first.day} {first:%b %Y}" if first else f"from {members[0].local_id}"
+    best = max(members, key=lambda m: (scores.get(m.local_id, 0.0), -m.position))
+    name = f"{date}: {', '.join(terms)}" if terms else date
+    return name, truncate(f"{best.speaker}: {best.text}", 200)
+
+
+def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str]) -> list[Phase]:
+    phases = []
+    for group in group_blocks(blocks):
+        ids = select_phase_ids(group, scores)
+        by_id = {m.local_id: m for b in group for m in b.members}
+        name, summary = describe([by_id[i] for i in ids], scores, question_words)
+        phases.append(Phase(name=name, summary=summary, evidence=ids))
+    return phases
+
+
+SEGMENT_REQUIRED = {"phases": list}
+
+
+def segment_llm(
+    llm: LLMClient, question: str, blocks: Sequence[Block], scores: Mapping[str, float]
+) -> list[Phase]:
+    """Phases written by the LLM, held to the bounds: ids outside the blocks are dropped, an id
+    keeps its first phase only, each phase is padded/cut with ``select_phase_ids`` over the
+    blocks it touches, and phases are ordered by their first message."""
+    ordered = sorted(blocks, key=lambda b: b.first_position)
+    outline, preview_rows = [], []
+    for block in ordered:
+        when = f"{block.start:%Y-%m-%d %H:%M}" if block.start else "?"
+        outline.append(f"- block {block.block_id} (starts {when}), all_message_ids: {[m.local_id for m in block.members]}")
+        best = sorted(block.members, key=lambda m: (-scores.get(m.local_id, 0.0), m.position))[:PREVIEW]
+        preview_rows += [(m.local_id, m.speaker, m.text) for m in sorted(best, key=lambda m: m.position)]
+    system = load_prompt("agent_segment").replace("{min_ids}", str(MIN_IDS)).replace("{max_ids}", str(MAX_IDS))
+    user = (
+        f"Question: {question}\n\nBlocks in time order:\n" + "\n".join(outline)
+        + f"\n\nPreview messages of the blocks:\n{format_messages_as_data(preview_rows)}"
+    )
+    reply = llm.complete_json(system + "\n" + DATA_BLOCK_NOTICE, user, required=SEGMENT_REQUIRED)
+    block_of = {m.local_id: b for b in ordered for m in b.members}
+    used: set[str] = set()
+    phases: list[tuple[int, Phase]] = []
+    for item in reply["phases"]:
+        if not isinstance(item, Mapping) or not isinstance(item.get("evidence"), list):
+            raise LLMError("malformed", f"phase {item!r:.120} lacks an evidence list")
+        ids = [str(i) for i in item["evidence"] if str(i) in block_of and str(i) not in used]
+        if not ids:
+            continue
+        touched = list({id(block_of[i]): block_of[i] for i in ids}.values())
+        ids = [i for i in select_phase_ids(touched, scores, chosen=ids) if i not in used]
+        used.update(ids)
+        by_id = {m.local_id: m for b in touched for m in b.members}
+        name = str(item.get("name") or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
+        summary = str(item.get("summary") or "").strip() or describe([by_id[i] for i in ids], scores, [])[1]
+        phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids)))
+    if not phases:
+        raise LLMError("malformed", "segmenter returned no phase with known evidence ids")
+    return [p for _, p in sorted(phases, key=lambda item: item[0])]
