@@ -115,6 +115,7 @@ class Runner:
         self.observe_configs(keys)
         seconds: dict[str, float] = {}
         targets = list(partitions) if partitions is not None else [None]
+        failures: list[str] = []
         for i, partition in enumerate(targets, 1):
             todo = keys if force else self._needs_run(keys, partition)
             label = partition or "(all)"
@@ -137,7 +138,11 @@ class Runner:
                     name = event.step_key
                     seconds[name] = seconds.get(name, 0.0) + event.event_specific_data.duration_ms / 1000
             if not result.success:
-                raise RunFailed(partition, _failure_message(result))
+                # One bad chat file must not stop the others: report it and go on.
+                failures.append(f"{label}: {_failure_message(result)}")
+                self.progress(f"[{i}/{len(targets)}] {label}: FAILED {failures[-1]}")
+        if failures:
+            raise RunFailed(failures)
         return seconds
 
     def read(self, asset: str, partition: str | None) -> pl.DataFrame:
@@ -145,9 +150,9 @@ class Runner:
 
 
 class RunFailed(RuntimeError):
-    def __init__(self, partition: str | None, message: str):
-        super().__init__(f"run failed for partition {partition or '(all)'}: {message}")
-        self.partition = partition
+    def __init__(self, failures: list[str]):
+        super().__init__(f"{len(failures)} run(s) failed:\n  " + "\n  ".join(failures))
+        self.failures = failures
 
 
 def _failure_message(result) -> str:

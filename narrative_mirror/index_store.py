@@ -352,6 +352,22 @@ class IndexStore:
     def threads_for(self, chat_file: str) -> pl.DataFrame:
         return self._frame("threads", chat_file, "thread_id", thread_schema(1))
 
+    def full_text_search(self, table: str, chat_file: str, query: str, limit: int) -> list[tuple[str, float]]:
+        """(id, BM25 score) of the chat's rows matching ``query`` in the table's native FTS index,
+        best first (LanceDB tokenizes, stems and drops English stopwords)."""
+        tbl = self._open(table)
+        if tbl is None:
+            return []
+        id_col = ID_COLUMNS[table]
+        rows = (
+            tbl.search(query, query_type="fts")
+            .where(f"chat_file = '{validate_chat_file(chat_file)}'", prefilter=True)
+            .select([id_col])
+            .limit(limit)
+            .to_arrow()
+        )
+        return list(zip(rows.column(id_col).to_pylist(), rows.column("_score").to_pylist()))
+
     def chat_files(self) -> list[str]:
         """Chat files that have indexed messages."""
         rows = self._read("messages", None, ["chat_file"])

@@ -98,11 +98,15 @@ def _apart(a: Block, b: Block, gap: timedelta) -> bool:
     return _gap(a, b) > gap
 
 
-def select_phase_ids(group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str] = ()) -> list[str]:
+def select_phase_ids(
+    group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str] = (), exclude: set[str] | None = None
+) -> list[str]:
     """Ids of one phase, file order: ``chosen`` (e.g. the LLM's picks) or else every id scoring
     >= SUPPORT_MIN, plus the best id of each block not yet represented, padded with the next
-    best ids to MIN_IDS and cut to MAX_IDS by score (keeping one per block while room allows)."""
-    members = [m for b in group for m in b.members]
+    best ids to MIN_IDS and cut to MAX_IDS by score (keeping one per block while room allows).
+    Ids in ``exclude`` (taken by an earlier phase) are never picked."""
+    exclude = exclude or set()
+    members = [m for b in group for m in b.members if m.local_id not in exclude]
     position = {m.local_id: m.position for m in members}
     score = lambda lid: scores.get(lid, 0.0)  # noqa: E731
     picked = [lid for lid in chosen if lid in position] if chosen else [
@@ -110,7 +114,9 @@ def select_phase_ids(group: Sequence[Block], scores: Mapping[str, float], chosen
     ]
     per_block_best = []
     for block in group:
-        ids = [m.local_id for m in block.members]
+        ids = [m.local_id for m in block.members if m.local_id not in exclude]
+        if not ids:
+            continue
         best = max(ids, key=lambda lid: (score(lid), -position[lid]))
         per_block_best.append(best)
         if not set(ids) & set(picked):
@@ -182,7 +188,7 @@ def segment_llm(
         if not ids:
             continue
         touched = list({id(block_of[i]): block_of[i] for i in ids}.values())
-        ids = [i for i in select_phase_ids(touched, scores, chosen=ids) if i not in used]
+        ids = select_phase_ids(touched, scores, chosen=ids, exclude=used)
         used.update(ids)
         by_id = {m.local_id: m for b in touched for m in b.members}
         name = str(item.get("name") or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
@@ -190,4 +196,27 @@ def segment_llm(
         phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids)))
     if not phases:
         raise LLMError("malformed", "segmenter returned no phase with known evidence ids")
-    return [p for _, p in sorted(phases, key=lambda item: item[0])]
+    ordered_phases = [p for _, p in sorted(phases, key=lambda item: item[0])]
+    return merge_short(ordered_phases, {m.local_id: m.position for b in ordered for m in b.members}, scores)
+
+
+def merge_short(phases: list[Phase], position: Mapping[str, int], scores: Mapping[str, float]) -> list[Phase]:
+    """A phase left with fewer than MIN_IDS ids (its blocks ran out) joins the previous phase
+    (the next one if it is first); a merged phase over MAX_IDS keeps its best-scored ids."""
+    out: list[Phase] = []
+    for phase in phases:
+        if out and len(phase.evidence) < MIN_IDS:
+            out[-1] = _joined(out[-1], phase, position, scores)
+        elif out and len(out[-1].evidence) < MIN_IDS:
+            out[-1] = _joined(out[-1], phase, position, scores, keep_second_name=True)
+        else:
+            out.append(phase)
+    return out
+
+
+def _joined(a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str, float], keep_second_name: bool = False) -> Phase:
+    ids = a.evidence + b.evidence
+    if len(ids) > MAX_IDS:
+        ids = sorted(ids, key=lambda lid: (-scores.get(lid, 0.0), position[lid]))[:MAX_IDS]
+    named = b if keep_second_name else a
+    return Phase(name=named.name, summary=named.summary, evidence=sorted(ids, key=lambda lid: position[lid]))

@@ -1,0 +1,537 @@
+"""The agent as a LangGraph StateGraph.
+
+    planner -> retriever -> grader -> coverage --(corrective -> retriever)*--> generator -> verification
+
+- planner: facets and route (rules, or the LLM when configured; it only ever sees the question).
+- retriever: the first search (``profile.first_search`` hits), then query variants: facet-driven
+  offline, or LLM rewrites grounded on the leaf messages of that first search.
+- grader: 0..1 grades (retriever scores + facet coverage offline; the LLM grader when configured).
+- coverage: stop when covered (top-5 relevance and must-have hits reach the profile's
+  thresholds), after two rounds in a row without new evidence, at ``max_rounds``, or when the
+  call budget cannot pay for another search; otherwise the corrective step plans facet-driven
+  re-searches for facets the evidence does not cover yet.
+- generator: pulls the selected evidence by id and drafts claims (extractive offline, LLM
+  otherwise); in arc mode it pulls the full id sets of the hit blocks and segments them into phases.
+- verification: keeps the claims the evidence supports; the rest go to Unknowns.
+
+Budgets: every search, fetch and LLM call costs one call; the calls the final steps need are
+reserved up front, so a run never exceeds ``profile.max_calls``. The first LLM failure
+(timeout, HTTP error, malformed answer) switches the rest of the run to the offline path and
+marks the answer degraded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+
+from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent import narrative
+from narrative_mirror.agent.contract import (
+    AgentAnswer,
+    ArcAnswer,
+    DebugTrace,
+    EvidenceItem,
+    Facets,
+    Phase,
+    RankedId,
+    Route,
+)
+from narrative_mirror.agent.grading import (
+    MUST_HAVE_MIN_GRADE,
+    FacetMatch,
+    FacetMatcher,
+    llm_grades,
+    offline_grade,
+    top5_relevance,
+)
+from narrative_mirror.agent.planner import plan_llm, plan_offline
+from narrative_mirror.agent.profiles import Profile
+from narrative_mirror.agent.rewrite import corrective_variants, facet_variants, llm_variants
+from narrative_mirror.agent.text import looks_like_injection, stem
+from narrative_mirror.llm import LLMClient, LLMError
+from narrative_mirror.retrieval.fusion import rrf
+
+Task = Literal["ask", "arc"]
+T = TypeVar("T")
+
+SELECT_MIN_GRADE = 0.45  # evidence must reach this grade ...
+SELECT_RELATIVE = 0.7  # ... and this share of the best grade
+LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
+ARC_BLOCK_MIN_GRADE = 0.45  # a block is pulled for a story only if one of its hits reaches this
+ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
+
+
+@dataclass
+class PoolItem:
+    hit: Any  # retrieval.engine.Hit
+    relative: float  # best retriever score relative to the question search's best
+    match: FacetMatch
+    offline: float
+    grade: float
+    flagged: bool
+    llm_graded: bool = False
+
+
+@dataclass
+class Run:
+    """Working memory of one question (the graph state carries only control flow)."""
+
+    retriever: Any
+    chat_file: str
+    question: str
+    profile: Profile
+    llm: LLMClient | None
+    task: Task
+    route: Route = "direct"
+    facets: Facets | None = None
+    matcher: FacetMatcher | None = None
+    calls: int = 0
+    llm_calls: int = 0
+    fetches: int = 0
+    pool: dict[str, PoolItem] = field(default_factory=dict)
+    candidate_lists: list[list[str]] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    seen_evidence: set[str] = field(default_factory=set)
+    top_score: float | None = None
+    persons: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    degraded_reasons: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    coverage: dict[str, float] = field(default_factory=dict)
+    budget_hit: bool = False
+    result: AgentAnswer | ArcAnswer | None = None
+    # Filled by the generator for verification.
+    selection: list[str] = field(default_factory=list)
+    evidence: list[answer_mod.EvidenceMessage] = field(default_factory=list)
+    draft: tuple[str, list[answer_mod.Claim], list[str]] | None = None
+
+    @property
+    def llm_active(self) -> bool:
+        return self.llm is not None and not self.degraded_reasons
+
+    @property
+    def reserve(self) -> int:
+        """Calls kept for the final steps: the evidence pull (+ blocks in arc mode) and the LLM."""
+        pulls = 1 + (min(ARC_BLOCK_RESERVE, self.profile.max_evidence_fetches) if self.task == "arc" else 0)
+        return pulls + (1 if self.llm_active else 0)
+
+    def can_call(self, final: bool = False) -> bool:
+        ok = self.calls + 1 + (0 if final else self.reserve) <= self.profile.max_calls
+        if not ok and not final:
+            self.budget_hit = True
+        return ok
+
+    def step(self, text: str) -> None:
+        self.steps.append(text)
+
+    # --- tool calls -------------------------------------------------------------------------
+
+    def search(self, query: str) -> Any | None:
+        if not self.can_call():
+            self.step(f"retriever: budget: skipped search {query!r}")
+            return None
+        self.calls += 1
+        self.queries.append(query)
+        return self.retriever.search(self.chat_file, query, k=self.profile.first_search)
+
+    def ask_llm(self, node: str, call: Callable[[], T], final: bool = False) -> T | None:
+        """One LLM call within budget; None (and the run degraded) when it fails."""
+        if not self.llm_active or not self.can_call(final=final):
+            return None
+        self.calls += 1
+        self.llm_calls += 1
+        try:
+            return call()
+        except LLMError as exc:
+            self.degraded_reasons.append(f"{node}: {exc}")
+            self.step(f"{node}: LLM failed ({exc.kind}); offline path from here on")
+            return None
+
+    # --- pool -------------------------------------------------------------------------------
+
+    def add_result(self, result: Any) -> int:
+        """Merge one search result into the pool; returns how many ids are new."""
+        self.candidate_lists.append([lid for lid, _ in result.trace.candidates])
+        if self.top_score is None:
+            self.top_score = max((h.score for h in result.hits), default=0.0)
+            self.persons = list(result.query_info.get("persons") or [])
+            self.matcher = FacetMatcher(self.facets, self.persons)
+        new = 0
+        for rank, hit in enumerate(result.hits, start=1):
+            relative = hit.score / self.top_score if self.top_score and self.top_score > 0 else 1.0 / rank
+            item = self.pool.get(hit.local_id)
+            if item is None:
+                match = self.matcher.match(hit.speaker, hit.text)
+                self.pool[hit.local_id] = PoolItem(
+                    hit=hit, relative=relative, match=match, offline=-1.0, grade=-1.0,
+                    flagged=looks_like_injection(hit.text),
+                )
+                new += 1
+            elif relative > item.relative:
+                item.relative = relative
+                item.offline = item.grade = -1.0  # re-grade with the better score
+                item.llm_graded = False
+        return new
+
+    def ranked(self) -> list[PoolItem]:
+        return sorted(self.pool.values(), key=lambda p: (-p.grade, p.hit.position))
+
+    def select(self, limit: int) -> list[PoolItem]:
+        """Final evidence: grade >= SELECT_MIN_GRADE and >= SELECT_RELATIVE x the best grade,
+        at most ``limit``; the best item always, if there is one."""
+        ranked = self.ranked()
+        if not ranked:
+            return []
+        cut = max(SELECT_MIN_GRADE, SELECT_RELATIVE * ranked[0].grade)
+        chosen = [p for p in ranked if p.grade >= cut][:limit]
+        return chosen or ranked[:1]
+
+
+class AgentState(TypedDict, total=False):
+    round: int
+    stop_reason: str | None
+    no_new_streak: int
+
+
+def _run(config: RunnableConfig) -> Run:
+    return config["configurable"]["run"]
+
+
+def _timed(name: str, node: Callable[[AgentState, Run], dict]) -> Callable[[AgentState, RunnableConfig], dict]:
+    def wrapped(state: AgentState, config: RunnableConfig) -> dict:
+        run = _run(config)
+        start = time.perf_counter()
+        try:
+            return node(state, run)
+        finally:
+            run.timings_ms[name] = run.timings_ms.get(name, 0.0) + (time.perf_counter() - start) * 1000
+
+    return wrapped
+
+
+# --- nodes --------------------------------------------------------------------------------------
+
+
+def planner(state: AgentState, run: Run) -> dict:
+    planned = run.ask_llm("planner", lambda: plan_llm(run.llm, run.question))
+    route, facets, reason = planned or plan_offline(run.question)
+    if run.task == "arc":
+        route, reason = "global", f"{reason}; arc mode is always global"
+    run.route, run.facets = route, facets
+    run.matcher = FacetMatcher(facets)
+    run.step(f"planner: route={route} ({reason}); facets={facets.model_dump()}")
+    return {"round": 0, "stop_reason": None, "no_new_streak": 0}
+
+
+def retriever(state: AgentState, run: Run) -> dict:
+    round_no = state["round"] + 1
+    limit = run.profile.rewrite_candidates
+    new = 0
+    if round_no == 1:
+        first = run.search(run.question)
+        if first is not None:
+            new += run.add_result(first)
+            leaf = [(h.local_id, h.speaker, h.text) for h in first.hits[:LEAF_CONTEXT]]
+            rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit)) if leaf else None
+            queries = rewrites if rewrites is not None else facet_variants(run.question, run.facets, limit)
+        else:
+            queries = []
+    else:
+        queries = run.pending
+    for query in queries:
+        result = run.search(query)
+        if result is None:
+            break
+        new += run.add_result(result)
+    run.step(f"retriever: round {round_no}: {len(queries) + (round_no == 1)} queries planned, {new} new candidates, pool {len(run.pool)}")
+    return {"round": round_no}
+
+
+def grader(state: AgentState, run: Run) -> dict:
+    for item in run.pool.values():
+        if item.offline < 0:
+            item.offline = offline_grade(item.relative, run.matcher.coverage(item.match))
+            item.grade = item.offline
+    todo = [p for p in sorted(run.pool.values(), key=lambda p: -p.offline) if not p.llm_graded][: run.profile.first_search]
+    if todo:
+        rows = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in todo]
+        graded = run.ask_llm("grader", lambda: llm_grades(run.llm, run.question, rows))
+        for item in todo if graded is not None else []:
+            if item.hit.local_id in graded:
+                grade = graded[item.hit.local_id]
+                item.grade = min(grade, item.offline) if item.flagged else grade
+                item.llm_graded = True
+    selection = {p.hit.local_id for p in run.select(run.profile.max_evidence_fetches)}
+    new_evidence = selection - run.seen_evidence
+    run.seen_evidence |= selection
+    streak = 0 if new_evidence else state["no_new_streak"] + 1
+    run.step(f"grader: {len(new_evidence)} new evidence ids {sorted(new_evidence)}")
+    return {"no_new_streak": streak}
+
+
+def coverage(state: AgentState, run: Run) -> dict:
+    profile = run.profile
+    grades = [p.grade for p in run.pool.values()]
+    chosen = run.select(profile.max_evidence_fetches)
+    must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= MUST_HAVE_MIN_GRADE)
+    top5 = top5_relevance(grades)
+    run.coverage = {"top5_relevance": round(top5, 4), "must_have_hits": must}
+    if not run.pool:
+        reason = "no_hits"
+    elif top5 >= profile.min_top5_relevance and must >= profile.min_must_have_hits:
+        reason = "coverage_met"
+    elif state["no_new_streak"] >= 2:
+        reason = "no_new_evidence"
+    elif state["round"] >= profile.max_rounds:
+        reason = "max_rounds"
+    elif run.budget_hit or not run.can_call():
+        reason = "budget_calls"
+    else:
+        reason = None
+    run.step(f"coverage: top5={top5:.3f} (min {profile.min_top5_relevance}), must_have={must} "
+             f"(min {profile.min_must_have_hits}) -> {reason or 'corrective'}")
+    return {"stop_reason": reason}
+
+
+def corrective(state: AgentState, run: Run) -> dict:
+    top = run.ranked()[:3]
+    covered = set().union(*(p.match.artifact_terms for p in top)) if top else set()
+    uncovered = [a for a in run.facets.artifact if stem(a) not in covered]
+    limit = run.profile.rewrite_candidates
+    leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[:LEAF_CONTEXT]]
+    rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
+    if rewrites is not None:
+        rewrites = [q for q in rewrites if q not in run.queries]
+    run.pending = rewrites if rewrites is not None else corrective_variants(
+        run.question, run.facets, uncovered, [p.hit.text for p in top], run.queries, limit
+    )
+    run.step(f"corrective: uncovered facets {uncovered}; re-search {run.pending}")
+    return {}
+
+
+def generator(state: AgentState, run: Run) -> dict:
+    if run.task == "arc":
+        _build_arc(state, run)
+        return {}
+    chosen = run.select(run.profile.max_evidence_fetches)
+    run.selection = [p.hit.local_id for p in chosen]
+    stored = {}
+    if run.selection and run.can_call(final=True):
+        run.calls += 1
+        run.fetches += len(run.selection)
+        stored = {h.local_id: h for h in run.retriever.messages(run.chat_file, run.selection)}
+    run.evidence = [
+        answer_mod.EvidenceMessage(
+            local_id=p.hit.local_id, position=p.hit.position, speaker=p.hit.speaker,
+            text=(stored.get(p.hit.local_id) or p.hit).text, timestamp=p.hit.timestamp,
+            grade=p.grade, match=p.match, flagged=p.flagged,
+        )
+        for p in chosen
+    ]
+    drafted = None
+    if run.evidence:
+        drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
+    if drafted is None:
+        claims = answer_mod.extractive_claims(run.evidence, run.route)
+        drafted = (" ".join(c.text for c in claims), claims, [])
+    run.draft = drafted
+    run.step(f"generator: {len(run.evidence)} evidence messages, {len(drafted[1])} claims")
+    return {}
+
+
+def verification(state: AgentState, run: Run) -> dict:
+    if run.task == "arc":
+        return {}
+    text, claims, llm_unknowns = run.draft
+    evidence_text = {e.local_id: e.text for e in run.evidence}
+    verified, problems = answer_mod.verify(claims, evidence_text)
+    if verified and len(verified) == len(claims):
+        final_text = text
+    elif verified:
+        final_text = " ".join(c.text for c in verified)
+    else:
+        final_text = answer_mod.NO_ANSWER
+    unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
+    # Best first; a story reads in time order.
+    ordered = sorted(run.evidence, key=lambda e: e.position) if run.route == "global" else run.evidence
+    items = [EvidenceItem(id=e.local_id, text=f"{e.speaker}: {e.text}", point=_point(e, run)) for e in ordered]
+    run.step(f"verification: {len(verified)}/{len(claims)} claims verified")
+    run.result = AgentAnswer(
+        Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
+    )
+    return {}
+
+
+def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
+    if e.flagged:
+        return f"reads like instructions to an AI: kept as data, not used in the answer (grade {e.grade:.2f})"
+    parts = []
+    if e.match.artifact_terms:
+        parts.append(f"mentions {', '.join(e.match.matched)}")
+    if e.match.target:
+        parts.append(f"involves {', '.join(run.facets.target or run.persons)}")
+    parts.append(f"grade {e.grade:.2f}")
+    return "; ".join(parts)
+
+
+def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
+    out = []
+    if state.get("stop_reason") != "coverage_met" and run.pool:
+        out.append(
+            f"Evidence may be incomplete ({state.get('stop_reason')}): top-5 relevance "
+            f"{run.coverage.get('top5_relevance', 0):.2f} < {run.profile.min_top5_relevance} or must-have hits "
+            f"{run.coverage.get('must_have_hits', 0)} < {run.profile.min_must_have_hits}"
+        )
+    covered = set().union(*(e.match.artifact_terms for e in run.evidence)) if run.evidence else set()
+    missing = [a for a in run.facets.artifact if stem(a) not in covered]
+    if missing and run.evidence:
+        out.append(f"No selected evidence mentions: {', '.join(missing)}")
+    return out
+
+
+def run_info(run: Run, state: AgentState) -> dict:
+    ranked = run.ranked()
+    return {
+        "question": run.question,
+        "chat_file": run.chat_file,
+        "route": run.route,
+        "profile": run.profile.name,
+        "facets": run.facets,
+        "rounds": state.get("round", 0),
+        "calls": run.calls,
+        "llm_calls": run.llm_calls,
+        "fetches": run.fetches,
+        "stop_reason": state.get("stop_reason") or "max_rounds",
+        "degraded": bool(run.degraded_reasons),
+        "degraded_reason": "; ".join(run.degraded_reasons) or None,
+        "flagged_ids": sorted((p.hit.local_id for p in run.pool.values() if p.flagged), key=lambda i: run.pool[i].hit.position),
+        "trace": DebugTrace(
+            candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)] if run.candidate_lists else [],
+            reranked=[RankedId(id=p.hit.local_id, score=round(p.grade, 6)) for p in ranked],
+            final=[RankedId(id=i, score=round(run.pool[i].grade, 6)) for i in run.selection if i in run.pool],
+            queries=run.queries,
+            steps=run.steps,
+        ),
+        "timings_ms": {k: round(v, 3) for k, v in run.timings_ms.items()},
+    }
+
+
+# --- arc mode -----------------------------------------------------------------------------------
+
+
+def _build_arc(state: AgentState, run: Run) -> None:
+    phases, unknowns = arc_phases(run)
+    run.result = ArcAnswer(phases=phases, Unknowns=unknowns, **run_info(run, state))
+
+
+def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
+    """Pull the full id sets of the best hit blocks and segment them into phases."""
+    block_best: dict[str, float] = {}
+    for item in run.pool.values():
+        block_id = getattr(item.hit, "block_id", None)
+        if block_id and item.grade >= ARC_BLOCK_MIN_GRADE:
+            block_best[block_id] = max(block_best.get(block_id, 0.0), item.grade)
+    wanted = sorted(block_best, key=lambda b: -block_best[b])
+    llm_reserve = 1 if run.llm_active else 0
+    block_ids: dict[str, list[str]] = {}
+    for block_id in wanted:
+        # One call per block, one for the messages of all pulled blocks, maybe one for the LLM.
+        if len(block_ids) >= run.profile.max_evidence_fetches or run.calls + 2 + llm_reserve > run.profile.max_calls:
+            break
+        run.calls += 1
+        run.fetches += 1
+        block_ids[block_id] = list(run.retriever.block_ids(run.chat_file, block_id))
+    blocks: list[narrative.Block] = []
+    if block_ids:
+        run.calls += 1
+        all_ids = [lid for ids in block_ids.values() for lid in ids]
+        by_id = {h.local_id: h for h in run.retriever.messages(run.chat_file, all_ids)}
+        for block_id, ids in block_ids.items():
+            members = [
+                narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)
+                for h in sorted((by_id[i] for i in ids if i in by_id), key=lambda h: h.position)
+            ]
+            if members:
+                blocks.append(narrative.Block(block_id, members))
+    elif run.pool:
+        # No block layer: each hit of the selection is its own one-message block.
+        for item in run.select(run.profile.max_evidence_fetches):
+            h = item.hit
+            blocks.append(narrative.Block(h.local_id, [narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)]))
+    scores = _member_scores(run, blocks)
+    phases: list[Phase] = []
+    if blocks:
+        phases = run.ask_llm("segmenter", lambda: narrative.segment_llm(run.llm, run.question, blocks, scores), final=True) or []
+        if not phases:
+            question_words = run.facets.target + run.facets.artifact
+            phases = narrative.segment_offline(blocks, scores, question_words)
+    run.selection = [lid for p in phases for lid in p.evidence]
+    unknowns = [] if phases else ["No part of this chat tells this story."]
+    if phases and any(len(p.evidence) < narrative.MIN_IDS for p in phases):
+        unknowns.append(f"Fewer than {narrative.MIN_IDS} messages were found for the story")
+    run.step(f"arc: {len(block_ids)} blocks pulled of {len(wanted)} hit blocks; {len(phases)} phases")
+    return phases, unknowns
+
+
+def _member_scores(run: Run, blocks: list[narrative.Block]) -> dict[str, float]:
+    """Grades of pooled ids; other block members graded offline from their text (no score)."""
+    scores = {}
+    for block in blocks:
+        for m in block.members:
+            item = run.pool.get(m.local_id)
+            if item is not None:
+                scores[m.local_id] = item.grade
+            else:
+                match = run.matcher.match(m.speaker, m.text)
+                scores[m.local_id] = offline_grade(0.0, run.matcher.coverage(match))
+    return scores
+
+
+# --- graph --------------------------------------------------------------------------------------
+
+
+def _after_coverage(state: AgentState) -> str:
+    return "generator" if state.get("stop_reason") else "corrective"
+
+
+def build_graph():
+    graph = StateGraph(AgentState)
+    for name, node in (
+        ("planner", planner), ("retriever", retriever), ("grader", grader), ("coverage", coverage),
+        ("corrective", corrective), ("generator", generator), ("verification", verification),
+    ):
+        graph.add_node(name, _timed(name, node))
+    graph.add_edge(START, "planner")
+    graph.add_edge("planner", "retriever")
+    graph.add_edge("retriever", "grader")
+    graph.add_edge("grader", "coverage")
+    graph.add_conditional_edges("coverage", _after_coverage, {"corrective": "corrective", "generator": "generator"})
+    graph.add_edge("corrective", "retriever")
+    graph.add_edge("generator", "verification")
+    graph.add_edge("verification", END)
+    return graph.compile()
+
+
+_GRAPH = None
+
+
+def run_agent(
+    retriever: Any, chat_file: str, question: str, profile: Profile, llm: LLMClient | None = None, task: Task = "ask"
+) -> AgentAnswer | ArcAnswer:
+    """Run the graph for one question; ``task="arc"`` answers with phases."""
+    global _GRAPH
+    if _GRAPH is None:
+        _GRAPH = build_graph()
+    run = Run(retriever=retriever, chat_file=chat_file, question=question, profile=profile, llm=llm, task=task)
+    start = time.perf_counter()
+    # Each round is 5 graph steps; the rounds are bounded by the profile, not by LangGraph.
+    _GRAPH.invoke({}, config={"configurable": {"run": run}, "recursion_limit": 10 + 5 * profile.max_rounds})
+    run.result.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 3)
+    return run.result

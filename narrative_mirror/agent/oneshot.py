@@ -1,0 +1,42 @@
+"""Deprecated one-shot path, kept for comparison with the agent: one search, then
+segment_narrative over the full id sets of the hit blocks. No planner loop, no grader LLM,
+no corrective rounds, no claim verification."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from narrative_mirror.agent.contract import AgentAnswer, EvidenceItem
+from narrative_mirror.agent.grading import FacetMatcher, offline_grade
+from narrative_mirror.agent.graph import Run, arc_phases, run_info
+from narrative_mirror.agent.planner import plan_offline
+from narrative_mirror.agent.profiles import Profile
+from narrative_mirror.llm import LLMClient
+
+DEPRECATION = "mode='oneshot' is deprecated and kept only for comparison; use mode='agent'"
+
+
+def run_oneshot(retriever: Any, chat_file: str, question: str, profile: Profile, llm: LLMClient | None = None) -> AgentAnswer:
+    warnings.warn(DEPRECATION, DeprecationWarning, stacklevel=3)
+    run = Run(retriever=retriever, chat_file=chat_file, question=question, profile=profile, llm=llm, task="arc")
+    route, run.facets, reason = plan_offline(question)
+    run.route = "oneshot"
+    run.matcher = FacetMatcher(run.facets)
+    run.step(f"oneshot: facets from rules ({reason}; route would be {route})")
+    result = run.search(question)
+    if result is not None:
+        run.add_result(result)
+    for item in run.pool.values():
+        item.offline = item.grade = offline_grade(item.relative, run.matcher.coverage(item.match))
+    phases, unknowns = arc_phases(run)
+    texts = {}
+    for item in run.pool.values():
+        texts[item.hit.local_id] = f"{item.hit.speaker}: {item.hit.text}"
+    evidence = [
+        EvidenceItem(id=lid, text=texts.get(lid, ""), point=f"phase {phase.name!r}")
+        for phase in phases for lid in phase.evidence
+    ]
+    answer = " ".join(f"{phase.name}: {phase.summary}" for phase in phases) or "No message in this chat answers the question."
+    info = run_info(run, {"round": 1, "stop_reason": "oneshot"})
+    return AgentAnswer(mode="oneshot", Answer=answer, Evidence=evidence, Unknowns=unknowns, phases=phases, **info)

@@ -1,0 +1,370 @@
+"""The retrieval API the agent and the evaluation call: ``Retriever.search``.
+
+Variants (``retrieval.toml`` ``default_variant`` picks the default):
+- ``bm25``: BM25 over the chat's messages (``speaker: text``).
+- ``dense``: cosine over the message vectors.
+- ``hybrid``: RRF of BM25 and dense lists over messages, over messages with their neighbours
+  ("key expansion": window text / window mean vector), over blocks and threads (a message
+  ranks by its block's / thread's score), plus question-aware lists: the messages of the
+  persons the question names and the messages inside its time window, each in hybrid order.
+- ``hybrid_expand``: ``hybrid``, then the top hits lend decayed scores to their neighbours
+  and block-mates (expansion.py).
+- ``hybrid_expand_rerank``: ``hybrid_expand``, then the configured reranker.
+- ``dual_path``: ``hybrid``'s leaf ranking re-fused by dual-path tree retrieval (tree.py).
+
+Each chat's messages, vectors and BM25 indexes are read from the store once and kept in
+memory (chats are small), so a query costs one query encode plus numpy work.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+import polars as pl
+
+from narrative_mirror import settings
+from narrative_mirror.embedding import Embedder
+from narrative_mirror.index_store import IndexStore
+from narrative_mirror.retrieval import dense, expansion, query_understanding, tree
+from narrative_mirror.retrieval.fusion import rrf
+from narrative_mirror.retrieval.lexical import BM25Index
+from narrative_mirror.retrieval.rerank import Reranker, RerankContext, make_reranker
+
+VARIANTS = ("bm25", "dense", "hybrid", "hybrid_expand", "hybrid_expand_rerank", "dual_path")
+
+
+@dataclass
+class Hit:
+    local_id: str
+    message_id: str
+    position: int
+    session: int
+    speaker: str
+    text: str
+    timestamp: datetime
+    score: float
+    reasons: dict[str, float] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)  # which lists / stages brought it in
+    block_id: str | None = None
+
+
+@dataclass
+class SearchTrace:
+    candidates: list[tuple[str, float]]  # checkpoint 1: the whole first-stage pool, ranked
+    reranked: list[tuple[str, float]]  # checkpoint 2: the pool after expansion / reranking
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    trace: SearchTrace
+    query_info: dict
+    timings_ms: dict[str, float]
+
+
+def _option(config: Mapping, dotted: str):
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ValueError(f"retrieval.toml: missing setting {dotted!r}")
+        node = node[part]
+    return node
+
+
+def _window_rows(size: int, width: int) -> list[range]:
+    return [range(max(0, i - width), min(size, i + width + 1)) for i in range(size)]
+
+
+class ChatIndex:
+    """One chat held in memory: message arrays, BM25 indexes, message/window/block/thread vectors."""
+
+    def __init__(self, chat_file: str, messages: pl.DataFrame, blocks: pl.DataFrame, threads: pl.DataFrame,
+                 *, window: int, stem: bool):
+        if messages.height == 0:
+            raise ValueError(f"chat {chat_file!r} has no indexed messages")
+        self.chat_file = chat_file
+        self.size = messages.height
+        self.local_ids: list[str] = messages["local_id"].to_list()
+        self.message_ids: list[str] = messages["message_id"].to_list()
+        self.positions: list[int] = messages["position"].to_list()
+        self.sessions: list[int] = messages["session"].to_list()
+        self.speakers: list[str] = messages["speaker"].to_list()
+        self.raw_texts: list[str] = messages["raw_text"].to_list()
+        self.texts: list[str] = messages["text"].to_list()
+        self.timestamps: list[datetime] = messages["timestamp"].to_list()
+        self.times = messages["timestamp"].to_numpy().astype("datetime64[us]")
+        self.block_ids: list[str | None] = messages["block_id"].to_list()
+        self.refs = dict(zip(self.local_ids, messages["refs"].to_list()))
+        self.tiers = dict(zip(self.local_ids, messages["importance_tier"].to_list()))
+        self.row_of = {lid: i for i, lid in enumerate(self.local_ids)}
+        self.vectors = np.asarray(messages["vector"].to_numpy(), dtype=np.float32)
+
+        windows = _window_rows(self.size, window)
+        self.bm25 = BM25Index(self.texts, stem=stem)
+        self.window_bm25 = BM25Index([" ".join(self.texts[j] for j in w) for w in windows], stem=stem)
+        self.window_vectors = dense.normalize_rows(np.stack([self.vectors[list(w)].mean(axis=0) for w in windows]))
+
+        self.block_names: list[str] = blocks["block_id"].to_list() if blocks.height else []
+        block_number = {b: i for i, b in enumerate(self.block_names)}
+        self.block_members: dict[str, list[str]] = (
+            dict(zip(self.block_names, blocks["message_ids"].to_list())) if blocks.height else {})
+        self.block_of = np.array([block_number.get(b, -1) if b else -1 for b in self.block_ids], dtype=np.int64)
+        self.block_rows = {
+            i: [self.row_of[lid] for lid in self.block_members[b] if lid in self.row_of]
+            for i, b in enumerate(self.block_names)
+        }
+        self.block_vectors = (np.asarray(blocks["vector"].to_numpy(), dtype=np.float32)
+                              if blocks.height else np.zeros((0, self.vectors.shape[1]), np.float32))
+        self.block_bm25 = BM25Index(
+            [" ".join([t] + [self.texts[r] for r in self.block_rows[i]])
+             for i, t in enumerate(blocks["text"].to_list() if blocks.height else [])], stem=stem)
+
+        self.thread_names: list[str] = threads["thread_id"].to_list() if threads.height else []
+        self.thread_blocks = {
+            i: [block_number[b] for b in bs if b in block_number]
+            for i, bs in enumerate(threads["block_ids"].to_list() if threads.height else [])
+        }
+        self.thread_vectors = (np.asarray(threads["vector"].to_numpy(), dtype=np.float32)
+                               if threads.height else np.zeros((0, self.vectors.shape[1]), np.float32))
+        self.thread_of = np.full(len(self.block_names), -1, dtype=np.int64)
+        for t, bs in self.thread_blocks.items():
+            for b in bs:
+                self.thread_of[b] = t
+
+        speaker_texts = list(zip(self.speakers, self.raw_texts))
+        self.speaker_names = list(dict.fromkeys(self.speakers))
+        self.aliases = query_understanding.speaker_aliases(speaker_texts)
+        self.entities = sorted({e for row in messages["entities"].to_list() for e in (row or [])})
+        self.start, self.end = min(self.timestamps), max(self.timestamps)
+
+    def parse(self, query: str) -> query_understanding.QueryInfo:
+        return query_understanding.parse_query(
+            query, speakers=self.speaker_names, aliases=self.aliases, known_entities=self.entities,
+            chat_start=self.start, chat_end=self.end)
+
+    def hit(self, row: int, score: float, reasons: dict[str, float] | None = None,
+            sources: list[str] | None = None) -> Hit:
+        return Hit(
+            local_id=self.local_ids[row], message_id=self.message_ids[row], position=self.positions[row],
+            session=self.sessions[row], speaker=self.speakers[row], text=self.raw_texts[row],
+            timestamp=self.timestamps[row], score=float(score), reasons=dict(reasons or {}),
+            sources=list(sources or []), block_id=self.block_ids[row])
+
+
+def _ranking(scores: np.ndarray) -> list[int]:
+    """All rows, best score first (ties: lower row first)."""
+    return [r for r, _ in dense.top_k(scores)]
+
+
+def _spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: Sequence[int]) -> list[int]:
+    """Rows ranked by their group's score (rows in no group last), ties by ``tie_break`` order."""
+    if group_scores.shape[0] == 0:
+        return []
+    rank_in = {r: i for i, r in enumerate(tie_break)}
+    grouped = [r for r in tie_break if group_of[r] >= 0]
+    return sorted(grouped, key=lambda r: (-group_scores[group_of[r]], rank_in[r]))
+
+
+class Retriever:
+    """Searches one chat at a time over an ``IndexStore``; see the module doc for the variants."""
+
+    def __init__(self, store: IndexStore, embedder: Embedder, config: dict | None = None,
+                 reranker: Reranker | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.config = config if config is not None else settings.load_config("retrieval")
+        self.default_variant = _option(self.config, "default_variant")
+        if self.default_variant not in VARIANTS:
+            raise ValueError(f"retrieval.toml: default_variant {self.default_variant!r} not in {list(VARIANTS)}")
+        self._reranker = reranker
+        self._chats: dict[str, ChatIndex] = {}
+
+    # -- chat cache ---------------------------------------------------------------------------
+    def chat_files(self) -> list[str]:
+        return self.store.chat_files()
+
+    def invalidate(self, chat_file: str | None = None) -> None:
+        """Forget the in-memory copy of one chat (or all), e.g. after it was re-indexed."""
+        if chat_file is None:
+            self._chats.clear()
+        else:
+            self._chats.pop(chat_file, None)
+
+    def chat(self, chat_file: str) -> ChatIndex:
+        if chat_file not in self._chats:
+            messages = self.store.messages_for(chat_file)
+            if messages.height == 0:
+                raise ValueError(f"unknown chat_file {chat_file!r}; indexed chat files: {self.chat_files()}")
+            self._chats[chat_file] = ChatIndex(
+                chat_file, messages, self.store.blocks_for(chat_file), self.store.threads_for(chat_file),
+                window=int(_option(self.config, "hybrid.window")), stem=bool(_option(self.config, "lexical.stem")))
+        return self._chats[chat_file]
+
+    def block_ids(self, chat_file: str, block_id: str) -> list[str]:
+        """ALL local ids of a block, in order."""
+        chat = self.chat(chat_file)
+        if block_id not in chat.block_members:
+            raise ValueError(f"{chat_file}: unknown block_id {block_id!r}")
+        return expansion.block_range(chat.block_members[block_id])
+
+    def messages(self, chat_file: str, local_ids: Sequence[str]) -> list[Hit]:
+        """The messages with these local ids, in the given order (score 0)."""
+        chat = self.chat(chat_file)
+        unknown = [lid for lid in local_ids if lid not in chat.row_of]
+        if unknown:
+            raise ValueError(f"{chat_file}: unknown local ids {unknown[:5]}")
+        return [chat.hit(chat.row_of[lid], 0.0, sources=["lookup"]) for lid in local_ids]
+
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is None:
+            self._reranker = make_reranker(_option(self.config, "rerank"))
+        return self._reranker
+
+    # -- search -------------------------------------------------------------------------------
+    def _lexical(self, chat: ChatIndex, query: str) -> list[int]:
+        if _option(self.config, "lexical.backend") == "lancedb":
+            found = self.store.full_text_search("messages", chat.chat_file, query, limit=chat.size)
+            rows = {mid: i for i, mid in enumerate(chat.message_ids)}
+            return [rows[mid] for mid, _ in found if mid in rows]
+        return [r for r, _ in chat.bm25.search(query)]
+
+    def _first_stage(self, chat: ChatIndex, query: str, qvec: np.ndarray | None, variant: str,
+                     info: query_understanding.QueryInfo) -> tuple[list[tuple[int, float]], dict[int, list[str]]]:
+        """Ranked (row, score) over the chat's messages and the lists that found each row."""
+        if variant == "bm25":
+            ranked = chat.bm25.search(query)
+            return ranked, {r: ["bm25"] for r, _ in ranked}
+        msg_dense = dense.cosine_scores(chat.vectors, qvec)
+        if variant == "dense":
+            ranked = dense.top_k(msg_dense)
+            return ranked, {r: ["dense"] for r, _ in ranked}
+        h = _option(self.config, "hybrid")
+        lists: dict[str, list[int]] = {"bm25": self._lexical(chat, query), "dense": _ranking(msg_dense)}
+        if h["w_bm25_window"] > 0:
+            lists["bm25_window"] = [r for r, _ in chat.window_bm25.search(query)]
+        if h["w_dense_window"] > 0:
+            lists["dense_window"] = _ranking(dense.cosine_scores(chat.window_vectors, qvec))
+        base_order = [r for r, _ in rrf(list(lists.values()), k=self.rrf_k)]
+        if h["w_block"] > 0 and chat.block_names:
+            block_scores = dense.cosine_scores(chat.block_vectors, qvec)
+            lists["block"] = _spread(block_scores, chat.block_of, base_order)
+        if h["w_block_bm25"] > 0 and chat.block_names:
+            lists["block_bm25"] = _spread(chat.block_bm25.scores(query), chat.block_of, base_order)
+        if h["w_thread"] > 0 and chat.thread_names:
+            thread_scores = dense.cosine_scores(chat.thread_vectors, qvec)
+            row_thread = np.where(chat.block_of >= 0, chat.thread_of[np.maximum(chat.block_of, 0)], -1)
+            lists["thread"] = _spread(thread_scores, row_thread, base_order)
+        if h["w_speaker"] > 0 and info.persons and len(info.persons) < len(chat.speaker_names):
+            wanted = set(info.persons)
+            lists["speaker"] = [r for r in base_order if chat.speakers[r] in wanted]
+        if h["w_time"] > 0 and info.has_time:
+            mask = query_understanding.time_mask(chat.times, info, timedelta(hours=h["time_slack_hours"]))
+            if mask.any() and not mask.all():
+                lists["time"] = [r for r in base_order if mask[r]]
+        weights = [float(h[f"w_{name}"]) for name in lists]
+        fused = rrf(list(lists.values()), weights=weights, k=self.rrf_k)
+        found: dict[int, list[str]] = {}
+        for name, rows in lists.items():
+            for r in rows[: self.pool_size]:
+                found.setdefault(r, []).append(name)
+        return [(int(r), float(s)) for r, s in fused], found
+
+    @property
+    def rrf_k(self) -> int:
+        return int(_option(self.config, "rrf_k"))
+
+    @property
+    def pool_size(self) -> int:
+        return int(_option(self.config, "candidates"))
+
+    def search(
+        self,
+        chat_file: str,
+        query: str,
+        k: int = 10,
+        *,
+        variant: str | None = None,
+        candidates: int | None = None,
+        need_fresh: bool = False,
+        reranker: Reranker | None = None,
+    ) -> SearchResult:
+        """The ``k`` best messages of ``chat_file`` for ``query``, with the trace of how.
+
+        ``candidates``: size of the first-stage pool kept for expansion / reranking and traced
+        (default ``retrieval.toml`` ``candidates``); ``need_fresh``: favour recent messages in
+        the hybrid-score reranker; ``reranker`` overrides the configured one for this call.
+        """
+        variant = variant or self.default_variant
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; known: {list(VARIANTS)}")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        pool = max(k, candidates or self.pool_size)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        chat = self.chat(chat_file)
+        info = chat.parse(query)
+        timings["parse"] = (time.perf_counter() - t0) * 1000
+
+        t = time.perf_counter()
+        qvec = self.embedder.encode([query])[0] if variant != "bm25" else None
+        timings["encode"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        ranked, found = self._first_stage(chat, query, qvec, variant, info)
+        extra: dict[str, object] = {}
+        if variant == "dual_path":
+            tree_cfg = _option(self.config, "tree")
+            block_rank = (dense.top_k(dense.cosine_scores(chat.block_vectors, qvec))
+                          if chat.block_names else [])
+            thread_rank = (dense.top_k(dense.cosine_scores(chat.thread_vectors, qvec))
+                           if chat.thread_names else [])
+            result = tree.dual_path(
+                ranked, block_rank, thread_rank, block_of=chat.block_of, thread_blocks=chat.thread_blocks,
+                anchors=int(tree_cfg["anchors"]), k_global=int(tree_cfg["k_global"]),
+                density_threshold=float(tree_cfg["density_threshold"]),
+                exploit_weights=tuple(tree_cfg["exploit_weights"]),
+                explore_weights=tuple(tree_cfg["explore_weights"]), rrf_k=self.rrf_k)
+            ranked = result.ranked
+            for r, paths in result.path.items():
+                found.setdefault(r, []).extend(paths)
+            extra["tree"] = {"mode": result.mode, "active_blocks": [chat.block_names[b] for b in result.active_blocks]}
+        pool_ranked = ranked[:pool]
+        timings["first_stage"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        second = pool_ranked
+        expanded_by: dict[int, str] = {}
+        if variant in ("hybrid_expand", "hybrid_expand_rerank"):
+            e = _option(self.config, "expand")
+            second, expanded_by = expansion.expand(
+                pool_ranked, chat.size, seeds=int(e["seeds"]), before=int(e["before"]), after=int(e["after"]),
+                decay=float(e["decay"]), block_of=chat.block_of, block_rows=chat.block_rows,
+                block_decay=float(e["block_decay"]))
+        timings["expand"] = (time.perf_counter() - t) * 1000
+
+        hits = [
+            chat.hit(r, s, {"retrieval": s}, found.get(r, []) + ([expanded_by[r]] if r in expanded_by else []))
+            for r, s in second
+        ]
+        t = time.perf_counter()
+        if variant == "hybrid_expand_rerank":
+            chosen = reranker or self.reranker
+            if chosen is not None:
+                context = RerankContext(last_time=chat.end, refs=chat.refs, tiers=chat.tiers, need_fresh=need_fresh)
+                hits = chosen.rerank(query, hits, context)
+                extra["reranker"] = chosen.name
+        timings["rerank"] = (time.perf_counter() - t) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+
+        trace = SearchTrace(
+            candidates=[(chat.local_ids[r], s) for r, s in pool_ranked],
+            reranked=[(h.local_id, h.score) for h in hits],
+        )
+        return SearchResult(hits=hits[:k], trace=trace,
+                            query_info={**info.to_dict(), "variant": variant, **extra}, timings_ms=timings)
