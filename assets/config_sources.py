@@ -24,6 +24,7 @@ embedding_config = _config_source("embedding", "Embedder model (config/embedding
 layers_config = _config_source("layers", "L1/L1.5/L2 parameters (config/layers.toml).")
 retrieval_config = _config_source("retrieval", "Retrieval and reranker settings (config/retrieval.toml).")
 split_config = _config_source("split", "Train/test assignment patterns (config/split.toml).")
+evaluation_config = _config_source("evaluation", "Evaluation profile and regression tolerances (config/evaluation.toml).")
 
 
 @dg.observable_source_asset(group_name="config", description="All prompt files in effect (prompts/*.txt).")
@@ -31,4 +32,4 @@ def prompts(context) -> dg.DataVersion:
     return dg.DataVersion(settings.prompts_hash()[:32])
 
 
-CONFIG_SOURCES = [embedding_config, layers_config, retrieval_config, split_config, prompts]
+CONFIG_SOURCES = [embedding_config, layers_config, retrieval_config, split_config, evaluation_config, prompts]

@@ -14,7 +14,7 @@ build_job = dg.define_asset_job(
 # nightly schedule and test partitions only by an explicit, tagged backfill.
 layers_automation_sensor = dg.AutomationConditionSensorDefinition(
     "layers_automation_sensor",
-    target=dg.AssetSelection.assets(*LAYER_ASSETS),
+    target=dg.AssetSelection.assets(*LAYER_ASSETS, "eval_summary"),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
 )

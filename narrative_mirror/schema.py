@@ -20,7 +20,7 @@ MESSAGES = {
     "text": pl.String,
     "timestamp": pl.Datetime("us"),  # timezone-naive, as written in the file
     "image_urls": pl.List(pl.String),
-    "image_caption": pl.String,  # LoCoMo blip_caption or "" (RealTalk has none)
+    "image_caption": pl.String,  # blip_caption when the file has one (LoCoMo, most RealTalk images), else ""
 }
 
 GOLD_QA = {

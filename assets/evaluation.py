@@ -1,0 +1,229 @@
+"""Evaluation as assets: per-chat QA and ARC evaluation with regression checks beside them,
+and a train/test summary that also appends to the experiment log."""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from assets.config_sources import evaluation_config, prompts, retrieval_config
+from assets.ingest import _versioned
+from assets.layers import lancedb_index
+from assets.partitions import chat_files
+from narrative_mirror import evaluation as ev
+from narrative_mirror import experiments, settings, storage
+from narrative_mirror import split as split_lib
+from resources import EmbedderResource, LanceDBResource, LLMResource
+
+# Runs allowed to evaluate test partitions carry this tag (the test backfill job sets it).
+TEST_TAG = "narrative_mirror/eval_split"
+QA_CHECKS = ["qa_recall_regression", "qa_recall_floor"]
+
+
+def guard_test_partition(context: dg.AssetExecutionContext) -> str:
+    """Refuse a test partition unless the run is an explicit, tagged test evaluation."""
+    key = context.partition_key
+    which = split_lib.assign(key).split
+    if which == split_lib.TEST and context.run.tags.get(TEST_TAG) != "test":
+        raise dg.Failure(
+            description=(
+                f"{key} is a TEST chat file: evaluating it outside an explicit test evaluation would leak "
+                f"the held-out set into tuning. Use the test backfill (job test_eval_job, or "
+                f"`narrative-mirror eval --split test --allow-test`), which tags the run {TEST_TAG}=test."
+            ),
+            allow_retries=False,
+        )
+    return which
+
+
+def _query_setup(embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource):
+    from narrative_mirror.retrieval.engine import Retriever
+
+    model = embedder.get()
+    client = llm.get()
+    store = lancedb.get()
+    cfg = ev.load_eval_config()
+    fingerprint = ev.config_fingerprint(model.fingerprint, getattr(client, "fingerprint", None),
+                                        cfg["run"]["profile"], cfg["run"]["mode"])
+    return Retriever(store, model, settings.load_config("retrieval")), client, cfg, fingerprint, store.versions()
+
+
+def _previous_metadata(context: dg.AssetExecutionContext, asset: str) -> dict | None:
+    """Metadata of the previous materialization of THIS partition (not the latest of any)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[context.partition_key]), limit=1
+    ).records
+    if not records:
+        return None
+    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+
+
+def regression_check(check_name: str, asset: str, metric: str, current: float | None,
+                     previous: dict | None, cfg: dict) -> dg.AssetCheckResult:
+    reg = cfg["regression"]
+    before = (previous or {}).get(metric)
+    if current is None or before is None:
+        return dg.AssetCheckResult(check_name=check_name, asset_key=asset, passed=True,
+                                   description="no previous value of this partition to compare with",
+                                   metadata={"current": dg.MetadataValue.float(current or 0.0)})
+    drop = before - current
+    severity = dg.AssetCheckSeverity.ERROR if drop > reg["error_drop"] else dg.AssetCheckSeverity.WARN
+    passed = drop <= reg["warn_drop"]
+    return dg.AssetCheckResult(
+        check_name=check_name, asset_key=asset, passed=passed, severity=severity,
+        description=f"{metric} {before:.3f} -> {current:.3f} (drop {drop:+.3f}; warn > {reg['warn_drop']}, error > {reg['error_drop']})",
+        metadata={"previous": dg.MetadataValue.float(before), "current": dg.MetadataValue.float(current),
+                  "drop": dg.MetadataValue.float(drop)},
+    )
+
+
+def _float_metadata(stats: dict, prefix: str = "") -> dict:
+    return {f"{prefix}{k}": dg.MetadataValue.float(float(v)) for k, v in stats.items()
+            if isinstance(v, float) or (isinstance(v, int) and k != "count" and k != "excluded")}
+
+
+@dg.asset(
+    partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
+    deps=[lancedb_index, retrieval_config, prompts, evaluation_config],
+    check_specs=[dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS],
+)
+def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: pl.DataFrame,
+            embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource):
+    """Runs the query pipeline on every gold question of the chat file and scores it."""
+    from narrative_mirror import query
+
+    which = guard_test_partition(context)
+    key = context.partition_key
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm)
+    profile, mode = cfg["run"]["profile"], cfg["run"]["mode"]
+
+    def progress(done: int, total: int) -> None:
+        if done % 10 == 0 or done == total:
+            context.log.info(f"{key}: {done}/{total} questions")
+
+    rows = ev.evaluate_qa(lambda q: query.ask(retriever, key, q, profile=profile, llm=client, mode=mode),
+                          gold_qa, messages, fingerprint["fingerprint"], progress)
+    summary = ev.qa_summary(rows)
+    previous = _previous_metadata(context, "qa_eval")
+    overall = summary["overall"]
+    yield _versioned(rows, {
+        **_float_metadata(overall),
+        "questions": dg.MetadataValue.int(overall["count"]),
+        "split": which,
+        "per_category": dg.MetadataValue.md(ev.markdown_table(ev.category_table(summary))),
+        "lost_at_stage": dg.MetadataValue.json(summary["lost"]),
+        "p95_latency_ms": dg.MetadataValue.float(float(rows["latency_ms"].quantile(0.95) or 0.0)),
+        "fingerprint": fingerprint["fingerprint"],
+        "config": dg.MetadataValue.json(fingerprint),
+        "lancedb_versions": dg.MetadataValue.json(versions),
+    })
+    metric = cfg["regression"]["metric"]
+    yield regression_check("qa_recall_regression", "qa_eval", metric, overall.get(metric), previous, cfg)
+    current = overall.get(metric)
+    yield dg.AssetCheckResult(
+        check_name="qa_recall_floor", passed=current is None or current >= cfg["regression"]["floor"],
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"{metric} = {current} (floor {cfg['regression']['floor']})",
+    )
+    if which == split_lib.TEST:
+        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, partition=key, asset="qa_eval")
+
+
+@dg.asset(
+    partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
+    deps=[lancedb_index, retrieval_config, prompts, evaluation_config],
+    check_specs=[dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)],
+)
+def arc_eval(context: dg.AssetExecutionContext, arc_cases: pl.DataFrame, embedder: EmbedderResource,
+             lancedb: LanceDBResource, llm: LLMResource):
+    """Runs narrative (arc) mode on every ARC case of the chat file: global recall, phase coverage, order."""
+    from narrative_mirror import query
+
+    which = guard_test_partition(context)
+    key = context.partition_key
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm)
+    rows = ev.evaluate_arcs(lambda q: query.arc(retriever, key, q, profile=cfg["run"]["profile"], llm=client),
+                            arc_cases, fingerprint["fingerprint"])
+    overall = ev.arc_summary(rows)["overall"]
+    previous = _previous_metadata(context, "arc_eval")
+    yield _versioned(rows, {**_float_metadata(overall), "cases": dg.MetadataValue.int(overall["count"]),
+                            "split": which, "fingerprint": fingerprint["fingerprint"],
+                            "config": dg.MetadataValue.json(fingerprint),
+                            "lancedb_versions": dg.MetadataValue.json(versions)})
+    metric = cfg["regression"].get("arc_metric", "arc_global_recall")
+    yield regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), previous, cfg)
+    if which == split_lib.TEST:
+        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, partition=key, asset="arc_eval")
+
+
+def _plain(stats: dict) -> dict:
+    return {k: v for k, v in stats.items() if v is None or isinstance(v, (int, float))}
+
+
+@dg.asset(group_name="evaluation", code_version="1", deps=[qa_eval, arc_eval, "split"], kinds={"polars"},
+          automation_condition=dg.AutomationCondition.eager())
+def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, llm: LLMResource):
+    """Train and test aggregates over the chat files evaluated under the CURRENT config
+    fingerprint (stale partitions are listed, not averaged), appended to the experiment log."""
+    base = settings.nm_home() / "storage"
+    cfg = ev.load_eval_config()
+    client = llm.get()
+    fingerprint = ev.config_fingerprint(embedder.get().fingerprint, getattr(client, "fingerprint", None),
+                                        cfg["run"]["profile"], cfg["run"]["mode"])
+    keys = context.instance.get_dynamic_partitions(chat_files.name)
+    current: dict[str, list[pl.DataFrame]] = {"qa_eval": [], "arc_eval": []}
+    included: dict[str, list[str]] = {"train": [], "test": []}
+    outdated, missing = [], []
+    for key in sorted(keys):
+        path = storage.frame_path(base, "qa_eval", key)
+        if not path.is_file():
+            missing.append(key)
+            continue
+        qa = storage.read_frame(path)
+        if qa.height and qa["fingerprint"][0] != fingerprint["fingerprint"]:
+            outdated.append(key)
+            continue
+        which = split_lib.assign(key).split
+        included[which].append(key)
+        current["qa_eval"].append(qa.with_columns(pl.lit(which).alias("split")))
+        arc_path = storage.frame_path(base, "arc_eval", key)
+        if arc_path.is_file():
+            arc = storage.read_frame(arc_path)
+            if not arc.height or arc["fingerprint"][0] == fingerprint["fingerprint"]:
+                current["arc_eval"].append(arc.with_columns(pl.lit(which).alias("split")))
+    rows, metrics, report = [], {}, []
+    qa_all = pl.concat(current["qa_eval"]) if current["qa_eval"] else None
+    arc_all = pl.concat(current["arc_eval"]) if current["arc_eval"] else None
+    for which in ("train", "test"):
+        if not included[which] or qa_all is None:
+            continue
+        qa = qa_all.filter(pl.col("split") == which)
+        summary = ev.qa_summary(qa)
+        stats = _plain(summary["overall"])
+        if arc_all is not None and arc_all.filter(pl.col("split") == which).height:
+            stats.update(_plain(ev.arc_summary(arc_all.filter(pl.col("split") == which))["overall"]))
+        stats["per_category"] = {str(c): _plain(s) for c, s in summary["groups"].items()}
+        metrics[which] = stats
+        rows.append({"split": which, "chat_files": len(included[which]), **{k: stats.get(k) for k in SUMMARY_KEYS}})
+        report += [f"### {which} ({', '.join(included[which])})", "",
+                   ev.markdown_table(ev.category_table(summary)), ""]
+    if outdated or missing:
+        report.append(f"Not included — evaluated under another config: {outdated or 'none'}; never evaluated: {missing or 'none'}")
+    record = experiments.append("summary", fingerprint, metrics, included=included) if metrics else None
+    df = pl.DataFrame(rows, schema={"split": pl.String, "chat_files": pl.Int64, **{k: pl.Float64 for k in SUMMARY_KEYS}})
+    log_rows = experiments.flat_rows(experiments.read())[-20:]
+    return _versioned(df, {
+        **{f"{w}/{k}": dg.MetadataValue.float(float(v)) for w, s in metrics.items() for k, v in s.items()
+           if isinstance(v, float)},
+        "report": dg.MetadataValue.md("\n".join(report) or "nothing evaluated under the current config yet"),
+        "fingerprint": fingerprint["fingerprint"],
+        "outdated_partitions": dg.MetadataValue.json(outdated),
+        "experiment_id": record["experiment_id"] if record else "",
+        "experiment_log": dg.MetadataValue.md(ev.markdown_table(log_rows)),
+        "experiment_log_path": dg.MetadataValue.path(str(experiments.log_path())),
+    })
+
+
+SUMMARY_KEYS = ["recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuzzy_recall@10",
+                "exact_recall", "precision", "arc_global_recall", "arc_phase_coverage"]
+EVAL_ASSETS = [qa_eval, arc_eval, eval_summary]

@@ -1,0 +1,164 @@
+"""Runs the query pipeline over gold questions and ARC cases and scores it.
+
+Per-question rows keep everything needed to trace a figure back: the ranked and selected ids,
+gold ids, every metric, latency, where each missed gold id was lost, and the config
+fingerprint the run was made under.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import polars as pl
+
+from narrative_mirror import settings
+from narrative_mirror.metrics import QA_METRIC_KEYS, arc_case_metrics, attribute_losses, question_metrics, summarize
+
+STAGES = ("never_candidate", "ranked_too_low", "dropped_at_selection")
+ARC_KEYS = {"global_recall": "arc_global_recall", "phase_coverage": "arc_phase_coverage",
+            "phase_order": "arc_phase_order"}
+RERANK_TOP = 10  # "ranked too low" = a candidate that did not reach the top 10 after rerank
+
+
+def load_eval_config() -> dict:
+    cfg = settings.load_config("evaluation")
+    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor")}.items():
+        for key in keys:
+            if key not in cfg.get(section, {}):
+                raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
+    return cfg
+
+
+def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str) -> dict[str, str]:
+    """What a recall figure depends on besides the data: models, config files, prompts.
+
+    LanceDB table versions are recorded separately (they move whenever any chat is re-indexed,
+    so they cannot decide whether a partition's figures are current).
+    """
+    parts = {
+        "embedder": embedder,
+        "llm": llm or "offline",
+        "profile": profile,
+        "mode": mode,
+        **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12]
+           for name in ("embedding", "layers", "retrieval", "evaluation")},
+        "prompts": settings.prompts_hash()[:12],
+    }
+    parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+    return parts
+
+
+def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]) -> list[str]:
+    if not previous:
+        return ["(first experiment)"]
+    return sorted(k for k in current if k != "fingerprint" and previous.get(k) != current[k])
+
+
+def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: pl.DataFrame,
+                fingerprint: str, progress: Callable[[int, int], None] | None = None) -> pl.DataFrame:
+    """One row per gold question. ``answer(question)`` returns an AgentAnswer."""
+    positions = dict(zip(messages["local_id"].to_list(), messages["position"].to_list()))
+    rows = []
+    total = gold_qa.height
+    for i, q in enumerate(gold_qa.iter_rows(named=True), 1):
+        started = time.perf_counter()
+        result = answer(q["question"])
+        latency_ms = (time.perf_counter() - started) * 1000
+        ranked, selected = result.ranked_ids, result.selected_ids
+        metrics = question_metrics(ranked, selected, q["gold_ids"], positions)
+        stages = attribute_losses(
+            q["gold_ids"], [c.id for c in result.trace.candidates], ranked[:RERANK_TOP], selected
+        )
+        rows.append({
+            "question_id": q["question_id"],
+            "chat_file": q["chat_file"],
+            "category": q["category"],
+            "question": q["question"],
+            "ranked_ids": ranked,
+            "selected_ids": selected,
+            "gold_ids": q["gold_ids"],
+            **metrics,
+            "latency_ms": latency_ms,
+            **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
+            "route": result.route,
+            "degraded": result.degraded,
+            "fingerprint": fingerprint,
+        })
+        if progress:
+            progress(i, total)
+    return pl.DataFrame(rows, schema=QA_ROW_SCHEMA)
+
+
+QA_ROW_SCHEMA = {
+    "question_id": pl.String, "chat_file": pl.String, "category": pl.Int64, "question": pl.String,
+    "ranked_ids": pl.List(pl.String), "selected_ids": pl.List(pl.String), "gold_ids": pl.List(pl.String),
+    **{k: pl.Float64 for k in QA_METRIC_KEYS},
+    "latency_ms": pl.Float64,
+    **{f"lost_{s}": pl.List(pl.String) for s in STAGES},
+    "route": pl.String, "degraded": pl.Boolean, "fingerprint": pl.String,
+}
+
+
+def evaluate_arcs(arc: Callable[[str], Any], arc_cases: pl.DataFrame, fingerprint: str) -> pl.DataFrame:
+    """One row per ARC case: global recall, phase coverage, phase-order agreement."""
+    rows = []
+    for case in arc_cases.iter_rows(named=True):
+        started = time.perf_counter()
+        result = arc(case["query"])
+        latency_ms = (time.perf_counter() - started) * 1000
+        predicted = [p.evidence for p in result.phases]
+        metrics = arc_case_metrics(case["phase_evidence"], predicted)
+        rows.append({
+            "case_id": case["case_id"],
+            "chat_file": case["chat_file"],
+            "query": case["query"],
+            "gold_phases": len(case["phase_evidence"]),
+            "predicted_phases": len(predicted),
+            "predicted_ids": [i for p in predicted for i in p],
+            **{ARC_KEYS[k]: v for k, v in metrics.items()},
+            "latency_ms": latency_ms,
+            "fingerprint": fingerprint,
+        })
+    return pl.DataFrame(rows, schema=ARC_ROW_SCHEMA)
+
+
+ARC_ROW_SCHEMA = {
+    "case_id": pl.String, "chat_file": pl.String, "query": pl.String, "gold_phases": pl.Int64,
+    "predicted_phases": pl.Int64, "predicted_ids": pl.List(pl.String),
+    **{v: pl.Float64 for v in ARC_KEYS.values()}, "latency_ms": pl.Float64, "fingerprint": pl.String,
+}
+
+
+def qa_summary(rows: pl.DataFrame) -> dict[str, Any]:
+    """Headline metrics overall and per category, plus loss-stage counts."""
+    summary = summarize(rows.select(["category", *QA_METRIC_KEYS]).to_dicts(), by="category", metrics=QA_METRIC_KEYS)
+    summary["lost"] = {s: int(rows[f"lost_{s}"].list.len().sum() or 0) for s in STAGES}
+    return summary
+
+
+def arc_summary(rows: pl.DataFrame) -> dict[str, Any]:
+    return summarize(rows.select(list(ARC_KEYS.values())).to_dicts(), by=None, metrics=list(ARC_KEYS.values()))
+
+
+def category_table(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows for a per-category table: overall first, then each category."""
+    out = []
+    for name, stats in [("all", summary["overall"]), *summary["groups"].items()]:
+        out.append({"category": str(name), "questions": stats["count"],
+                    **{k: stats[k] for k in ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10",
+                                              "exact_recall", "fuzzy_recall@10", "precision")}})
+    return out
+
+
+def markdown_table(rows: list[Mapping[str, Any]]) -> str:
+    if not rows:
+        return "(no rows)"
+    cols = list(rows[0])
+    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else ("–" if v is None else str(v))  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)

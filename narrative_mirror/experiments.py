@@ -1,0 +1,92 @@
+"""Append-only experiment log: one JSON line per evaluation, kept across runs in NM_HOME.
+
+Each record: experiment_id, time (UTC), kind (summary | test_eval), the config fingerprint,
+what changed since the previous record, and the metrics (train, and test when present).
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from narrative_mirror import settings
+from narrative_mirror.evaluation import changed_parts
+
+
+def log_path() -> Path:
+    return settings.nm_home() / "experiments" / "experiments.jsonl"
+
+
+def read(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or log_path()
+    if not path.is_file():
+        return []
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not a JSON record ({exc})") from exc
+    return records
+
+
+def append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None,
+           **extra: Any) -> dict[str, Any]:
+    """Append one record (under an exclusive lock, so concurrent runs never interleave lines)."""
+    path = path or log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        previous = None
+        for line in f.read().splitlines():
+            if line.strip():
+                previous = json.loads(line)
+        record = {
+            "experiment_id": uuid.uuid4().hex[:12],
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "kind": kind,
+            "fingerprint": fingerprint.get("fingerprint"),
+            "config": fingerprint,
+            "changed": changed_parts(previous["config"] if previous else None, fingerprint),
+            "metrics": metrics,
+            **extra,
+        }
+        f.seek(0, 2)
+        f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        f.flush()
+    return record
+
+
+def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV."""
+    rows = []
+    for r in records:
+        row = {k: r.get(k) for k in ("experiment_id", "time", "kind", "fingerprint")}
+        row["changed"] = ", ".join(r.get("changed", []))
+        row["partition"] = r.get("partition", "")
+        for split, values in (r.get("metrics") or {}).items():
+            if isinstance(values, dict):
+                for name, value in values.items():
+                    if isinstance(value, (int, float)) or value is None:
+                        row[f"{split}/{name}"] = value
+        rows.append(row)
+    return rows
+
+
+def export_csv(out: Path, path: Path | None = None) -> Path:
+    rows = flat_rows(read(path))
+    cols: list[str] = []
+    for row in rows:
+        cols += [c for c in row if c not in cols]
+    with out.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=cols)
+        writer.writeheader()
+        writer.writerows(rows)
+    return out
