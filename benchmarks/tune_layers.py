@@ -148,7 +148,7 @@ def main() -> None:
             name = f"window={window} depth={depth} min={min_size}"
             variants.append((name, override(base, "l1", window=window, depth_threshold=depth, min_block_messages=min_size)))
     elif args.grid == "l2":
-        for threshold, weight in itertools.product([0.5, 0.55, 0.6, 0.65, 0.7, 0.75], [0.0, 0.3, 0.6]):
+        for threshold, weight in itertools.product([0.25, 0.3, 0.35, 0.4, 0.5], [0.0, 0.5, 1.0]):
             name = f"link={threshold} entity_weight={weight}"
             variants.append((name, override(base, "l2", link_threshold=threshold, entity_weight=weight)))
     for name, config in variants:

@@ -67,6 +67,85 @@ def cmd_build(args) -> dict:
             "seconds": {k: round(v, 3) for k, v in seconds.items()}, "per_file": per_file}
 
 
+EVAL = ["qa_eval", "arc_eval"]
+
+
+def _split_keys(runner, keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:
+    from narrative_mirror import split as split_lib
+
+    chosen = {w: split_lib.keys_in(w, keys) for w in ("train", "test") if which in (w, "all")}
+    if chosen.get("test") and not allow_test:
+        raise ValueError(
+            f"--split {which} touches test chat files {chosen['test']}: pass --allow-test to evaluate them "
+            "(test files are for checking a finished change, never for choosing among variants; "
+            "the run is recorded in the experiment log)"
+        )
+    return chosen
+
+
+def _current_fingerprint(runner) -> str:
+    from narrative_mirror import evaluation as ev
+
+    cfg = ev.load_eval_config()
+    llm = runner.resources["llm"].get()
+    return ev.config_fingerprint(runner.resources["embedder"].get().fingerprint,
+                                 getattr(llm, "fingerprint", None), cfg["run"]["profile"], cfg["run"]["mode"])
+
+
+def cmd_eval(args) -> dict:
+    import os
+
+    import polars as pl
+
+    from assets.evaluation import TEST_TAG
+    from narrative_mirror import evaluation as ev
+
+    if args.profile:
+        os.environ["NM_EVAL_PROFILE"] = args.profile
+    runner = _runner(args)
+    keys = runner.register()
+    chosen = _split_keys(runner, keys, args.split, args.allow_test)
+    targets = [k for ks in chosen.values() for k in ks]
+    runner.materialize(INGEST + LAYERS, targets)
+    runner.materialize(["split"], None)
+    fingerprint = _current_fingerprint(runner)["fingerprint"]
+    for which, split_keys in chosen.items():
+        for key in split_keys:
+            stored = runner.stored("qa_eval", key)
+            # Evaluated under another config (e.g. --profile) counts as stale too.
+            force = stored is not None and stored.height > 0 and stored["fingerprint"][0] != fingerprint
+            runner.materialize(EVAL, [key], tags={TEST_TAG: which}, force=force)
+    runner.materialize(["eval_summary"], None, force=True)
+    qa = pl.concat([runner.read("qa_eval", k) for k in targets]) if targets else None
+    arcs = [runner.read("arc_eval", k) for k in targets]
+    arcs = pl.concat(arcs) if arcs else None
+    summary = ev.qa_summary(qa)
+    overall = summary["overall"]
+    arc_overall = ev.arc_summary(arcs)["overall"] if arcs is not None and arcs.height else {}
+    return {
+        "split": args.split,
+        "chat_files": targets,
+        "questions": overall["count"],
+        **{k: overall[k] for k in ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10",
+                                   "fuzzy_recall@10", "exact_recall", "precision")},
+        "arc_cases": arc_overall.get("count", 0),
+        "arc_global_recall": arc_overall.get("arc_global_recall"),
+        "arc_phase_coverage": arc_overall.get("arc_phase_coverage"),
+        "arc_phase_order": arc_overall.get("arc_phase_order"),
+        "lost_at_stage": summary["lost"],
+        "per_category": {str(c): {k: v for k, v in st.items()} for c, st in summary["groups"].items()},
+        "fingerprint": fingerprint,
+    }
+
+
+def cmd_demo(args) -> dict:
+    """The main job on the packaged demo data: build, evaluate train and test, summarize."""
+    args.split, args.allow_test, args.profile = "all", True, None
+    result = cmd_eval(args)
+    result["report"] = "see the eval_summary asset in the UI, or the experiment log: narrative-mirror experiments"
+    return result
+
+
 def _print_human(command: str, result: dict) -> None:
     print(f"{command}: " + ", ".join(f"{k}={v}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
@@ -91,6 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="ingest (if needed) and materialize all layers and the index; only stale work is redone")
     data_args(p)
     p.set_defaults(func=cmd_build)
+    p = sub.add_parser("eval", help="build what is stale, evaluate a split (QA + ARC), print its metrics")
+    data_args(p)
+    p.add_argument("--split", choices=["train", "test", "all"], required=True)
+    p.add_argument("--allow-test", action="store_true", help="required for any run that touches a test chat file")
+    p.add_argument("--profile", choices=["fast", "balanced", "deep"], default=None,
+                   help="agent profile (default: config/evaluation.toml)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
+    data_args(p)
+    p.set_defaults(func=cmd_demo)
     return parser
 
 

@@ -145,6 +145,10 @@ class Runner:
             raise RunFailed(failures)
         return seconds
 
+    def stored(self, asset: str, partition: str | None) -> pl.DataFrame | None:
+        path = storage.frame_path(self.storage_base, asset, partition)
+        return storage.read_frame(path) if path.is_file() else None
+
     def read(self, asset: str, partition: str | None) -> pl.DataFrame:
         return storage.read_frame(storage.frame_path(self.storage_base, asset, partition))
 

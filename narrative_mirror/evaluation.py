@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,7 +26,10 @@ RERANK_TOP = 10  # "ranked too low" = a candidate that did not reach the top 10 
 
 
 def load_eval_config() -> dict:
+    """config/evaluation.toml; ``NM_EVAL_PROFILE`` overrides the profile (the CLI's --profile)."""
     cfg = settings.load_config("evaluation")
+    if os.environ.get("NM_EVAL_PROFILE"):
+        cfg.setdefault("run", {})["profile"] = os.environ["NM_EVAL_PROFILE"]
     for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor")}.items():
         for key in keys:
             if key not in cfg.get(section, {}):
@@ -157,8 +161,10 @@ def category_table(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 def markdown_table(rows: list[Mapping[str, Any]]) -> str:
     if not rows:
         return "(no rows)"
-    cols = list(rows[0])
+    cols: list[str] = []
+    for row in rows:
+        cols += [c for c in row if c not in cols]
     fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else ("–" if v is None else str(v))  # noqa: E731
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines)

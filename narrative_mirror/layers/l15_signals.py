@@ -42,7 +42,9 @@ _TEMPORAL = re.compile(
     rf"|{_COUNT}\s+{_UNIT}\s+(?:ago|from now|later)"
     rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:,?\s+\d{{4}})?"
-    r"|\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
+    rf"|(?:in|since|until|by|early|late|mid|end of)\s+(?:{_MONTHS})"
+    r"|january|february|april|june|july|august|september|october|november|december"
+    r"|\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{1,2}/\d{2,4}"
     rf"|(?:tomorrow|yesterday|today)\s+{_PART_OF_DAY}|tonight|tomorrow|tmrw|tmr|yesterday|today"
     r"|later today|later|soon|recently|lately|earlier|the weekend|weekends?"
     r"|(?:at|by|around)\s+\d{1,2}:\d{2}(?:\s*(?:am|pm))?|\d{1,2}(?::\d{2})?\s*(?:am|pm)"
@@ -101,7 +103,9 @@ _POSITIVE_EMOJI = re.compile("[\U0001F600-\U0001F60F\U0001F617-\U0001F61D\U0001F
 _NEGATIVE_EMOJI = re.compile("[\U0001F61E-\U0001F62D\U0001F630-\U0001F635\U0001F641\u2639]|:\\(")
 
 # Capitalized words that are never entities on their own.
-_NOT_ENTITIES = frozenset(_WEEKDAYS.split("|")) | frozenset(_MONTHS.split("|")) | STOPWORDS
+_NOT_ENTITIES = (
+    frozenset(_WEEKDAYS.split("|")) | {f"{d}s" for d in _WEEKDAYS.split("|")} | frozenset(_MONTHS.split("|")) | STOPWORDS
+)
 _CASED_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:'[A-Za-z]+)?")
 
 
@@ -118,11 +122,12 @@ def _words(text: str) -> list[tuple[str, bool]]:
     return words
 
 
-def proper_vocabulary(texts: list[str]) -> set[str]:
-    """Lower-cased words this chat writes capitalized mid-sentence at least as often as lower-case.
+def proper_vocabulary(texts: list[str]) -> dict[str, bool]:
+    """Lower-cased words this chat writes capitalized mid-sentence at least as often as
+    lower-case -> whether the word is "strong" (lower-case at most a quarter as often).
 
-    Learned per chat, so sentence-initial capitals ("Today ...") and ALL-lower-case writers both
-    work: a word is an entity because of how it is written elsewhere in the same chat.
+    Learned per chat: a word is an entity because of how the same chat writes it elsewhere, so
+    sentence-initial capitals ("Today ...") do not count and a lower-case "miami" still does.
     """
     capitalized: Counter[str] = Counter()
     lower: Counter[str] = Counter()
@@ -133,28 +138,38 @@ def proper_vocabulary(texts: list[str]) -> set[str]:
                 capitalized[key] += 1
             elif word[0].islower():
                 lower[key] += 1
-    return {w for w, n in capitalized.items() if n >= lower[w] and len(w) >= 2 and w not in _NOT_ENTITIES}
+    return {
+        w: 4 * lower[w] <= n
+        for w, n in capitalized.items()
+        if n >= lower[w] and len(w) >= 2 and w not in _NOT_ENTITIES
+    }
 
 
-def extract_entities(text: str, vocabulary: set[str], speakers: set[str]) -> list[str]:
-    """Entities of one message, lower-case, in order: runs of vocabulary words become one entity
-    ("art basel"), joined across "of"; speaker names count in any case."""
+def extract_entities(text: str, vocabulary: Mapping[str, bool], speakers: set[str]) -> list[str]:
+    """Entities of one message, lower-case, in order of appearance.
+
+    Runs of vocabulary words are candidates ("new york"); a run also takes in a following
+    capitalized word ("New Year") and "of" between vocabulary words ("bank of america"). A run is kept when a word of it is a speaker name, is capitalized mid-sentence here, or is
+    strong: so "New York" and "miami" count but "a new job" or a sentence-initial "New" do not.
+    """
     entities: list[str] = []
     run: list[str] = []
+    anchored = False
     words = _words(text)
-    for i, (word, _) in enumerate(words):
+    for i, (word, sentence_start) in enumerate(words + [("", False)]):
         key = word.lower()
         if key in vocabulary or key in speakers:
             run.append(key)
+            anchored = anchored or key in speakers or vocabulary.get(key, False) or (word[0].isupper() and not sentence_start)
             continue
-        if key == "of" and run and i + 1 < len(words) and words[i + 1][0].lower() in vocabulary:
+        continues_name = word[:1].isupper() and not sentence_start and key not in _NOT_ENTITIES
+        joins_names = key == "of" and i + 1 < len(words) and words[i + 1][0].lower() in vocabulary
+        if run and (continues_name or joins_names):
             run.append(key)
             continue
-        if run:
+        if run and anchored:
             entities.append(" ".join(run))
-            run = []
-    if run:
-        entities.append(" ".join(run))
+        run, anchored = [], False
     return list(dict.fromkeys(entities))
 
 

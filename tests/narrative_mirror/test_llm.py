@@ -248,15 +248,16 @@ def smollm2():
 @pytest.mark.llm_server
 def test_real_server_complete_and_json(smollm2):
     client = LLMClient(smollm2)
-    text = client.complete("You are a helpful assistant.", "Say hello in one short sentence.", max_tokens=24)
+    text = client.complete("You are a helpful assistant.", "Say hello in one short sentence.", max_tokens=12)
     assert isinstance(text, str) and text.strip()
+    # SmolLM2-135M invents keys unless shown an example; this prompt gives {"answer": "green"}.
     result = client.complete_json(
-        'Reply with a JSON object with exactly one key, "answer", whose value is a string.',
-        "What colour is the sky on a clear day?",
+        'You answer in JSON. Example: {"answer": "green"}',
+        'What colour is grass? Answer as {"answer": "..."}',
         required={"answer": str},
-        max_tokens=48,
+        max_tokens=24,
     )
-    assert isinstance(result["answer"], str)
+    assert isinstance(result["answer"], str) and result["answer"].strip()
     assert (client.calls, client.failures) == (2, 0)
     assert client.prompt_tokens > 0 and client.completion_tokens > 0
     assert client.fingerprint.endswith("/smollm2-135m")

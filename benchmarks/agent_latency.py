@@ -1,0 +1,152 @@
+"""Agent latency per profile without an LLM, on the RealTalk TRAIN chats' questions.
+
+Builds the layers of each train chat (Chat_1..Chat_7), indexes them in a temporary LanceDB
+(or ``--store DIR``, reused when it already holds the chats), loads the embedder and each chat
+once, then answers every question (categories 1-3, resolvable gold) with ``query.ask`` per
+profile and prints latency p50/p95 (ms) beside exact recall and precision of the selected
+evidence, recall@10 of the graded pool, the mean number of calls and the stop reasons.
+Targets on a 2-core machine: fast p95 <= 100 ms, balanced p95 <= 300 ms. Test chats are refused.
+
+    .venv/bin/python benchmarks/agent_latency.py [--data DIR] [--profiles fast,balanced]
+        [--per-chat N] [--store DIR] [--cache DIR] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from narrative_mirror import schema, settings, split
+from narrative_mirror.chats import load_chat
+from narrative_mirror.embedding import Embedder
+from narrative_mirror.gold import gold_qa_frame
+from narrative_mirror.index_store import IndexStore, build_rows, message_search_text
+from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+from narrative_mirror.query import ask
+from narrative_mirror.retrieval.engine import Retriever
+
+DEFAULT_DATA = Path("/work/shared/datasets/realtalk")
+TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
+
+
+def train_files(data_dir: Path) -> list[Path]:
+    files = sorted(p for p in data_dir.glob("*.json") if TRAIN_FILE.match(p.stem))
+    for path in files:
+        if split.assign(path.stem).split != split.TRAIN:
+            raise SystemExit(f"{path.name} is a test chat: this benchmark runs on train chats only")
+    if not files:
+        raise SystemExit(f"no train chats (Chat_1..Chat_7) in {data_dir}")
+    return files
+
+
+def encode(texts: list[str], embedder: Embedder, cache: Path | None) -> np.ndarray:
+    if cache is None:
+        return embedder.encode(texts)
+    key = hashlib.sha256("\0".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:20]
+    path = cache / f"agent_vectors_{key}.npy"
+    if not path.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(path, embedder.encode(texts))
+    return np.load(path)
+
+
+def index_chat(store: IndexStore, embedder: Embedder, messages: pl.DataFrame, cache: Path | None) -> None:
+    messages = messages.sort("position")
+    chat_file = messages["chat_file"][0]
+    texts = [message_search_text(s, t, c) for s, t, c in
+             zip(messages["speaker"], messages["text"], messages["image_caption"].fill_null(""))]
+    vectors = encode(texts, embedder, cache)
+    config = settings.load_config("layers")
+    blocks = build_topic_blocks(messages, vectors, config)
+    signals = compute_signals(messages, blocks, config)
+    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
+    embeddings = pl.DataFrame(
+        {"message_id": messages["message_id"], "chat_file": messages["chat_file"],
+         "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
+    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
+        store.replace_partition(table, chat_file, rows)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--profiles", default="fast,balanced,deep")
+    parser.add_argument("--per-chat", type=int, default=0, help="questions per chat (0 = all)")
+    parser.add_argument("--store", type=Path, help="LanceDB folder to build or reuse (default: a temp folder)")
+    parser.add_argument("--cache", type=Path, help="folder caching message vectors between runs")
+    parser.add_argument("--json", type=Path, help="write the per-profile summary here")
+    args = parser.parse_args(argv)
+
+    embedder = Embedder()
+    embedder.encode(["load the model once, before any timing"])
+    store_dir = args.store or Path(tempfile.mkdtemp(prefix="agent_latency_"))
+    store = IndexStore(str(store_dir))
+    questions: list[tuple[str, str, int, list[str]]] = []
+    indexed = set(store.chat_files())
+    for path in train_files(args.data):
+        chat = load_chat(path)
+        if chat.chat_file not in indexed:
+            started = time.perf_counter()
+            index_chat(store, embedder, chat.messages, args.cache)
+            print(f"indexed {chat.chat_file} ({chat.messages.height} messages) in {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)
+        gold = gold_qa_frame(chat).filter(pl.col("category").is_in([1, 2, 3]) & (pl.col("gold_ids").list.len() > 0))
+        if args.per_chat:
+            gold = gold.head(args.per_chat)
+        questions += [(chat.chat_file, r["question"], r["category"], r["gold_ids"]) for r in gold.iter_rows(named=True)]
+
+    retriever = Retriever(store, embedder)
+    for chat_file in sorted({q[0] for q in questions}):
+        retriever.search(chat_file, "warm up", k=1)  # load the chat into memory before timing
+
+    summary = {}
+    for profile in args.profiles.split(","):
+        latencies, recalls, precisions, pool_r10, calls, stops = [], [], [], [], [], Counter()
+        for chat_file, question, _category, gold_ids in questions:
+            started = time.perf_counter()
+            answer = ask(retriever, chat_file, question, profile=profile)
+            latencies.append((time.perf_counter() - started) * 1000)
+            gold, selected = set(gold_ids), set(answer.selected_ids)
+            recalls.append(len(gold & selected) / len(gold))
+            precisions.append(len(gold & selected) / len(selected) if selected else 0.0)
+            pool_r10.append(len(gold & set(answer.ranked_ids[:10])) / len(gold))
+            calls.append(answer.calls)
+            stops[answer.stop_reason] += 1
+        row = {
+            "questions": len(questions),
+            "p50_ms": round(percentile(latencies, 50), 1),
+            "p95_ms": round(percentile(latencies, 95), 1),
+            "exact_recall": round(statistics.mean(recalls), 4),
+            "precision": round(statistics.mean(precisions), 4),
+            "pool_recall@10": round(statistics.mean(pool_r10), 4),
+            "mean_calls": round(statistics.mean(calls), 2),
+            "stop_reasons": dict(stops),
+        }
+        summary[profile] = row
+        print(f"{profile:9s} n={row['questions']} p50={row['p50_ms']} ms p95={row['p95_ms']} ms "
+              f"exact_recall={row['exact_recall']:.3f} precision={row['precision']:.3f} "
+              f"pool_R@10={row['pool_recall@10']:.3f} calls={row['mean_calls']} stops={row['stop_reasons']}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Recall-run evidence (seed 004): every search leaves an append-only JSON record of its top-k
+before and after the hybrid-score rerank, so score changes can be compared run by run.
+
+Path: ``<NM_HOME>/recall_runs/YYYYMMDD/run_<epoch_ms>.json`` (UTC). A file is created with
+O_EXCL and never rewritten; a second run in the same millisecond gets ``run_<epoch_ms>_1.json``.
+
+Record: ``query``, ``params`` (k, need_fresh, half_life_days, fresh_weight, self_rag, tiers,
+chat, variant), ``pre_items`` / ``post_items`` and ``ts`` (UTC ISO8601 with Z). An item:
+``id``, ``tier``, ``score`` (the first hybrid score), ``ts``, ``scope_id`` (block id), ``text``
+(<= 400 chars), ``path`` (chat file), ``line_from`` / ``line_to`` (message position),
+``reasons`` {kw, recency, refs, tier_weight}; post items add ``rerank`` {rubric, new_score}
+when Self-RAG was applied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from narrative_mirror import settings
+from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext
+
+if TYPE_CHECKING:
+    from narrative_mirror.retrieval.engine import Hit, Retriever, SearchResult
+
+SNIPPET_CHARS = 400
+REASON_KEYS = ("kw", "recency", "refs", "tier_weight")
+VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the seed-004 hybrid score
+MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
+
+
+def runs_dir(root: Path | None = None) -> Path:
+    return Path(root) if root is not None else settings.nm_home() / "recall_runs"
+
+
+def utc_iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a Z and milliseconds, e.g. 2025-08-25T10:11:12.345Z."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def run_item(hit: Hit, chat_file: str, tier: int, *, with_rerank: bool) -> dict:
+    """One hit as a recall-run item; the hit must carry the hybrid-score reasons."""
+    missing = [key for key in (*REASON_KEYS, "hybrid_score") if key not in hit.reasons]
+    if missing:
+        raise ValueError(f"hit {hit.local_id}: no hybrid-score reasons {missing} (was the hybrid_score reranker applied?)")
+    item = {
+        "id": hit.local_id,
+        "tier": tier,
+        "score": hit.reasons["hybrid_score"],
+        "ts": hit.timestamp.isoformat(),
+        "scope_id": hit.block_id,
+        "text": hit.text[:SNIPPET_CHARS],
+        "path": chat_file,
+        "line_from": hit.position,
+        "line_to": hit.position,
+        "reasons": {key: hit.reasons[key] for key in REASON_KEYS},
+    }
+    if with_rerank and "rubric" in hit.reasons:
+        item["rerank"] = {"rubric": hit.reasons["rubric"], "new_score": hit.reasons["new_score"]}
+    return item
+
+
+def write_run(
+    query: str,
+    params: Mapping,
+    pre_items: Sequence[Mapping],
+    post_items: Sequence[Mapping],
+    *,
+    root: Path | None = None,
+    now: datetime | None = None,
+) -> Path:
+    """Write one run record under ``root`` (default ``<NM_HOME>/recall_runs``); returns its path.
+
+    Never overwrites: the name is claimed with O_EXCL, then suffixed ``_1``, ``_2``, ... .
+    """
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    record = {
+        "query": query,
+        "params": dict(params),
+        "pre_items": list(pre_items),
+        "post_items": list(post_items),
+        "ts": utc_iso(now),
+    }
+    data = (json.dumps(record, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    folder = runs_dir(root) / now.strftime("%Y%m%d")
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = int(now.timestamp() * 1000)
+    for n in range(MAX_SAME_MS):
+        path = folder / (f"run_{stamp}.json" if n == 0 else f"run_{stamp}_{n}.json")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        return path
+    raise OSError(f"{folder}: {MAX_SAME_MS} runs already recorded for millisecond {stamp}")
+
+
+def compare_run(path: str | Path) -> dict[str, float]:
+    """Seed 004's before/after summary: average score of the top 3 pre items, of the top 3 post
+    items (``rerank.new_score`` when present, else ``score``) and the lift between them."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable recall-run JSON file: {exc}") from exc
+
+    def scores(key: str, rerank: bool) -> list[float]:
+        items = record.get(key) if isinstance(record, dict) else None
+        if not isinstance(items, list):
+            raise ValueError(f"{path}: field {key!r} must be a list of items")
+        out = []
+        for i, item in enumerate(items[:3]):
+            value = ((item.get("rerank") or {}).get("new_score", item.get("score"))
+                     if rerank else item.get("score")) if isinstance(item, dict) else None
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise ValueError(f"{path}: {key}[{i}] has no numeric score")
+            out.append(float(value))
+        return out
+
+    pre, post = scores("pre_items", False), scores("post_items", True)
+    avg_pre = sum(pre) / len(pre) if pre else 0.0
+    avg_post = sum(post) / len(post) if post else 0.0
+    return {"avg_pre": avg_pre, "avg_post": avg_post, "lift": avg_post - avg_pre if pre and post else 0.0}
+
+
+class _Recording:
+    """Wraps a reranker and keeps its whole output (the search returns only the top k)."""
+
+    def __init__(self, inner: HybridScoreReranker):
+        self.inner, self.name = inner, inner.name
+        self.ranked: list[Hit] = []
+
+    def rerank(self, query: str, hits: Sequence[Hit], context: RerankContext) -> list[Hit]:
+        self.ranked = self.inner.rerank(query, hits, context)
+        return self.ranked
+
+
+@dataclass
+class RecordedSearch:
+    result: SearchResult  # hits = post-rerank top k
+    pre: list[Hit]  # top k by the first hybrid score, before the Self-RAG pass
+    params: dict
+    run_path: Path | None  # None when the record could not be written
+    run_error: str | None = None
+
+
+def recorded_search(
+    retriever: Retriever,
+    chat_file: str,
+    query: str,
+    k: int = 5,
+    *,
+    need_fresh: bool = False,
+    half_life_days: float | None = None,
+    fresh_weight: float | None = None,
+    self_rag: bool = False,
+    root: Path | None = None,
+) -> RecordedSearch:
+    """Search with the seed-004 hybrid score (optionally fresh-weighted and Self-RAG reranked)
+    and write the recall-run record. ``half_life_days`` / ``fresh_weight`` apply when
+    ``need_fresh`` (defaults: ``retrieval.toml`` [rerank.hybrid_score]). A failed record write
+    does not fail the search: ``run_path`` is None and ``run_error`` says why."""
+    options = dict(retriever.config.get("rerank", {}).get("hybrid_score", {}))
+    if half_life_days is not None:
+        options["fresh_half_life_days"] = half_life_days
+    if fresh_weight is not None:
+        options["fresh_weight"] = fresh_weight
+    options["self_rag"] = self_rag
+    recording = _Recording(HybridScoreReranker(**options))
+    result = retriever.search(chat_file, query, k, variant=VARIANT, need_fresh=need_fresh, reranker=recording)
+    ranked = recording.ranked
+    # Stable sort: with Self-RAG off the pre order equals the post order.
+    pre = sorted(ranked, key=lambda h: -h.reasons["hybrid_score"])[:k]
+    post = result.hits
+    chat = retriever.chat(chat_file)
+    reranker = recording.inner
+    params = {
+        "chat": chat_file,
+        "k": k,
+        "need_fresh": int(need_fresh),
+        "half_life_days": reranker.fresh_half_life_days if need_fresh else reranker.half_life_days,
+        "fresh_weight": reranker.fresh_weight,
+        "self_rag": int(self_rag),
+        "tiers": sorted(set(chat.tiers.values())),
+        "variant": VARIANT,
+    }
+    pre_items = [run_item(h, chat_file, chat.tiers[h.local_id], with_rerank=False) for h in pre]
+    post_items = [run_item(h, chat_file, chat.tiers[h.local_id], with_rerank=True) for h in post]
+    try:
+        path, error = write_run(query, params, pre_items, post_items, root=root), None
+    except OSError as exc:
+        path, error = None, f"could not write the recall-run record: {exc}"
+    return RecordedSearch(result=result, pre=pre, params=params, run_path=path, run_error=error)
