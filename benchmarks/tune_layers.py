@@ -144,9 +144,11 @@ def main() -> None:
     base = settings.load_config("layers")
     variants: list[tuple[str, dict]] = [("layers.toml", base)]
     if args.grid == "l1":
-        for window, depth, min_size in itertools.product([3, 4, 6], [0.1, 0.2, 0.3, 0.4], [3, 5, 8]):
-            name = f"window={window} depth={depth} min={min_size}"
-            variants.append((name, override(base, "l1", window=window, depth_threshold=depth, min_block_messages=min_size)))
+        grid = itertools.product([4, 6, 8], [0.3, 0.4, 0.5, 99.0], [30.0, 45.0, 60.0, 1e9], [3, 5])
+        for window, depth, gap, min_size in grid:  # depth 99 = time gaps only; gap 1e9 = meaning only
+            name = f"window={window} depth={depth} gap={gap:g} min={min_size}"
+            values = dict(window=window, depth_threshold=depth, time_gap_minutes=gap, min_block_messages=min_size)
+            variants.append((name, override(base, "l1", **values)))
     elif args.grid == "l2":
         for threshold, weight in itertools.product([0.25, 0.3, 0.35, 0.4, 0.5], [0.0, 0.5, 1.0]):
             name = f"link={threshold} entity_weight={weight}"

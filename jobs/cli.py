@@ -146,7 +146,99 @@ def cmd_demo(args) -> dict:
     return result
 
 
+def _retriever_for(args):
+    """Build what the chat needs (only if stale), then a retriever over the index."""
+    from narrative_mirror import settings
+    from narrative_mirror.retrieval.engine import Retriever
+
+    runner = _runner(args)
+    keys = runner.register()
+    if args.chat not in keys:
+        raise ValueError(f"--chat {args.chat!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
+    runner.materialize(INGEST + LAYERS, [args.chat])
+    res = runner.resources
+    retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
+    return retriever, res["llm"].get()
+
+
+def cmd_ask(args) -> dict:
+    from narrative_mirror import query
+
+    retriever, llm = _retriever_for(args)
+    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm,
+                       mode="oneshot" if args.oneshot else "agent")
+    texts = {e.id: e for e in answer.evidence}
+    return {
+        "answer": answer.answer,
+        "evidence": [{"id": e.id, "text": e.text, "point": e.point} for e in texts.values()],
+        "unknowns": answer.unknowns,
+        "route": answer.route,
+        "profile": answer.profile,
+        "stop_reason": answer.stop_reason,
+        "degraded": answer.degraded,
+        "degraded_reason": answer.degraded_reason,
+        "phases": [p.model_dump() for p in answer.phases],
+    }
+
+
+def cmd_arc(args) -> dict:
+    from narrative_mirror import query
+
+    retriever, llm = _retriever_for(args)
+    answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
+    return {"question": args.question, "route": answer.route, "profile": answer.profile,
+            "phases": [p.model_dump() for p in answer.phases], "unknowns": answer.unknowns,
+            "degraded": answer.degraded}
+
+
+def cmd_trace(args) -> dict:
+    from narrative_mirror import query
+
+    retriever, llm = _retriever_for(args)
+    trace = query.trace(retriever, args.chat, args.question, profile=args.profile, llm=llm)
+    out = trace.model_dump()
+    if args.gold:
+        from narrative_mirror.metrics import attribute_losses
+
+        gold = [g.strip() for g in args.gold.split(",") if g.strip()]
+        out["gold"] = attribute_losses(gold, [c.id for c in trace.candidates],
+                                       [r.id for r in trace.reranked][:10], [f.id for f in trace.final])
+    return out
+
+
+def _print_answer(result: dict) -> None:
+    print(f"Answer: {result['answer']}")
+    print("Evidence:")
+    for e in result["evidence"]:
+        print(f"  [{e['id']}] {e['text']}\n      -> {e['point']}")
+    print("Unknowns:" + ("" if result["unknowns"] else " none"))
+    for u in result["unknowns"]:
+        print(f"  - {u}")
+    print(f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
+          + (f", DEGRADED: {result['degraded_reason']}" if result["degraded"] else "") + ")")
+
+
+def _print_phases(result: dict) -> None:
+    for i, phase in enumerate(result["phases"], 1):
+        print(f"{i}. {phase['name']}: {phase['summary']}\n   evidence: {', '.join(phase['evidence'])}")
+    for u in result["unknowns"]:
+        print(f"  unknown: {u}")
+
+
+def _print_trace(result: dict) -> None:
+    for stage in ("candidates", "reranked", "final"):
+        items = result[stage]
+        print(f"{stage} ({len(items)}): " + ", ".join(f"{r['id']}={r['score']:.3f}" for r in items[:25])
+              + (" ..." if len(items) > 25 else ""))
+    for gold_id, stage in (result.get("gold") or {}).items():
+        print(f"gold {gold_id}: {stage}")
+
+
 def _print_human(command: str, result: dict) -> None:
+    special = {"ask": _print_answer, "arc": _print_phases, "trace": _print_trace}
+    if command in special:
+        special[command](result)
+        return
     print(f"{command}: " + ", ".join(f"{k}={v}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
         print(f"  {key}: " + ", ".join(f"{k}={v}" for k, v in row.items()))
@@ -177,6 +269,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=["fast", "balanced", "deep"], default=None,
                    help="agent profile (default: config/evaluation.toml)")
     p.set_defaults(func=cmd_eval)
+
+    def question_args(p):
+        data_args(p)
+        p.add_argument("--chat", required=True, help="partition key of the chat file (its file stem)")
+        p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
+        p.add_argument("question")
+
+    p = sub.add_parser("ask", help="answer a question about one chat: Answer / Evidence / Unknowns")
+    question_args(p)
+    p.add_argument("--oneshot", action="store_true", help="the deprecated one-shot path, for comparison")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("arc", help="tell a story of one chat as chronological phases with evidence ids")
+    question_args(p)
+    p.set_defaults(func=cmd_arc)
+
+    p = sub.add_parser("trace", help="the three debug checkpoints (candidates, after rerank, final selection)")
+    question_args(p)
+    p.add_argument("--gold", default="", help="comma-separated gold ids: say where each was lost")
+    p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
     data_args(p)

@@ -172,6 +172,41 @@ def _sql_time(moment: datetime) -> str:
     return f"timestamp '{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
 
 
+def _connect(uri: str):
+    # Always read the latest version: another process (CLI, Dagster) may append too.
+    return lancedb.connect(uri, read_consistency_interval=timedelta(0))
+
+
+def read_events(
+    uri: str | Path,
+    *,
+    user_id: str | None = None,
+    chat_file: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> pl.DataFrame:
+    """The stored events at ``uri``, oldest first (empty if none yet); filters combine with AND.
+    Read-only: for analysis jobs that do not log."""
+    try:
+        table = _connect(str(uri)).open_table(TABLE)
+    except ValueError:  # lancedb: "Table '...' was not found"
+        return pl.from_arrow(EVENT_SCHEMA.empty_table())
+    clauses = []
+    if user_id is not None:
+        clauses.append(f"user_id = {_quote(user_id)}")
+    if chat_file is not None:
+        clauses.append(f"chat_file = {_quote(chat_file)}")
+    if since is not None:
+        clauses.append(f"created_at >= {_sql_time(since)}")
+    if until is not None:
+        clauses.append(f"created_at < {_sql_time(until)}")
+    query = table.search()
+    if clauses:
+        query = query.where(" AND ".join(clauses))
+    rows = query.select(EVENT_SCHEMA.names).limit(None).to_arrow()
+    return pl.from_arrow(rows).sort("created_at", "event_id")
+
+
 @dataclass
 class _Log:
     row: dict
@@ -214,6 +249,8 @@ class EventLog:
     ):
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValueError(f"EventLog: retention_days must be None or an int >= 1, got {retention_days!r}")
+        if follow_up_window <= timedelta(0):
+            raise ValueError(f"EventLog: follow_up_window must be positive, got {follow_up_window}")
         if not 0.0 < follow_up_similarity < 1.0:
             raise ValueError(f"EventLog: follow_up_similarity must be in (0, 1), got {follow_up_similarity}")
         self.uri = str(uri)
@@ -225,6 +262,7 @@ class EventLog:
         self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
         self._write_lock = threading.Lock()  # every LanceDB write, from the writer or prune()
         self._count_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # nothing is queued behind the writer's stop marker
         self._failures = 0
         self._table = None
         self._recent: dict[str, list[_Recent]] = {}
@@ -260,9 +298,10 @@ class EventLog:
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush and stop the writer; later ``log`` calls count as failures."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
         try:
             self._queue.put(_STOP, timeout=timeout)
         except queue.Full:
@@ -281,23 +320,7 @@ class EventLog:
         """Stored events (after flushing the queue), oldest first; filters combine with AND."""
         if flush and not self._closed:
             self.flush()
-        table = self._open()
-        if table is None:
-            return pl.from_arrow(EVENT_SCHEMA.empty_table())
-        clauses = []
-        if user_id is not None:
-            clauses.append(f"user_id = {_quote(user_id)}")
-        if chat_file is not None:
-            clauses.append(f"chat_file = {_quote(chat_file)}")
-        if since is not None:
-            clauses.append(f"created_at >= {_sql_time(since)}")
-        if until is not None:
-            clauses.append(f"created_at < {_sql_time(until)}")
-        query = table.search()
-        if clauses:
-            query = query.where(" AND ".join(clauses))
-        rows = query.select(EVENT_SCHEMA.names).limit(None).to_arrow()
-        return pl.from_arrow(rows).sort("created_at", "event_id")
+        return read_events(self.uri, user_id=user_id, chat_file=chat_file, since=since, until=until)
 
     def prune(self, now: datetime | None = None) -> int:
         """Delete events older than ``retention_days``; returns how many were deleted."""
@@ -322,22 +345,20 @@ class EventLog:
         log.warning("retrieval events: could not store %s%s", what, f": {exc!r}" if exc else "")
 
     def _put(self, item: object, what: str) -> None:
-        if self._closed:
-            self._fail(1, what + " (event log closed)")
-            return
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            self._fail(1, what + " (writer queue full)")
-
-    def _connect(self):
-        # Always read the latest version: another process (CLI, Dagster) may append too.
-        return lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+        with self._state_lock:
+            closed = self._closed
+            if not closed:
+                try:
+                    self._queue.put_nowait(item)
+                    return
+                except queue.Full:
+                    pass
+        self._fail(1, what + (" (event log closed)" if closed else " (writer queue full)"))
 
     def _open(self):
         if self._table is None:
             try:
-                self._table = self._connect().open_table(TABLE)
+                self._table = _connect(self.uri).open_table(TABLE)
             except ValueError:  # lancedb: "Table '...' was not found"
                 return None
         return self._table
@@ -345,7 +366,7 @@ class EventLog:
     def _open_for_write(self):
         table = self._open()
         if table is None:
-            db = self._connect()
+            db = _connect(self.uri)
             try:
                 table = db.create_table(TABLE, schema=EVENT_SCHEMA)
             except ValueError as exc:  # another process created it meanwhile

@@ -362,7 +362,7 @@ class IndexStore:
         rows = (
             tbl.search(query, query_type="fts")
             .where(f"chat_file = '{validate_chat_file(chat_file)}'", prefilter=True)
-            .select([id_col])
+            .select([id_col, "_score"])
             .limit(limit)
             .to_arrow()
         )

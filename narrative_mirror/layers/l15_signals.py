@@ -8,7 +8,9 @@ importance_tier = min(3, points), one point each for: a substantial message (>=
 ``long_message_tokens`` content words), a plan, a temporal expression, a non-speaker entity,
 strong sentiment (|s| >= ``strong_sentiment``), an image, a reference to an earlier block.
 Messages with fewer than ``min_content_tokens`` content words and no image ("lol", "hey!") are
-tier 0 whatever their points.
+tier 0 whatever their points. On the train chats (Chat_1..7, 5,982 messages) the share of
+messages that are gold QA evidence rises with the tier: 6% (tier 0, 49% of messages), 12%
+(tier 1), 21% (tier 2), 35% (tier 3, 13% of messages); base rate 14%.
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ import polars as pl
 
 from narrative_mirror import schema
 from narrative_mirror.layers.params import L15Params, section
-from narrative_mirror.layers.text import STOPWORDS, content_tokens, tokens
-
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+from narrative_mirror.layers.text import STOPWORDS, content_tokens, straight_apostrophes, tokens
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _MONTHS = (
@@ -109,15 +109,17 @@ _NOT_ENTITIES = (
 _CASED_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:'[A-Za-z]+)?")
 
 
-def _words(text: str) -> list[tuple[str, bool]]:
-    """(word without possessive 's, starts a sentence) for every cased word of ``text``."""
-    text = text.translate(_APOSTROPHES)
+def _words(text: str) -> list[tuple[str, bool, bool]]:
+    """(word without possessive 's, starts a sentence, follows the previous word with only spaces
+    between) for every cased word of ``text``."""
+    text = straight_apostrophes(text)
     words = []
-    previous_end = 0
+    previous_end = None
     for match in _CASED_WORD.finditer(text):
         word = match.group()[:-2] if match.group().endswith("'s") else match.group()
-        between = text[previous_end : match.start()]
-        words.append((word, previous_end == 0 or any(c in ".!?\n" for c in between)))
+        between = text[previous_end or 0 : match.start()]
+        sentence_start = previous_end is None or any(c in ".!?\n" for c in between)
+        words.append((word, sentence_start, previous_end is not None and between.isspace()))
         previous_end = match.end()
     return words
 
@@ -132,7 +134,7 @@ def proper_vocabulary(texts: list[str]) -> dict[str, bool]:
     capitalized: Counter[str] = Counter()
     lower: Counter[str] = Counter()
     for text in texts:
-        for word, sentence_start in _words(text):
+        for word, sentence_start, _ in _words(text):
             key = word.lower()
             if word[0].isupper() and not sentence_start:
                 capitalized[key] += 1
@@ -148,28 +150,37 @@ def proper_vocabulary(texts: list[str]) -> dict[str, bool]:
 def extract_entities(text: str, vocabulary: Mapping[str, bool], speakers: set[str]) -> list[str]:
     """Entities of one message, lower-case, in order of appearance.
 
-    Runs of vocabulary words are candidates ("new york"); a run also takes in a following
-    capitalized word ("New Year") and "of" between vocabulary words ("bank of america"). A run is kept when a word of it is a speaker name, is capitalized mid-sentence here, or is
+    Runs of vocabulary words not separated by punctuation are candidates ("new york"); a run also
+    takes in a following capitalized word ("New Year") and an inner "of" ("bank of america").
+    A run is kept when a word of it is a speaker name, is capitalized mid-sentence here, or is
     strong: so "New York" and "miami" count but "a new job" or a sentence-initial "New" do not.
     """
     entities: list[str] = []
     run: list[str] = []
     anchored = False
-    words = _words(text)
-    for i, (word, sentence_start) in enumerate(words + [("", False)]):
-        key = word.lower()
-        if key in vocabulary or key in speakers:
-            run.append(key)
-            anchored = anchored or key in speakers or vocabulary.get(key, False) or (word[0].isupper() and not sentence_start)
-            continue
-        continues_name = word[:1].isupper() and not sentence_start and key not in _NOT_ENTITIES
-        joins_names = key == "of" and i + 1 < len(words) and words[i + 1][0].lower() in vocabulary
-        if run and (continues_name or joins_names):
-            run.append(key)
-            continue
+
+    def end_run() -> None:
+        nonlocal run, anchored
+        while run and run[-1] == "of":
+            run.pop()
         if run and anchored:
             entities.append(" ".join(run))
         run, anchored = [], False
+
+    words = _words(text)
+    for i, (word, sentence_start, attached) in enumerate(words):
+        if not attached:  # punctuation between words ends a name
+            end_run()
+        key = word.lower()
+        capitalized_here = word[0].isupper() and not sentence_start
+        if key in vocabulary or key in speakers:
+            run.append(key)
+            anchored = anchored or key in speakers or vocabulary.get(key, False) or capitalized_here
+        elif run and ((capitalized_here and key not in _NOT_ENTITIES) or key == "of"):
+            run.append(key)
+        else:
+            end_run()
+    end_run()
     return list(dict.fromkeys(entities))
 
 
@@ -187,14 +198,14 @@ def temporal_expressions(text: str) -> list[str]:
 def is_plan(text: str) -> bool:
     """The speaker states an own future action: an explicit first-person future form, or a
     first-person statement with a future time ("we fly out Friday")."""
-    lowered = text.translate(_APOSTROPHES).lower()
+    lowered = straight_apostrophes(text).lower()
     if _PLAN.search(lowered):
         return True
     return bool(_FIRST_PERSON.search(lowered) and _FUTURE_TEMPORAL.search(lowered))
 
 
 def is_question(text: str) -> bool:
-    lowered = text.translate(_APOSTROPHES).lower()
+    lowered = straight_apostrophes(text).lower()
     return "?" in text or bool(_QUESTION_START.search(lowered))
 
 
@@ -256,13 +267,21 @@ def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mappin
 
     rows = []
     for i, (text, block) in enumerate(zip(texts, message_blocks)):
+        # entities: capitalized names/places/things of this chat, plus speaker names.
         topical = [e for e in entities[i] if e not in speakers]
+        # references: earlier blocks sharing a non-speaker, not-too-common entity.
         referenced = sorted({b for e in topical if e not in too_common for b in blocks_with[e] if b < block})
+        # refs: reference strength, saturating at refs_saturation referenced blocks.
         refs = min(1.0, len(referenced) / p.refs_saturation)
+        # temporal: dates, weekdays, "tomorrow", "next week", "3 days ago", holidays, clock times.
         temporal = temporal_expressions(text)
+        # plan: the speaker announces an own future action.
         plan = is_plan(text)
+        # sentiment -1..1 and coarse emotion, from small lexicons with negation.
         sentiment, emotion = sentiment_and_emotion(text)
+        # image: an attached image (url/file) or its caption.
         has_image = bool(image_urls[i]) or bool(image_captions[i])
+        # tier: one point per signal present (see module docstring), trivial messages 0.
         n_content = len(content_tokens(text, exclude=speakers))
         points = (
             (n_content >= p.long_message_tokens)
@@ -280,7 +299,7 @@ def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mappin
                 "entities": entities[i],
                 "temporal": temporal,
                 "is_plan": plan,
-                "is_question": is_question(text),
+                "is_question": is_question(text),  # a "?" or an interrogative opening
                 "sentiment": sentiment,
                 "emotion": emotion,
                 "has_image": has_image,

@@ -38,9 +38,13 @@ STOPWORDS = frozenset(
 )
 
 
+def straight_apostrophes(text: str) -> str:
+    return text.translate(_APOSTROPHES)
+
+
 def tokens(text: str) -> list[str]:
     """Lower-case word tokens (letters/digits with inner apostrophes), in order."""
-    return _WORD.findall(text.translate(_APOSTROPHES).lower())
+    return _WORD.findall(straight_apostrophes(text).lower())
 
 
 def content_tokens(text: str, exclude: Iterable[str] = ()) -> list[str]:
@@ -74,6 +78,6 @@ def truncate(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     cut = text[: max_chars - 1]
-    if " " in cut:
+    if text[max_chars - 1] != " " and " " in cut:  # do not end inside a word
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:.") + "…"

