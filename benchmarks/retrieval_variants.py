@@ -113,12 +113,15 @@ def build_layers(messages: pl.DataFrame, vectors: np.ndarray) -> tuple[pl.DataFr
 def load_train(data_dir: Path, embedder: Embedder, store: IndexStore, cache: Path | None) -> tuple[list[ChatData], set[str]]:
     chats, sources = [], set()
     for path in train_files(data_dir):
+        started = time.perf_counter()
         chat = load_chat(path)
         messages = chat.messages.sort("position")
         texts = [message_search_text(s, t, c) for s, t, c in
                  zip(messages["speaker"], messages["text"], messages["image_caption"].fill_null(""))]
         vectors = _embed(texts, embedder, cache)
+        embedded = time.perf_counter()
         blocks, signals, threads, source = build_layers(messages, vectors)
+        layered = time.perf_counter()
         sources.add(source)
         embeddings = pl.DataFrame({
             "message_id": messages["message_id"], "chat_file": messages["chat_file"],
@@ -126,6 +129,8 @@ def load_train(data_dir: Path, embedder: Embedder, store: IndexStore, cache: Pat
         }, schema=schema.MESSAGE_EMBEDDINGS)
         for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
             store.replace_partition(table, chat.chat_file, rows)
+        print(f"  {chat.chat_file}: {messages.height} messages; embed {embedded - started:.1f} s, layers "
+              f"{layered - embedded:.1f} s, index {time.perf_counter() - layered:.1f} s", file=sys.stderr)
         qa = gold_qa_frame(chat).filter(pl.col("category").is_in(CATEGORIES) & (pl.col("gold_ids").list.len() > 0))
         chats.append(ChatData(chat.chat_file, messages, vectors, qa))
     return chats, sources

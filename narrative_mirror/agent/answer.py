@@ -32,7 +32,6 @@ class EvidenceMessage:
     timestamp: datetime | None
     grade: float
     match: FacetMatch
-    flagged: bool = False  # reads like instructions to an AI: data only, never answer wording
 
 
 @dataclass
@@ -63,12 +62,12 @@ CLAIMS_PER_ROUTE = {"direct": 2, "multi_hop": 3, "global": 5, "oneshot": 5}
 
 
 def extractive_claims(evidence: Sequence[EvidenceMessage], route: str) -> list[Claim]:
-    """Quotes of the best evidence messages (flagged ones never), time-ordered for stories.
+    """Quotes of the best evidence messages, time-ordered for stories.
 
     Beyond the first quote, a message is quoted only if it adds facet terms not quoted yet,
     so the answer covers different parts of the question rather than repeating one.
     """
-    usable = [e for e in evidence if not e.flagged and e.text.strip()]
+    usable = [e for e in evidence if e.text.strip()]
     chosen: list[EvidenceMessage] = []
     covered: set[str] = set()
     for message in usable:

@@ -185,8 +185,10 @@ class Run:
 
     def select(self, limit: int) -> list[PoolItem]:
         """Final evidence: grade >= SELECT_MIN_GRADE and >= SELECT_RELATIVE x the best grade,
-        at most ``limit``; the best item always, if there is one."""
-        ranked = self.ranked()
+        at most ``limit``; the best item always, if there is one. A message that addresses an
+        AI is never selected: it stays in the trace as data, and can neither become evidence
+        nor push real evidence out of the budget."""
+        ranked = [p for p in self.ranked() if not p.flagged]
         if not ranked:
             return []
         cut = max(SELECT_MIN_GRADE, SELECT_RELATIVE * ranked[0].grade)
@@ -278,7 +280,8 @@ def grader(state: AgentState, run: Run) -> dict:
 
 def coverage(state: AgentState, run: Run) -> dict:
     profile = run.profile
-    grades = [p.grade for p in run.pool.values()]
+    # A message that talks to an AI never counts towards coverage: it must not end the search.
+    grades = [p.grade for p in run.pool.values() if not p.flagged]
     chosen = run.select(profile.max_evidence_fetches)
     must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= MUST_HAVE_MIN_GRADE)
     top5 = top5_relevance(grades)
@@ -331,7 +334,7 @@ def generator(state: AgentState, run: Run) -> dict:
         answer_mod.EvidenceMessage(
             local_id=p.hit.local_id, position=p.hit.position, speaker=p.hit.speaker,
             text=(stored.get(p.hit.local_id) or p.hit).text, timestamp=p.hit.timestamp,
-            grade=p.grade, match=p.match, flagged=p.flagged,
+            grade=p.grade, match=p.match,
         )
         for p in chosen
     ]
@@ -350,7 +353,7 @@ def verification(state: AgentState, run: Run) -> dict:
     if run.task == "arc":
         return {}
     text, claims, llm_unknowns = run.draft
-    evidence_text = {e.local_id: e.text for e in run.evidence}
+    evidence_text = {e.local_id: f"{e.speaker}: {e.text}" for e in run.evidence}
     verified, problems = answer_mod.verify(claims, evidence_text)
     if verified and len(verified) == len(claims):
         final_text = text
@@ -370,8 +373,6 @@ def verification(state: AgentState, run: Run) -> dict:
 
 
 def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
-    if e.flagged:
-        return f"reads like instructions to an AI: kept as data, not used in the answer (grade {e.grade:.2f})"
     parts = []
     if e.match.artifact_terms:
         parts.append(f"mentions {', '.join(e.match.matched)}")
@@ -454,9 +455,11 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
         all_ids = [lid for ids in block_ids.values() for lid in ids]
         by_id = {h.local_id: h for h in run.retriever.messages(run.chat_file, all_ids)}
         for block_id, ids in block_ids.items():
+            # As in ask(): a message that addresses an AI is never evidence.
             members = [
                 narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)
                 for h in sorted((by_id[i] for i in ids if i in by_id), key=lambda h: h.position)
+                if not looks_like_injection(h.text)
             ]
             if members:
                 blocks.append(narrative.Block(block_id, members))

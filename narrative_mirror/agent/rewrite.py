@@ -36,6 +36,8 @@ def _key(query: str) -> frozenset[str]:
 
 def unique_queries(queries: Iterable[str], exclude: Iterable[str], limit: int) -> list[str]:
     """Non-empty queries whose stemmed word sets differ from each other and from ``exclude``."""
+    if limit <= 0:
+        return []
     seen = {_key(q) for q in exclude}
     out: list[str] = []
     for query in queries:

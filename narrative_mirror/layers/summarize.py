@@ -18,11 +18,14 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from narrative_mirror import settings
 from narrative_mirror.layers.params import SummaryParams, section
 from narrative_mirror.layers.text import content_tokens, truncate
+
+if TYPE_CHECKING:
+    from narrative_mirror.llm import LLMClient
 
 Kind = Literal["block", "thread"]
 KINDS: tuple[Kind, ...] = ("block", "thread")
@@ -84,7 +87,7 @@ class ExtractiveSummarizer:
 class LLMSummarizer:
     """Summaries from an ``llm.LLMClient``; extractive fallback on any LLM failure."""
 
-    def __init__(self, client: Any, fallback: ExtractiveSummarizer | None = None) -> None:
+    def __init__(self, client: LLMClient, fallback: ExtractiveSummarizer | None = None) -> None:
         self.client = client
         self.fallback = fallback or ExtractiveSummarizer()
         self.params = self.fallback.params
@@ -93,6 +96,7 @@ class LLMSummarizer:
         self.last_error: str | None = None
 
     def summarize(self, kind: Kind, items: list[str]) -> tuple[str, str]:
+        # Imported here: the offline path never needs the openai client.
         from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMError, format_messages_as_data
 
         _check(kind, items)

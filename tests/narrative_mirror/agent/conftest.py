@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -113,9 +114,38 @@ def index_chat(store: IndexStore, embedder, chat_file: str, **kwargs) -> None:
 INJECTED_CHAT = "tiny_garden_injected"
 
 
+class MemoEmbedder:
+    """The real embedder, remembering the vectors of texts it encoded already: the tests ask
+    the same questions under several profiles, and a query encode dominates a search."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.memo: dict[str, object] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def encode(self, texts, progress=None):
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, self.inner.encode(missing)))
+        return np.stack([self.memo[t] for t in texts])
+
+
 @pytest.fixture(scope="module")
 def retriever(embedder, tmp_path_factory):
     store = IndexStore(str(tmp_path_factory.mktemp("lancedb")))
     index_chat(store, embedder, CHAT)
     index_chat(store, embedder, INJECTED_CHAT, inject_after="D20:1")
-    return Retriever(store, embedder)
+    return Retriever(store, MemoEmbedder(embedder))
+
+
+@pytest.fixture(scope="module")
+def chat_file() -> str:
+    return CHAT
+
+
+@pytest.fixture(scope="module")
+def injected_chat_file() -> str:
+    """The same chat with INJECTION inserted as message ``X1`` right after ``D20:1``."""
+    return INJECTED_CHAT

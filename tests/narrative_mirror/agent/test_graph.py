@@ -1,0 +1,132 @@
+"""The agent graph offline, on the real retriever over a tiny hand-made chat (see conftest.py)."""
+
+import pytest
+from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
+from narrative_mirror.agent.profiles import PROFILES, Profile
+from narrative_mirror.query import arc, ask
+
+QUESTIONS = ["Where does Ben run?", "What are some things Ben did for his knee?"]
+GARDEN_STORY = "How did Ana's tomato garden develop?"
+
+
+def test_direct_question_is_answered_from_the_message_that_states_it(retriever, chat_file):
+    answer = ask(retriever, chat_file, "What kind of tomatoes did Ana buy?")
+    assert answer.route == "direct" and answer.profile == "balanced" and not answer.degraded
+    assert "D1:3" in answer.selected_ids  # "Cherry tomatoes, the seller said ..."
+    assert "[D1:" in answer.answer and not any(u.startswith("Unverified") for u in answer.unknowns)
+    assert all(item.text.split(": ", 1)[0] in {"Ana", "Ben"} and item.point for item in answer.evidence)
+
+
+def test_trace_has_three_ranked_checkpoints_that_agree_with_the_answer(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Did Ana harvest the tomatoes?")
+    trace = answer.trace
+    for checkpoint in (trace.candidates, trace.reranked, trace.final):
+        scores = [r.score for r in checkpoint]
+        assert scores == sorted(scores, reverse=True) and len(checkpoint) > 0
+    # Final selection = the best-graded prefix of the reranked pool = the answer's evidence.
+    assert [r.id for r in trace.final] == [r.id for r in trace.reranked[: len(trace.final)]]
+    assert set(answer.selected_ids) == {r.id for r in trace.final}
+    assert {r.id for r in trace.reranked} <= {r.id for r in trace.candidates}
+    assert trace.queries[0] == "Did Ana harvest the tomatoes?"
+    assert [s.split(":")[0] for s in trace.steps][:4] == ["planner", "retriever", "grader", "coverage"]
+
+
+@pytest.mark.parametrize("profile", ["fast", "balanced", "deep"])
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_every_run_stays_inside_its_profile_budgets(retriever, chat_file, profile, question):
+    p = PROFILES[profile]
+    answer = ask(retriever, chat_file, question, profile=profile)
+    assert 1 <= answer.rounds <= p.max_rounds
+    assert answer.calls <= p.max_calls
+    assert answer.fetches == len(answer.evidence) <= p.max_evidence_fetches
+    # Offline, a call is a search or the one evidence pull.
+    assert answer.calls == len(answer.trace.queries) + 1 and answer.llm_calls == 0
+    assert len(answer.trace.queries) <= answer.rounds * (1 + p.rewrite_candidates)
+    assert answer.stop_reason in ("coverage_met", "max_rounds", "no_new_evidence", "budget_calls")
+    if profile == "fast":
+        assert answer.rounds == 1
+
+
+def custom(name, max_rounds=3, max_calls=60, rewrites=2, min_top5=1.0, min_must=99):
+    return Profile(name, max_rounds, 8, 4, max_calls, rewrites, min_top5, min_must)
+
+
+def test_stop_when_coverage_is_met(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=custom("easy", min_top5=0.0, min_must=0))
+    assert (answer.stop_reason, answer.rounds) == ("coverage_met", 1)
+    assert not any(u.startswith("Evidence may be incomplete") for u in answer.unknowns)
+
+
+def test_stop_at_max_rounds(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=custom("two_rounds", max_rounds=2))
+    assert (answer.stop_reason, answer.rounds) == ("max_rounds", 2)
+    assert any(u.startswith("Evidence may be incomplete (max_rounds)") for u in answer.unknowns)
+
+
+def test_stop_after_two_rounds_without_new_evidence(retriever, chat_file):
+    # No variants allowed: rounds 2 and 3 cannot add evidence, so the run stops before round 6.
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=custom("patient", max_rounds=6, rewrites=0))
+    assert (answer.stop_reason, answer.rounds) == ("no_new_evidence", 3)
+    assert answer.trace.queries == ["Where does Ben run?"]
+
+
+def test_stop_when_the_call_budget_is_spent(retriever, chat_file):
+    # 3 calls: the question, one variant, and the evidence pull kept in reserve.
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=custom("poor", max_calls=3, rewrites=7))
+    assert (answer.stop_reason, answer.calls, answer.rounds) == ("budget_calls", 3, 1)
+    assert len(answer.trace.queries) == 2
+    assert any("budget: skipped search" in s for s in answer.trace.steps)
+
+
+def test_a_chat_message_addressing_an_ai_changes_nothing_and_is_flagged(retriever, chat_file, injected_chat_file):
+    for question, profile in (("Did Ana harvest the tomatoes?", "balanced"), ("What happened to the tomatoes?", "fast")):
+        clean = ask(retriever, chat_file, question, profile=profile)
+        injected = ask(retriever, injected_chat_file, question, profile=profile)
+        assert injected.flagged_ids == ["X1"] and clean.flagged_ids == []
+        assert (injected.route, injected.rounds, injected.calls, injected.stop_reason) == (
+            clean.route, clean.rounds, clean.calls, clean.stop_reason)
+        assert injected.answer == clean.answer
+        assert "died" not in injected.answer and "delete_all" not in injected.answer
+    # Found and graded (it is data), but never evidence.
+    injected = ask(retriever, injected_chat_file, "What happened to the tomatoes?", profile="deep")
+    assert "X1" in {r.id for r in injected.trace.reranked} and "X1" not in injected.selected_ids
+
+
+@pytest.mark.parametrize("profile", ["fast", "balanced", "deep"])
+def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retriever, chat_file, profile):
+    result = arc(retriever, chat_file, GARDEN_STORY, profile=profile)
+    p = PROFILES[profile]
+    assert result.route == "global" and result.phases
+    assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
+    position = {m.local_id: m.position for m in retriever.messages(chat_file, [i for ph in result.phases for i in ph.evidence])}
+    firsts = [position[phase.evidence[0]] for phase in result.phases]
+    assert firsts == sorted(firsts)
+    ids = [i for phase in result.phases for i in phase.evidence]
+    assert len(ids) == len(set(ids)) and result.selected_ids == ids
+    assert result.fetches <= p.max_evidence_fetches and result.calls <= p.max_calls
+    # The story's three garden sessions are all told.
+    days = {i.split(":")[0] for i in ids}
+    assert {"D1", "D8", "D20"} <= days
+
+
+def test_arc_picks_from_the_full_id_set_of_a_block_not_only_its_hits(retriever, chat_file):
+    # Two hits only: every other phase id must come from the pulled blocks' full id sets.
+    narrow = Profile("narrow", 1, 2, 4, 10, 0, 0.0, 0)
+    result = arc(retriever, chat_file, GARDEN_STORY, profile=narrow)
+    hit_ids = {r.id for r in result.trace.reranked}
+    assert len(hit_ids) == 2
+    ids = result.selected_ids
+    blocks = {h.block_id for h in retriever.messages(chat_file, sorted(hit_ids))}
+    members = {i for b in blocks for i in retriever.block_ids(chat_file, b)}
+    assert set(ids) <= members and len(set(ids) - hit_ids) >= 1
+    assert result.fetches == len(blocks)
+    assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
+
+
+def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_file):
+    with pytest.warns(DeprecationWarning, match="oneshot"):
+        answer = ask(retriever, chat_file, GARDEN_STORY, mode="oneshot")
+    assert (answer.mode, answer.route, answer.stop_reason, answer.rounds) == ("oneshot", "oneshot", "oneshot", 1)
+    assert answer.phases and all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in answer.phases)
+    assert answer.selected_ids == [i for p in answer.phases for i in p.evidence]
+    assert len(answer.trace.queries) == 1 and answer.calls <= PROFILES["balanced"].max_calls
