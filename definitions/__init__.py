@@ -7,13 +7,14 @@ import dagster as dg
 from assets.config_sources import CONFIG_SOURCES
 from assets.ingest import INGEST_ASSETS, split
 from assets.evaluation import EVAL_ASSETS
+from assets.events import retrieval_event_stats
 from assets.layers import LAYER_ASSETS
 from jobs.automation import build_job, layers_automation_sensor
 from jobs.evaluation import EVAL_JOBS, eval_failure_alert_sensor, nightly_train_eval
 from jobs.ingest import chat_files_sensor, ingest_job
 from resources import default_resources
 
-ALL_ASSETS = [*CONFIG_SOURCES, *INGEST_ASSETS, split, *LAYER_ASSETS, *EVAL_ASSETS]
+ALL_ASSETS = [*CONFIG_SOURCES, *INGEST_ASSETS, split, *LAYER_ASSETS, *EVAL_ASSETS, retrieval_event_stats]
 
 
 def build_definitions(resources: dict | None = None) -> dg.Definitions:

@@ -162,11 +162,17 @@ def _retriever_for(args):
 
 
 def cmd_ask(args) -> dict:
-    from narrative_mirror import query
+    from narrative_mirror import settings
+    from narrative_mirror.events import EventLog
+    from narrative_mirror.logged_query import ask_logged
 
     retriever, llm = _retriever_for(args)
-    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm,
-                       mode="oneshot" if args.oneshot else "agent")
+    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)
+    try:
+        answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
+                                      "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
+    finally:
+        event_log.close()  # writes the queued event before the process ends
     texts = {e.id: e for e in answer.evidence}
     return {
         "answer": answer.answer,
@@ -178,7 +184,66 @@ def cmd_ask(args) -> dict:
         "degraded": answer.degraded,
         "degraded_reason": answer.degraded_reason,
         "phases": [p.model_dump() for p in answer.phases],
+        "event_id": event_id,
     }
+
+
+def cmd_serve(args) -> dict:
+    from narrative_mirror import settings
+    from narrative_mirror.api_server import create_app, serve
+    from narrative_mirror.events import EventLog
+    from narrative_mirror.retrieval.engine import Retriever
+
+    runner = _runner(args)
+    keys = runner.register()
+    runner.materialize(INGEST + LAYERS, keys)
+    res = runner.resources
+    retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
+    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)
+    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
+    serve(create_app(retriever, event_log, res["llm"].get()), host=args.host, port=args.port)
+    return {"served": keys}
+
+
+def cmd_compare_run(args) -> dict:
+    from narrative_mirror.recall_runs import compare_run
+
+    return {"run": str(args.run_file), **compare_run(args.run_file)}
+
+
+def cmd_experiments(args) -> dict:
+    from narrative_mirror import experiments
+
+    if args.csv:
+        experiments.export_csv(args.csv)
+    rows = experiments.flat_rows(experiments.read())
+    return {"experiments": len(rows), "log": str(experiments.log_path()),
+            "csv": str(args.csv) if args.csv else None, "latest": rows[-5:]}
+
+
+def cmd_backfill_test(args) -> dict:
+    """Launch the test evaluation as a Dagster backfill over exactly the test chat files."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path as _Path
+
+    from narrative_mirror import split as split_lib
+
+    runner = _runner(args)
+    keys = split_lib.keys_in("test", runner.register())
+    if not keys:
+        raise ValueError(f"no test chat files in {runner.data_dir}")
+    command = [str(_Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "definitions",
+               "-j", "test_eval_job", "--partitions", ",".join(keys), "--noprompt"]
+    if not args.launch:
+        return {"test_partitions": keys, "command": " ".join(command), "launched": False}
+    env = {**os.environ, "NM_DATA_DIR": str(runner.data_dir), "DAGSTER_HOME": os.environ["DAGSTER_HOME"]}
+    proc = subprocess.run(command, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ValueError(f"dagster job backfill failed: {proc.stderr.strip()[-2000:]}")
+    return {"test_partitions": keys, "command": " ".join(command), "launched": True,
+            "note": "the backfill daemon (dg dev / dagster-daemon) runs it; see the UI's Backfills tab"}
 
 
 def cmd_arc(args) -> dict:
@@ -279,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", help="answer a question about one chat: Answer / Evidence / Unknowns")
     question_args(p)
     p.add_argument("--oneshot", action="store_true", help="the deprecated one-shot path, for comparison")
+    p.add_argument("--user", default="anonymous", help="user id recorded in the retrieval event")
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("arc", help="tell a story of one chat as chronological phases with evidence ids")
@@ -289,6 +355,27 @@ def build_parser() -> argparse.ArgumentParser:
     question_args(p)
     p.add_argument("--gold", default="", help="comma-separated gold ids: say where each was lost")
     p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("serve", help="HTTP search API: GET /api/memory/search, POST /api/ask (loopback by default)")
+    data_args(p)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("compare-run", help="before/after rerank of a recall-run file (average top-3 score lift)")
+    p.add_argument("run_file", type=Path)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare_run)
+
+    p = sub.add_parser("experiments", help="show the experiment log; --csv FILE exports it")
+    p.add_argument("--csv", type=Path, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_experiments)
+
+    p = sub.add_parser("backfill-test", help="print (or --launch) the Dagster backfill evaluating exactly the test files")
+    data_args(p)
+    p.add_argument("--launch", action="store_true", help="submit it to the Dagster instance in NM_HOME")
+    p.set_defaults(func=cmd_backfill_test)
 
     p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
     data_args(p)

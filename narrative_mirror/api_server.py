@@ -34,10 +34,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
-from narrative_mirror.citations import detect_citations
-from narrative_mirror.events import VARIANT_METHODS, EventLog, RetrievalEvent, approx_tokens
+from narrative_mirror.events import EventLog, RetrievalEvent, approx_tokens
 from narrative_mirror.index_store import validate_chat_file
-from narrative_mirror.query import MODES, ask
+from narrative_mirror.logged_query import ask_logged
+from narrative_mirror.query import MODES
 from narrative_mirror.recall_runs import recorded_search
 
 if TYPE_CHECKING:
@@ -202,7 +202,6 @@ class _MemoryApi:
         })
 
     async def ask(self, request: Request) -> JSONResponse:
-        started = time.perf_counter()
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
@@ -233,20 +232,8 @@ class _MemoryApi:
             raise ApiError(400, "chat", "chat (the chat file) is required")
         chat = await self._chat(payload["chat"])
 
-        def answer_question():
-            answer = ask(self.retriever, chat, question, profile, self.llm, mode)
-            returned = answer.ranked_ids
-            texts = [h.text for h in self.retriever.messages(chat, returned)]
-            return answer, returned, texts
-
-        answer, returned, texts = await run_in_threadpool(answer_question)
-        cited, confidence = detect_citations(answer.answer, list(zip(returned, texts)), answer.selected_ids)
-        event_id = self.event_log.log(RetrievalEvent(
-            user_id=user_id, session_id=session_id, chat_file=chat, query=question, returned_ids=returned,
-            method=VARIANT_METHODS[self.retriever.default_variant], threshold=PROFILES[profile].min_top5_relevance,
-            counts_per_source={"search": len(returned)}, cited_ids=cited, citation_confidence=confidence,
-            latency_ms=(time.perf_counter() - started) * 1000, tokens_in_context=approx_tokens(texts),
-        ))
+        answer, event_id = await run_in_threadpool(
+            ask_logged, self.retriever, chat, question, profile, self.llm, mode, self.event_log, user_id, session_id)
         return JSONResponse(answer.model_dump(by_alias=True, mode="json"),
                             headers={"X-Retrieval-Event-Id": event_id})
 

@@ -4,7 +4,7 @@ Rule: every block is compared with every block of EARLIER sessions; the score is
 ``cosine(centered block vectors) + entity_weight * Jaccard(entities)``. Vectors are centered on
 the chat's mean block vector first: small talk makes all blocks of a chat alike, and raw cosines
 chained most of a chat into one thread (on the train chats the thread holding an ARC case was
-~26-39% of the chat's blocks, ~12% after centering). Entities are the blocks' L1.5 entities minus
+~25-39% of the chat's blocks, ~11% after centering). Entities are the blocks' L1.5 entities minus
 speaker names and entities too common in the chat (in more than
 ``[l15].common_entity_block_share`` of its blocks). A block is linked to its single best earlier
 match when that score reaches ``link_threshold``; linked blocks form threads by union-find.

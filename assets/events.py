@@ -1,0 +1,34 @@
+"""Retrieval events as an asset: how well answers use what retrieval returned (seed 001)."""
+
+import dagster as dg
+import polars as pl
+
+from narrative_mirror import settings
+from narrative_mirror.storage import frame_hash
+from resources import LanceDBResource
+
+STATS_SCHEMA = {"method": pl.String, "events": pl.Int64, "cited_rate": pl.Float64, "follow_up_rate": pl.Float64,
+                "latency_ms_avg": pl.Float64, "latency_ms_p95": pl.Float64}
+
+
+@dg.asset(group_name="operations", code_version="1", kinds={"lancedb"})
+def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBResource) -> dg.Output[pl.DataFrame]:
+    """Per retrieval method: share of returned messages cited, follow-up rate, latency; plus a JSONL
+    export of training examples (query, returned, cited, not cited) for ranking optimization."""
+    from narrative_mirror.events import event_stats, export_training_examples, read_events
+
+    events = read_events(lancedb.resolved_uri())
+    stats = event_stats(events) if events.height else {"events": 0, "per_method": {}}
+    df = pl.DataFrame(
+        [{"method": m, **{k: s.get(k) for k in list(STATS_SCHEMA)[1:]}} for m, s in stats["per_method"].items()],
+        schema=STATS_SCHEMA,
+    )
+    export = settings.nm_home() / "exports" / "retrieval_training_examples.jsonl"
+    examples = export_training_examples(events, export) if events.height else 0
+    floats = {k: dg.MetadataValue.float(float(v)) for k, v in stats.items() if isinstance(v, float)}
+    return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata={
+        "events": dg.MetadataValue.int(stats["events"]),
+        **floats,
+        "training_examples": dg.MetadataValue.int(examples),
+        "export": dg.MetadataValue.path(str(export)),
+    })

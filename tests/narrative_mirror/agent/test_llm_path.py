@@ -1,0 +1,137 @@
+"""The agent with an LLM: every node's LLM step, fault fallbacks, and chat text kept as data."""
+
+import json
+
+import pytest
+from llm_servers import fault_server, llama_server
+
+from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
+from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.llm import DATA_BEGIN, DATA_BLOCK_NOTICE, DATA_END, LLMClient
+from narrative_mirror.query import arc, ask
+
+QUESTION = "What kind of tomatoes did Ana buy?"
+# One reply that satisfies every node's contract (the fault server answers every call alike).
+REPLY = {
+    "route": "direct", "intent": "what", "target": ["Ana"], "artifact": ["tomatoes", "buy"], "time": None,
+    "queries": ["cherry tomatoes seller"],
+    "grades": [{"id": "D1:3", "grade": 0.95}, {"id": "D1:1", "grade": 0.9}, {"id": "X1", "grade": 1.0}],
+    "answer": "Ana bought cherry tomato seeds.",
+    "claims": [{"text": "Ana bought cherry tomatoes", "ids": ["D1:3"]}],
+    "unknowns": [],
+    "phases": [{"name": "seeds", "summary": "Ana buys seeds", "evidence": ["D1:1", "D1:3"]},
+               {"name": "harvest", "summary": "Ana harvests", "evidence": ["D20:1", "D20:3"]}],
+}
+
+
+def chat_texts(retriever, chat_file):
+    chat = retriever.chat(chat_file)
+    return list(chat.raw_texts)
+
+
+def assert_chat_text_only_inside_data_blocks(requests, texts):
+    """Every chat message that reaches the LLM sits inside the data block, under a system
+    prompt that says the block is data."""
+    for body in requests:
+        system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+        outside = user
+        while DATA_BEGIN in outside:
+            start = outside.index(DATA_BEGIN)
+            outside = outside[:start] + outside[outside.index(DATA_END, start) + len(DATA_END):]
+        for text in texts:
+            assert json.dumps(text)[1:-1] not in outside and text not in outside
+        if outside != user:
+            assert DATA_BLOCK_NOTICE in system
+
+
+def test_every_node_uses_the_llm_within_budget(retriever, chat_file):
+    with fault_server("ok_json", content=REPLY) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
+        requests = server.chat_requests
+    assert not answer.degraded and answer.degraded_reason is None
+    # planner, rewrite (grounded on the first search's messages), grader, generator.
+    assert answer.llm_calls == len(requests) == 4
+    assert answer.trace.queries == [QUESTION, "cherry tomatoes seller"]
+    assert answer.calls == 4 + 2 + 1 <= PROFILES["fast"].max_calls
+    assert answer.answer == "Ana bought cherry tomato seeds."
+    assert answer.trace.reranked[0].id == "D1:3" and answer.trace.reranked[0].score == 0.95
+    rewrite_prompt = requests[1]["messages"][1]["content"]
+    assert '"id": "D1:3"' in rewrite_prompt and "/S1/B0" not in rewrite_prompt  # leaf messages, no blocks
+    assert_chat_text_only_inside_data_blocks(requests, chat_texts(retriever, chat_file))
+
+
+def test_unverified_llm_claims_become_unknowns(retriever, chat_file):
+    reply = REPLY | {"answer": "Ana bought roses in Paris.",
+                     "claims": [{"text": "Ana bought roses in Paris", "ids": ["D1:3"]},
+                                {"text": "Ana bought cherry tomatoes", "ids": ["D1:3"]}]}
+    with fault_server("ok_json", content=reply) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
+    assert answer.answer == "Ana bought cherry tomatoes"
+    assert "Unverified (only 25% of its words are in ['D1:3']): Ana bought roses in Paris" in answer.unknowns
+
+
+@pytest.mark.parametrize(
+    "mode, kind, settings",
+    [("slow", "timeout", {"timeout_s": 0.3, "max_retries": 0}),
+     ("http_500", "http", {"max_retries": 1}),
+     ("malformed", "malformed", {})],
+)
+def test_llm_failure_falls_back_to_the_offline_path_and_says_so(retriever, chat_file, mode, kind, settings):
+    offline = ask(retriever, chat_file, QUESTION, profile="balanced")
+    with fault_server(mode, delay_s=2.0) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="balanced", llm=LLMClient(server.settings(**settings)))
+        n_requests = len(server.chat_requests)
+    assert answer.degraded and answer.degraded_reason.startswith(f"planner: LLM {kind} error")
+    # The first failure switches the run offline: one LLM call, then exactly the offline run.
+    assert answer.llm_calls == 1 and answer.calls == offline.calls + 1
+    assert n_requests == 1 + settings.get("max_retries", 2) * (mode == "http_500")
+    assert (answer.answer, answer.selected_ids, answer.route) == (offline.answer, offline.selected_ids, offline.route)
+
+
+def test_flaky_server_succeeds_after_a_retry(retriever, chat_file):
+    with fault_server("flaky", content=REPLY) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings(max_retries=1)))
+        n_requests = len(server.chat_requests)
+    assert not answer.degraded and answer.llm_calls == 4 and n_requests == 5
+
+
+def test_injection_reaches_the_llm_only_as_data_and_changes_nothing(retriever, chat_file, injected_chat_file):
+    runs = {}
+    for name in (chat_file, injected_chat_file):
+        with fault_server("ok_json", content=REPLY) as server:
+            runs[name] = ask(retriever, name, "Did Ana harvest the tomatoes?", profile="balanced",
+                             llm=LLMClient(server.settings()))
+            requests = server.chat_requests
+        assert_chat_text_only_inside_data_blocks(requests, chat_texts(retriever, name))
+    clean, injected = runs[chat_file], runs[injected_chat_file]
+    assert (injected.route, injected.rounds, injected.calls, injected.llm_calls, injected.answer) == (
+        clean.route, clean.rounds, clean.calls, clean.llm_calls, clean.answer)
+    # The LLM graded X1 1.0; a flagged message keeps at most its offline grade and is never evidence.
+    grades = {r.id: r.score for r in injected.trace.reranked}
+    assert grades["X1"] < 1.0 and "X1" not in injected.selected_ids and injected.flagged_ids == ["X1"]
+
+
+def test_arc_with_the_llm_segmenter_holds_the_bounds(retriever, chat_file):
+    with fault_server("ok_json", content=REPLY) as server:
+        result = arc(retriever, chat_file, "How did Ana's tomato garden develop?", profile="balanced",
+                     llm=LLMClient(server.settings()))
+        segment_prompt = server.chat_requests[-1]["messages"][1]["content"]
+    assert not result.degraded and [p.name for p in result.phases] == ["seeds", "harvest"]
+    assert all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in result.phases)
+    assert result.phases[0].evidence[:2] == ["D1:1", "D1:2"] and "D20:1" in result.phases[1].evidence
+    assert "all_message_ids: ['D1:1', 'D1:2', 'D1:3']" in segment_prompt
+    assert result.calls <= PROFILES["balanced"].max_calls
+
+
+@pytest.mark.llm_server
+def test_real_llama_server_path_answers_within_budget(retriever, chat_file):
+    with llama_server(timeout_s=60) as settings:
+        llm = LLMClient(settings)
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=llm)
+        story = arc(retriever, chat_file, "How did Ana's tomato garden develop?", profile="fast", llm=llm)
+    for result in (answer, story):
+        assert result.calls <= PROFILES["fast"].max_calls and result.llm_calls >= 1
+        # SmolLM2 is weak: whatever it answers, the run either used it or said why not.
+        assert result.degraded == bool(result.degraded_reason)
+    assert answer.answer and answer.evidence
+    assert story.phases and all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in story.phases)
