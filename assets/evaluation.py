@@ -20,6 +20,23 @@ TEST_TAG = "narrative_mirror/eval_split"
 QA_CHECKS = ["qa_recall_regression", "qa_recall_floor"]
 
 
+class InTrainSplit(dg.AutomationCondition):
+    """True for partitions whose chat file is in the train split: automation may re-evaluate
+    train files when config or index changes, never test files (those need the tagged backfill)."""
+
+    @property
+    def name(self) -> str:
+        return "in_train_split"
+
+    def evaluate(self, context):
+        candidates = context.candidate_subset
+        train = {k for k in candidates.expensively_compute_partition_keys() if split_lib.assign(k).split == split_lib.TRAIN}
+        return dg.AutomationResult(context, candidates.compute_intersection_with_partition_keys(train))
+
+
+EVAL_AUTOMATION = (dg.AutomationCondition.eager() | dg.AutomationCondition.code_version_changed()) & InTrainSplit()
+
+
 def guard_test_partition(context: dg.AssetExecutionContext) -> str:
     """Refuse a test partition unless the run is an explicit, tagged test evaluation."""
     key = context.partition_key
@@ -84,7 +101,7 @@ def _float_metadata(stats: dict, prefix: str = "") -> dict:
 
 @dg.asset(
     partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
-    deps=[lancedb_index, retrieval_config, prompts, evaluation_config],
+    deps=[lancedb_index, retrieval_config, prompts, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS],
 )
 def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: pl.DataFrame,
@@ -131,7 +148,7 @@ def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: 
 
 @dg.asset(
     partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
-    deps=[lancedb_index, retrieval_config, prompts, evaluation_config],
+    deps=[lancedb_index, retrieval_config, prompts, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)],
 )
 def arc_eval(context: dg.AssetExecutionContext, arc_cases: pl.DataFrame, embedder: EmbedderResource,

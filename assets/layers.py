@@ -25,12 +25,15 @@ def _vectors(embeddings: pl.DataFrame) -> np.ndarray:
 
 
 def _summarizer(llm: LLMResource, config: dict):
+    """LLM-written labels when an LLM is configured (extractive on its failures), else None."""
     from narrative_mirror.layers.params import SummaryParams, section
     from narrative_mirror.layers.summarize import ExtractiveSummarizer, LLMSummarizer
 
     client = llm.get()
+    if client is None:
+        return None, None  # the layers' own offline labels (chat-wide TF-IDF, central messages)
     offline = ExtractiveSummarizer(section(config, "summary", SummaryParams))
-    return (LLMSummarizer(client, fallback=offline) if client else offline), client
+    return LLMSummarizer(client, fallback=offline), client
 
 
 @dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[embedding_config],

@@ -9,7 +9,7 @@ from assets.ingest import INGEST_ASSETS, split
 from assets.evaluation import EVAL_ASSETS
 from assets.events import retrieval_event_stats
 from assets.layers import LAYER_ASSETS
-from jobs.automation import build_job, layers_automation_sensor
+from jobs.automation import build_job, eval_automation_sensor, layers_automation_sensor
 from jobs.evaluation import EVAL_JOBS, eval_failure_alert_sensor, nightly_train_eval
 from jobs.ingest import chat_files_sensor, ingest_job
 from resources import default_resources
@@ -22,7 +22,7 @@ def build_definitions(resources: dict | None = None) -> dg.Definitions:
         assets=ALL_ASSETS,
         jobs=[ingest_job, build_job, *EVAL_JOBS],
         schedules=[nightly_train_eval],
-        sensors=[chat_files_sensor, layers_automation_sensor, eval_failure_alert_sensor],
+        sensors=[chat_files_sensor, layers_automation_sensor, eval_automation_sensor, eval_failure_alert_sensor],
         resources=resources or default_resources(),
     )
 

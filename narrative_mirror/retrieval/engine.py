@@ -75,6 +75,32 @@ def _option(config: Mapping, dotted: str):
     return node
 
 
+REQUIRED_SETTINGS = (
+    "default_variant", "rrf_k", "candidates", "lexical.backend", "lexical.stem",
+    *(f"hybrid.{k}" for k in ("w_bm25", "w_dense", "window", "w_bm25_window", "w_dense_window", "w_block",
+                             "w_block_bm25", "w_thread", "w_speaker", "w_time", "time_slack_hours")),
+    *(f"expand.{k}" for k in ("seeds", "before", "after", "decay", "block_decay")),
+    *(f"tree.{k}" for k in ("anchors", "k_global", "density_threshold", "exploit_weights", "explore_weights")),
+    "rerank.reranker",
+)
+
+
+def validate_config(config: Mapping) -> None:
+    """Every setting the retriever reads is present and the choices are known."""
+    missing = []
+    for dotted in REQUIRED_SETTINGS:
+        try:
+            _option(config, dotted)
+        except ValueError:
+            missing.append(dotted)
+    if missing:
+        raise ValueError(f"retrieval.toml: missing settings {missing}")
+    if config["default_variant"] not in VARIANTS:
+        raise ValueError(f"retrieval.toml: default_variant {config['default_variant']!r} not in {list(VARIANTS)}")
+    if config["lexical"]["backend"] not in ("bm25s", "lancedb"):
+        raise ValueError(f"retrieval.toml: lexical.backend {config['lexical']['backend']!r} not in ['bm25s', 'lancedb']")
+
+
 def _window_rows(size: int, width: int) -> list[range]:
     return [range(max(0, i - width), min(size, i + width + 1)) for i in range(size)]
 
@@ -177,9 +203,8 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.config = config if config is not None else settings.load_config("retrieval")
-        self.default_variant = _option(self.config, "default_variant")
-        if self.default_variant not in VARIANTS:
-            raise ValueError(f"retrieval.toml: default_variant {self.default_variant!r} not in {list(VARIANTS)}")
+        validate_config(self.config)
+        self.default_variant = self.config["default_variant"]
         self._reranker = reranker
         self._chats: dict[str, ChatIndex] = {}
 
