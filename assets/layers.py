@@ -84,6 +84,7 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
         "messages": dg.MetadataValue.int(messages.height),
         "mean_block_size": dg.MetadataValue.float(round(covered / max(blocks.height, 1), 2)),
         "summarizer": "llm" if client else "extractive",
+        "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
     })
 
 
@@ -121,6 +122,7 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
         "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
         "blocks": dg.MetadataValue.int(l1_topics.height),
         "summarizer": "llm" if client else "extractive",
+        "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
     })
 
 
