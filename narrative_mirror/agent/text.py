@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from narrative_mirror.layers.text import STOPWORDS, content_tokens, tokens
+from narrative_mirror.layers.text import content_tokens, tokens
 
 MONTHS = (
     "january february march april may june july august september october november december "
@@ -73,7 +73,3 @@ def time_words(text: str) -> set[str]:
 def looks_like_injection(text: str) -> bool:
     """True when the text speaks to an AI model (instructions, tool calls, role changes)."""
     return bool(_INJECTION.search(text))
-
-
-def is_stopword(word: str) -> bool:
-    return word.lower() in STOPWORDS

