@@ -61,6 +61,20 @@ class Embedder:
         """Identifies the vectors this embedder produces (model + dimension)."""
         return f"{self.model_name}:{self.dimension}"
 
+    def _encode_single_thread(self, texts: list[str]) -> np.ndarray:
+        """Queries are a handful of short texts: one intra-op thread is ~10x faster than two when
+        the cores are busy (measured 50 ms vs 510 ms per query under load), and no slower idle."""
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(threads)
+        return vectors.astype(np.float32, copy=False)
+
     def encode(
         self,
         texts: Sequence[str],
@@ -70,6 +84,8 @@ class Embedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) <= SMALL_INPUT:
+            return self._encode_single_thread(texts)
         # Encode in chunks of a few batches so long work reports progress, without
         # paying sentence-transformers' per-call overhead for every batch.
         chunk = self.batch_size * 8
@@ -86,6 +102,9 @@ class Embedder:
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
         return np.vstack(parts)
+
+
+SMALL_INPUT = 16
 
 
 def text_hash(*parts: str) -> str:

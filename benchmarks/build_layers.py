@@ -1,0 +1,64 @@
+"""Build benchmark: materialize every layer for the RealTalk chats through Dagster and compare
+with a bare SentenceTransformer.encode of the same message texts in the same process.
+
+    .venv/bin/python benchmarks/build_layers.py [--data ../shared/datasets/realtalk]
+
+Prints wall seconds per asset, the embedding step / bare encode ratio (target <= 1.1) and the
+whole build / bare encode ratio (target <= 1.3). Uses a fresh NM_HOME in a temp folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "datasets" / "realtalk")
+    args = parser.parse_args()
+    os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
+    sys.path.insert(0, str(REPO))
+
+    from jobs.runner import Runner
+    from narrative_mirror.chats import load_chat
+    from narrative_mirror.embedding import Embedder, message_texts
+    from narrative_mirror.keys import find_chat_files
+
+    files, _ = find_chat_files(args.data)
+    texts = [t for path in files.values() for t in message_texts(load_chat(path).messages)]
+    embedder = Embedder()
+    embedder.encode(texts[:64])  # load the model and warm up, outside both timings
+
+    started = time.perf_counter()
+    embedder.encode(texts)
+    bare = time.perf_counter() - started
+
+    runner = Runner(data_dir=args.data, progress=lambda m: None)
+    keys = runner.register()
+    started = time.perf_counter()
+    seconds = runner.materialize(["messages", "gold_qa", "arc_cases", "message_embeddings", "l1_topics",
+                                  "l15_signals", "l2_threads", "lancedb_index"], keys)
+    total = time.perf_counter() - started
+    report = {
+        "chat_files": len(keys),
+        "messages": len(texts),
+        "bare_encode_s": round(bare, 2),
+        "seconds_per_asset": {k: round(v, 2) for k, v in seconds.items()},
+        "build_wall_s": round(total, 2),
+        "embedding_step_vs_bare_encode": round(seconds["message_embeddings"] / bare, 3),
+        "build_vs_bare_encode": round(total / bare, 3),
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
