@@ -241,6 +241,5 @@ def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, 
     })
 
 
-SUMMARY_KEYS = ["recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuzzy_recall@10",
-                "exact_recall", "precision", "arc_global_recall", "arc_phase_coverage"]
+SUMMARY_KEYS = [*ev.HEADLINE_KEYS, "arc_global_recall", "arc_phase_coverage"]
 EVAL_ASSETS = [qa_eval, arc_eval, eval_summary]

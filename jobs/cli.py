@@ -95,11 +95,7 @@ def _current_fingerprint(runner) -> str:
 def cmd_eval(args) -> dict:
     import os
 
-    import polars as pl
-
     from assets.evaluation import TEST_TAG
-    from narrative_mirror import evaluation as ev
-
     if args.profile:
         os.environ["NM_EVAL_PROFILE"] = args.profile
     runner = _runner(args)
@@ -116,33 +112,48 @@ def cmd_eval(args) -> dict:
             force = stored is not None and stored.height > 0 and stored["fingerprint"][0] != fingerprint
             runner.materialize(EVAL, [key], tags={TEST_TAG: which}, force=force)
     runner.materialize(["eval_summary"], None, force=True)
-    qa = pl.concat([runner.read("qa_eval", k) for k in targets]) if targets else None
-    arcs = [runner.read("arc_eval", k) for k in targets]
-    arcs = pl.concat(arcs) if arcs else None
-    summary = ev.qa_summary(qa)
+    result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint}
+    if args.split == "all":
+        result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in chosen.items() if ks}
+    return result
+
+
+def _split_metrics(runner, keys: list[str]) -> dict:
+    """QA and ARC metrics over the stored evaluations of ``keys``."""
+    import polars as pl
+
+    from narrative_mirror import evaluation as ev
+
+    summary = ev.qa_summary(pl.concat([runner.read("qa_eval", k) for k in keys]))
     overall = summary["overall"]
-    arc_overall = ev.arc_summary(arcs)["overall"] if arcs is not None and arcs.height else {}
+    arcs = pl.concat([runner.read("arc_eval", k) for k in keys])
+    arc_overall = ev.arc_summary(arcs)["overall"] if arcs.height else {}
     return {
-        "split": args.split,
-        "chat_files": targets,
+        "chat_files": keys,
         "questions": overall["count"],
-        **{k: overall[k] for k in ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10",
-                                   "fuzzy_recall@10", "exact_recall", "precision")},
+        **{k: overall[k] for k in ev.HEADLINE_KEYS},
         "arc_cases": arc_overall.get("count", 0),
-        "arc_global_recall": arc_overall.get("arc_global_recall"),
-        "arc_phase_coverage": arc_overall.get("arc_phase_coverage"),
-        "arc_phase_order": arc_overall.get("arc_phase_order"),
+        **{k: arc_overall.get(k) for k in ev.ARC_KEYS.values()},
         "lost_at_stage": summary["lost"],
-        "per_category": {str(c): {k: v for k, v in st.items()} for c, st in summary["groups"].items()},
-        "fingerprint": fingerprint,
+        "per_category": {str(c): st for c, st in summary["groups"].items()},
     }
+
+
+def _print_eval(result: dict) -> None:
+    from narrative_mirror import evaluation as ev
+
+    splits = result.get("per_split") or {result["split"]: result}
+    rows = [{"split": which, "chat files": len(m["chat_files"]), "questions": m["questions"],
+             **{k: m[k] for k in ev.HEADLINE_KEYS}, "arc recall": m["arc_global_recall"],
+             "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items()]
+    print(ev.markdown_table(rows))
+    print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
 
 
 def cmd_demo(args) -> dict:
     """The main job on the packaged demo data: build, evaluate train and test, summarize."""
     args.split, args.allow_test, args.profile = "all", True, None
     result = cmd_eval(args)
-    result["report"] = "see the eval_summary asset in the UI, or the experiment log: narrative-mirror experiments"
     return result
 
 
@@ -300,7 +311,8 @@ def _print_trace(result: dict) -> None:
 
 
 def _print_human(command: str, result: dict) -> None:
-    special = {"ask": _print_answer, "arc": _print_phases, "trace": _print_trace}
+    special = {"ask": _print_answer, "arc": _print_phases, "trace": _print_trace, "eval": _print_eval,
+               "demo": _print_eval}
     if command in special:
         special[command](result)
         return

@@ -22,7 +22,9 @@ from narrative_mirror.metrics import QA_METRIC_KEYS, arc_case_metrics, attribute
 STAGES = ("never_candidate", "ranked_too_low", "dropped_at_selection")
 ARC_KEYS = {"global_recall": "arc_global_recall", "phase_coverage": "arc_phase_coverage",
             "phase_order": "arc_phase_order"}
-RERANK_TOP = 10  # "ranked too low" = a candidate that did not reach the top 10 after rerank
+RERANK_TOP = 10
+HEADLINE_KEYS = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuzzy_recall@10", "exact_recall",
+                 "precision")  # "ranked too low" = a candidate that did not reach the top 10 after rerank
 
 
 def load_eval_config() -> dict:
@@ -153,8 +155,7 @@ def category_table(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for name, stats in [("all", summary["overall"]), *summary["groups"].items()]:
         out.append({"category": str(name), "questions": stats["count"],
-                    **{k: stats[k] for k in ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10",
-                                              "exact_recall", "fuzzy_recall@10", "precision")}})
+                    **{k: stats[k] for k in HEADLINE_KEYS}})
     return out
 
 
