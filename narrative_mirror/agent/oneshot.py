@@ -8,8 +8,8 @@ import warnings
 from typing import Any
 
 from narrative_mirror.agent.contract import AgentAnswer, EvidenceItem
-from narrative_mirror.agent.grading import FacetMatcher, offline_grade
-from narrative_mirror.agent.graph import Run, arc_phases, run_info
+from narrative_mirror.agent.grading import FacetMatcher
+from narrative_mirror.agent.graph import Run, arc_phases, grade_offline, run_info
 from narrative_mirror.agent.planner import plan_offline
 from narrative_mirror.agent.profiles import Profile
 from narrative_mirror.llm import LLMClient
@@ -27,8 +27,7 @@ def run_oneshot(retriever: Any, chat_file: str, question: str, profile: Profile,
     result = run.search(question)
     if result is not None:
         run.add_result(result)
-    for item in run.pool.values():
-        item.offline = item.grade = offline_grade(item.relative, run.matcher.coverage(item.match))
+    grade_offline(run)
     phases, unknowns = arc_phases(run)
     texts = {}
     for item in run.pool.values():

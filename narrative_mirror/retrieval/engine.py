@@ -30,7 +30,7 @@ from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import dense, expansion, query_understanding, tree
-from narrative_mirror.retrieval.fusion import rrf
+from narrative_mirror.retrieval.fusion import rrf_rows
 from narrative_mirror.retrieval.lexical import BM25Index
 from narrative_mirror.retrieval.rerank import Reranker, RerankContext, make_reranker
 
@@ -119,6 +119,7 @@ class ChatIndex:
         self.positions: list[int] = messages["position"].to_list()
         self.sessions: list[int] = messages["session"].to_list()
         self.speakers: list[str] = messages["speaker"].to_list()
+        self.speaker_array = np.array(self.speakers, dtype=object)
         self.raw_texts: list[str] = messages["raw_text"].to_list()
         self.texts: list[str] = messages["text"].to_list()
         self.timestamps: list[datetime] = messages["timestamp"].to_list()
@@ -181,18 +182,18 @@ class ChatIndex:
             sources=list(sources or []), block_id=self.block_ids[row])
 
 
-def _ranking(scores: np.ndarray) -> list[int]:
+def _ranking(scores: np.ndarray) -> np.ndarray:
     """All rows, best score first (ties: lower row first)."""
-    return [r for r, _ in dense.top_k(scores)]
+    rows = np.arange(scores.shape[0])
+    return rows[np.lexsort((rows, -scores))]
 
 
-def _spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: Sequence[int]) -> list[int]:
-    """Rows ranked by their group's score (rows in no group last), ties by ``tie_break`` order."""
+def _spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: np.ndarray) -> np.ndarray:
+    """Rows ranked by their group's score (rows in no group left out), ties in ``tie_break`` order."""
     if group_scores.shape[0] == 0:
-        return []
-    rank_in = {r: i for i, r in enumerate(tie_break)}
-    grouped = [r for r in tie_break if group_of[r] >= 0]
-    return sorted(grouped, key=lambda r: (-group_scores[group_of[r]], rank_in[r]))
+        return np.zeros(0, dtype=np.int64)
+    rows = tie_break[group_of[tie_break] >= 0]
+    return rows[np.lexsort((np.arange(rows.size), -group_scores[group_of[rows]]))]
 
 
 class Retriever:
@@ -251,12 +252,12 @@ class Retriever:
         return self._reranker
 
     # -- search -------------------------------------------------------------------------------
-    def _lexical(self, chat: ChatIndex, query: str) -> list[int]:
-        if _option(self.config, "lexical.backend") == "lancedb":
+    def _lexical(self, chat: ChatIndex, query: str) -> np.ndarray:
+        if self.config["lexical"]["backend"] == "lancedb":
             found = self.store.full_text_search("messages", chat.chat_file, query, limit=chat.size)
             rows = {mid: i for i, mid in enumerate(chat.message_ids)}
-            return [rows[mid] for mid, _ in found if mid in rows]
-        return [r for r, _ in chat.bm25.search(query)]
+            return np.array([rows[mid] for mid, _ in found if mid in rows], dtype=np.int64)
+        return np.array([r for r, _ in chat.bm25.search(query)], dtype=np.int64)
 
     def _first_stage(self, chat: ChatIndex, query: str, qvec: np.ndarray | None, variant: str,
                      info: query_understanding.QueryInfo) -> tuple[list[tuple[int, float]], dict[int, list[str]]]:
@@ -268,36 +269,33 @@ class Retriever:
         if variant == "dense":
             ranked = dense.top_k(msg_dense)
             return ranked, {r: ["dense"] for r, _ in ranked}
-        h = _option(self.config, "hybrid")
-        lists: dict[str, list[int]] = {"bm25": self._lexical(chat, query), "dense": _ranking(msg_dense)}
+        h = self.config["hybrid"]
+        lists: dict[str, np.ndarray] = {"bm25": self._lexical(chat, query), "dense": _ranking(msg_dense)}
         if h["w_bm25_window"] > 0:
-            lists["bm25_window"] = [r for r, _ in chat.window_bm25.search(query)]
+            lists["bm25_window"] = np.array([r for r, _ in chat.window_bm25.search(query)], dtype=np.int64)
         if h["w_dense_window"] > 0:
             lists["dense_window"] = _ranking(dense.cosine_scores(chat.window_vectors, qvec))
-        base_order = [r for r, _ in rrf(list(lists.values()), k=self.rrf_k)]
+        base = rrf_rows(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k)
+        base_order = np.array([r for r, _ in base], dtype=np.int64)
         if h["w_block"] > 0 and chat.block_names:
-            block_scores = dense.cosine_scores(chat.block_vectors, qvec)
-            lists["block"] = _spread(block_scores, chat.block_of, base_order)
+            lists["block"] = _spread(dense.cosine_scores(chat.block_vectors, qvec), chat.block_of, base_order)
         if h["w_block_bm25"] > 0 and chat.block_names:
             lists["block_bm25"] = _spread(chat.block_bm25.scores(query), chat.block_of, base_order)
         if h["w_thread"] > 0 and chat.thread_names:
-            thread_scores = dense.cosine_scores(chat.thread_vectors, qvec)
             row_thread = np.where(chat.block_of >= 0, chat.thread_of[np.maximum(chat.block_of, 0)], -1)
-            lists["thread"] = _spread(thread_scores, row_thread, base_order)
+            lists["thread"] = _spread(dense.cosine_scores(chat.thread_vectors, qvec), row_thread, base_order)
         if h["w_speaker"] > 0 and info.persons and len(info.persons) < len(chat.speaker_names):
-            wanted = set(info.persons)
-            lists["speaker"] = [r for r in base_order if chat.speakers[r] in wanted]
+            lists["speaker"] = base_order[np.isin(chat.speaker_array[base_order], info.persons)]
         if h["w_time"] > 0 and info.has_time:
             mask = query_understanding.time_mask(chat.times, info, timedelta(hours=h["time_slack_hours"]))
             if mask.any() and not mask.all():
-                lists["time"] = [r for r in base_order if mask[r]]
-        weights = [float(h[f"w_{name}"]) for name in lists]
-        fused = rrf(list(lists.values()), weights=weights, k=self.rrf_k)
+                lists["time"] = base_order[mask[base_order]]
+        fused = rrf_rows(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k)
         found: dict[int, list[str]] = {}
         for name, rows in lists.items():
-            for r in rows[: self.pool_size]:
+            for r in rows[: self.pool_size].tolist():
                 found.setdefault(r, []).append(name)
-        return [(int(r), float(s)) for r, s in fused], found
+        return fused, found
 
     @property
     def rrf_k(self) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+import numpy as np
+
 RRF_K = 60
 
 
@@ -33,3 +35,33 @@ def rrf(
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     first_seen = {item: i for i, item in enumerate(scores)}
     return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))
+
+
+def rrf_rows(
+    ranked_rows: Sequence[Sequence[int]],
+    size: int,
+    weights: Sequence[float] | None = None,
+    k: int = RRF_K,
+) -> list[tuple[int, float]]:
+    """``rrf`` for lists of row numbers in ``range(size)``, vectorized (numpy).
+
+    Same scores and order as ``rrf`` when no list repeats a row; a chat's ~1,600 messages in
+    six lists fuse in well under a millisecond instead of ~10 ms in pure Python.
+    """
+    if weights is None:
+        weights = [1.0] * len(ranked_rows)
+    if len(weights) != len(ranked_rows):
+        raise ValueError(f"rrf: {len(weights)} weights for {len(ranked_rows)} lists")
+    if k < 0:
+        raise ValueError(f"rrf: k must be >= 0, got {k}")
+    scores = np.zeros(size, dtype=np.float64)
+    first_seen = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    for i, (rows, weight) in enumerate(zip(ranked_rows, weights)):
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size == 0:
+            continue
+        scores[rows] += weight / (k + np.arange(1, rows.size + 1, dtype=np.float64))
+        first_seen[rows] = np.minimum(first_seen[rows], i * size + np.arange(rows.size))
+    present = np.flatnonzero(first_seen != np.iinfo(np.int64).max)
+    order = present[np.lexsort((first_seen[present], -scores[present]))]
+    return [(int(r), float(scores[r])) for r in order]

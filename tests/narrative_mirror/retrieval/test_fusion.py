@@ -1,6 +1,6 @@
 import pytest
 
-from narrative_mirror.retrieval.fusion import rrf
+from narrative_mirror.retrieval.fusion import rrf, rrf_rows
 
 
 def test_rrf_sums_reciprocal_ranks():
@@ -33,3 +33,17 @@ def test_rrf_empty_and_bad_arguments():
         rrf([["a"]], weights=[1.0, 2.0])
     with pytest.raises(ValueError, match="k must be >= 0"):
         rrf([["a"]], k=-1)
+
+
+def test_rrf_rows_matches_rrf():
+    lists = [[3, 0, 7, 2], [7, 3], [], [5, 2, 0]]
+    weights = [1.0, 0.5, 2.0, 0.7]
+    expected = rrf(lists, weights=weights, k=60)
+    got = rrf_rows(lists, 8, weights=weights, k=60)
+    assert [r for r, _ in got] == [r for r, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+    # ties keep first-seen order as in rrf
+    assert rrf_rows([[4, 1], [1, 4]], 5, k=1) == rrf([[4, 1], [1, 4]], k=1)
+    assert rrf_rows([], 3) == []
+    with pytest.raises(ValueError, match="1 weights for 2 lists"):
+        rrf_rows([[0], [1]], 2, weights=[1.0])
