@@ -67,7 +67,8 @@ def extractive_claims(evidence: Sequence[EvidenceMessage], route: str) -> list[C
     Beyond the first quote, a message is quoted only if it adds facet terms not quoted yet,
     so the answer covers different parts of the question rather than repeating one.
     """
-    usable = [e for e in evidence if e.text.strip()]
+    # A question rarely states its own answer: quote statements first.
+    usable = sorted((e for e in evidence if e.text.strip()), key=lambda e: best_sentence(e).endswith("?"))
     chosen: list[EvidenceMessage] = []
     covered: set[str] = set()
     for message in usable:

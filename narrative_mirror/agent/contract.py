@@ -64,6 +64,7 @@ class RunInfo(BaseModel):
     llm_calls: int
     fetches: int  # stored units pulled by id
     stop_reason: StopReason
+    coverage: dict[str, float] = {}  # top5_relevance and must_have_hits at the last coverage check
     degraded: bool = False  # the LLM failed and the offline path answered
     degraded_reason: str | None = None
     flagged_ids: list[str] = []  # messages that look like instructions to an AI (never obeyed)

@@ -8,6 +8,10 @@ Offline, phases are time-ordered clusters of the hit blocks: consecutive blocks 
 stay in one phase unless more than ``PHASE_GAP`` passes between them; with more than
 ``MAX_PHASES`` clusters the two closest in time merge first. The LLM path sees a preview of each
 block for content plus its complete id list, and its output is held to the same bounds.
+
+``SUPPORT_MIN`` was chosen on the 42 TRAIN arc cases (Chat_1..7, balanced profile, offline):
+global recall / phase coverage / precision were .456 / .700 / .244 at 0.5, .494 / .710 / .233
+at 0.4, .511 / .715 / .230 at 0.3 and .523 / .715 / .227 at 0.2.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ MIN_IDS = 3
 MAX_IDS = 15
 MAX_PHASES = 6
 PHASE_GAP = timedelta(hours=12)
-SUPPORT_MIN = 0.5  # an id with at least this score supports its phase directly
+SUPPORT_MIN = 0.3  # an id with at least this grade supports its phase directly (see module doc)
 PREVIEW = 4  # messages per block shown to the LLM beside the full id list
 
 
@@ -148,7 +152,7 @@ def describe(members: Sequence[Member], scores: Mapping[str, float], exclude_wor
 
 def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str]) -> list[Phase]:
     phases = []
-    for group in group_blocks(blocks):
+    for group in group_blocks(blocks, PHASE_GAP, MAX_PHASES):
         ids = select_phase_ids(group, scores)
         by_id = {m.local_id: m for b in group for m in b.members}
         name, summary = describe([by_id[i] for i in ids], scores, question_words)

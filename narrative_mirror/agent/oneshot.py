@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.contract import AgentAnswer, EvidenceItem
 from narrative_mirror.agent.grading import FacetMatcher
 from narrative_mirror.agent.graph import Run, arc_phases, grade_offline, run_info
@@ -24,18 +25,14 @@ def run_oneshot(retriever: Any, chat_file: str, question: str, profile: Profile,
     run.route = "oneshot"
     run.matcher = FacetMatcher(run.facets)
     run.step(f"oneshot: facets from rules ({reason}; route would be {route})")
-    result = run.search(question)
-    if result is not None:
+    for result in run.search_all([question]):
         run.add_result(result)
     grade_offline(run)
     phases, unknowns = arc_phases(run)
-    texts = {}
-    for item in run.pool.values():
-        texts[item.hit.local_id] = f"{item.hit.speaker}: {item.hit.text}"
     evidence = [
-        EvidenceItem(id=lid, text=texts.get(lid, ""), point=f"phase {phase.name!r}")
+        EvidenceItem(id=lid, text=run.member_texts[lid], point=f"phase {phase.name!r}")
         for phase in phases for lid in phase.evidence
     ]
-    answer = " ".join(f"{phase.name}: {phase.summary}" for phase in phases) or "No message in this chat answers the question."
+    answer = " ".join(f"{phase.name}: {phase.summary}" for phase in phases) or NO_ANSWER
     info = run_info(run, {"round": 1, "stop_reason": "oneshot"})
     return AgentAnswer(mode="oneshot", Answer=answer, Evidence=evidence, Unknowns=unknowns, phases=phases, **info)

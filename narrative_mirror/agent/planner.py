@@ -12,7 +12,7 @@ import re
 
 from narrative_mirror.agent.contract import Facets, Route
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS, content_tokens, time_phrases, time_words, tokens
-from narrative_mirror.llm import LLMClient
+from narrative_mirror.llm import LLMClient, LLMError
 from narrative_mirror.settings import load_prompt
 
 ROUTES: tuple[Route, ...] = ("direct", "multi_hop", "global")
@@ -126,25 +126,31 @@ def plan_offline(question: str) -> tuple[Route, Facets, str]:
     return route, facets, f"rules: intent={facets.intent}, targets={facets.target}"
 
 
-PLAN_REQUIRED = {"route": str, "intent": str, "target": list, "artifact": list}
+PLAN_REQUIRED = {"route": str}
 
 
 def plan_llm(llm: LLMClient, question: str) -> tuple[Route, Facets, str]:
-    """Route and facets from the LLM. Raises LLMError; a route outside ROUTES or a non-string
-    facet is malformed (the caller falls back to the rules)."""
-    from narrative_mirror.llm import LLMError
-
+    """Route (and facets, where given well-formed) from the LLM; facets it leaves out or gets
+    wrong come from the rules. Raises LLMError; a route outside ROUTES is malformed (the
+    caller falls back to the rules)."""
     reply = llm.complete_json(load_prompt("agent_planner"), f"Question: {question}", required=PLAN_REQUIRED)
-    route = str(reply["route"]).strip().lower()
+    route = reply["route"].strip().lower()
     if route not in ROUTES:
         raise LLMError("malformed", f"planner route {route!r} is not one of {list(ROUTES)}")
-    if not all(isinstance(v, str) for v in reply["target"] + reply["artifact"]):
-        raise LLMError("malformed", "planner target/artifact must be lists of strings")
-    time = reply.get("time")
+    rules = facets_offline(question)
+
+    def strings(key: str, limit: int) -> list[str] | None:
+        value = reply.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return None
+        return [v.strip() for v in value if v.strip()][:limit]
+
+    target, artifact = strings("target", 5), strings("artifact", 10)
+    intent, time = reply.get("intent"), reply.get("time")
     facets = Facets(
-        intent=str(reply["intent"]).strip().lower() or question_intent(question),
-        target=[t.strip() for t in reply["target"] if t.strip()][:5],
-        artifact=[a.strip().lower() for a in reply["artifact"] if a.strip()][:10],
-        time=time.strip() if isinstance(time, str) and time.strip() else None,
+        intent=intent.strip().lower() if isinstance(intent, str) and intent.strip() else rules.intent,
+        target=target if target is not None else rules.target,
+        artifact=[a.lower() for a in artifact] if artifact else rules.artifact,
+        time=time.strip() if isinstance(time, str) and time.strip() else rules.time,
     )
     return route, facets, "llm"

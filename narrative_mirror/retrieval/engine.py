@@ -3,10 +3,12 @@
 Variants (``retrieval.toml`` ``default_variant`` picks the default):
 - ``bm25``: BM25 over the chat's messages (``speaker: text``).
 - ``dense``: cosine over the message vectors.
-- ``hybrid``: RRF of BM25 and dense lists over messages, over messages with their neighbours
-  ("key expansion": window text / window mean vector), over blocks and threads (a message
-  ranks by its block's / thread's score), plus question-aware lists: the messages of the
-  persons the question names and the messages inside its time window, each in hybrid order.
+- ``hybrid``: weighted RRF of ranked message lists: BM25 and dense over messages, over
+  messages with their +-``window`` neighbours ("key expansion": window text / window mean
+  vector), over blocks and threads (a message ranks by its block's / thread's score); then
+  question-aware lists in that fused order: the messages written by the persons the question
+  names, and the messages inside its time window. With ``strip_person_names`` the content
+  lists search the question without the speakers' names (the speaker list carries them).
 - ``hybrid_expand``: ``hybrid``, then the top hits lend decayed scores to their neighbours
   and block-mates (expansion.py).
 - ``hybrid_expand_rerank``: ``hybrid_expand``, then the configured reranker.
@@ -78,7 +80,8 @@ def _option(config: Mapping, dotted: str):
 REQUIRED_SETTINGS = (
     "default_variant", "rrf_k", "candidates", "lexical.backend", "lexical.stem",
     *(f"hybrid.{k}" for k in ("w_bm25", "w_dense", "window", "w_bm25_window", "w_dense_window", "w_block",
-                             "w_block_bm25", "w_thread", "w_speaker", "w_time", "time_slack_hours")),
+                             "w_block_bm25", "w_thread", "w_speaker", "w_time", "time_slack_hours",
+                             "strip_person_names")),
     *(f"expand.{k}" for k in ("seeds", "before", "after", "decay", "block_decay")),
     *(f"tree.{k}" for k in ("anchors", "k_global", "density_threshold", "exploit_weights", "explore_weights")),
     "rerank.reranker",
@@ -128,6 +131,7 @@ class ChatIndex:
         self.refs = dict(zip(self.local_ids, messages["refs"].to_list()))
         self.tiers = dict(zip(self.local_ids, messages["importance_tier"].to_list()))
         self.row_of = {lid: i for i, lid in enumerate(self.local_ids)}
+        self.row_of_message = {mid: i for i, mid in enumerate(self.message_ids)}
         self.vectors = np.asarray(messages["vector"].to_numpy(), dtype=np.float32)
 
         windows = _window_rows(self.size, window)
@@ -197,7 +201,14 @@ def _spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: np.ndarra
 
 
 class Retriever:
-    """Searches one chat at a time over an ``IndexStore``; see the module doc for the variants."""
+    """Searches one chat at a time over an ``IndexStore``; see the module doc for the variants.
+
+    Chats are cached in memory; at most every ``REFRESH_SECONDS`` the store's table versions
+    are compared (~2 ms) and a re-indexed store drops the cache, so a long-lived retriever
+    never serves rows older than that.
+    """
+
+    REFRESH_SECONDS = 2.0
 
     def __init__(self, store: IndexStore, embedder: Embedder, config: dict | None = None,
                  reranker: Reranker | None = None):
@@ -208,6 +219,8 @@ class Retriever:
         self.default_variant = self.config["default_variant"]
         self._reranker = reranker
         self._chats: dict[str, ChatIndex] = {}
+        self._versions: dict[str, int] = {}
+        self._versions_checked = float("-inf")
 
     # -- chat cache ---------------------------------------------------------------------------
     def chat_files(self) -> list[str]:
@@ -221,6 +234,13 @@ class Retriever:
             self._chats.pop(chat_file, None)
 
     def chat(self, chat_file: str) -> ChatIndex:
+        now = time.monotonic()
+        if now - self._versions_checked >= self.REFRESH_SECONDS:
+            versions = self.store.versions()
+            if versions != self._versions:
+                self._chats.clear()
+                self._versions = versions
+            self._versions_checked = now
         if chat_file not in self._chats:
             messages = self.store.messages_for(chat_file)
             if messages.height == 0:
@@ -252,25 +272,26 @@ class Retriever:
         return self._reranker
 
     # -- search -------------------------------------------------------------------------------
-    def _lexical(self, chat: ChatIndex, query: str) -> np.ndarray:
+    def _lexical(self, chat: ChatIndex, query: str) -> list[tuple[int, float]]:
+        """(row, BM25 score) of the matching messages, best first, from the configured backend."""
         if self.config["lexical"]["backend"] == "lancedb":
             found = self.store.full_text_search("messages", chat.chat_file, query, limit=chat.size)
-            rows = {mid: i for i, mid in enumerate(chat.message_ids)}
-            return np.array([rows[mid] for mid, _ in found if mid in rows], dtype=np.int64)
-        return np.array([r for r, _ in chat.bm25.search(query)], dtype=np.int64)
+            return [(chat.row_of_message[mid], float(score)) for mid, score in found if mid in chat.row_of_message]
+        return chat.bm25.search(query)
 
     def _first_stage(self, chat: ChatIndex, query: str, qvec: np.ndarray | None, variant: str,
                      info: query_understanding.QueryInfo) -> tuple[list[tuple[int, float]], dict[int, list[str]]]:
         """Ranked (row, score) over the chat's messages and the lists that found each row."""
         if variant == "bm25":
-            ranked = chat.bm25.search(query)
+            ranked = self._lexical(chat, query)
             return ranked, {r: ["bm25"] for r, _ in ranked}
         msg_dense = dense.cosine_scores(chat.vectors, qvec)
         if variant == "dense":
             ranked = dense.top_k(msg_dense)
             return ranked, {r: ["dense"] for r, _ in ranked}
         h = self.config["hybrid"]
-        lists: dict[str, np.ndarray] = {"bm25": self._lexical(chat, query), "dense": _ranking(msg_dense)}
+        lexical = np.array([r for r, _ in self._lexical(chat, query)], dtype=np.int64)
+        lists: dict[str, np.ndarray] = {"bm25": lexical, "dense": _ranking(msg_dense)}
         if h["w_bm25_window"] > 0:
             lists["bm25_window"] = np.array([r for r, _ in chat.window_bm25.search(query)], dtype=np.int64)
         if h["w_dense_window"] > 0:
@@ -334,12 +355,15 @@ class Retriever:
         info = chat.parse(query)
         timings["parse"] = (time.perf_counter() - t0) * 1000
 
+        search_query = query
+        if self.config["hybrid"]["strip_person_names"] and info.persons:
+            search_query = query_understanding.without_persons(query, chat.speaker_names, chat.aliases) or query
         t = time.perf_counter()
-        qvec = self.embedder.encode([query])[0] if variant != "bm25" else None
+        qvec = self.embedder.encode([search_query])[0] if variant != "bm25" else None
         timings["encode"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        ranked, found = self._first_stage(chat, query, qvec, variant, info)
+        ranked, found = self._first_stage(chat, search_query, qvec, variant, info)
         extra: dict[str, object] = {}
         if variant == "dual_path":
             tree_cfg = _option(self.config, "tree")
@@ -389,5 +413,5 @@ class Retriever:
             candidates=[(chat.local_ids[r], s) for r, s in pool_ranked],
             reranked=[(h.local_id, h.score) for h in hits],
         )
-        return SearchResult(hits=hits[:k], trace=trace,
-                            query_info={**info.to_dict(), "variant": variant, **extra}, timings_ms=timings)
+        query_info = {**info.to_dict(), "variant": variant, "search_query": search_query, **extra}
+        return SearchResult(hits=hits[:k], trace=trace, query_info=query_info, timings_ms=timings)

@@ -58,8 +58,10 @@ _PATTERNS = [
     ("month_day", re.compile(_PREFIX + r"\b" + _MONTH + r"\s+" + _DAY + r"\b(?:,?\s+" + _YEAR + r")?")),
     ("week", re.compile(_PREFIX + r"\b(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week\s+of\s+"
                         + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
-    ("holiday", re.compile(_PREFIX + r"\b(?P<holiday>" + "|".join(p for p, *_ in _HOLIDAYS) + r")(?:\s+" + _YEAR + r")?\b", re.I)),
-    ("month", re.compile(_PREFIX + r"\b(?:(?P<ctx>in|of|during|early|mid|late)\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
+    ("holiday", re.compile(_PREFIX + r"\b(?P<holiday>" + "|".join(p for p, *_ in _HOLIDAYS) + r")(?:\s+"
+                           + _YEAR + r")?\b", re.I)),
+    ("month", re.compile(_PREFIX + r"\b(?:(?P<ctx>in|of|during|early|mid|late)\s+)?" + _MONTH
+                         + r"(?:,?\s+" + _YEAR + r")?\b")),
     ("year", re.compile(_PREFIX + r"\b(?:in|of|during)?\s*" + _YEAR + r"\b", re.I)),
 ]
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
@@ -137,7 +139,9 @@ def _month_number(token: str) -> int:
     return MONTHS[token.rstrip(".").lower()[:3] if token.lower() != "sept" else "sep"]
 
 
-def _windows_for(kind: str, m: re.Match, chat_start: datetime | None, chat_end: datetime | None) -> list[tuple[datetime, datetime]]:
+def _windows_for(
+    kind: str, m: re.Match, chat_start: datetime | None, chat_end: datetime | None
+) -> list[tuple[datetime, datetime]]:
     g = m.groupdict()
     year = int(g["year"]) if g.get("year") else None
     if kind == "date":
@@ -227,6 +231,17 @@ def persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None 
         if m:
             hits.append((m.start(), speaker))
     return list(dict.fromkeys(s for _, s in sorted(hits)))
+
+
+def without_persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None = None) -> str:
+    """The question with every speaker name and alias (and its possessive) removed.
+
+    Used as the content query: a speaker's name would otherwise match the ``speaker:`` prefix
+    of all their messages and favour their shortest ones ("Is Elise vegan?" -> "Is vegan?").
+    """
+    for name in sorted({*speakers, *(aliases or {})}, key=len, reverse=True):
+        query = _word_pattern(name).sub(" ", query)
+    return re.sub(r"\s+", " ", query).strip()
 
 
 def entities(query: str, known: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:

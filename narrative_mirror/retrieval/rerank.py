@@ -241,7 +241,8 @@ class LLMGrader:
         grades = {}
         for h in head:
             value = answer["grades"].get(h.local_id)
-            grades[h.local_id] = min(1.0, max(0.0, float(value))) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+            is_number = isinstance(value, int | float) and not isinstance(value, bool)
+            grades[h.local_id] = min(1.0, max(0.0, float(value))) if is_number else 0.0
         ranked = _reordered(head, [grades[h.local_id] for h in head], [{"llm_grade": grades[h.local_id]} for h in head])
         return _with_tail(ranked, tail)
 

@@ -208,3 +208,15 @@ def test_reads_of_unknown_chats_and_tables_are_empty(tmp_path):
     index_chat(store, "chat_a", TEXTS)
     assert store.messages_for("chat_z").height == 0
     assert store.threads_for("chat_a")["thread_id"].to_list() == ["chat_a/T0"]
+
+
+def test_empty_partition_creates_and_clears(tmp_path):
+    from narrative_mirror.index_store import thread_schema
+
+    store = IndexStore(str(tmp_path / "db"))
+    store.replace_partition("threads", "chat_a", thread_schema(DIM).empty_table())
+    assert store.threads_for("chat_a").height == 0
+    index_chat(store, "chat_a", TEXTS)
+    assert store.threads_for("chat_a").height == 1
+    store.replace_partition("threads", "chat_a", thread_schema(DIM).empty_table())  # chat lost its threads
+    assert store.threads_for("chat_a").height == 0

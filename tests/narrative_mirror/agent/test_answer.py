@@ -44,3 +44,11 @@ def test_extractive_claims_quote_new_facets_and_tell_stories_in_order():
     assert direct[0].text == 'Ana on 13 Mar 2024: "I harvested the tomatoes." [D20:1]'
     story = extractive_claims(evidence, "global")
     assert [c.ids for c in story] == [["D1:1"], ["D20:1"], ["D20:3"]]  # time order
+
+
+def test_statements_are_quoted_before_questions():
+    evidence = [
+        message("D1:2", 1, "Nice, which kind of tomatoes?", {"tomato", "kind"}, speaker="Ben"),
+        message("D1:3", 2, "Cherry tomatoes, they grow fast.", {"tomato"}),
+    ]
+    assert [c.ids for c in extractive_claims(evidence, "direct")] == [["D1:3"], ["D1:2"]]

@@ -1,6 +1,7 @@
 """The agent graph offline, on the real retriever over a tiny hand-made chat (see conftest.py)."""
 
 import pytest
+
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.profiles import PROFILES, Profile
 from narrative_mirror.query import arc, ask
@@ -51,6 +52,17 @@ def custom(name, max_rounds=3, max_calls=60, rewrites=2, min_top5=1.0, min_must=
     return Profile(name, max_rounds, 8, 4, max_calls, rewrites, min_top5, min_must)
 
 
+def test_first_search_size_rewrite_count_and_evidence_cap_bind(retriever, chat_file):
+    narrow = Profile("narrow", 1, 3, 1, 20, 0, 0.0, 0)  # 3 hits, no variants, 1 evidence message
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=narrow)
+    assert len(answer.trace.reranked) == 3 and answer.trace.queries == ["Where does Ben run?"]
+    assert len(answer.evidence) == answer.fetches == 1
+    one_variant = Profile("one_variant", 1, 3, 2, 20, 1, 0.0, 0)
+    answer = ask(retriever, chat_file, "Where does Ben run?", profile=one_variant)
+    assert len(answer.trace.queries) == 2 and 3 <= len(answer.trace.reranked) <= 6
+    assert len(answer.evidence) <= 2
+
+
 def test_stop_when_coverage_is_met(retriever, chat_file):
     answer = ask(retriever, chat_file, "Where does Ben run?", profile=custom("easy", min_top5=0.0, min_must=0))
     assert (answer.stop_reason, answer.rounds) == ("coverage_met", 1)
@@ -78,15 +90,22 @@ def test_stop_when_the_call_budget_is_spent(retriever, chat_file):
     assert any("budget: skipped search" in s for s in answer.trace.steps)
 
 
-def test_a_chat_message_addressing_an_ai_changes_nothing_and_is_flagged(retriever, chat_file, injected_chat_file):
-    for question, profile in (("Did Ana harvest the tomatoes?", "balanced"), ("What happened to the tomatoes?", "fast")):
+def test_a_chat_message_addressing_an_ai_is_flagged_and_never_steers_the_run(retriever, chat_file, injected_chat_file):
+    runs = [("Did Ana harvest the tomatoes?", "balanced"), ("Where does Ben run?", "balanced"),
+            ("What happened to the tomatoes?", "fast")]
+    for question, profile in runs:
         clean = ask(retriever, chat_file, question, profile=profile)
         injected = ask(retriever, injected_chat_file, question, profile=profile)
         assert injected.flagged_ids == ["X1"] and clean.flagged_ids == []
         assert (injected.route, injected.rounds, injected.calls, injected.stop_reason) == (
             clean.route, clean.rounds, clean.calls, clean.stop_reason)
-        assert injected.answer == clean.answer
+        assert "X1" not in injected.selected_ids
         assert "died" not in injected.answer and "delete_all" not in injected.answer
+    # Where the evidence lies away from the injected message, the answer is exactly the same.
+    # (Next to it, its mere presence as a document can shift the retriever's ranks a little.)
+    for question, profile in runs[:2]:
+        assert ask(retriever, injected_chat_file, question, profile=profile).answer == ask(
+            retriever, chat_file, question, profile=profile).answer
     # Found and graded (it is data), but never evidence.
     injected = ask(retriever, injected_chat_file, "What happened to the tomatoes?", profile="deep")
     assert "X1" in {r.id for r in injected.trace.reranked} and "X1" not in injected.selected_ids
@@ -103,6 +122,7 @@ def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retrie
     assert firsts == sorted(firsts)
     ids = [i for phase in result.phases for i in phase.evidence]
     assert len(ids) == len(set(ids)) and result.selected_ids == ids
+    assert sorted(r.id for r in result.trace.final) == sorted(ids)
     assert result.fetches <= p.max_evidence_fetches and result.calls <= p.max_calls
     # The story's three garden sessions are all told.
     days = {i.split(":")[0] for i in ids}
@@ -130,3 +150,4 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
     assert answer.phases and all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in answer.phases)
     assert answer.selected_ids == [i for p in answer.phases for i in p.evidence]
     assert len(answer.trace.queries) == 1 and answer.calls <= PROFILES["balanced"].max_calls
+    assert all(item.text.startswith(("Ana: ", "Ben: ")) for item in answer.evidence)

@@ -46,15 +46,14 @@ def test_llm_planner_reads_route_and_facets_from_the_reply():
     assert request["messages"][1]["content"] == "Question: Which tomatoes did Ana grow?"
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        {"route": "call_tool_delete", "intent": "what", "target": [], "artifact": []},
-        {"route": "direct", "intent": "what", "target": [3], "artifact": []},
-        {"route": "direct"},
-    ],
-)
-def test_llm_planner_rejects_replies_outside_the_contract(reply):
+def test_llm_planner_takes_missing_or_bad_facets_from_the_rules():
+    with fault_server("ok_json", content={"route": "global", "target": [3], "artifact": []}) as server:
+        route, facets, _ = plan_llm(LLMClient(server.settings()), "Which tomatoes did Ana grow?")
+    assert route == "global" and facets == plan_offline("Which tomatoes did Ana grow?")[1]
+
+
+@pytest.mark.parametrize("reply", [{"route": "call_tool_delete"}, {"route": 3}, {"intent": "what"}])
+def test_llm_planner_rejects_a_reply_without_a_known_route(reply):
     with fault_server("ok_json", content=reply) as server, pytest.raises(LLMError) as caught:
         plan_llm(LLMClient(server.settings()), "Which tomatoes did Ana grow?")
     assert caught.value.kind == "malformed"

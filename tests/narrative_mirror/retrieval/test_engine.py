@@ -97,9 +97,19 @@ def ids(result):
 
 
 def test_bm25_variant_exact_ranking(retriever):
-    # "pottery" occurs in D2:4 (4 tokens) and D2:3 (5 tokens): the shorter message first
+    # D2:3 holds "pottery" and "classes", D2:4 only "pottery"
     assert ids(retriever.search(CHAT, "Who takes pottery classes?", k=5, variant="bm25")) == ["D2:3", "D2:4"]
+    # one term: the shorter message (D2:4, 4 tokens against 5) first
+    assert ids(retriever.search(CHAT, "pottery", k=5, variant="bm25")) == ["D2:4", "D2:3"]
     assert ids(retriever.search(CHAT, "zebra?", k=5, variant="bm25")) == []
+
+
+def test_lancedb_full_text_backend(store, embedder):
+    native = Retriever(store, embedder, config(lexical__backend="lancedb"))
+    assert ids(native.search(CHAT, "Who takes pottery classes?", k=5, variant="bm25")) == ["D2:3", "D2:4"]
+    assert ids(native.search(CHAT, "puppies", k=5, variant="bm25")) == ["D1:4", "D1:3", "D2:2"]  # stemmed
+    with pytest.raises(ValueError, match="lexical.backend 'solr'"):
+        Retriever(store, embedder, config(lexical__backend="solr"))
 
 
 def test_dense_variant_finds_the_meaning(retriever):
@@ -110,7 +120,8 @@ def test_dense_variant_finds_the_meaning(retriever):
 
 def test_hybrid_trace_hits_and_query_info(retriever):
     result = retriever.search(CHAT, "What breed is Annie's puppy Biscuit?", k=3, variant="hybrid", candidates=6)
-    assert ids(result)[0] in ("D1:4", "D1:5")
+    assert "D1:5" in ids(result)  # the answer
+    assert result.hits[0].speaker == "Ann" and "speaker" in result.hits[0].sources
     assert len(result.trace.candidates) == 6  # the whole pool, ranked
     assert [lid for lid, _ in result.trace.reranked[:3]] == ids(result)
     scores = [s for _, s in result.trace.candidates]
@@ -124,6 +135,14 @@ def test_hybrid_trace_hits_and_query_info(retriever):
     assert top.reasons["retrieval"] == top.score
     assert "bm25" in top.sources and "dense" in top.sources
     assert set(result.timings_ms) == {"parse", "encode", "first_stage", "expand", "rerank", "total"}
+
+
+def test_person_names_are_stripped_from_the_search_query(store, embedder):
+    stripping = Retriever(store, embedder, config(hybrid__strip_person_names=True))
+    result = stripping.search(CHAT, "What is Annie's dog called?", variant="hybrid")
+    assert result.query_info["search_query"] == "What is dog called?"
+    keeping = Retriever(store, embedder, config(hybrid__strip_person_names=False))
+    assert keeping.search(CHAT, "What is Annie's dog called?").query_info["search_query"] == "What is Annie's dog called?"
 
 
 def test_speaker_and_time_lists(store, embedder):
@@ -203,3 +222,19 @@ def test_cache_is_refreshed_by_invalidate(store, embedder, retriever):
     first = retriever.chat(CHAT)
     retriever.invalidate(CHAT)
     assert retriever.chat(CHAT) is not first
+
+
+def test_reindexed_chat_is_reread(tmp_path, embedder):
+    messages, blocks, signals, threads = frames()
+    vectors = embedder.encode(messages["text"].to_list())
+    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
+                               "local_id": messages["local_id"], "vector": list(vectors)},
+                              schema=schema.MESSAGE_EMBEDDINGS)
+    own = IndexStore(str(tmp_path / "lancedb"))
+    own.replace_partition("messages", CHAT, build_rows(messages, embeddings)["messages"])
+    r = Retriever(own, embedder, settings.load_config("retrieval"))
+    r.REFRESH_SECONDS = 0.0
+    assert ids(r.search(CHAT, "pottery", k=5, variant="bm25")) == ["D2:4", "D2:3"]
+    shorter = build_rows(messages.head(8), embeddings.head(8))["messages"]
+    own.replace_partition("messages", CHAT, shorter)
+    assert ids(r.search(CHAT, "pottery", k=5, variant="bm25")) == []  # D2:3 and D2:4 are gone

@@ -10,6 +10,7 @@ from narrative_mirror.retrieval.query_understanding import (
     question_type,
     speaker_aliases,
     time_mask,
+    without_persons,
 )
 
 SPEAKERS = ["Emi", "elise"]
@@ -51,6 +52,13 @@ def test_persons_by_name_alias_and_possessive():
     assert parse("Where do they ski?").persons == []
     # "Emily" is no alias: a name must match as a whole word
     assert parse("What did Emily say?").persons == []
+
+
+def test_without_persons_removes_names_aliases_and_possessives():
+    assert without_persons("Is Elise vegan?", SPEAKERS, ALIASES) == "Is vegan?"
+    assert without_persons("What are Kate's hobbies, and Elise’s?", SPEAKERS, ALIASES) == "What are hobbies, and ?"
+    assert without_persons("Where do they ski?", SPEAKERS, ALIASES) == "Where do they ski?"
+    assert without_persons("Did Emily call?", SPEAKERS, ALIASES) == "Did Emily call?"
 
 
 def test_entities_longest_first_without_speaker_names():
