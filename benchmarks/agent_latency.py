@@ -32,7 +32,8 @@ from narrative_mirror import schema, settings, split
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.index_store import IndexStore, build_rows, message_search_text
+from narrative_mirror.embedding import message_search_text
+from narrative_mirror.index_store import IndexStore, build_rows
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever

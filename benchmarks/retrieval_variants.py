@@ -35,7 +35,8 @@ from narrative_mirror import schema, settings, split
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.index_store import IndexStore, build_rows, message_search_text
+from narrative_mirror.embedding import message_search_text
+from narrative_mirror.index_store import IndexStore, build_rows
 from narrative_mirror.metrics.ndcg_at_k import ndcg_at_k
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval import dense

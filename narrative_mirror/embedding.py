@@ -115,12 +115,17 @@ def text_hash(*parts: str) -> str:
     return h.hexdigest()
 
 
+def message_search_text(speaker: str, text: str, caption: str = "") -> str:
+    """The text embedded and indexed for one message: ``speaker: text`` (+ image caption)."""
+    searchable = f"{speaker}: {text}"
+    return f"{searchable} [image: {caption}]" if caption else searchable
+
+
 def message_texts(messages) -> list[str]:
-    """The text embedded and indexed for each message: ``speaker: text`` (+ image caption)."""
-    out = []
-    for speaker, text, caption in zip(
-        messages["speaker"].to_list(), messages["text"].to_list(), messages["image_caption"].to_list()
-    ):
-        line = f"{speaker}: {text}"
-        out.append(f"{line} [image: {caption}]" if caption else line)
-    return out
+    """``message_search_text`` of each row of a messages frame."""
+    return [
+        message_search_text(speaker, text, caption)
+        for speaker, text, caption in zip(
+            messages["speaker"].to_list(), messages["text"].to_list(), messages["image_caption"].to_list()
+        )
+    ]

@@ -19,6 +19,7 @@ import pyarrow as pa
 from lancedb.index import FTS
 
 from narrative_mirror import schema
+from narrative_mirror.embedding import message_search_text
 
 TABLES = ("messages", "blocks", "threads")
 ID_COLUMNS = {"messages": "message_id", "blocks": "block_id", "threads": "thread_id"}
@@ -90,11 +91,6 @@ def validate_chat_file(chat_file: str) -> str:
             f"chat_file {chat_file!r}: must be non-empty, without quotes, backslashes or control characters"
         )
     return chat_file
-
-
-def message_search_text(speaker: str, text: str, caption: str = "") -> str:
-    searchable = f"{speaker}: {text}"
-    return f"{searchable} [image: {caption}]" if caption else searchable
 
 
 def _vector_lookup(embeddings: pl.DataFrame) -> tuple[dict[str, int], np.ndarray]:

@@ -22,13 +22,11 @@ marks the answer degraded.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar
 
-import numpy as np
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
@@ -70,28 +68,6 @@ SELECT_RELATIVE = 0.7
 LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
 ARC_BLOCK_MIN_GRADE = 0.45  # a block is pulled for a story only if one of its hits reaches this
 ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
-
-
-class QueryVectors:
-    """An embedder that answers from vectors encoded ahead of time, in one batch, and passes
-    anything else to the real embedder."""
-
-    def __init__(self, embedder: Any):
-        self.embedder = embedder
-        self.vectors: dict[str, np.ndarray] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.embedder, name)
-
-    def prefetch(self, texts: list[str]) -> None:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        if missing:
-            self.vectors.update(zip(missing, self.embedder.encode(missing)))
-
-    def encode(self, texts: list[str], progress: Any = None) -> np.ndarray:
-        if texts and all(t in self.vectors for t in texts):
-            return np.stack([self.vectors[t] for t in texts])
-        return self.embedder.encode(texts, progress)
 
 
 @dataclass
@@ -140,16 +116,6 @@ class Run:
     member_texts: dict[str, str] = field(default_factory=dict)  # "speaker: text" of pulled block members
     evidence: list[answer_mod.EvidenceMessage] = field(default_factory=list)
     draft: tuple[str, list[answer_mod.Claim], list[str]] | None = None
-    # The retriever as searched: a copy whose embedder serves batch-encoded query vectors.
-    searcher: Any = None
-    query_vectors: QueryVectors | None = None
-
-    def __post_init__(self) -> None:
-        self.searcher = self.retriever
-        if hasattr(self.retriever, "embedder"):
-            self.query_vectors = QueryVectors(self.retriever.embedder)
-            self.searcher = copy.copy(self.retriever)  # shares the retriever's chat cache
-            self.searcher.embedder = self.query_vectors
 
     @property
     def llm_active(self) -> bool:
@@ -173,20 +139,14 @@ class Run:
     # --- tool calls -------------------------------------------------------------------------
 
     def search_all(self, queries: list[str]) -> list[Any]:
-        """Search each query while the budget allows; their vectors are encoded in one batch
-        first (one forward pass for several short queries costs little more than one)."""
-        affordable = max(0, self.profile.max_calls - self.calls - self.reserve)
-        if self.query_vectors is not None:
-            self.query_vectors.prefetch(queries[:affordable])
-        results = []
-        for query in queries:
-            if not self.can_call():
-                self.step(f"retriever: budget: skipped search {query!r}")
-                break
-            self.calls += 1
-            self.queries.append(query)
-            results.append(self.searcher.search(self.chat_file, query, k=self.profile.first_search))
-        return results
+        """Search the queries the budget allows, their vectors encoded in one batch."""
+        affordable = queries[: max(0, self.profile.max_calls - self.calls - self.reserve)]
+        for query in queries[len(affordable):]:
+            self.budget_hit = True
+            self.step(f"retriever: budget: skipped search {query!r}")
+        self.calls += len(affordable)
+        self.queries += affordable
+        return self.retriever.search_many(self.chat_file, affordable, k=self.profile.first_search)
 
     def ask_llm(self, node: str, call: Callable[[], T], final: bool = False) -> T | None:
         """One LLM call within budget; None (and the run degraded) when it fails."""

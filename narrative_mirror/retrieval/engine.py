@@ -343,25 +343,55 @@ class Retriever:
         (default ``retrieval.toml`` ``candidates``); ``need_fresh``: favour recent messages in
         the hybrid-score reranker; ``reranker`` overrides the configured one for this call.
         """
+        return self.search_many(chat_file, [query], k, variant=variant, candidates=candidates,
+                                need_fresh=need_fresh, reranker=reranker)[0]
+
+    def search_many(
+        self,
+        chat_file: str,
+        queries: list[str],
+        k: int = 10,
+        *,
+        variant: str | None = None,
+        candidates: int | None = None,
+        need_fresh: bool = False,
+        reranker: Reranker | None = None,
+    ) -> list[SearchResult]:
+        """``search`` for each query, their vectors encoded in one batch (a forward pass over
+        several short queries costs little more than over one)."""
         variant = variant or self.default_variant
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {list(VARIANTS)}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        pool = max(k, candidates or self.pool_size)
-        timings: dict[str, float] = {}
+        if not queries:
+            return []
         t0 = time.perf_counter()
         chat = self.chat(chat_file)
-        info = chat.parse(query)
-        timings["parse"] = (time.perf_counter() - t0) * 1000
-
-        search_query = query
-        if self.config["hybrid"]["strip_person_names"] and info.persons:
-            search_query = query_understanding.without_persons(query, chat.speaker_names, chat.aliases) or query
+        parsed = []
+        for query in queries:
+            info = chat.parse(query)
+            search_query = query
+            if self.config["hybrid"]["strip_person_names"] and info.persons:
+                search_query = query_understanding.without_persons(query, chat.speaker_names, chat.aliases) or query
+            parsed.append((query, info, search_query))
+        parse_ms = (time.perf_counter() - t0) * 1000 / len(queries)
         t = time.perf_counter()
-        qvec = self.embedder.encode([search_query])[0] if variant != "bm25" else None
-        timings["encode"] = (time.perf_counter() - t) * 1000
+        vectors: list[np.ndarray | None] = [None] * len(queries)
+        if variant != "bm25":
+            vectors = list(self.embedder.encode([search_query for _, _, search_query in parsed]))
+        encode_ms = (time.perf_counter() - t) * 1000 / len(queries)
+        return [
+            self._search_one(chat, query, info, search_query, qvec, k, variant=variant,
+                             pool=max(k, candidates or self.pool_size), need_fresh=need_fresh,
+                             reranker=reranker, timings={"parse": parse_ms, "encode": encode_ms})
+            for (query, info, search_query), qvec in zip(parsed, vectors)
+        ]
 
+    def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, search_query: str,
+                    qvec: np.ndarray | None, k: int, *, variant: str, pool: int, need_fresh: bool,
+                    reranker: Reranker | None, timings: dict[str, float]) -> SearchResult:
+        t0 = time.perf_counter()
         t = time.perf_counter()
         ranked, found = self._first_stage(chat, search_query, qvec, variant, info)
         extra: dict[str, object] = {}
@@ -407,7 +437,7 @@ class Retriever:
                 hits = chosen.rerank(query, hits, context)
                 extra["reranker"] = chosen.name
         timings["rerank"] = (time.perf_counter() - t) * 1000
-        timings["total"] = (time.perf_counter() - t0) * 1000
+        timings["total"] = timings["parse"] + timings["encode"] + (time.perf_counter() - t0) * 1000
 
         trace = SearchTrace(
             candidates=[(chat.local_ids[r], s) for r, s in pool_ranked],

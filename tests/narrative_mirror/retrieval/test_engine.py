@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 
 from narrative_mirror import schema, settings
-from narrative_mirror.index_store import IndexStore, build_rows, message_search_text
+from narrative_mirror.embedding import message_search_text
+from narrative_mirror.index_store import IndexStore, build_rows
 from narrative_mirror.retrieval.engine import VARIANTS, Retriever
 from narrative_mirror.retrieval.rerank import HybridScoreReranker
 
@@ -238,3 +239,33 @@ def test_reindexed_chat_is_reread(tmp_path, embedder):
     shorter = build_rows(messages.head(8), embeddings.head(8))["messages"]
     own.replace_partition("messages", CHAT, shorter)
     assert ids(r.search(CHAT, "pottery", k=5, variant="bm25")) == []  # D2:3 and D2:4 are gone
+
+
+class CountingEmbedder:
+    """The real embedder, counting its encode calls."""
+
+    def __init__(self, embedder):
+        self.embedder, self.calls = embedder, []
+
+    def __getattr__(self, name):
+        return getattr(self.embedder, name)
+
+    def encode(self, texts, progress=None):
+        self.calls.append(list(texts))
+        return self.embedder.encode(texts)
+
+
+def test_search_many_encodes_once_and_matches_search(store, embedder):
+    counting = CountingEmbedder(embedder)
+    batch = Retriever(store, counting, settings.load_config("retrieval"))
+    queries = ["What breed is Ann's puppy?", "marathon training", "pottery"]
+    results = batch.search_many(CHAT, queries, k=5)
+    # one forward pass, over the texts actually searched (the person name stripped)
+    assert len(counting.calls) == 1
+    assert counting.calls[0][0] != queries[0] and "Ann" not in counting.calls[0][0]
+    single = Retriever(store, embedder, settings.load_config("retrieval"))
+    for query, result in zip(queries, results):
+        one = single.search(CHAT, query, k=5)
+        assert ids(result) == ids(one)
+        assert [h.score for h in result.hits] == pytest.approx([h.score for h in one.hits], abs=1e-5)
+    assert batch.search_many(CHAT, [], k=5) == []
