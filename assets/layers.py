@@ -36,6 +36,9 @@ def _summarizer(llm: LLMResource, config: dict):
     return LLMSummarizer(client, fallback=offline), client
 
 
+PROGRESS_EVERY_S = 5.0
+
+
 @dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[embedding_config],
           kinds={"pytorch", "polars"}, automation_condition=LAYER_AUTOMATION)
 def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame,
@@ -45,8 +48,15 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
     texts = message_texts(messages)
     started = time.perf_counter()
 
+    last_log = started
+
     def progress(done: int, total: int) -> None:
-        context.log.info(f"embedded {done}/{total} messages ({done / max(time.perf_counter() - started, 1e-9):.0f}/s)")
+        # Every log line is an event-log write: one every few seconds is progress enough.
+        nonlocal last_log
+        now = time.perf_counter()
+        if now - last_log >= PROGRESS_EVERY_S or done == total:
+            last_log = now
+            context.log.info(f"embedded {done}/{total} messages ({done / max(now - started, 1e-9):.0f}/s)")
 
     vectors = model.encode(texts, progress=progress)
     seconds = time.perf_counter() - started

@@ -34,10 +34,19 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+# Written when the instance has no settings yet; an edited dagster.yaml is left alone.
+# Telemetry off: this runs offline, and every step would append to logs/event.log.
+DEFAULT_INSTANCE_YAML = """telemetry:
+  enabled: false
+"""
+
+
 def dagster_home() -> Path:
     home = settings.nm_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()
+    config = home / "dagster.yaml"
+    if not config.is_file() or not config.read_text().strip():
+        config.write_text(DEFAULT_INSTANCE_YAML)
     return home
 
 
@@ -95,9 +104,8 @@ class Runner:
         resolver = self._resolver()
         chosen: set[dg.AssetKey] = set()
         for key in keys:
-            status = resolver.get_status(key, partition)
             upstream_chosen = any(p in chosen for p in self.asset_graph.get(key).parent_keys)
-            if status != StaleStatus.FRESH or upstream_chosen:
+            if upstream_chosen or resolver.get_status(key, partition) != StaleStatus.FRESH:
                 chosen.add(key)
         return [k for k in keys if k in chosen]
 

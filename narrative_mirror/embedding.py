@@ -42,7 +42,7 @@ def _load(model_name: str, device: str):
 class Embedder:
     """Encodes texts into L2-normalized float32 vectors."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 64):
+    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16):
         self.model_name = model_name
         self.device = device
         self.batch_size = batch_size
@@ -86,22 +86,24 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if len(texts) <= SMALL_INPUT:
             return self._encode_single_thread(texts)
-        # Encode in chunks of a few batches so long work reports progress, without
-        # paying sentence-transformers' per-call overhead for every batch.
+        # Encode in chunks of a few batches so long work reports progress, without paying
+        # sentence-transformers' per-call overhead for every batch. Texts go in length order
+        # (as one encode call would sort them) so chunking adds no padding.
+        order = np.argsort([len(t) for t in texts], kind="stable")
         chunk = self.batch_size * 8
-        parts = []
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), chunk):
-            part = self.model.encode(
-                texts[start : start + chunk],
+            rows = order[start : start + chunk]
+            vectors[rows] = self.model.encode(
+                [texts[i] for i in rows],
                 batch_size=self.batch_size,
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-            parts.append(part.astype(np.float32, copy=False))
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
-        return np.vstack(parts)
+        return vectors
 
 
 SMALL_INPUT = 16

