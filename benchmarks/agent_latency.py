@@ -15,9 +15,7 @@ Targets on a 2-core machine: fast p95 <= 100 ms, balanced p95 <= 300 ms. Test ch
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -28,59 +26,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from narrative_mirror import schema, settings, split
+from common import DEFAULT_DATA, index_chat, message_vectors, train_files
+
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.embedding import message_search_text
-from narrative_mirror.index_store import IndexStore, build_rows
-from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
-
-DEFAULT_DATA = Path("/work/shared/datasets/realtalk")
-TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
-
-
-def train_files(data_dir: Path) -> list[Path]:
-    files = sorted(p for p in data_dir.glob("*.json") if TRAIN_FILE.match(p.stem))
-    for path in files:
-        if split.assign(path.stem).split != split.TRAIN:
-            raise SystemExit(f"{path.name} is a test chat: this benchmark runs on train chats only")
-    if not files:
-        raise SystemExit(f"no train chats (Chat_1..Chat_7) in {data_dir}")
-    return files
-
-
-def encode(texts: list[str], embedder: Embedder, cache: Path | None) -> np.ndarray:
-    if cache is None:
-        return embedder.encode(texts)
-    key = hashlib.sha256("\0".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:20]
-    path = cache / f"agent_vectors_{key}.npy"
-    if not path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        np.save(path, embedder.encode(texts))
-    return np.load(path)
-
-
-def index_chat(store: IndexStore, embedder: Embedder, messages: pl.DataFrame, cache: Path | None) -> None:
-    messages = messages.sort("position")
-    chat_file = messages["chat_file"][0]
-    texts = [message_search_text(s, t, c) for s, t, c in
-             zip(messages["speaker"], messages["text"], messages["image_caption"].fill_null(""))]
-    vectors = encode(texts, embedder, cache)
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, vectors, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame(
-        {"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-         "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
-        schema=schema.MESSAGE_EMBEDDINGS,
-    )
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store.replace_partition(table, chat_file, rows)
-
 
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
@@ -106,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         chat = load_chat(path)
         if chat.chat_file not in indexed:
             started = time.perf_counter()
-            index_chat(store, embedder, chat.messages, args.cache)
+            messages = chat.messages.sort("position")
+            index_chat(store, messages, message_vectors(messages, embedder, args.cache))
             print(f"indexed {chat.chat_file} ({chat.messages.height} messages) in {time.perf_counter() - started:.1f} s",
                   file=sys.stderr)
         gold = gold_qa_frame(chat).filter(pl.col("category").is_in([1, 2, 3]) & (pl.col("gold_ids").list.len() > 0))

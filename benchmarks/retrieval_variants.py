@@ -1,7 +1,6 @@
 """Evidence recall of every retrieval variant on the RealTalk TRAIN chats (Chat_1..Chat_7).
 
-Builds the layers of each train chat (narrative_mirror.layers; fixed 8-message windows per
-session if they cannot be built), indexes them in a temporary LanceDB through IndexStore and
+Builds the layers of each train chat (narrative_mirror.layers), indexes them in a temporary LanceDB through IndexStore and
 runs every question of categories 1-3 through ``Retriever.search`` for each variant. Prints
 exact R@5 / R@10 / R@20 and nDCG@10 per category and overall, beside the flat-hybrid baseline
 of docs/retrieval-notes.md re-measured in the same run (one message per row as
@@ -16,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
-import re
 import sys
 import tempfile
 import time
@@ -30,24 +27,21 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import polars as pl
+from common import DEFAULT_DATA, index_chat, message_vectors, train_files
 
-from narrative_mirror import schema, settings, split
+from narrative_mirror import settings
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.embedding import message_search_text
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.metrics.ndcg_at_k import ndcg_at_k
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval import dense
 from narrative_mirror.retrieval.engine import VARIANTS, Retriever
 from narrative_mirror.retrieval.fusion import rrf
 
-DEFAULT_DATA = Path("/work/shared/datasets/realtalk")
-TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
 CATEGORIES = (1, 2, 3)
 KS = (5, 10, 20)
-FIXED_WINDOW = 8
 
 
 @dataclass
@@ -58,83 +52,20 @@ class ChatData:
     questions: pl.DataFrame  # schema.GOLD_QA, categories 1-3 with resolvable gold
 
 
-def train_files(data_dir: Path) -> list[Path]:
-    files = sorted(p for p in data_dir.glob("*.json") if TRAIN_FILE.match(p.stem))
-    for path in files:
-        if split.assign(path.stem).split != split.TRAIN:
-            raise SystemExit(f"{path.name} is a test chat: this benchmark runs on train chats only")
-    if not files:
-        raise SystemExit(f"no train chats (Chat_1..Chat_7) in {data_dir}")
-    return files
-
-
-def _embed(texts: list[str], embedder: Embedder, cache: Path | None) -> np.ndarray:
-    if cache is None:
-        return embedder.encode(texts)
-    key = hashlib.sha256("\0".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:20]
-    path = cache / f"vectors_{key}.npy"
-    if path.is_file():
-        return np.load(path)
-    vectors = embedder.encode(texts)
-    cache.mkdir(parents=True, exist_ok=True)
-    np.save(path, vectors)
-    return vectors
-
-
-def fixed_blocks(messages: pl.DataFrame, size: int = FIXED_WINDOW) -> pl.DataFrame:
-    """Fallback L1: consecutive windows of ``size`` messages inside each session."""
-    rows = []
-    for (session,), group in messages.sort("position").group_by(["session"], maintain_order=True):
-        for start in range(0, group.height, size):
-            part = group.slice(start, size)
-            rows.append({
-                "block_id": f"{part['chat_file'][0]}/S{session}/B{len(rows)}", "chat_file": part["chat_file"][0],
-                "session": session, "block_index": len(rows), "first_position": part["position"].min(),
-                "last_position": part["position"].max(), "message_ids": part["local_id"].to_list(),
-                "start_time": part["timestamp"].min(), "end_time": part["timestamp"].max(),
-                "speakers": sorted(set(part["speaker"].to_list())), "keywords": [], "label": "", "summary": "",
-            })
-    return pl.DataFrame(rows, schema=schema.BLOCKS)
-
-
-def build_layers(messages: pl.DataFrame, vectors: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, str]:
-    """(blocks, signals, threads, source) from narrative_mirror.layers, else fixed windows."""
-    try:
-        from narrative_mirror import layers
-
-        config = settings.load_config("layers")
-        blocks = layers.build_topic_blocks(messages, vectors, config)
-        signals = layers.compute_signals(messages, blocks, config)
-        threads = layers.build_threads(blocks, signals, layers.block_vectors(blocks, messages, vectors), config)
-        return blocks, signals, threads, "narrative_mirror.layers"
-    except Exception as exc:  # the layers are another module's work in progress: say so, go on
-        return fixed_blocks(messages), None, None, f"fixed {FIXED_WINDOW}-message windows ({type(exc).__name__}: {exc})"
-
-
-def load_train(data_dir: Path, embedder: Embedder, store: IndexStore, cache: Path | None) -> tuple[list[ChatData], set[str]]:
-    chats, sources = [], set()
+def load_train(data_dir: Path, embedder: Embedder, store: IndexStore, cache: Path | None) -> list[ChatData]:
+    chats = []
     for path in train_files(data_dir):
         started = time.perf_counter()
         chat = load_chat(path)
         messages = chat.messages.sort("position")
-        texts = [message_search_text(s, t, c) for s, t, c in
-                 zip(messages["speaker"], messages["text"], messages["image_caption"].fill_null(""))]
-        vectors = _embed(texts, embedder, cache)
+        vectors = message_vectors(messages, embedder, cache)
         embedded = time.perf_counter()
-        blocks, signals, threads, source = build_layers(messages, vectors)
-        layered = time.perf_counter()
-        sources.add(source)
-        embeddings = pl.DataFrame({
-            "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-            "local_id": messages["local_id"], "vector": list(vectors),
-        }, schema=schema.MESSAGE_EMBEDDINGS)
-        for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-            store.replace_partition(table, chat.chat_file, rows)
-        print(f"  {chat.chat_file}: {messages.height} messages; embed {embedded - started:.1f} s, layers "
-              f"{layered - embedded:.1f} s, index {time.perf_counter() - layered:.1f} s", file=sys.stderr)
+        index_chat(store, messages, vectors)
+        print(f"  {chat.chat_file}: {messages.height} messages; embed {embedded - started:.1f} s, layers + index "
+              f"{time.perf_counter() - embedded:.1f} s", file=sys.stderr)
         qa = gold_qa_frame(chat).filter(pl.col("category").is_in(CATEGORIES) & (pl.col("gold_ids").list.len() > 0))
         chats.append(ChatData(chat.chat_file, messages, vectors, qa))
-    return chats, sources
+    return chats
 
 
 def baseline_rankings(chat: ChatData, embedder: Embedder, depth: int = 50) -> list[list[str]]:
@@ -233,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="nm_bench_") as tmp:
         store = IndexStore(str(Path(tmp) / "lancedb"))
         t = time.perf_counter()
-        chats, sources = load_train(args.data, embedder, store, args.cache)
-        print(f"indexed {len(chats)} train chats in {time.perf_counter() - t:.1f} s; layers: {'; '.join(sorted(sources))}")
+        chats = load_train(args.data, embedder, store, args.cache)
+        print(f"indexed {len(chats)} train chats in {time.perf_counter() - t:.1f} s")
         questions = pl.concat([c.questions for c in chats])
         results: dict[str, dict] = {}
         baseline = [r for c in chats for r in baseline_rankings(c, embedder)]

@@ -8,7 +8,7 @@ L2: for each ARC case, the share of its evidence blocks that the best single thr
 to how much of the chat that thread is (a giant thread would hold everything).
 
     .venv/bin/python benchmarks/tune_layers.py /work/shared/datasets/realtalk --grid
-Vectors are cached in --cache (default /tmp/nm_tune_cache) keyed by chat file.
+Vectors are cached in --cache (default /tmp/nm_tune_cache) keyed by model and texts.
 """
 
 from __future__ import annotations
@@ -21,29 +21,22 @@ from pathlib import Path
 
 import numpy as np
 
-from narrative_mirror import settings, split
+from common import message_vectors, train_files
+
+from narrative_mirror import settings
 from narrative_mirror.arcs import arcs_file_for, load_arc_cases
 from narrative_mirror.chats import load_chat
+from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 
 
 def load_train(data_dir: Path, cache: Path) -> list[dict]:
-    from narrative_mirror.embedding import Embedder
-
+    embedder = Embedder()
     chats = []
-    for path in sorted(data_dir.glob("*.json")):
+    for path in train_files(data_dir):
         chat = load_chat(path)
-        if split.assign(chat.chat_file).split != split.TRAIN:
-            continue
-        cache.mkdir(parents=True, exist_ok=True)
-        vector_file = cache / f"{chat.chat_file}.npy"
-        if vector_file.is_file():
-            vectors = np.load(vector_file)
-        else:
-            lines = [f"{s}: {t}" for s, t in zip(chat.messages["speaker"], chat.messages["text"])]
-            vectors = Embedder().encode(lines)
-            np.save(vector_file, vectors)
+        vectors = message_vectors(chat.messages, embedder, cache)
         qa = gold_qa_frame(chat)
         arcs_path = arcs_file_for(settings.arcs_dir(data_dir), chat.chat_file)
         arcs = load_arc_cases(arcs_path, chat.messages) if arcs_path else None

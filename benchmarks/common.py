@@ -1,0 +1,60 @@
+"""What the RealTalk benchmarks share: the train chats (test chats refused) and cached vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from narrative_mirror import schema, settings, split
+from narrative_mirror.embedding import Embedder, message_texts
+from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "realtalk"
+TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
+
+
+def train_files(data_dir: Path) -> list[Path]:
+    """Chat_1..Chat_7 of ``data_dir``; exits if one of them is assigned to the test split."""
+    files = sorted(p for p in Path(data_dir).glob("*.json") if TRAIN_FILE.match(p.stem))
+    for path in files:
+        if split.assign(path.stem).split != split.TRAIN:
+            raise SystemExit(f"{path.name} is a test chat: this benchmark runs on train chats only")
+    if not files:
+        raise SystemExit(f"no train chats (Chat_1..Chat_7) in {data_dir}")
+    return files
+
+
+def message_vectors(messages: pl.DataFrame, embedder: Embedder, cache: Path | None) -> np.ndarray:
+    """Vectors of ``message_texts(messages)``, kept in ``cache`` (keyed by model and texts)."""
+    texts = message_texts(messages)
+    if cache is None:
+        return embedder.encode(texts)
+    key = hashlib.sha256("\0".join([embedder.fingerprint, *texts]).encode()).hexdigest()[:20]
+    path = Path(cache) / f"vectors_{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    vectors = embedder.encode(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
+def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -> None:
+    """Build the chat's layers (config/layers.toml) and write it to ``store`` as the
+    ``lancedb_index`` asset would."""
+    config = settings.load_config("layers")
+    blocks = build_topic_blocks(messages, vectors, config)
+    signals = compute_signals(messages, blocks, config)
+    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
+    embeddings = pl.DataFrame({
+        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
+        "local_id": messages["local_id"], "vector": list(vectors),
+    }, schema=schema.MESSAGE_EMBEDDINGS)
+    chat_file = messages["chat_file"][0]
+    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
+        store.replace_partition(table, chat_file, rows)
