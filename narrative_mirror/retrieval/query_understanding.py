@@ -221,12 +221,39 @@ def _word_pattern(name: str) -> re.Pattern:
     return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?:'s|’s)?(?![\w-])", re.I)
 
 
-def persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None = None) -> list[str]:
-    """Speakers the question names (canonical names, in order of first mention)."""
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Equal up to one substitution, insertion, deletion or swap of neighbouring letters."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return (a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
+            or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:]))
+
+
+# Shorter names are too close to ordinary words ("Lisa" would catch "Mona Lisa" for "Liza").
+MIN_TYPO_NAME = 5
+
+
+def _names_in(query: str, speakers: Sequence[str], aliases: dict[str, str] | None) -> dict[str, str]:
+    """{spelling (lower case): speaker} for the chat's names and aliases, plus the capitalized
+    words of ``query`` that misspell one of them by one edit ("Nikolas" for "Nicolas")."""
     names = {s.lower(): s for s in speakers}
     names.update({a.lower(): s for a, s in (aliases or {}).items()})
+    for word in {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", query)} - names.keys():
+        close = {s for n, s in names.items()
+                 if len(n) >= MIN_TYPO_NAME and len(word) >= MIN_TYPO_NAME and _one_edit_apart(word, n)}
+        if len(close) == 1:
+            names[word] = close.pop()
+    return names
+
+
+def persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None = None) -> list[str]:
+    """Speakers the question names (canonical names, in order of first mention), by name, alias
+    or a one-letter misspelling of either."""
     hits = []
-    for name, speaker in names.items():
+    for name, speaker in _names_in(query, speakers, aliases).items():
         m = _word_pattern(name).search(query)
         if m:
             hits.append((m.start(), speaker))
@@ -234,12 +261,13 @@ def persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None 
 
 
 def without_persons(query: str, speakers: Sequence[str], aliases: dict[str, str] | None = None) -> str:
-    """The question with every speaker name and alias (and its possessive) removed.
+    """The question with every speaker name and alias (misspelled or not, and its possessive)
+    removed.
 
     Used as the content query: a speaker's name would otherwise match the ``speaker:`` prefix
     of all their messages and favour their shortest ones ("Is Elise vegan?" -> "Is vegan?").
     """
-    for name in sorted({*speakers, *(aliases or {})}, key=len, reverse=True):
+    for name in sorted(_names_in(query, speakers, aliases), key=len, reverse=True):
         query = _word_pattern(name).sub(" ", query)
     return re.sub(r"\s+", " ", query).strip()
 

@@ -7,6 +7,7 @@ from narrative_mirror.retrieval.query_understanding import (
     QueryInfo,
     TimeWindow,
     parse_query,
+    persons,
     question_type,
     speaker_aliases,
     time_mask,
@@ -59,6 +60,19 @@ def test_without_persons_removes_names_aliases_and_possessives():
     assert without_persons("What are Kate's hobbies, and Elise’s?", SPEAKERS, ALIASES) == "What are hobbies, and ?"
     assert without_persons("Where do they ski?", SPEAKERS, ALIASES) == "Where do they ski?"
     assert without_persons("Did Emily call?", SPEAKERS, ALIASES) == "Did Emily call?"
+
+
+def test_persons_tolerate_one_typo_in_names_of_five_letters_or_more():
+    speakers = ["Nicolas", "Nebraas"]
+    assert persons("What symptoms does Nikolas have?", speakers) == ["Nicolas"]  # substitution
+    assert persons("Is Nerbaas loyal?", speakers) == ["Nebraas"]  # swapped neighbours
+    assert persons("Did Nicola call Nebras?", speakers) == ["Nicolas", "Nebraas"]  # missing letters
+    assert without_persons("Is Nerbaas's dog ok?", speakers) == "Is dog ok?"
+    # Two edits, or a short name, is another word: "Mona Lisa" does not name "Liza".
+    assert persons("Did Nikolaas call?", speakers) == []
+    assert persons("Did she see the Mona Lisa?", ["Emi", "Paola"], {"Liza": "Paola"}) == []
+    # Exact names still win: "Elise" is not read as a typo of "Elisa".
+    assert persons("Did Elise meet Elisa?", ["Elise", "Elisa"]) == ["Elise", "Elisa"]
 
 
 def test_entities_longest_first_without_speaker_names():
