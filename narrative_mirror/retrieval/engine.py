@@ -20,6 +20,7 @@ memory (chats are small), so a query costs one query encode plus numpy work.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,7 +206,8 @@ class Retriever:
 
     Chats are cached in memory; at most every ``REFRESH_SECONDS`` the store's table versions
     are compared (~2 ms) and a re-indexed store drops the cache, so a long-lived retriever
-    never serves rows older than that.
+    never serves rows older than that. Safe to share between threads (the API server does):
+    one lock guards the cache, so a chat is loaded once however many queries wait for it.
     """
 
     REFRESH_SECONDS = 2.0
@@ -221,6 +223,7 @@ class Retriever:
         self._chats: dict[str, ChatIndex] = {}
         self._versions: dict[str, int] = {}
         self._versions_checked = float("-inf")
+        self._cache_lock = threading.Lock()
 
     # -- chat cache ---------------------------------------------------------------------------
     def chat_files(self) -> list[str]:
@@ -228,27 +231,29 @@ class Retriever:
 
     def invalidate(self, chat_file: str | None = None) -> None:
         """Forget the in-memory copy of one chat (or all), e.g. after it was re-indexed."""
-        if chat_file is None:
-            self._chats.clear()
-        else:
-            self._chats.pop(chat_file, None)
+        with self._cache_lock:
+            if chat_file is None:
+                self._chats.clear()
+            else:
+                self._chats.pop(chat_file, None)
 
     def chat(self, chat_file: str) -> ChatIndex:
-        now = time.monotonic()
-        if now - self._versions_checked >= self.REFRESH_SECONDS:
-            versions = self.store.versions()
-            if versions != self._versions:
-                self._chats.clear()
-                self._versions = versions
-            self._versions_checked = now
-        if chat_file not in self._chats:
-            messages = self.store.messages_for(chat_file)
-            if messages.height == 0:
-                raise ValueError(f"unknown chat_file {chat_file!r}; indexed chat files: {self.chat_files()}")
-            self._chats[chat_file] = ChatIndex(
-                chat_file, messages, self.store.blocks_for(chat_file), self.store.threads_for(chat_file),
-                window=int(_option(self.config, "hybrid.window")), stem=bool(_option(self.config, "lexical.stem")))
-        return self._chats[chat_file]
+        with self._cache_lock:
+            now = time.monotonic()
+            if now - self._versions_checked >= self.REFRESH_SECONDS:
+                versions = self.store.versions()
+                if versions != self._versions:
+                    self._chats.clear()
+                    self._versions = versions
+                self._versions_checked = now
+            if chat_file not in self._chats:
+                messages = self.store.messages_for(chat_file)
+                if messages.height == 0:
+                    raise ValueError(f"unknown chat_file {chat_file!r}; indexed chat files: {self.chat_files()}")
+                self._chats[chat_file] = ChatIndex(
+                    chat_file, messages, self.store.blocks_for(chat_file), self.store.threads_for(chat_file),
+                    window=int(_option(self.config, "hybrid.window")), stem=bool(_option(self.config, "lexical.stem")))
+            return self._chats[chat_file]
 
     def block_ids(self, chat_file: str, block_id: str) -> list[str]:
         """ALL local ids of a block, in order."""

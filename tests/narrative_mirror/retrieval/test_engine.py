@@ -1,6 +1,8 @@
 """Retriever end to end: a hand-made chat in a real LanceDB on tmp_path, the real MiniLM embedder."""
 
 import copy
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import polars as pl
@@ -223,6 +225,24 @@ def test_cache_is_refreshed_by_invalidate(store, embedder, retriever):
     first = retriever.chat(CHAT)
     retriever.invalidate(CHAT)
     assert retriever.chat(CHAT) is not first
+
+
+def test_concurrent_queries_load_a_cold_chat_once(store, embedder, monkeypatch):
+    r = Retriever(store, embedder, settings.load_config("retrieval"))
+    r.REFRESH_SECONDS = 0.0  # every call also checks the store's versions
+    loads = []
+    read_messages = store.messages_for
+    monkeypatch.setattr(store, "messages_for", lambda chat_file: loads.append(chat_file) or read_messages(chat_file))
+    start = threading.Barrier(8)
+
+    def query(_):
+        start.wait()
+        return r.chat(CHAT)
+
+    with ThreadPoolExecutor(8) as pool:
+        chats = list(pool.map(query, range(8)))
+    assert loads == [CHAT]
+    assert all(c is chats[0] for c in chats)
 
 
 def test_reindexed_chat_is_reread(tmp_path, embedder):
