@@ -223,8 +223,10 @@ def _word_pattern(name: str) -> re.Pattern:
 
 def _one_edit_apart(a: str, b: str) -> bool:
     """Equal up to one substitution, insertion, deletion or swap of neighbouring letters."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return a == b
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
         i += 1
