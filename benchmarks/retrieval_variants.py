@@ -180,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "p95_ms": float(np.percentile(latencies, 95))}
     print(f"{questions.height} questions (categories 1-3, gold resolvable); default variant: {config['default_variant']}")
     print(format_table(results))
+    if "hybrid_learned" in results:
+        print("hybrid_learned is IN-SAMPLE here (its weights were fitted on these chats); its held-out "
+              "(leave-one-chat-out) R@10 is printed by benchmarks/train_fusion.py.")
     if args.json:
         args.json.write_text(json.dumps({"overrides": args.overrides, "results": results}, indent=2))
     return 0

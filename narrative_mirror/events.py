@@ -46,6 +46,7 @@ VARIANT_METHODS = {
     "bm25": "keyword",
     "dense": "semantic",
     "hybrid": "hybrid",
+    "hybrid_learned": "hybrid",
     "hybrid_expand": "hybrid",
     "hybrid_expand_rerank": "hybrid",
     "dual_path": "tree",

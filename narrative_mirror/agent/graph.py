@@ -146,7 +146,8 @@ class Run:
             self.step(f"retriever: budget: skipped search {query!r}")
         self.calls += len(affordable)
         self.queries += affordable
-        return self.retriever.search_many(self.chat_file, affordable, k=self.profile.first_search)
+        variant = self.retriever.story_variant if self.task == "arc" else None
+        return self.retriever.search_many(self.chat_file, affordable, k=self.profile.first_search, variant=variant)
 
     def ask_llm(self, node: str, call: Callable[[], T], final: bool = False) -> T | None:
         """One LLM call within budget; None (and the run degraded) when it fails."""

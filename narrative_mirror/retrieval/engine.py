@@ -1,6 +1,7 @@
 """The retrieval API the agent and the evaluation call: ``Retriever.search``.
 
-Variants (``retrieval.toml`` ``default_variant`` picks the default):
+Variants (``retrieval.toml`` ``default_variant`` picks the default, ``story_variant`` the one
+narrative (arc) questions search with):
 - ``bm25``: BM25 over the chat's messages (``speaker: text``).
 - ``dense``: cosine over the message vectors.
 - ``hybrid``: weighted RRF of ranked message lists: BM25 and dense over messages, over
@@ -9,6 +10,9 @@ Variants (``retrieval.toml`` ``default_variant`` picks the default):
   question-aware lists in that fused order: the messages written by the persons the question
   names, and the messages inside its time window. With ``strip_person_names`` the content
   lists search the question without the speakers' names (the speaker list carries them).
+- ``hybrid_learned``: ``hybrid``'s candidate pool re-scored by the linear listwise model of
+  retrieval.toml ``[learned]`` over the lists' ranks, raw scores, neighbours' scores and
+  message signals (learned_fusion.py; trained on the train chats by benchmarks/train_fusion.py).
 - ``hybrid_expand``: ``hybrid``, then the top hits lend decayed scores to their neighbours
   and block-mates (expansion.py).
 - ``hybrid_expand_rerank``: ``hybrid_expand``, then the configured reranker.
@@ -33,11 +37,17 @@ from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import dense, expansion, query_understanding, tree
+from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, neighbour_max
 from narrative_mirror.retrieval.fusion import rrf_rows
 from narrative_mirror.retrieval.lexical import BM25Index
 from narrative_mirror.retrieval.rerank import Reranker, RerankContext, make_reranker
 
-VARIANTS = ("bm25", "dense", "hybrid", "hybrid_expand", "hybrid_expand_rerank", "dual_path")
+VARIANTS = ("bm25", "dense", "hybrid", "hybrid_learned", "hybrid_expand", "hybrid_expand_rerank", "dual_path")
+# Softens the learned scores the agent grades with. Agent on train (498 q), exact recall /
+# precision of the selected evidence: 1.0 -> fast .486/.410, balanced .517/.248; 2.0 -> fast
+# .511/.388, balanced .547/.227; the hybrid variant: fast .489/.229, balanced .571/.174.
+LEARNED_SCORE_TEMPERATURE = 2.0
+HYBRID_LIST_NAMES = ("bm25", "dense", "bm25_window", "dense_window", "block", "block_bm25", "thread", "speaker", "time")
 
 
 @dataclass
@@ -79,7 +89,7 @@ def _option(config: Mapping, dotted: str):
 
 
 REQUIRED_SETTINGS = (
-    "default_variant", "rrf_k", "candidates", "lexical.backend", "lexical.stem",
+    "default_variant", "story_variant", "rrf_k", "candidates", "lexical.backend", "lexical.stem",
     *(f"hybrid.{k}" for k in ("w_bm25", "w_dense", "window", "w_bm25_window", "w_dense_window", "w_block",
                              "w_block_bm25", "w_thread", "w_speaker", "w_time", "time_slack_hours",
                              "strip_person_names")),
@@ -99,8 +109,9 @@ def validate_config(config: Mapping) -> None:
             missing.append(dotted)
     if missing:
         raise ValueError(f"retrieval.toml: missing settings {missing}")
-    if config["default_variant"] not in VARIANTS:
-        raise ValueError(f"retrieval.toml: default_variant {config['default_variant']!r} not in {list(VARIANTS)}")
+    for key in ("default_variant", "story_variant"):
+        if config[key] not in VARIANTS:
+            raise ValueError(f"retrieval.toml: {key} {config[key]!r} not in {list(VARIANTS)}")
     if config["lexical"]["backend"] not in ("bm25s", "lancedb"):
         raise ValueError(f"retrieval.toml: lexical.backend {config['lexical']['backend']!r} not in ['bm25s', 'lancedb']")
 
@@ -134,6 +145,14 @@ class ChatIndex:
         self.row_of = {lid: i for i, lid in enumerate(self.local_ids)}
         self.row_of_message = {mid: i for i, mid in enumerate(self.message_ids)}
         self.vectors = np.asarray(messages["vector"].to_numpy(), dtype=np.float32)
+        # Per-message arrays the learned fusion reads (learned_fusion.FEATURES).
+        self.session_array = np.array(self.sessions, dtype=np.int64)
+        self.log_words = np.log1p([len(t.split()) for t in self.raw_texts])
+        self.is_question = np.array(["?" in t for t in self.raw_texts], dtype=np.float64)
+        self.after_question = np.concatenate([[0.0], self.is_question[:-1]])
+        self.tier_array = np.array(messages["importance_tier"].to_list(), dtype=np.float64)
+        self.refs_array = np.array(messages["refs"].to_list(), dtype=np.float64)
+        self.temporal = np.array([bool(t) for t in messages["temporal"].to_list()], dtype=np.float64)
 
         windows = _window_rows(self.size, window)
         self.bm25 = BM25Index(self.texts, stem=stem)
@@ -219,7 +238,9 @@ class Retriever:
         self.config = config if config is not None else settings.load_config("retrieval")
         validate_config(self.config)
         self.default_variant = self.config["default_variant"]
+        self.story_variant = self.config["story_variant"]
         self._reranker = reranker
+        self._learned: LearnedFusion | None = None
         self._chats: dict[str, ChatIndex] = {}
         self._versions: dict[str, int] = {}
         self._versions_checked = float("-inf")
@@ -285,16 +306,78 @@ class Retriever:
         return chat.bm25.search(query)
 
     def _first_stage(self, chat: ChatIndex, query: str, qvec: np.ndarray | None, variant: str,
-                     info: query_understanding.QueryInfo) -> tuple[list[tuple[int, float]], dict[int, list[str]]]:
-        """Ranked (row, score) over the chat's messages and the lists that found each row."""
+                     info: query_understanding.QueryInfo
+                     ) -> tuple[list[tuple[int, float]], dict[int, list[str]], dict[str, np.ndarray]]:
+        """Ranked (row, score) over the chat's messages, the lists that found each row, and the
+        hybrid lists themselves (empty for bm25 / dense)."""
         if variant == "bm25":
             ranked = self._lexical(chat, query)
-            return ranked, {r: ["bm25"] for r, _ in ranked}
-        msg_dense = dense.cosine_scores(chat.vectors, qvec)
+            return ranked, {r: ["bm25"] for r, _ in ranked}, {}
         if variant == "dense":
-            ranked = dense.top_k(msg_dense)
-            return ranked, {r: ["dense"] for r, _ in ranked}
+            ranked = dense.top_k(dense.cosine_scores(chat.vectors, qvec))
+            return ranked, {r: ["dense"] for r, _ in ranked}, {}
+        lists = self.hybrid_lists(chat, query, qvec, info)
         h = self.config["hybrid"]
+        fused = rrf_rows(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k)
+        found: dict[int, list[str]] = {}
+        for name, rows in lists.items():
+            for r in rows[: self.pool_size].tolist():
+                found.setdefault(r, []).append(name)
+        return fused, found, lists
+
+    def pool_features(self, chat: ChatIndex, query: str, qvec: np.ndarray, info: query_understanding.QueryInfo,
+                      lists: Mapping[str, np.ndarray], fused: Sequence[tuple[int, float]],
+                      pool: Sequence[int]) -> np.ndarray:
+        """learned_fusion.FEATURES (columns, in that order) of the ``pool`` rows (rows)."""
+        columns: dict[str, np.ndarray] = {}
+        for name in HYBRID_LIST_NAMES:
+            rr = np.zeros(chat.size)
+            if name in lists:
+                rr[lists[name]] = 1.0 / (self.rrf_k + np.arange(1, lists[name].size + 1))
+            columns[f"rr_{name}"] = rr
+        fused_score = np.zeros(chat.size)
+        fused_score[[r for r, _ in fused]] = [s for _, s in fused]
+        columns["fused"] = fused_score
+        columns["fused_prev"] = np.concatenate([[0.0], fused_score[:-1]])
+        columns["fused_next"] = np.concatenate([fused_score[1:], [0.0]])
+        bm25 = chat.bm25.scores(query)
+        columns["bm25"] = bm25 / bm25.max() if bm25.max() > 0 else bm25
+        window_bm25 = chat.window_bm25.scores(query)
+        columns["bm25_window"] = window_bm25 / window_bm25.max() if window_bm25.max() > 0 else window_bm25
+        columns["cosine"] = dense.cosine_scores(chat.vectors, qvec)
+        columns["cosine_window"] = dense.cosine_scores(chat.window_vectors, qvec)
+        for name, values in (("cosine", columns["cosine"]), ("bm25", columns["bm25"])):
+            near1 = neighbour_max(values, chat.session_array, 1)
+            columns[f"{name}_near1"] = near1
+            columns[f"{name}_near2"] = np.maximum(near1, neighbour_max(values, chat.session_array, 2))
+        columns["speaker_named"] = (np.isin(chat.speaker_array, info.persons).astype(np.float64)
+                                    if info.persons else np.zeros(chat.size))
+        columns["log_words"] = chat.log_words
+        columns["is_question"] = chat.is_question
+        columns["after_question"] = chat.after_question
+        columns["tier"] = chat.tier_array
+        columns["refs"] = chat.refs_array
+        columns["temporal"] = chat.temporal
+        columns["when_x_temporal"] = chat.temporal * float(info.question_type == "when")
+        rows = np.asarray(pool, dtype=np.int64)
+        out = np.empty((rows.size, len(FEATURES)))
+        for j, name in enumerate(FEATURES):
+            out[:, j] = 1.0 / np.sqrt(np.arange(1, rows.size + 1)) if name == "pool_rank" else columns[name][rows]
+        return out
+
+    @property
+    def learned(self) -> LearnedFusion:
+        if self._learned is None:
+            if "learned" not in self.config:
+                raise ValueError("retrieval.toml: no [learned] section (run benchmarks/train_fusion.py --write)")
+            self._learned = LearnedFusion.from_config(self.config["learned"])
+        return self._learned
+
+    def hybrid_lists(self, chat: ChatIndex, query: str, qvec: np.ndarray,
+                     info: query_understanding.QueryInfo) -> dict[str, np.ndarray]:
+        """The ranked row lists the hybrid variants fuse, by name (``hybrid.w_<name>`` weighs each)."""
+        h = self.config["hybrid"]
+        msg_dense = dense.cosine_scores(chat.vectors, qvec)
         lexical = np.array([r for r, _ in self._lexical(chat, query)], dtype=np.int64)
         lists: dict[str, np.ndarray] = {"bm25": lexical, "dense": _ranking(msg_dense)}
         if h["w_bm25_window"] > 0:
@@ -316,12 +399,7 @@ class Retriever:
             mask = query_understanding.time_mask(chat.times, info, timedelta(hours=h["time_slack_hours"]))
             if mask.any() and not mask.all():
                 lists["time"] = base_order[mask[base_order]]
-        fused = rrf_rows(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k)
-        found: dict[int, list[str]] = {}
-        for name, rows in lists.items():
-            for r in rows[: self.pool_size].tolist():
-                found.setdefault(r, []).append(name)
-        return fused, found
+        return lists
 
     @property
     def rrf_k(self) -> int:
@@ -373,13 +451,7 @@ class Retriever:
             return []
         t0 = time.perf_counter()
         chat = self.chat(chat_file)
-        parsed = []
-        for query in queries:
-            info = chat.parse(query)
-            search_query = query
-            if self.config["hybrid"]["strip_person_names"] and info.persons:
-                search_query = query_understanding.without_persons(query, chat.speaker_names, chat.aliases) or query
-            parsed.append((query, info, search_query))
+        parsed = [self._parse(chat, query) for query in queries]
         parse_ms = (time.perf_counter() - t0) * 1000 / len(queries)
         t = time.perf_counter()
         vectors: list[np.ndarray | None] = [None] * len(queries)
@@ -393,12 +465,34 @@ class Retriever:
             for (query, info, search_query), qvec in zip(parsed, vectors)
         ]
 
+    def _parse(self, chat: ChatIndex, query: str) -> tuple[str, query_understanding.QueryInfo, str]:
+        """(query, what it asks about, the text the content lists search)."""
+        info = chat.parse(query)
+        search_query = query
+        if self.config["hybrid"]["strip_person_names"] and info.persons:
+            search_query = query_understanding.without_persons(query, chat.speaker_names, chat.aliases) or query
+        return query, info, search_query
+
+    def training_pools(self, chat_file: str, queries: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        """For each query, the local ids of its hybrid candidate pool (hybrid order) and their
+        learned-fusion features: the rows benchmarks/train_fusion.py learns from."""
+        chat = self.chat(chat_file)
+        parsed = [self._parse(chat, query) for query in queries]
+        vectors = self.embedder.encode([search_query for _, _, search_query in parsed])
+        out = []
+        for (_, info, search_query), qvec in zip(parsed, vectors):
+            fused, _, lists = self._first_stage(chat, search_query, qvec, "hybrid", info)
+            rows = [r for r, _ in fused[: self.pool_size]]
+            out.append(([chat.local_ids[r] for r in rows],
+                        self.pool_features(chat, search_query, qvec, info, lists, fused, rows)))
+        return out
+
     def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, search_query: str,
                     qvec: np.ndarray | None, k: int, *, variant: str, pool: int, need_fresh: bool,
                     reranker: Reranker | None, timings: dict[str, float]) -> SearchResult:
         t0 = time.perf_counter()
         t = time.perf_counter()
-        ranked, found = self._first_stage(chat, search_query, qvec, variant, info)
+        ranked, found, lists = self._first_stage(chat, search_query, qvec, variant, info)
         extra: dict[str, object] = {}
         if variant == "dual_path":
             tree_cfg = _option(self.config, "tree")
@@ -419,8 +513,20 @@ class Retriever:
         pool_ranked = ranked[:pool]
         timings["first_stage"] = (time.perf_counter() - t) * 1000
 
-        t = time.perf_counter()
         second = pool_ranked
+        if variant == "hybrid_learned":
+            t = time.perf_counter()
+            rows = [r for r, _ in pool_ranked]
+            x = self.pool_features(chat, search_query, qvec, info, lists, ranked, rows)
+            model = self.learned
+            scores = model.score(x[:, [list(FEATURES).index(f) for f in model.features]])
+            # Reported as softmax weight relative to the pool's best, in (0, 1], which the agent's
+            # grades read as relative scores.
+            relative = np.exp((scores - scores.max()) / LEARNED_SCORE_TEMPERATURE)
+            second = [(rows[i], float(relative[i])) for i in _ranking(scores)]
+            timings["learned"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
         expanded_by: dict[int, str] = {}
         if variant in ("hybrid_expand", "hybrid_expand_rerank"):
             e = _option(self.config, "expand")

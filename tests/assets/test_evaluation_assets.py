@@ -26,9 +26,11 @@ def _run(instance, names, key, tmp_path, tags=None):
 
 
 def _worse_retrieval_config(folder):
-    """A deliberately worse retrieval: rank messages by their block's vector only (no message-level
-    BM25 or dense lists), evaluated with a tighter tolerance than the default."""
+    """A deliberately worse retrieval: the plain hybrid variant ranking messages by their block's
+    vector only (no message-level BM25 or dense lists), evaluated with a tighter tolerance."""
     text = settings.config_path("retrieval").read_text()
+    text, n = re.subn(r'^default_variant = "[a-z_]+"', 'default_variant = "hybrid"', text, flags=re.M)
+    assert n == 1
     for weight in ("w_bm25", "w_dense", "w_bm25_window", "w_dense_window"):
         text, n = re.subn(rf"^{weight} = [0-9.]+", f"{weight} = 0.0", text, flags=re.M)
         assert n == 1, weight

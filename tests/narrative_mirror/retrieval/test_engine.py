@@ -289,3 +289,56 @@ def test_search_many_encodes_once_and_matches_search(store, embedder):
         assert ids(result) == ids(one)
         assert [h.score for h in result.hits] == pytest.approx([h.score for h in one.hits], abs=1e-5)
     assert batch.search_many(CHAT, [], k=5) == []
+
+
+def learned_config(features, weights):
+    cfg = settings.load_config("retrieval")
+    cfg["learned"] = {"features": features, "mean": [0.0] * len(features), "scale": [1.0] * len(features),
+                      "weights": weights}
+    return cfg
+
+
+def test_hybrid_learned_reorders_the_hybrid_pool_by_the_model(store, embedder):
+    # All weight on message length: the pool comes back longest first, the same ids as hybrid's pool.
+    by_length = Retriever(store, embedder, learned_config(["log_words"], [1.0]))
+    result = by_length.search(CHAT, "puppy", k=3, variant="hybrid_learned", candidates=10)
+    hybrid = by_length.search(CHAT, "puppy", k=10, variant="hybrid", candidates=10)
+    assert ids(result)[0] == "D2:2"  # 10 words, the longest message
+    assert {lid for lid, _ in result.trace.reranked} == set(ids(hybrid))
+    assert result.trace.candidates == [(h.local_id, h.score) for h in hybrid.hits]  # checkpoint 1 = hybrid pool
+    scores = [s for _, s in result.trace.reranked]
+    assert scores[0] == 1.0 and all(0 < b <= a for a, b in zip(scores, scores[1:]))
+    assert "learned" in result.timings_ms
+    # The speaker feature alone puts Ben's messages first.
+    ben_first = Retriever(store, embedder, learned_config(["speaker_named"], [1.0]))
+    hits = ben_first.search(CHAT, "What did Ben say about the puppy?", k=4, variant="hybrid_learned").hits
+    assert [h.speaker for h in hits] == ["Ben"] * 4
+
+
+def test_pool_features_respect_session_boundaries(retriever, embedder):
+    from narrative_mirror.retrieval.learned_fusion import FEATURES
+
+    chat = retriever.chat(CHAT)
+    query, info, search_query = retriever._parse(chat, "Did Biscuit chew anything?")
+    qvec = embedder.encode([search_query])[0]
+    fused, _, lists = retriever._first_stage(chat, search_query, qvec, "hybrid", info)
+    rows = list(range(chat.size))
+    x = retriever.pool_features(chat, search_query, qvec, info, lists, fused, rows)
+    column = {name: x[:, j] for j, name in enumerate(FEATURES)}
+    row = {lid: i for i, lid in enumerate(chat.local_ids)}
+    assert column["is_question"][row["D1:4"]] == 1.0 and column["after_question"][row["D1:5"]] == 1.0
+    # D1:6 ends session 1: its only neighbour 1 away in the same session is D1:5.
+    assert column["cosine_near1"][row["D1:6"]] == pytest.approx(column["cosine"][row["D1:5"]])
+    assert column["cosine_near1"][row["D2:1"]] == pytest.approx(column["cosine"][row["D2:2"]])
+    assert column["bm25"].max() == 1.0 and column["bm25"][row["D2:1"]] == 1.0  # "chew" only there (stemmed)
+    assert column["speaker_named"].sum() == 0  # no speaker named
+
+
+def test_hybrid_learned_needs_a_valid_learned_section(store, embedder):
+    cfg = settings.load_config("retrieval")
+    del cfg["learned"]
+    with pytest.raises(ValueError, match=r"no \[learned\] section"):
+        Retriever(store, embedder, cfg).search(CHAT, "puppy", variant="hybrid_learned")
+    assert Retriever(store, embedder, cfg).search(CHAT, "puppy", variant="hybrid").hits  # other variants unaffected
+    with pytest.raises(ValueError, match="unknown features"):
+        Retriever(store, embedder, learned_config(["shoe_size"], [1.0])).search(CHAT, "puppy", variant="hybrid_learned")

@@ -1,0 +1,117 @@
+"""Train the learned fusion (retrieval variant ``hybrid_learned``) on the RealTalk TRAIN chats.
+
+For every question of categories 1-3 the hybrid candidate pool and its features are taken
+from ``Retriever.training_pools``; the gold evidence ids label the pool. The score printed
+is honest: leave-one-chat-out over Chat_1..Chat_7 (each chat is ranked by weights fitted on
+the other six), beside the hybrid order of the same pools. Then the weights are fitted on
+all seven chats and printed as retrieval.toml's ``[learned]`` section (``--write`` replaces
+that section in narrative_mirror/config/retrieval.toml). Test chats are refused.
+
+    .venv/bin/python benchmarks/train_fusion.py [--data DIR] [--cache DIR] [--l2 0.001] [--write]
+
+Retrain after changing the ``[hybrid]`` settings: the features include the hybrid lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import DEFAULT_DATA
+from retrieval_variants import CATEGORIES, load_train
+
+from narrative_mirror import settings
+from narrative_mirror.embedding import Embedder
+from narrative_mirror.index_store import IndexStore
+from narrative_mirror.metrics.recall_at_k import recall_at_k
+from narrative_mirror.retrieval.engine import Retriever
+from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, fit_listwise
+
+
+def toml_section(model: LearnedFusion, note: str) -> str:
+    def array(values) -> str:
+        return "[" + ", ".join(repr(v) for v in values) + "]"
+
+    cfg = model.to_config()
+    lines = ["[learned]", f"# {note}", "# Written by benchmarks/train_fusion.py --write; features: learned_fusion.FEATURES.",
+             f"features = {array(cfg['features'])}".replace("'", '"')]
+    lines += [f"{key} = {array(cfg[key])}" for key in ("mean", "scale", "weights")]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section: str) -> Path:
+    """Replace (or append) the ``[learned]`` section, which must stay the file's last."""
+    path = settings.config_path("retrieval")
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"^\[learned\]\n", text, flags=re.M)
+    head = text[: match.start()] if match else text.rstrip("\n") + "\n\n"
+    path.write_text(head + section, encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--cache", type=Path, default=None, help="folder to cache message vectors between runs")
+    parser.add_argument("--l2", type=float, default=1e-3, help="L2 penalty on the standardized weights")
+    parser.add_argument("--write", action="store_true", help="write the [learned] section into retrieval.toml")
+    args = parser.parse_args(argv)
+
+    embedder = Embedder()
+    with tempfile.TemporaryDirectory(prefix="nm_fusion_") as tmp:
+        store = IndexStore(str(Path(tmp) / "lancedb"))
+        chats = load_train(args.data, embedder, store, args.cache)
+        retriever = Retriever(store, embedder, settings.load_config("retrieval"))
+        started = time.perf_counter()
+        pools, golds, categories, chat_of = [], [], [], []
+        for number, chat in enumerate(chats):
+            questions = chat.questions
+            pools += retriever.training_pools(chat.chat_file, questions["question"].to_list())
+            golds += questions["gold_ids"].to_list()
+            categories += questions["category"].to_list()
+            chat_of += [number] * questions.height
+        print(f"{len(pools)} questions, pools of {retriever.pool_size}: features in {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
+
+    x = np.concatenate([features for _, features in pools])
+    labels = np.concatenate([[lid in set(gold) for lid in ids] for (ids, _), gold in zip(pools, golds)]).astype(float)
+    question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(pools)])
+    chat_of_row = np.array(chat_of)[question]
+    chat_of = np.array(chat_of)
+
+    held_out = np.zeros(len(pools))  # R@10 of each question under weights fitted without its chat
+    hybrid = np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools, golds)])
+    for number, chat in enumerate(chats):
+        model = fit_listwise(x[chat_of_row != number], labels[chat_of_row != number],
+                             question[chat_of_row != number], list(FEATURES), l2=args.l2)
+        for q in np.flatnonzero(chat_of == number):
+            ids, features = pools[q]
+            order = np.lexsort((np.arange(len(ids)), -model.score(features)))
+            held_out[q] = recall_at_k([ids[i] for i in order], golds[q], 10)
+        part = chat_of == number
+        print(f"  {chat.chat_file:<28} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
+              f"learned (held out) {100 * held_out[part].mean():5.1f}")
+    categories = np.array(categories)
+    for category in CATEGORIES:
+        part = categories == category
+        print(f"  category {category:<19} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
+              f"learned (held out) {100 * held_out[part].mean():5.1f}")
+    note = (f"Leave-one-chat-out on Chat_1..7 ({len(pools)} questions): R@10 {100 * held_out.mean():.1f} "
+            f"vs hybrid {100 * hybrid.mean():.1f}; l2 {args.l2:g}; fitted on all 7.")
+    print(note)
+    final = fit_listwise(x, labels, question, list(FEATURES), l2=args.l2)
+    section = toml_section(final, note)
+    if args.write:
+        print(f"wrote [learned] to {write_section(section)}")
+    else:
+        print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
