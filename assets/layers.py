@@ -12,7 +12,7 @@ from assets.config_sources import embedding_config, layers_config, prompts
 from assets.ingest import _versioned
 from assets.partitions import chat_files
 from narrative_mirror import schema, settings
-from narrative_mirror.embedding import message_texts
+from narrative_mirror.embedding import message_texts, vector_matrix
 from narrative_mirror.storage import frame_hash
 from resources import EmbedderResource, LanceDBResource, LLMResource
 
@@ -21,7 +21,7 @@ LAYER_AUTOMATION = dg.AutomationCondition.eager() | dg.AutomationCondition.code_
 
 
 def _vectors(embeddings: pl.DataFrame) -> np.ndarray:
-    return np.asarray(embeddings["vector"].to_list(), dtype=np.float32)
+    return vector_matrix(embeddings["vector"])
 
 
 def _summarizer(llm: LLMResource, config: dict):
@@ -65,7 +65,7 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
             "message_id": messages["message_id"],
             "chat_file": messages["chat_file"],
             "local_id": messages["local_id"],
-            "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32)) if len(vectors) else pl.Series([], dtype=pl.List(pl.Float32)),
+            "vector": pl.Series(vectors).cast(pl.List(pl.Float32)),
         }
     )
     df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings")

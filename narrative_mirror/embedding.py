@@ -109,6 +109,15 @@ class Embedder:
 SMALL_INPUT = 16
 
 
+def vector_matrix(column) -> np.ndarray:
+    """The (rows, dim) float32 matrix of a polars ``List(Float32)`` vector column whose lists all
+    have one length; flattening skips building a Python list per row (~100x faster)."""
+    if len(column) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    flat = np.asarray(column.explode().to_numpy(), dtype=np.float32)
+    return flat.reshape(len(column), -1)
+
+
 def text_hash(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from lancedb.index import FTS
 
 from narrative_mirror import schema
-from narrative_mirror.embedding import message_search_text
+from narrative_mirror.embedding import message_search_text, vector_matrix
 
 TABLES = ("messages", "blocks", "threads")
 ID_COLUMNS = {"messages": "message_id", "blocks": "block_id", "threads": "thread_id"}
@@ -100,7 +100,7 @@ def _vector_lookup(embeddings: pl.DataFrame) -> tuple[dict[str, int], np.ndarray
     lengths = emb["vector"].list.len().unique().to_list()
     if len(lengths) != 1:
         raise ValueError(f"message embeddings: vectors of different lengths {sorted(lengths)}")
-    matrix = np.asarray(emb["vector"].to_list(), dtype=np.float32)
+    matrix = vector_matrix(emb["vector"])
     return {mid: i for i, mid in enumerate(emb["message_id"].to_list())}, matrix
 
 

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from narrative_mirror import schema
-from narrative_mirror.embedding import SMALL_INPUT, Embedder, message_search_text, message_texts
+from narrative_mirror.embedding import SMALL_INPUT, Embedder, message_search_text, message_texts, vector_matrix
 
 
 def texts(n):
@@ -52,3 +52,11 @@ def test_message_texts_join_speaker_text_and_caption():
     }, schema=schema.MESSAGES)
     assert message_texts(messages) == ["Ann: Look! [image: a red kite]", "Ben: Nice"]
     assert message_search_text("Ben", "Nice") == "Ben: Nice"
+
+
+def test_vector_matrix_equals_the_row_by_row_conversion():
+    rows = [[0.5, -1.0, 2.0], [3.0, 0.25, -0.125]]
+    column = pl.Series("vector", rows, dtype=pl.List(pl.Float32))
+    matrix = vector_matrix(column)
+    assert matrix.dtype == np.float32 and matrix.tolist() == rows
+    assert vector_matrix(column.head(0)).shape == (0, 0)
