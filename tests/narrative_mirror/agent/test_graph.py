@@ -3,6 +3,8 @@
 import pytest
 
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
+from narrative_mirror.agent.contract import Facets
+from narrative_mirror.agent.graph import Run
 from narrative_mirror.agent.profiles import PROFILES, Profile
 from narrative_mirror.query import arc, ask
 
@@ -151,3 +153,26 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
     assert answer.selected_ids == [i for p in answer.phases for i in p.evidence]
     assert len(answer.trace.queries) == 1 and answer.calls <= PROFILES["balanced"].max_calls
     assert all(item.text.startswith(("Ana: ", "Ben: ")) for item in answer.evidence)
+
+
+def _search(scored):
+    from datetime import datetime
+
+    from narrative_mirror.retrieval.engine import Hit, SearchResult, SearchTrace
+
+    hits = [Hit(local_id=lid, message_id=f"c/{lid}", position=i, session=1, speaker="Ana", text="t",
+                timestamp=datetime(2024, 1, 1), score=score) for i, (lid, score) in enumerate(scored)]
+    return SearchResult(hits=hits, trace=SearchTrace([(h.local_id, h.score) for h in hits], []),
+                        query_info={}, timings_ms={})
+
+
+@pytest.mark.parametrize("task, variant_weight", [("ask", 0.4), ("arc", 1.0)])
+def test_variant_hits_count_less_than_the_questions_own_for_point_questions(task, variant_weight):
+    run = Run(retriever=None, chat_file="c", question="q", profile=PROFILES["balanced"], llm=None, task=task,
+              facets=Facets(intent="what"))
+    run.add_result(_search([("A", 0.5), ("B", 0.25)]))  # the question's own search
+    run.add_result(_search([("C", 0.5), ("B", 0.5)]))  # a variant's
+    relative = {lid: item.relative for lid, item in run.pool.items()}
+    assert relative["A"] == 1.0
+    assert relative["C"] == pytest.approx(variant_weight)
+    assert relative["B"] == pytest.approx(max(0.5, variant_weight))  # the better of its two scores
