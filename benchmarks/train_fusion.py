@@ -38,7 +38,8 @@ def toml_section(model: LearnedFusion, note: str) -> str:
         return "[" + ", ".join(repr(v) for v in values) + "]"
 
     cfg = model.to_config()
-    lines = ["[learned]", f"# {note}", "# Written by benchmarks/train_fusion.py --write; features: learned_fusion.FEATURES.",
+    lines = ["[learned]", f"# {note}", "# Written by benchmarks/train_fusion.py --write (features: learned_fusion.FEATURES); retrain it",
+             "# after changing [hybrid], rrf_k or candidates: the features include the hybrid lists.",
              f"features = {array(cfg['features'])}".replace("'", '"')]
     lines += [f"{key} = {array(cfg[key])}" for key in ("mean", "scale", "weights")]
     return "\n".join(lines) + "\n"
