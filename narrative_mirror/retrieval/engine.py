@@ -47,7 +47,6 @@ VARIANTS = ("bm25", "dense", "hybrid", "hybrid_learned", "hybrid_expand", "hybri
 # precision of the selected evidence: 1.0 -> fast .486/.410, balanced .517/.248; 2.0 -> fast
 # .511/.388, balanced .547/.227; the hybrid variant: fast .489/.229, balanced .571/.174.
 LEARNED_SCORE_TEMPERATURE = 2.0
-HYBRID_LIST_NAMES = ("bm25", "dense", "bm25_window", "dense_window", "block", "block_bm25", "thread", "speaker", "time")
 
 
 @dataclass
@@ -328,12 +327,11 @@ class Retriever:
     def pool_features(self, chat: ChatIndex, query: str, qvec: np.ndarray, info: query_understanding.QueryInfo,
                       lists: Mapping[str, np.ndarray], fused: Sequence[tuple[int, float]],
                       pool: Sequence[int]) -> np.ndarray:
-        """learned_fusion.FEATURES (columns, in that order) of the ``pool`` rows (rows)."""
+        """One row per ``pool`` row, one column per learned_fusion.FEATURES entry (in that order)."""
         columns: dict[str, np.ndarray] = {}
-        for name in HYBRID_LIST_NAMES:
+        for name, ranked_rows in lists.items():
             rr = np.zeros(chat.size)
-            if name in lists:
-                rr[lists[name]] = 1.0 / (self.rrf_k + np.arange(1, lists[name].size + 1))
+            rr[ranked_rows] = 1.0 / (self.rrf_k + np.arange(1, ranked_rows.size + 1))
             columns[f"rr_{name}"] = rr
         fused_score = np.zeros(chat.size)
         fused_score[[r for r, _ in fused]] = [s for _, s in fused]
@@ -362,7 +360,12 @@ class Retriever:
         rows = np.asarray(pool, dtype=np.int64)
         out = np.empty((rows.size, len(FEATURES)))
         for j, name in enumerate(FEATURES):
-            out[:, j] = 1.0 / np.sqrt(np.arange(1, rows.size + 1)) if name == "pool_rank" else columns[name][rows]
+            if name == "pool_rank":
+                out[:, j] = 1.0 / np.sqrt(np.arange(1, rows.size + 1))
+            elif name.startswith("rr_") and name not in columns:
+                out[:, j] = 0.0  # that list was not built for this question (e.g. no speaker named)
+            else:
+                out[:, j] = columns[name][rows]
         return out
 
     @property
