@@ -1,8 +1,8 @@
 """Train the learned fusion (retrieval variant ``hybrid_learned``) on the RealTalk TRAIN chats.
 
 For every question of categories 1-3 the hybrid candidate pool and its features are taken
-from ``Retriever.training_pools``; the gold evidence ids label the pool. The score printed
-is honest: leave-one-chat-out over Chat_1..Chat_7 (each chat is ranked by weights fitted on
+from ``Retriever.training_pools``; the gold evidence ids label the pool. The R@10 printed
+is held out: leave-one-chat-out over Chat_1..Chat_7 (each chat is ranked by weights fitted on
 the other six), beside the hybrid order of the same pools. Then the weights are fitted on
 all seven chats and printed as retrieval.toml's ``[learned]`` section (``--write`` replaces
 that section in narrative_mirror/config/retrieval.toml). Test chats are refused.

@@ -21,7 +21,7 @@ import numpy as np
 
 # One line each: what the feature measures for a candidate message.
 FEATURES = {
-    "rr_bm25": "1/(rrf_k + rank) in the BM25 list (0 when absent); likewise for every hybrid list",
+    "rr_bm25": "reciprocal rank 1/(rrf_k + rank) in the BM25 list (0 when not in it)",
     "rr_dense": "reciprocal rank in the message-vector cosine list",
     "rr_bm25_window": "reciprocal rank in the window-text BM25 list",
     "rr_dense_window": "reciprocal rank in the window-vector cosine list",
