@@ -8,6 +8,7 @@ repeated commands redo only what changed. The same instance backs ``dg dev`` whe
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -34,19 +35,34 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-# Written when the instance has no settings yet; an edited dagster.yaml is left alone.
-# Telemetry off: this runs offline, and every step would append to logs/event.log.
-DEFAULT_INSTANCE_YAML = """telemetry:
+# Written when the instance has no settings yet (or still has the previous default); an edited
+# dagster.yaml is left alone. Telemetry off: this runs offline, and every step would append to
+# logs/event.log. Storage: Dagster's SQLite files in their default places, through classes that
+# keep their database connections open (jobs/sqlite_storage.py).
+INSTANCE_YAML = """telemetry:
   enabled: false
+run_storage:
+  module: jobs.sqlite_storage
+  class: PooledSqliteRunStorage
+  config:
+    base_dir: {runs_dir}
+event_log_storage:
+  module: jobs.sqlite_storage
+  class: PooledSqliteEventLogStorage
+  config:
+    base_dir: {event_log_dir}
 """
+PREVIOUS_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
 
 
 def dagster_home() -> Path:
     home = settings.nm_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.is_file() or not config.read_text().strip():
-        config.write_text(DEFAULT_INSTANCE_YAML)
+    if not config.is_file() or config.read_text().strip() in ("", PREVIOUS_DEFAULT_YAML.strip()):
+        # JSON strings are YAML strings: any path quotes safely.
+        config.write_text(INSTANCE_YAML.format(runs_dir=json.dumps(str(home / "history")),
+                                               event_log_dir=json.dumps(str(home / "history" / "runs"))))
     return home
 
 

@@ -49,10 +49,11 @@ def _graphql(port: int, query: str) -> dict:
     return body["data"]
 
 
-def test_webserver_serves_assets_and_chat_file_partitions(tmp_path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").touch()
+def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch):
+    from jobs.runner import dagster_home
+
+    monkeypatch.setenv("NM_HOME", str(tmp_path))
+    home = dagster_home()  # the instance settings `narrative-mirror` writes (pooled SQLite storage)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("chat_files", ["Chat_1_Emi_Elise", "demo_garden_Mara_Theo"])
     port = _free_port()

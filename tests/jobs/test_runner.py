@@ -1,12 +1,46 @@
 """Runner's Dagster instance folder."""
 
-from jobs.runner import DEFAULT_INSTANCE_YAML, dagster_home
+import dagster as dg
+
+from jobs.runner import PREVIOUS_DEFAULT_YAML, dagster_home
+from jobs.sqlite_storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
 
 
 def test_instance_settings_written_once_and_edits_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     config = dagster_home() / "dagster.yaml"
-    assert config.read_text() == DEFAULT_INSTANCE_YAML and "enabled: false" in DEFAULT_INSTANCE_YAML
+    written = config.read_text()
+    assert "enabled: false" in written and "PooledSqliteEventLogStorage" in written
     config.write_text("telemetry:\n  enabled: true\n")
     dagster_home()
     assert config.read_text() == "telemetry:\n  enabled: true\n"
+    config.write_text(PREVIOUS_DEFAULT_YAML)  # what earlier versions wrote is upgraded
+    dagster_home()
+    assert config.read_text() == written
+
+
+def test_instance_uses_pooled_sqlite_storage_in_the_default_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("NM_HOME", str(tmp_path / "home with: odd # chars"))
+    home = dagster_home()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert isinstance(instance.run_storage, PooledSqliteRunStorage)
+        assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+
+        @dg.asset
+        def numbers() -> int:
+            return 1
+
+        for _ in range(3):
+            assert dg.materialize([numbers], instance=instance).success
+        assert len(instance.get_runs()) == 3
+        latest = instance.get_latest_materialization_event(dg.AssetKey("numbers"))
+        assert latest is not None
+        wiped_run = instance.get_runs()[-1].run_id
+        instance.event_log_storage.wipe()
+        assert instance.get_latest_materialization_event(dg.AssetKey("numbers")) is None
+        assert dg.materialize([numbers], instance=instance).success
+        assert instance.get_latest_materialization_event(dg.AssetKey("numbers")) is not None
+        assert not instance.all_logs(wiped_run)
+    # Dagster's own file layout: runs.db and one event-log shard per run under history/
+    assert (home / "history" / "runs.db").is_file()
+    assert (home / "history" / "runs" / "index.db").is_file()
