@@ -44,3 +44,22 @@ def test_instance_uses_pooled_sqlite_storage_in_the_default_folders(tmp_path, mo
     # Dagster's own file layout: runs.db and one event-log shard per run under history/
     assert (home / "history" / "runs.db").is_file()
     assert (home / "history" / "runs" / "index.db").is_file()
+
+
+def test_event_log_keeps_few_run_shards_open_and_reopens_evicted_ones(tmp_path, monkeypatch):
+    import jobs.sqlite_storage as sqlite_storage
+
+    monkeypatch.setattr(sqlite_storage, "OPEN_RUN_SHARDS", 2)
+    monkeypatch.setenv("NM_HOME", str(tmp_path))
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+
+        @dg.asset
+        def numbers() -> int:
+            return 1
+
+        run_ids = [dg.materialize([numbers], instance=instance).run_id for _ in range(5)]
+        storage = instance.event_log_storage
+        assert len(storage._engines) <= 1 + 2  # the index shard + two run shards
+        for run_id in run_ids:  # evicted shards open again on demand
+            assert any(e.dagster_event_type == dg.DagsterEventType.RUN_SUCCESS
+                       for e in instance.all_logs(run_id))
