@@ -128,6 +128,8 @@ def test_blocks_must_cover_each_message_once(trip, make_blocks):
         ("Back in a few days, on 12/05/2024 or 2024-05-14", ["in a few days", "12/05/2024", "2024-05-14"]),
         ("around 20 people came and we may march", []),
         ("tonight? no, this weekend", ["tonight", "this weekend"]),
+        # "İ" lower-cases to two characters: spans must still come from the text as written
+        ("İstanbul NEXT WEEK, then İzmir on Monday", ["NEXT WEEK", "on Monday"]),
     ],
 )
 def test_temporal_expressions(text, expected):
