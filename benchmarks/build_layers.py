@@ -83,15 +83,12 @@ def main() -> int:
             "build_vs_bare_encode": round(total / bare, 3),
         })
         bare_before = bare_after
-    report = {"chat_files": len(files), "messages": len(texts), **builds[0]}
-    if len(builds) > 1:
-        report = {
-            "chat_files": len(files),
-            "messages": len(texts),
-            "builds": builds,
-            "median_embedding_step_vs_bare_encode": statistics.median(b["embedding_step_vs_bare_encode"] for b in builds),
-            "median_build_vs_bare_encode": statistics.median(b["build_vs_bare_encode"] for b in builds),
-        }
+    summary = builds[0] if len(builds) == 1 else {
+        "builds": builds,
+        "median_embedding_step_vs_bare_encode": statistics.median(b["embedding_step_vs_bare_encode"] for b in builds),
+        "median_build_vs_bare_encode": statistics.median(b["build_vs_bare_encode"] for b in builds),
+    }
+    report = {"chat_files": len(files), "messages": len(texts), **summary}
     print(json.dumps(report, indent=2))
     return 0
 
