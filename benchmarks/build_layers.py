@@ -85,8 +85,8 @@ def main() -> int:
         bare_before = bare_after
     summary = builds[0] if len(builds) == 1 else {
         "builds": builds,
-        "median_embedding_step_vs_bare_encode": statistics.median(b["embedding_step_vs_bare_encode"] for b in builds),
-        "median_build_vs_bare_encode": statistics.median(b["build_vs_bare_encode"] for b in builds),
+        "median_embedding_step_vs_bare_encode": round(statistics.median(b["embedding_step_vs_bare_encode"] for b in builds), 3),
+        "median_build_vs_bare_encode": round(statistics.median(b["build_vs_bare_encode"] for b in builds), 3),
     }
     report = {"chat_files": len(files), "messages": len(texts), **summary}
     print(json.dumps(report, indent=2))
