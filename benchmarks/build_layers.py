@@ -83,10 +83,13 @@ def main() -> int:
             "build_vs_bare_encode": round(total / bare, 3),
         })
         bare_before = bare_after
+    def median(key: str) -> float:
+        return round(statistics.median(b[key] for b in builds), 3)
+
     summary = builds[0] if len(builds) == 1 else {
         "builds": builds,
-        "median_embedding_step_vs_bare_encode": round(statistics.median(b["embedding_step_vs_bare_encode"] for b in builds), 3),
-        "median_build_vs_bare_encode": round(statistics.median(b["build_vs_bare_encode"] for b in builds), 3),
+        "median_embedding_step_vs_bare_encode": median("embedding_step_vs_bare_encode"),
+        "median_build_vs_bare_encode": median("build_vs_bare_encode"),
     }
     report = {"chat_files": len(files), "messages": len(texts), **summary}
     print(json.dumps(report, indent=2))
