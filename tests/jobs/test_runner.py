@@ -6,6 +6,11 @@ from jobs.runner import PREVIOUS_DEFAULT_YAML, dagster_home
 from jobs.sqlite_storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
 
 
+@dg.asset
+def numbers() -> int:
+    return 1
+
+
 def test_instance_settings_written_once_and_edits_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     config = dagster_home() / "dagster.yaml"
@@ -25,23 +30,17 @@ def test_instance_uses_pooled_sqlite_storage_in_the_default_folders(tmp_path, mo
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert isinstance(instance.run_storage, PooledSqliteRunStorage)
         assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
-
-        @dg.asset
-        def numbers() -> int:
-            return 1
-
         for _ in range(3):
             assert dg.materialize([numbers], instance=instance).success
         assert len(instance.get_runs()) == 3
-        latest = instance.get_latest_materialization_event(dg.AssetKey("numbers"))
-        assert latest is not None
+        assert instance.get_latest_materialization_event(dg.AssetKey("numbers")) is not None
         wiped_run = instance.get_runs()[-1].run_id
         instance.event_log_storage.wipe()
         assert instance.get_latest_materialization_event(dg.AssetKey("numbers")) is None
         assert dg.materialize([numbers], instance=instance).success
         assert instance.get_latest_materialization_event(dg.AssetKey("numbers")) is not None
         assert not instance.all_logs(wiped_run)
-    # Dagster's own file layout: runs.db and one event-log shard per run under history/
+    # Dagster's own file layout: runs.db, and the event-log index shard beside the run shards
     assert (home / "history" / "runs.db").is_file()
     assert (home / "history" / "runs" / "index.db").is_file()
 
@@ -52,11 +51,6 @@ def test_event_log_keeps_few_run_shards_open_and_reopens_evicted_ones(tmp_path, 
     monkeypatch.setattr(sqlite_storage, "OPEN_RUN_SHARDS", 2)
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
-
-        @dg.asset
-        def numbers() -> int:
-            return 1
-
         run_ids = [dg.materialize([numbers], instance=instance).run_id for _ in range(5)]
         storage = instance.event_log_storage
         assert len(storage._engines) <= 1 + 2  # the index shard + two run shards
