@@ -6,17 +6,21 @@ import json
 import dagster as dg
 import polars as pl
 
-from assets.config_sources import evaluation_config, prompts, retrieval_config
-from assets.ingest import _versioned
+from assets import versioned_asset
+from assets.freshness import EVAL_AUTOMATION as KEEP_CURRENT, SUMMARY_AUTOMATION
+from assets.ingest import _versioned, split
 from assets.layers import lancedb_index
 from assets.partitions import chat_files
+from assets.sources import AGENT_PROMPTS, evaluation_config, retrieval_config
 from narrative_mirror import evaluation as ev
-from narrative_mirror import experiments, settings, storage
+from narrative_mirror import experiments, settings
 from narrative_mirror import split as split_lib
-from resources import EmbedderResource, LanceDBResource, LLMResource
+from resources import AlertsResource, EmbedderResource, EvaluationResource, LanceDBResource, LLMResource, StateResource
 
 # Runs allowed to evaluate test partitions carry this tag (the test backfill job sets it).
 TEST_TAG = "narrative_mirror/eval_split"
+# The command line tags its runs with this (value: "cli"), so alerts can say who ran them.
+LAUNCHER_TAG = "narrative_mirror/launched_by"
 QA_CHECKS = ["qa_recall_regression", "qa_recall_floor"]
 
 
@@ -34,13 +38,14 @@ class InTrainSplit(dg.AutomationCondition):
         return dg.AutomationResult(context, candidates.compute_intersection_with_partition_keys(train))
 
 
-EVAL_AUTOMATION = (dg.AutomationCondition.eager() | dg.AutomationCondition.code_version_changed()) & InTrainSplit()
+# Train partitions only; the split filter first, so the rest is computed for train files alone.
+EVAL_AUTOMATION = InTrainSplit() & KEEP_CURRENT
 
 
-def guard_test_partition(context: dg.AssetExecutionContext) -> str:
+def guard_test_partition(context: dg.AssetExecutionContext, split_row: pl.DataFrame) -> str:
     """Refuse a test partition unless the run is an explicit, tagged test evaluation."""
     key = context.partition_key
-    which = split_lib.assign(key).split
+    which = split_row["split"][0]
     if which == split_lib.TEST and context.run.tags.get(TEST_TAG) != "test":
         raise dg.Failure(
             description=(
@@ -53,13 +58,14 @@ def guard_test_partition(context: dg.AssetExecutionContext) -> str:
     return which
 
 
-def _query_setup(embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource):
+def _query_setup(embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource,
+                 evaluation: EvaluationResource):
     from narrative_mirror.retrieval.engine import Retriever
 
     model = embedder.get()
     client = llm.get()
     store = lancedb.get()
-    cfg = ev.load_eval_config()
+    cfg = evaluation.config()
     fingerprint = ev.config_fingerprint(model.fingerprint, getattr(client, "fingerprint", None),
                                         cfg["run"]["profile"], cfg["run"]["mode"])
     return Retriever(store, model, settings.load_config("retrieval")), client, cfg, fingerprint, store.versions()
@@ -94,24 +100,43 @@ def regression_check(check_name: str, asset: str, metric: str, current: float | 
     )
 
 
+def alert_failed_checks(context: dg.AssetExecutionContext, alerts: AlertsResource,
+                        results: list[dg.AssetCheckResult]) -> list[dg.AssetCheckResult]:
+    """Report every failed check (ERROR or WARN), whoever launched the run: the CLI, the UI, a
+    schedule or the automation. Returns ``results`` to yield."""
+    run = context.run
+    for result in results:
+        if result.passed:
+            continue
+        severity = result.severity.value if result.severity else "ERROR"
+        check = f"{result.asset_key.to_user_string() if result.asset_key else context.asset_key.to_user_string()}:{result.check_name}"
+        launched_by = (run.tags.get("dagster/sensor_name") or run.tags.get("dagster/schedule_name")
+                       or run.tags.get(LAUNCHER_TAG) or "ui or api")
+        alerts.send({"run_id": run.run_id, "partition": context.partition_key, "check": check,
+                     "severity": severity, "description": result.description or "", "launched_by": launched_by},
+                    text=f"{severity} {check} on {context.partition_key}: {result.description} (run {run.run_id[:8]}, {launched_by})")
+    return results
+
+
 def _float_metadata(stats: dict, prefix: str = "") -> dict:
     return {f"{prefix}{k}": dg.MetadataValue.float(float(v)) for k, v in stats.items()
             if isinstance(v, float) or (isinstance(v, int) and k != "count" and k != "excluded")}
 
 
-@dg.asset(
-    partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
-    deps=[lancedb_index, retrieval_config, prompts, evaluation_config], automation_condition=EVAL_AUTOMATION,
+@versioned_asset(
+    partitions_def=chat_files, group_name="evaluation", kinds={"polars"},
+    deps=[lancedb_index, retrieval_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS],
 )
-def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: pl.DataFrame,
-            embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource):
+def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: pl.DataFrame, split: pl.DataFrame,
+            embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource,
+            evaluation: EvaluationResource, alerts: AlertsResource, state: StateResource):
     """Runs the query pipeline on every gold question of the chat file and scores it."""
     from narrative_mirror import query
 
-    which = guard_test_partition(context)
+    which = guard_test_partition(context, split)
     key = context.partition_key
-    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm)
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation)
     profile, mode = cfg["run"]["profile"], cfg["run"]["mode"]
 
     def progress(done: int, total: int) -> None:
@@ -135,30 +160,34 @@ def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: 
         "lancedb_versions": dg.MetadataValue.json(versions),
     })
     metric = cfg["regression"]["metric"]
-    yield regression_check("qa_recall_regression", "qa_eval", metric, overall.get(metric), previous, cfg)
     current = overall.get(metric)
-    yield dg.AssetCheckResult(
-        check_name="qa_recall_floor", passed=current is None or current >= cfg["regression"]["floor"],
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=f"{metric} = {current} (floor {cfg['regression']['floor']})",
-    )
+    yield from alert_failed_checks(context, alerts, [
+        regression_check("qa_recall_regression", "qa_eval", metric, current, previous, cfg),
+        dg.AssetCheckResult(
+            check_name="qa_recall_floor", passed=current is None or current >= cfg["regression"]["floor"],
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=f"{metric} = {current} (floor {cfg['regression']['floor']})",
+        ),
+    ])
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, partition=key, asset="qa_eval")
+        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+                           partition=key, asset="qa_eval")
 
 
-@dg.asset(
-    partitions_def=chat_files, group_name="evaluation", code_version="1", kinds={"polars"},
-    deps=[lancedb_index, retrieval_config, prompts, evaluation_config], automation_condition=EVAL_AUTOMATION,
+@versioned_asset(
+    partitions_def=chat_files, group_name="evaluation", kinds={"polars"},
+    deps=[lancedb_index, retrieval_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)],
 )
-def arc_eval(context: dg.AssetExecutionContext, arc_cases: pl.DataFrame, embedder: EmbedderResource,
-             lancedb: LanceDBResource, llm: LLMResource):
+def arc_eval(context: dg.AssetExecutionContext, arc_cases: pl.DataFrame, split: pl.DataFrame,
+             embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource,
+             evaluation: EvaluationResource, alerts: AlertsResource, state: StateResource):
     """Runs narrative (arc) mode on every ARC case of the chat file: global recall, phase coverage, order."""
     from narrative_mirror import query
 
-    which = guard_test_partition(context)
+    which = guard_test_partition(context, split)
     key = context.partition_key
-    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm)
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation)
     rows = ev.evaluate_arcs(lambda q: query.arc(retriever, key, q, profile=cfg["run"]["profile"], llm=client),
                             arc_cases, fingerprint["fingerprint"])
     overall = ev.arc_summary(rows)["overall"]
@@ -168,22 +197,24 @@ def arc_eval(context: dg.AssetExecutionContext, arc_cases: pl.DataFrame, embedde
                             "config": dg.MetadataValue.json(fingerprint),
                             "lancedb_versions": dg.MetadataValue.json(versions)})
     metric = cfg["regression"].get("arc_metric", "arc_global_recall")
-    yield regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), previous, cfg)
+    yield from alert_failed_checks(context, alerts, [
+        regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), previous, cfg)])
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, partition=key, asset="arc_eval")
+        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+                           partition=key, asset="arc_eval")
 
 
 def _plain(stats: dict) -> dict:
     return {k: v for k, v in stats.items() if v is None or isinstance(v, (int, float))}
 
 
-@dg.asset(group_name="evaluation", code_version="1", deps=[qa_eval, arc_eval, "split"], kinds={"polars"},
-          automation_condition=dg.AutomationCondition.eager())
-def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, llm: LLMResource):
+@versioned_asset(group_name="evaluation", deps=[qa_eval, arc_eval, split], kinds={"polars"},
+          automation_condition=SUMMARY_AUTOMATION)
+def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, llm: LLMResource,
+                 evaluation: EvaluationResource, state: StateResource):
     """Train and test aggregates over the chat files evaluated under the CURRENT config
     fingerprint (stale partitions are listed, not averaged), appended to the experiment log."""
-    base = settings.nm_home() / "storage"
-    cfg = ev.load_eval_config()
+    cfg = evaluation.config()
     client = llm.get()
     fingerprint = ev.config_fingerprint(embedder.get().fingerprint, getattr(client, "fingerprint", None),
                                         cfg["run"]["profile"], cfg["run"]["mode"])
@@ -192,20 +223,18 @@ def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, 
     included: dict[str, list[str]] = {"train": [], "test": []}
     outdated, missing = [], []
     for key in sorted(keys):
-        path = storage.frame_path(base, "qa_eval", key)
-        if not path.is_file():
+        qa, split_row = state.stored_frame("qa_eval", key), state.stored_frame("split", key)
+        if qa is None or split_row is None:
             missing.append(key)
             continue
-        qa = storage.read_frame(path)
         if qa.height and qa["fingerprint"][0] != fingerprint["fingerprint"]:
             outdated.append(key)
             continue
-        which = split_lib.assign(key).split
+        which = split_row["split"][0]
         included[which].append(key)
         current["qa_eval"].append(qa.with_columns(pl.lit(which).alias("split")))
-        arc_path = storage.frame_path(base, "arc_eval", key)
-        if arc_path.is_file():
-            arc = storage.read_frame(arc_path)
+        arc = state.stored_frame("arc_eval", key)
+        if arc is not None:
             if not arc.height or arc["fingerprint"][0] == fingerprint["fingerprint"]:
                 current["arc_eval"].append(arc.with_columns(pl.lit(which).alias("split")))
     rows, metrics, report = [], {}, []
@@ -226,9 +255,10 @@ def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, 
                    ev.markdown_table(ev.category_table(summary)), ""]
     if outdated or missing:
         report.append(f"Not included — evaluated under another config: {outdated or 'none'}; never evaluated: {missing or 'none'}")
-    record = experiments.append("summary", fingerprint, metrics, included=included) if metrics else None
+    log = state.experiments_log
+    record = experiments.append("summary", fingerprint, metrics, path=log, included=included) if metrics else None
     df = pl.DataFrame(rows, schema={"split": pl.String, "chat_files": pl.Int64, **{k: pl.Float64 for k in SUMMARY_KEYS}})
-    log_rows = experiments.flat_rows(experiments.read())[-20:]
+    log_rows = experiments.flat_rows(experiments.read(log))[-20:]
     return _versioned(df, {
         **{f"{w}/{k}": dg.MetadataValue.float(float(v)) for w, s in metrics.items() for k, v in s.items()
            if isinstance(v, float)},
@@ -237,7 +267,7 @@ def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, 
         "outdated_partitions": dg.MetadataValue.json(outdated),
         "experiment_id": record["experiment_id"] if record else "",
         "experiment_log": dg.MetadataValue.md(ev.markdown_table(log_rows)),
-        "experiment_log_path": dg.MetadataValue.path(str(experiments.log_path())),
+        "experiment_log_path": dg.MetadataValue.path(str(log)),
     })
 
 

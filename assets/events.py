@@ -3,16 +3,17 @@
 import dagster as dg
 import polars as pl
 
-from narrative_mirror import settings
+from assets import versioned_asset
 from narrative_mirror.storage import frame_hash
-from resources import LanceDBResource
+from resources import LanceDBResource, StateResource
 
 STATS_SCHEMA = {"method": pl.String, "events": pl.Int64, "cited_rate": pl.Float64, "follow_up_rate": pl.Float64,
                 "latency_ms_avg": pl.Float64, "latency_ms_p95": pl.Float64}
 
 
-@dg.asset(group_name="operations", code_version="1", kinds={"lancedb"})
-def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBResource) -> dg.Output[pl.DataFrame]:
+@versioned_asset(group_name="operations", kinds={"lancedb"})
+def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBResource,
+                          state: StateResource) -> dg.Output[pl.DataFrame]:
     """Per retrieval method: share of returned messages cited, follow-up rate, latency; plus a JSONL
     export of training examples (query, returned, cited, not cited) for ranking optimization."""
     from narrative_mirror.events import event_stats, export_training_examples, read_events
@@ -23,7 +24,7 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
         [{"method": m, **{k: s.get(k) for k in list(STATS_SCHEMA)[1:]}} for m, s in stats["per_method"].items()],
         schema=STATS_SCHEMA,
     )
-    export = settings.nm_home() / "exports" / "retrieval_training_examples.jsonl"
+    export = state.exports_dir / "retrieval_training_examples.jsonl"
     examples = export_training_examples(events, export) if events.height else 0
     floats = {k: dg.MetadataValue.float(float(v)) for k, v in stats.items() if isinstance(v, float)}
     return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata={

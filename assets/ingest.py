@@ -4,8 +4,10 @@
 import dagster as dg
 import polars as pl
 
-from assets.config_sources import split_config
+from assets import versioned_asset
+from assets.freshness import PARTITION_AUTOMATION
 from assets.partitions import chat_files
+from assets.sources import arc_file, chat_file, split_config
 from narrative_mirror import schema, split as split_lib
 from narrative_mirror.arcs import arcs_file_for, load_arc_cases
 from narrative_mirror.chats import load_chat
@@ -21,7 +23,8 @@ def _versioned(df: pl.DataFrame, metadata: dict) -> dg.Output:
     return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata=metadata)
 
 
-@dg.asset(partitions_def=chat_files, group_name="ingest", code_version="1", kinds={"polars"})
+@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file],
+          automation_condition=PARTITION_AUTOMATION)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
     """One row per message of the chat file (RealTalk or LoCoMo format), in file order."""
     chat = load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key)
@@ -40,12 +43,13 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
     )
 
 
-@dg.asset(
+@versioned_asset(
     partitions_def=chat_files,
     group_name="ingest",
-    code_version="1",
     kinds={"polars"},
+    deps=[chat_file],
     check_specs=[dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa")],
+    automation_condition=PARTITION_AUTOMATION,
 )
 def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
     """Gold questions with evidence ids parsed from the messy annotations (raw kept beside)."""
@@ -78,7 +82,8 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
     )
 
 
-@dg.asset(partitions_def=chat_files, group_name="ingest", code_version="1", kinds={"polars"})
+@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[arc_file],
+          automation_condition=PARTITION_AUTOMATION)
 def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
     """Narrative arc cases of the chat, validated against its message ids (none is fine)."""
     arcs_dir = chat_data.arcs_path()
@@ -91,27 +96,18 @@ def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, me
     return _versioned(df, {"source": dg.MetadataValue.path(str(path)), "phases": dg.MetadataValue.int(phases)})
 
 
-@dg.asset(group_name="ingest", code_version="1", deps=[split_config], kinds={"polars"})
+@versioned_asset(partitions_def=chat_files, group_name="ingest", deps=[split_config], kinds={"polars"},
+          automation_condition=PARTITION_AUTOMATION)
 def split(context: dg.AssetExecutionContext) -> dg.Output[pl.DataFrame]:
-    """Train/test assignment of every registered chat file (unknown files default to train)."""
-    keys = context.instance.get_dynamic_partitions(chat_files.name)
-    rows = split_lib.assign_all(keys)
-    df = pl.DataFrame(
-        {"chat_file": [r.chat_file for r in rows], "split": [r.split for r in rows],
-         "configured": [r.configured for r in rows]},
-        schema={"chat_file": pl.String, "split": pl.String, "configured": pl.Boolean},
-    )
-    unknown = [r.chat_file for r in rows if not r.configured]
-    if unknown:
-        context.log.warning(f"chat files with no split configuration (counted as train): {unknown}")
-    return _versioned(
-        df,
-        {
-            "train": dg.MetadataValue.int(sum(r.split == "train" for r in rows)),
-            "test": dg.MetadataValue.int(sum(r.split == "test" for r in rows)),
-            "unconfigured": dg.MetadataValue.json(unknown),
-        },
-    )
+    """Train or test: which side of the held-out line this chat file is on (config/split.toml;
+    a file matching no pattern counts as train and is reported)."""
+    assignment = split_lib.assign(context.partition_key)
+    if not assignment.configured:
+        context.log.warning(f"{assignment.chat_file} matches no pattern of split.toml: counted as train")
+    df = pl.DataFrame({"chat_file": [assignment.chat_file], "split": [assignment.split],
+                       "configured": [assignment.configured]},
+                      schema={"chat_file": pl.String, "split": pl.String, "configured": pl.Boolean})
+    return _versioned(df, {"split": assignment.split, "configured": assignment.configured})
 
 
-INGEST_ASSETS = [messages, gold_qa, arc_cases]
+INGEST_ASSETS = [messages, gold_qa, arc_cases, split]

@@ -8,16 +8,15 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.config_sources import embedding_config, layers_config, prompts
+from assets import versioned_asset
+from assets.freshness import PARTITION_AUTOMATION
 from assets.ingest import _versioned
 from assets.partitions import chat_files
+from assets.sources import PROMPTS, embedding_config, layers_config
 from narrative_mirror import schema, settings
-from narrative_mirror.embedding import message_texts, vector_matrix
+from narrative_mirror.embedding import encode_reusing, message_texts, vector_matrix
 from narrative_mirror.storage import frame_hash
-from resources import EmbedderResource, LanceDBResource, LLMResource
-
-# Layers follow upstream changes by themselves (Declarative Automation, see jobs/automation.py).
-LAYER_AUTOMATION = dg.AutomationCondition.eager() | dg.AutomationCondition.code_version_changed()
+from resources import EmbedderResource, LanceDBResource, LLMResource, StateResource
 
 
 def _vectors(embeddings: pl.DataFrame) -> np.ndarray:
@@ -39,15 +38,22 @@ def _summarizer(llm: LLMResource, config: dict):
 PROGRESS_EVERY_S = 5.0
 
 
-@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[embedding_config],
-          kinds={"pytorch", "polars"}, automation_condition=LAYER_AUTOMATION)
+@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[embedding_config],
+          kinds={"pytorch", "polars"}, automation_condition=PARTITION_AUTOMATION)
 def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame,
-                       embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
-    """One L2-normalized vector per message (``speaker: text``), batched, with progress."""
+                       embedder: EmbedderResource, state: StateResource) -> dg.Output[pl.DataFrame]:
+    """One L2-normalized vector per message (``speaker: text``), batched, with progress.
+
+    Vectors of this chat's previous output are reused when model and text are unchanged, and
+    each distinct text is encoded once: an edited chat costs an encode per new or changed message.
+    """
     model = embedder.get()
     texts = message_texts(messages)
+    previous = state.stored_frame("message_embeddings", context.partition_key)
+    known = {}
+    if previous is not None and "vector_key" in previous.columns:
+        known = dict(zip(previous["vector_key"].to_list(), vector_matrix(previous["vector"])))
     started = time.perf_counter()
-
     last_log = started
 
     def progress(done: int, total: int) -> None:
@@ -56,9 +62,9 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
         now = time.perf_counter()
         if now - last_log >= PROGRESS_EVERY_S or done == total:
             last_log = now
-            context.log.info(f"embedded {done}/{total} messages ({done / max(now - started, 1e-9):.0f}/s)")
+            context.log.info(f"embedded {done}/{total} new texts ({done / max(now - started, 1e-9):.0f}/s)")
 
-    vectors = model.encode(texts, progress=progress)
+    vectors, keys, encoded = encode_reusing(model, texts, known, progress=progress)
     seconds = time.perf_counter() - started
     df = pl.DataFrame(
         {
@@ -68,17 +74,20 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
             "vector": pl.Series(vectors).cast(pl.List(pl.Float32)),
         }
     )
-    df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings")
+    df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings").with_columns(
+        vector_key=pl.Series(keys, dtype=pl.String))
     return _versioned(df, {
         "model": model.model_name,
         "dimension": dg.MetadataValue.int(model.dimension),
+        "encoded_messages": dg.MetadataValue.int(encoded),
+        "reused_vectors": dg.MetadataValue.int(len(texts) - encoded),
         "encode_seconds": dg.MetadataValue.float(round(seconds, 3)),
-        "messages_per_second": dg.MetadataValue.float(round(len(texts) / seconds, 1) if seconds else 0.0),
+        "messages_per_second": dg.MetadataValue.float(round(encoded / seconds, 1) if seconds and encoded else 0.0),
     })
 
 
-@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config, prompts],
-          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+@versioned_asset(partitions_def=chat_files, group_name="layers",
+          deps=[layers_config, PROMPTS["block_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
 def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
               llm: LLMResource) -> dg.Output[pl.DataFrame]:
     """L1: contiguous topic blocks per session; every message in exactly one block."""
@@ -98,8 +107,8 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
     })
 
 
-@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config],
-          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[layers_config],
+          kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
 def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
                 l1_topics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """L1.5: per-message metadata signals (entities, time, plans, questions, sentiment, refs, tier)."""
@@ -115,8 +124,8 @@ def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
     })
 
 
-@dg.asset(partitions_def=chat_files, group_name="layers", code_version="1", deps=[layers_config, prompts],
-          kinds={"polars"}, automation_condition=LAYER_AUTOMATION)
+@versioned_asset(partitions_def=chat_files, group_name="layers",
+          deps=[layers_config, PROMPTS["thread_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
 def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
                l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource) -> dg.Output[pl.DataFrame]:
     """L2: storylines linking blocks across sessions (thread -> block -> message)."""
@@ -136,8 +145,8 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
     })
 
 
-@dg.asset(partitions_def=chat_files, group_name="index", code_version="1", kinds={"lancedb"},
-          automation_condition=LAYER_AUTOMATION)
+@versioned_asset(partitions_def=chat_files, group_name="index", kinds={"lancedb"},
+          automation_condition=PARTITION_AUTOMATION)
 def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
                   l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, l2_threads: pl.DataFrame,
                   lancedb: LanceDBResource) -> dg.MaterializeResult:

@@ -36,7 +36,7 @@ def main() -> int:
     os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
     sys.path.insert(0, str(REPO))
 
-    from jobs.runner import Runner
+    from cli.runner import Runner
     from narrative_mirror.chats import load_chat
     from narrative_mirror.embedding import Embedder, message_texts
     from narrative_mirror.keys import find_chat_files
@@ -60,14 +60,13 @@ def main() -> int:
 
     def build() -> tuple[dict[str, float], float]:
         os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
-        runner = Runner(data_dir=args.data, progress=lambda m: None)
-        keys = runner.register()
-        started = time.perf_counter()
-        seconds = runner.materialize(["messages", "gold_qa", "arc_cases", "message_embeddings", "l1_topics",
-                                      "l15_signals", "l2_threads", "lancedb_index"], keys)
-        total = time.perf_counter() - started
-        runner.instance.dispose()
-        return seconds, total
+        with Runner(data_dir=args.data, progress=lambda m: None) as runner:
+            keys = runner.register()
+            started = time.perf_counter()
+            report = runner.materialize(["messages", "gold_qa", "arc_cases", "split", "message_embeddings",
+                                         "l1_topics", "l15_signals", "l2_threads", "lancedb_index"], keys)
+            total = time.perf_counter() - started
+        return report.seconds, total
 
     builds = []
     bare_before = bare_encode()

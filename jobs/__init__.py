@@ -1,1 +1,1 @@
-"""Jobs, sensors and schedules."""
+"""Jobs, schedules and sensors, one module per domain (each exposes its ``defs``)."""

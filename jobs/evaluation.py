@@ -1,15 +1,12 @@
-"""Evaluation operations: the nightly train schedule, the explicit test backfill, and alerts."""
-
-import json
-import os
-from datetime import datetime, timezone
+"""Evaluation domain: QA/ARC evaluation assets with their checks, the nightly train schedule,
+the explicit test backfill, train-only automation, and alerts for failed evaluation runs."""
 
 import dagster as dg
 
 from assets.evaluation import EVAL_ASSETS, TEST_TAG, arc_eval, qa_eval
 from assets.partitions import chat_files
-from narrative_mirror import settings
 from narrative_mirror import split as split_lib
+from resources import AlertsResource
 
 train_eval_job = dg.define_asset_job(
     "train_eval_job", selection=dg.AssetSelection.assets(qa_eval, arc_eval),
@@ -33,47 +30,38 @@ def nightly_train_eval(context: dg.ScheduleEvaluationContext):
         yield dg.RunRequest(partition_key=key, run_key=f"{day}:{key}")
 
 
-def test_partition_keys(instance: dg.DagsterInstance) -> list[str]:
-    return split_lib.keys_in(split_lib.TEST, instance.get_dynamic_partitions(chat_files.name))
+# Re-evaluates TRAIN partitions whose index, config, prompts or code changed (assets/evaluation.py).
+eval_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "eval_automation_sensor",
+    target=dg.AssetSelection.assets(*EVAL_ASSETS),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=300,
+    use_user_code_server=True,
+)
+
+EVAL_KEYS = {a.key for a in EVAL_ASSETS}
 
 
-def alerts_path():
-    return settings.nm_home() / "alerts" / "alerts.jsonl"
-
-
-def record_alert(record: dict) -> None:
-    path = alerts_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
-
-
-@dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING,
-                       monitored_jobs=[train_eval_job, test_eval_job], monitor_all_code_locations=False,
-                       description="Turns failed evaluation runs (e.g. a blocking recall regression) into alerts.")
-def eval_failure_alert_sensor(context: dg.RunFailureSensorContext):
+@dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, monitor_all_code_locations=False,
+                       description="Alerts on evaluation runs that failed for a reason other than a failed check "
+                                   "(the evaluation assets report failed checks themselves, whoever ran them).")
+def eval_failure_alert_sensor(context: dg.RunFailureSensorContext, alerts: AlertsResource):
     run = context.dagster_run
-    failed_checks = []
-    for event in context.instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
-        data = event.dagster_event.event_specific_data
-        if not data.passed:
-            failed_checks.append(f"{data.asset_key.to_user_string()}:{data.check_name}")
-    record = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "run_id": run.run_id,
-        "job": run.job_name,
-        "partition": run.tags.get("dagster/partition"),
-        "failed_checks": failed_checks,
-        "message": context.failure_event.message or "",
-    }
-    record_alert(record)
-    token = os.environ.get("SLACK_BOT_TOKEN")
-    if token:
-        from dagster_slack import SlackResource
-
-        channel = os.environ.get("NM_SLACK_CHANNEL", "#narrative-mirror")
-        text = f"Evaluation run {run.run_id[:8]} failed ({record['partition']}): {', '.join(failed_checks) or record['message']}"
-        SlackResource(token=token).get_client().chat_postMessage(channel=channel, text=text)
+    if not (set(run.asset_selection or ()) & EVAL_KEYS):
+        return
+    failed_checks = [e for e in context.instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+                     if not e.dagster_event.event_specific_data.passed]
+    if failed_checks:
+        return  # already alerted by the asset that produced the check
+    message = context.failure_event.message or "run failed"
+    alerts.send({"run_id": run.run_id, "job": run.job_name, "partition": run.tags.get("dagster/partition"),
+                 "check": None, "severity": "ERROR", "description": message},
+                text=f"Evaluation run {run.run_id[:8]} failed ({run.tags.get('dagster/partition')}): {message}")
 
 
-EVAL_JOBS = [train_eval_job, test_eval_job]
+defs = dg.Definitions(
+    assets=EVAL_ASSETS,
+    jobs=[train_eval_job, test_eval_job],
+    schedules=[nightly_train_eval],
+    sensors=[eval_automation_sensor, eval_failure_alert_sensor],
+)

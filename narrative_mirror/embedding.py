@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -107,6 +107,37 @@ class Embedder:
 
 
 SMALL_INPUT = 16
+
+
+def vector_key(fingerprint: str, text: str) -> str:
+    """Identifies the vector of ``text`` under the embedder ``fingerprint``: equal keys, equal vectors."""
+    return text_hash(fingerprint, text)[:32]
+
+
+def encode_reusing(
+    embedder: Embedder,
+    texts: Sequence[str],
+    known: Mapping[str, np.ndarray] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, list[str], int]:
+    """Vectors of ``texts``, encoding only what ``known`` (vector key -> vector, e.g. the chat's
+    previous vectors) lacks, and each distinct text once.
+
+    Returns ``(vectors, vector keys, number of texts encoded)``: appending k messages to a chat
+    costs about k encodes.
+    """
+    fingerprint = embedder.fingerprint
+    keys = [vector_key(fingerprint, t) for t in texts]
+    if not keys:
+        return np.zeros((0, embedder.dimension), dtype=np.float32), keys, 0
+    known = known or {}
+    todo: dict[str, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in known and key not in todo:
+            todo[key] = text
+    fresh = dict(zip(todo, embedder.encode(list(todo.values()), progress=progress))) if todo else {}
+    vectors = np.stack([fresh[k] if k in fresh else np.asarray(known[k], dtype=np.float32) for k in keys])
+    return vectors.astype(np.float32, copy=False), keys, len(todo)
 
 
 def vector_matrix(column) -> np.ndarray:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,11 +26,11 @@ HEADLINE_KEYS = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuz
                  "precision")  # "ranked too low" = a candidate that did not reach the top 10 after rerank
 
 
-def load_eval_config() -> dict:
-    """config/evaluation.toml; ``NM_EVAL_PROFILE`` overrides the profile (the CLI's --profile)."""
+def load_eval_config(profile: str | None = None) -> dict:
+    """config/evaluation.toml; ``profile`` overrides its agent profile (the CLI's --profile)."""
     cfg = settings.load_config("evaluation")
-    if os.environ.get("NM_EVAL_PROFILE"):
-        cfg.setdefault("run", {})["profile"] = os.environ["NM_EVAL_PROFILE"]
+    if profile:
+        cfg.setdefault("run", {})["profile"] = profile
     for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor")}.items():
         for key in keys:
             if key not in cfg.get(section, {}):

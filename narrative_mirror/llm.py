@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 LLMErrorKind = Literal["timeout", "http", "malformed", "connection"]
@@ -85,6 +84,8 @@ class LLMClient:
     """
 
     def __init__(self, settings: LLMSettings) -> None:
+        import openai  # here, not at module level: the offline path never pays for it
+
         self.settings = settings
         self._client = openai.OpenAI(
             base_url=settings.base_url,
@@ -135,6 +136,8 @@ class LLMClient:
             raise
 
     def _request(self, system: str, user: str, max_tokens: int, json_mode: bool) -> str:
+        import openai
+
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
         try:
             response = self._client.chat.completions.create(

@@ -39,7 +39,12 @@ def arcs_dir(data: Path | None = None) -> Path | None:
     value = os.environ.get("NM_ARCS_DIR")
     if value:
         return Path(value).expanduser().resolve()
-    data = data or data_dir()
+    return default_arcs_dir(data or data_dir())
+
+
+def default_arcs_dir(data: Path) -> Path | None:
+    """The ARC folder that goes with chat folder ``data``: the demo arcs, the folder itself if
+    it holds ``*.arcs.json`` files, else its sibling ``<data>_arcs`` (the RealTalk layout)."""
     if data == DEMO_DATA_DIR:
         return DEMO_ARCS_DIR
     if any(data.glob("*.arcs.json")):

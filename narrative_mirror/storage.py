@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -39,3 +41,11 @@ def frame_hash(df: pl.DataFrame) -> str:
     buf = io.BytesIO()
     df.write_ipc(buf, compression="uncompressed")
     return hashlib.sha256(buf.getvalue()).hexdigest()[:32]
+
+
+def append_jsonl(path: Path, record: dict) -> None:
+    """Append one JSON line under an exclusive lock (concurrent writers never interleave)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(json.dumps(record, sort_keys=True, default=str) + "\n")

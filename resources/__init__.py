@@ -1,7 +1,15 @@
-"""Dagster resources: thin wrappers that hand library objects to the assets."""
+"""Dagster resources: the one door between the asset graph and the outside world.
+
+Paths, the chat folder, the LLM endpoint, Slack and the evaluation profile reach assets,
+sensors and checks only through these resources; ``default_resources`` reads the environment
+once, where the Definitions are built. Assets never read ``os.environ``.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -11,20 +19,55 @@ from narrative_mirror import settings, storage
 from narrative_mirror.keys import find_chat_files
 
 
+class StateResource(dg.ConfigurableResource):
+    """NM_HOME: the root of everything stored (parquet outputs, LanceDB, logs, alerts)."""
+
+    home: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.home).expanduser()
+
+    @property
+    def storage_dir(self) -> Path:
+        return self.root / "storage"
+
+    @property
+    def lancedb_uri(self) -> str:
+        return str(self.root / "lancedb")
+
+    @property
+    def experiments_log(self) -> Path:
+        return self.root / "experiments" / "experiments.jsonl"
+
+    @property
+    def alerts_log(self) -> Path:
+        return self.root / "alerts" / "alerts.jsonl"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.root / "exports"
+
+    def frame_path(self, asset: str, partition: str | None) -> Path:
+        return storage.frame_path(self.storage_dir, asset, partition)
+
+    def stored_frame(self, asset: str, partition: str | None) -> pl.DataFrame | None:
+        """The stored output of ``asset`` for ``partition``, or None when there is none."""
+        path = self.frame_path(asset, partition)
+        return storage.read_frame(path) if path.is_file() else None
+
+
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Stores polars frames as ``<base_dir>/<asset>/<partition>.parquet``.
+    """Stores polars frames as ``<NM_HOME>/storage/<asset>/<partition>.parquet``.
 
     Written atomically (temp file + rename), so a failed run never replaces a good output.
     Kept in-house because dagster-polars is broken on polars 2.x.
     """
 
-    base_dir: str = ""
-
-    def _base(self) -> Path:
-        return Path(self.base_dir) if self.base_dir else settings.nm_home() / "storage"
+    state: StateResource
 
     def _path(self, asset_key: dg.AssetKey, partition: str | None) -> Path:
-        return storage.frame_path(self._base(), "__".join(asset_key.path), partition)
+        return self.state.frame_path("__".join(asset_key.path), partition)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
         if obj is None:
@@ -53,12 +96,12 @@ class ChatDataResource(dg.ConfigurableResource):
     arcs_dir: str = ""
 
     def data_path(self) -> Path:
-        return Path(self.data_dir).expanduser().resolve() if self.data_dir else settings.data_dir()
+        return Path(self.data_dir).expanduser().resolve() if self.data_dir else settings.DEMO_DATA_DIR
 
     def arcs_path(self) -> Path | None:
         if self.arcs_dir:
             return Path(self.arcs_dir).expanduser().resolve()
-        return settings.arcs_dir(self.data_path())
+        return settings.default_arcs_dir(self.data_path())
 
     def chat_files(self) -> dict[str, Path]:
         return find_chat_files(self.data_path())[0]
@@ -88,10 +131,10 @@ class EmbedderResource(dg.ConfigurableResource):
 
 
 class LanceDBResource(dg.ConfigurableResource):
-    uri: str = ""  # "" = NM_HOME/lancedb
+    state: StateResource
 
     def resolved_uri(self) -> str:
-        return self.uri or settings.lancedb_uri()
+        return self.state.lancedb_uri
 
     def get(self):
         from narrative_mirror.index_store import IndexStore
@@ -100,21 +143,83 @@ class LanceDBResource(dg.ConfigurableResource):
 
 
 class LLMResource(dg.ConfigurableResource):
-    """OpenAI-compatible LLM from OPENAI_BASE_URL / OPENAI_API_KEY / NM_LLM_MODEL; None = offline."""
+    """An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp); no URL and no key = offline."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    timeout_s: float = 30.0
 
     def get(self):
-        from narrative_mirror.llm import LLMClient, LLMSettings
+        from narrative_mirror.llm import DEFAULT_MODEL, LOCAL_API_KEY, LLMClient, LLMSettings
 
-        llm_settings = LLMSettings.from_env()
-        return LLMClient(llm_settings) if llm_settings else None
+        if not self.base_url and not self.api_key:
+            return None
+        return LLMClient(LLMSettings(base_url=self.base_url or None, api_key=self.api_key or LOCAL_API_KEY,
+                                     model=self.model or DEFAULT_MODEL, timeout_s=self.timeout_s))
 
 
-def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "") -> dict:
-    base = str(Path(nm_home) / "storage") if nm_home else ""
+class EvaluationResource(dg.ConfigurableResource):
+    """config/evaluation.toml, with the agent profile optionally overridden (``eval --profile``)."""
+
+    profile: str = ""
+
+    def config(self) -> dict:
+        from narrative_mirror import evaluation as ev
+
+        return ev.load_eval_config(profile=self.profile or None)
+
+
+class AlertsResource(dg.ConfigurableResource):
+    """Where regressions are reported: always the alert log under NM_HOME, and Slack when a
+    bot token is configured."""
+
+    state: StateResource
+    slack_token: str | None = None
+    slack_channel: str = "#narrative-mirror"
+
+    def send(self, record: dict, text: str) -> dict:
+        """Append ``record`` (plus the time) to the alert log; post ``text`` to Slack if configured."""
+        from narrative_mirror.storage import append_jsonl
+
+        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record}
+        append_jsonl(self.state.alerts_log, record)
+        if self.slack_token:
+            from dagster_slack import SlackResource
+
+            SlackResource(token=self.slack_token).get_client().chat_postMessage(channel=self.slack_channel, text=text)
+        return record
+
+    def read(self) -> list[dict]:
+        path = self.state.alerts_log
+        if not path.is_file():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _env(name: str, default=None):
+    """An ``EnvVar`` when the variable is set (resolved where the run executes, shown as such in
+    the UI), else the default: unset settings mean "not configured", not an error."""
+    return dg.EnvVar(name) if os.environ.get(name) else default
+
+
+def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "", eval_profile: str = "") -> dict:
+    """The resources of a process: explicit arguments first, then the environment
+    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL)."""
+    from narrative_mirror.llm import LLMSettings
+
+    state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(settings.nm_home()))
+    llm_settings = LLMSettings.from_env()  # validates NM_LLM_TIMEOUT once, here
     return {
-        "io_manager": ParquetIOManager(base_dir=base),
-        "chat_data": ChatDataResource(data_dir=data_dir, arcs_dir=arcs_dir),
+        "state": state,
+        "io_manager": ParquetIOManager(state=state),
+        "chat_data": ChatDataResource(data_dir=data_dir or os.environ.get("NM_DATA_DIR", ""),
+                                      arcs_dir=arcs_dir or os.environ.get("NM_ARCS_DIR", "")),
         "embedder": EmbedderResource(),
-        "lancedb": LanceDBResource(uri=str(Path(nm_home) / "lancedb") if nm_home else ""),
-        "llm": LLMResource(),
+        "lancedb": LanceDBResource(state=state),
+        "llm": LLMResource(base_url=_env("OPENAI_BASE_URL"), api_key=_env("OPENAI_API_KEY"),
+                           model=_env("NM_LLM_MODEL"), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
+        "evaluation": EvaluationResource(profile=eval_profile),
+        "alerts": AlertsResource(state=state, slack_token=_env("SLACK_BOT_TOKEN"),
+                                 slack_channel=os.environ.get("NM_SLACK_CHANNEL") or "#narrative-mirror"),
     }

@@ -7,15 +7,15 @@ from datetime import datetime
 import dagster as dg
 import pytest
 
-from assets.config_sources import CONFIG_SOURCES
+from assets.sources import SOURCES
 from assets.evaluation import EVAL_ASSETS, TEST_TAG
-from assets.ingest import INGEST_ASSETS, split
+from assets.ingest import INGEST_ASSETS
 from assets.layers import LAYER_ASSETS
 from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
 from narrative_mirror import experiments, settings
 from resources import default_resources
 
-ALL = [*CONFIG_SOURCES, *INGEST_ASSETS, split, *LAYER_ASSETS, *EVAL_ASSETS]
+ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *EVAL_ASSETS]
 TRAIN_KEY, TEST_KEY = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"
 QA = dg.AssetKey("qa_eval")
 
@@ -45,7 +45,7 @@ def _worse_retrieval_config(folder):
 def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
-        built = _run(instance, ["messages", "gold_qa", "arc_cases", *[a.key.path[0] for a in LAYER_ASSETS],
+        built = _run(instance, ["messages", "gold_qa", "arc_cases", "split", *[a.key.path[0] for a in LAYER_ASSETS],
                                 "qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
         assert built.success
         rows = built.asset_value("qa_eval")
@@ -75,23 +75,36 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
         assert evals["qa_recall_regression"].severity == dg.AssetCheckSeverity.ERROR
         assert evals["qa_recall_regression"].metadata["drop"].value > 0.05
 
-        # The alert sensor turns the failed run into a notification record.
+        # The asset itself reports the failed check, whoever launched the run ...
+        resources = default_resources(nm_home=str(tmp_path / "home"))
+        (alert,) = resources["alerts"].read()
+        assert alert["run_id"] == worse.run_id and alert["check"] == "qa_eval:qa_recall_regression"
+        assert alert["severity"] == "ERROR" and alert["partition"] == TRAIN_KEY
+        # ... so the run-failure sensor does not report it a second time.
         run = instance.get_run_by_id(worse.run_id)
         failure = next(e for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))
-        ctx = dg.build_run_status_sensor_context(sensor_name=eval_failure_alert_sensor.name, dagster_instance=instance,
-                                                 dagster_run=run, dagster_event=failure.dagster_event,
-                                                 context=None).for_run_failure()
-        eval_failure_alert_sensor(ctx)
-        from jobs.evaluation import alerts_path
+        with dg.build_run_status_sensor_context(
+                sensor_name=eval_failure_alert_sensor.name, dagster_instance=instance, dagster_run=run,
+                dagster_event=failure.dagster_event, context=None, resources={"alerts": resources["alerts"]}) as ctx:
+            eval_failure_alert_sensor(ctx.for_run_failure())
+        assert len(resources["alerts"].read()) == 1
 
-        alert = json.loads(alerts_path().read_text().splitlines()[-1])
-        assert alert["run_id"] == run.run_id and "qa_eval:qa_recall_regression" in alert["failed_checks"]
+        # A WARN-level failure (the run succeeds) alerts too.
+        warn = tmp_path / "warn"
+        warn.mkdir()
+        (warn / "evaluation.toml").write_text(re.sub(r"^warn_drop = [0-9.]+", "warn_drop = -1.0",
+                                                     settings.config_path("evaluation").read_text(), flags=re.M))
+        monkeypatch.setenv("NM_CONFIG_DIR", str(warn))
+        warned = _run(instance, ["qa_eval"], TRAIN_KEY, tmp_path)
+        assert warned.success
+        latest = resources["alerts"].read()[-1]
+        assert (latest["run_id"], latest["severity"]) == (warned.run_id, "WARN")
 
 
 def test_test_partition_is_refused_without_the_test_tag(tmp_path):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TEST_KEY])
-        result = _run(instance, ["messages", "gold_qa", "qa_eval"], TEST_KEY, tmp_path)
+        result = _run(instance, ["messages", "gold_qa", "split", "qa_eval"], TEST_KEY, tmp_path)
         assert not result.success
         failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
         assert failure.step_key == "qa_eval"

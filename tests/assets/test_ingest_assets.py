@@ -6,14 +6,14 @@ import dagster as dg
 import pytest
 from chat_factory import small_chat, write_chat
 
-from assets.config_sources import CONFIG_SOURCES
+from assets.sources import SOURCES
 from assets.ingest import INGEST_ASSETS, split
 from resources import default_resources
 
 
 def _materialize(instance, data_dir, key, tmp_path, raise_on_error=True):
     return dg.materialize(
-        [*CONFIG_SOURCES, *INGEST_ASSETS],
+        [*SOURCES, *INGEST_ASSETS],
         partition_key=key,
         instance=instance,
         resources=default_resources(data_dir=str(data_dir), nm_home=str(tmp_path / "home")),
@@ -68,11 +68,14 @@ def test_bad_file_fails_with_its_name_and_keeps_the_previous_output(tmp_path):
         assert stored.read_bytes() == before
 
 
-def test_split_asset_lists_registered_files_and_flags_unknown(tmp_path):
+def test_split_asset_assigns_each_chat_file_and_flags_unknown(tmp_path):
+    keys = ["Chat_1_Emi_Elise", "Chat_9_Fahim_Akib", "mine"]
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("chat_files", ["Chat_1_Emi_Elise", "Chat_9_Fahim_Akib", "mine"])
-        result = dg.materialize([*CONFIG_SOURCES, split], instance=instance,
-                                resources=default_resources(nm_home=str(tmp_path / "home")))
-        df = result.asset_value("split")
-        assert df.rows() == [("Chat_1_Emi_Elise", "train", True), ("Chat_9_Fahim_Akib", "test", True),
-                             ("mine", "train", False)]
+        instance.add_dynamic_partitions("chat_files", keys)
+        rows = []
+        for key in keys:
+            result = dg.materialize([*SOURCES, split], partition_key=key, instance=instance,
+                                    resources=default_resources(nm_home=str(tmp_path / "home")))
+            rows += result.asset_value("split").rows()
+        assert rows == [("Chat_1_Emi_Elise", "train", True), ("Chat_9_Fahim_Akib", "test", True),
+                        ("mine", "train", False)]

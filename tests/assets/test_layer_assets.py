@@ -5,12 +5,12 @@ import pytest
 from chat_factory import small_chat, write_chat
 from llm_servers import fault_server
 
-from assets.config_sources import CONFIG_SOURCES
+from assets.sources import SOURCES
 from assets.ingest import INGEST_ASSETS
 from assets.layers import LAYER_ASSETS
 from resources import default_resources
 
-ALL = [*CONFIG_SOURCES, *INGEST_ASSETS, *LAYER_ASSETS]
+ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS]
 KEY = "chat_a"
 
 

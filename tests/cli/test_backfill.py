@@ -1,11 +1,11 @@
 """The test evaluation backfill selects exactly the test chat files and tags its runs."""
 
 import json
-import os
 
 import dagster as dg
 
-from jobs.cli import main
+from cli.instance import dagster_home
+from cli.main import main
 
 
 def test_backfill_test_queues_exactly_the_test_partitions(realtalk_dir, capsys):
@@ -13,7 +13,7 @@ def test_backfill_test_queues_exactly_the_test_partitions(realtalk_dir, capsys):
     out = json.loads(capsys.readouterr().out)
     expected = ["Chat_10_Fahim_Muhhamed", "Chat_8_Akib_Muhhamed", "Chat_9_Fahim_Akib"]
     assert out["test_partitions"] == expected and out["launched"]
-    instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    instance = dg.DagsterInstance.from_config(str(dagster_home()))
     (backfill,) = instance.get_backfills()
     assert sorted(backfill.partition_names) == expected
     runs = [r for r in instance.get_runs() if r.job_name == "test_eval_job"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from chat_factory import small_chat, write_chat
 
-from jobs.cli import main
+from cli.main import main
 
-CLI = [sys.executable, "-m", "jobs.cli"]
+CLI = [sys.executable, "-m", "cli.main"]
 
 
 def _json(capsys, argv) -> dict:
@@ -25,7 +25,7 @@ def test_ingest_realtalk_reports_the_corpus_counts(realtalk_dir, capsys):
     assert out["unresolved_evidence"] == sum(f["unresolved_evidence"] for f in out["per_file"].values()) > 0
     # A second run finds everything fresh and redoes nothing.
     main(["ingest", "--data", str(realtalk_dir)])
-    assert capsys.readouterr().err.count("up to date") == 11  # 10 partitions + the split
+    assert capsys.readouterr().err.count("up to date") == 10
 
 
 def test_bad_data_folder_exits_2_with_a_clear_message(tmp_path):
@@ -46,6 +46,6 @@ def test_one_broken_file_does_not_stop_the_others(tmp_path, capsys):
     write_chat(tmp_path, "good", small_chat())
     (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
     assert main(["ingest", "--data", str(tmp_path)]) == 1
-    from jobs.runner import Runner
+    from cli.runner import Runner
 
     assert Runner(data_dir=tmp_path).read("messages", "good").height == 8

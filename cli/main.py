@@ -11,30 +11,36 @@ import json
 import sys
 from pathlib import Path
 
-INGEST = ["messages", "gold_qa", "arc_cases"]
+INGEST = ["messages", "gold_qa", "arc_cases", "split"]
 LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
+EVAL = ["qa_eval", "arc_eval"]
 
 
-def _runner(args):
-    from jobs.runner import Runner
+def _runner(args, eval_profile: str = ""):
+    from cli.runner import Runner
 
-    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None))
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), eval_profile=eval_profile)
+
+
+def _partition_rows(report, keys: list[str]) -> dict:
+    """Per chat file: the assets this command ran, and how many messages it encoded."""
+    return {key: {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0)}
+            for key in keys}
 
 
 def cmd_ingest(args) -> dict:
-    runner = _runner(args)
-    keys = runner.register()
-    runner.materialize(INGEST, keys)
-    runner.materialize(["split"], None)
-    msgs = qa = arcs = unresolved = 0
-    per_file = {}
-    for key in keys:
-        m, q, a = (runner.read(name, key) for name in INGEST)
-        n_unresolved = int(q["unresolved"].list.len().sum() or 0)
-        per_file[key] = {"messages": m.height, "qa": q.height, "arc_cases": a.height,
-                         "unresolved_evidence": n_unresolved}
-        msgs, qa, arcs = msgs + m.height, qa + q.height, arcs + a.height
-        unresolved += n_unresolved
+    with _runner(args) as runner:
+        keys = runner.register()
+        report = runner.materialize(INGEST, keys)
+        msgs = qa = arcs = unresolved = 0
+        per_file = {}
+        for key in keys:
+            m, q, a = (runner.read(name, key) for name in ("messages", "gold_qa", "arc_cases"))
+            n_unresolved = int(q["unresolved"].list.len().sum() or 0)
+            per_file[key] = {"messages": m.height, "qa": q.height, "arc_cases": a.height,
+                             "unresolved_evidence": n_unresolved, "ran": report.ran.get(key, [])}
+            msgs, qa, arcs = msgs + m.height, qa + q.height, arcs + a.height
+            unresolved += n_unresolved
     return {
         "data": str(runner.data_dir),
         "partitions": len(keys),
@@ -47,30 +53,27 @@ def cmd_ingest(args) -> dict:
 
 
 def cmd_build(args) -> dict:
-    runner = _runner(args)
-    keys = runner.register()
-    seconds = runner.materialize(INGEST + LAYERS, keys)
-    runner.materialize(["split"], None)
-    counts = {"messages": 0, "blocks": 0, "threads": 0, "messages_in_blocks": 0}
-    per_file = {}
-    for key in keys:
-        msgs, blocks, threads = (runner.read(a, key) for a in ("messages", "l1_topics", "l2_threads"))
-        ids = [i for row in blocks["message_ids"].to_list() for i in row]
-        # "in exactly one block": ids listed once, and every message listed.
-        exactly_once = len(set(ids) & set(msgs["local_id"].to_list())) if len(ids) == len(set(ids)) else 0
-        row = {"messages": msgs.height, "blocks": blocks.height, "threads": threads.height,
-               "messages_in_blocks": exactly_once}
-        per_file[key] = row
-        for name, value in row.items():
-            counts[name] += value
+    with _runner(args) as runner:
+        keys = runner.register()
+        report = runner.materialize(INGEST + LAYERS, keys)
+        counts = {"messages": 0, "blocks": 0, "threads": 0, "messages_in_blocks": 0}
+        per_file = _partition_rows(report, keys)
+        for key in keys:
+            msgs, blocks, threads = (runner.read(a, key) for a in ("messages", "l1_topics", "l2_threads"))
+            ids = [i for row in blocks["message_ids"].to_list() for i in row]
+            # "in exactly one block": ids listed once, and every message listed.
+            exactly_once = len(set(ids) & set(msgs["local_id"].to_list())) if len(ids) == len(set(ids)) else 0
+            row = {"messages": msgs.height, "blocks": blocks.height, "threads": threads.height,
+                   "messages_in_blocks": exactly_once}
+            per_file[key].update(row)
+            for name, value in row.items():
+                counts[name] += value
     return {"data": str(runner.data_dir), "partitions": len(keys), **counts,
-            "seconds": {k: round(v, 3) for k, v in seconds.items()}, "per_file": per_file}
+            "encoded_messages": sum(report.encoded_messages.values()),
+            "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file}
 
 
-EVAL = ["qa_eval", "arc_eval"]
-
-
-def _split_keys(runner, keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:
+def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:
     from narrative_mirror import split as split_lib
 
     chosen = {w: split_lib.keys_in(w, keys) for w in ("train", "test") if which in (w, "all")}
@@ -83,38 +86,36 @@ def _split_keys(runner, keys: list[str], which: str, allow_test: bool) -> dict[s
     return chosen
 
 
-def _current_fingerprint(runner) -> str:
+def _current_fingerprint(runner) -> dict:
     from narrative_mirror import evaluation as ev
 
-    cfg = ev.load_eval_config()
+    cfg = runner.resources["evaluation"].config()
     llm = runner.resources["llm"].get()
     return ev.config_fingerprint(runner.resources["embedder"].get().fingerprint,
                                  getattr(llm, "fingerprint", None), cfg["run"]["profile"], cfg["run"]["mode"])
 
 
 def cmd_eval(args) -> dict:
-    import os
-
     from assets.evaluation import TEST_TAG
-    if args.profile:
-        os.environ["NM_EVAL_PROFILE"] = args.profile
-    runner = _runner(args)
-    keys = runner.register()
-    chosen = _split_keys(runner, keys, args.split, args.allow_test)
-    targets = [k for ks in chosen.values() for k in ks]
-    runner.materialize(INGEST + LAYERS, targets)
-    runner.materialize(["split"], None)
-    fingerprint = _current_fingerprint(runner)["fingerprint"]
-    for which, split_keys in chosen.items():
-        for key in split_keys:
-            stored = runner.stored("qa_eval", key)
-            # Evaluated under another config (e.g. --profile) counts as stale too.
-            force = stored is not None and stored.height > 0 and stored["fingerprint"][0] != fingerprint
-            runner.materialize(EVAL, [key], tags={TEST_TAG: which}, force=force)
-    runner.materialize(["eval_summary"], None, force=True)
-    result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint}
-    if args.split == "all":
-        result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in chosen.items() if ks}
+
+    with _runner(args, eval_profile=args.profile or "") as runner:
+        keys = runner.register()
+        chosen = _split_keys(keys, args.split, args.allow_test)
+        targets = [k for ks in chosen.values() for k in ks]
+        runner.materialize(INGEST + LAYERS, targets)
+        fingerprint = _current_fingerprint(runner)["fingerprint"]
+        for which, split_keys in chosen.items():
+            # Evaluated under another config (e.g. --profile): Dagster does not track the profile
+            # chosen on the command line, so those are run again explicitly.
+            other = [k for k in split_keys if (stored := runner.stored("qa_eval", k)) is not None
+                     and stored.height > 0 and stored["fingerprint"][0] != fingerprint]
+            if other:
+                runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True)
+            runner.materialize(EVAL, split_keys, tags={TEST_TAG: which})
+        runner.materialize(["eval_summary"], None, force=True)
+        result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint}
+        if args.split == "all":
+            result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in chosen.items() if ks}
     return result
 
 
@@ -153,23 +154,45 @@ def _print_eval(result: dict) -> None:
 def cmd_demo(args) -> dict:
     """The main job on the packaged demo data: build, evaluate train and test, summarize."""
     args.split, args.allow_test, args.profile = "all", True, None
-    result = cmd_eval(args)
-    return result
+    return cmd_eval(args)
+
+
+def _fresh_memory(args) -> None:
+    """Make sure the chat's memory is built and fresh. Cheap when it is: a freshness stamp
+    (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
+    stale, with progress, and the stamp is renewed."""
+    from cli import stamp
+    from narrative_mirror import settings
+    from narrative_mirror.keys import find_chat_files
+
+    data_dir = args.data.resolve() if args.data else settings.data_dir()
+    files = find_chat_files(data_dir)[0]
+    if args.chat not in files:
+        raise ValueError(f"--chat {args.chat!r}: no such chat file in {data_dir} (known: {', '.join(sorted(files))})")
+    home = settings.nm_home()
+    if stamp.is_fresh(home, args.chat, files[args.chat]):
+        return
+    sources = stamp.sources_now(files[args.chat])
+    with _runner(args) as runner:
+        runner.register()
+        runner.materialize(INGEST + LAYERS, [args.chat])
+    stamp.write(home, args.chat, sources)
 
 
 def _retriever_for(args):
-    """Build what the chat needs (only if stale), then a retriever over the index."""
+    """A retriever over the chat's fresh memory, and the LLM client (None = offline)."""
     from narrative_mirror import settings
+    from narrative_mirror.embedding import Embedder
+    from narrative_mirror.index_store import IndexStore
+    from narrative_mirror.llm import LLMClient, LLMSettings
     from narrative_mirror.retrieval.engine import Retriever
 
-    runner = _runner(args)
-    keys = runner.register()
-    if args.chat not in keys:
-        raise ValueError(f"--chat {args.chat!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
-    runner.materialize(INGEST + LAYERS, [args.chat])
-    res = runner.resources
-    retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
-    return retriever, res["llm"].get()
+    _fresh_memory(args)
+    config = settings.load_config("embedding")
+    embedder = Embedder(config["model"], batch_size=int(config["batch_size"]))
+    llm_settings = LLMSettings.from_env()
+    retriever = Retriever(IndexStore(settings.lancedb_uri()), embedder, settings.load_config("retrieval"))
+    return retriever, LLMClient(llm_settings) if llm_settings else None
 
 
 def cmd_ask(args) -> dict:
@@ -200,17 +223,17 @@ def cmd_ask(args) -> dict:
 
 
 def cmd_serve(args) -> dict:
-    from narrative_mirror import settings
     from narrative_mirror.api_server import create_app, serve
     from narrative_mirror.events import EventLog
     from narrative_mirror.retrieval.engine import Retriever
+    from narrative_mirror import settings
 
-    runner = _runner(args)
-    keys = runner.register()
-    runner.materialize(INGEST + LAYERS, keys)
+    with _runner(args) as runner:  # the home is free again while serving
+        keys = runner.register()
+        runner.materialize(INGEST + LAYERS, keys)
     res = runner.resources
     retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
-    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)
+    event_log = EventLog(res["state"].lancedb_uri, embedder=retriever.embedder)
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
     serve(create_app(retriever, event_log, res["llm"].get()), host=args.host, port=args.port)
     return {"served": keys}
@@ -236,20 +259,19 @@ def cmd_backfill_test(args) -> dict:
     """Launch the test evaluation as a Dagster backfill over exactly the test chat files."""
     import os
     import subprocess
-    import sys
-    from pathlib import Path as _Path
 
+    from cli.instance import dagster_home
     from narrative_mirror import split as split_lib
 
-    runner = _runner(args)
-    keys = split_lib.keys_in("test", runner.register())
+    with _runner(args) as runner:
+        keys = split_lib.keys_in("test", runner.register())
     if not keys:
         raise ValueError(f"no test chat files in {runner.data_dir}")
-    command = [str(_Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "definitions",
+    command = [str(Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "definitions",
                "-j", "test_eval_job", "--partitions", ",".join(keys), "--noprompt"]
     if not args.launch:
         return {"test_partitions": keys, "command": " ".join(command), "launched": False}
-    env = {**os.environ, "NM_DATA_DIR": str(runner.data_dir), "DAGSTER_HOME": os.environ["DAGSTER_HOME"]}
+    env = {**os.environ, "NM_DATA_DIR": str(runner.data_dir), "DAGSTER_HOME": str(dagster_home())}
     proc = subprocess.run(command, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ValueError(f"dagster job backfill failed: {proc.stderr.strip()[-2000:]}")
@@ -396,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.runner import RunFailed
+    from cli.errors import RunFailed
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -415,5 +437,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> None:
+    """The console script: ``main``, then exit without tearing the interpreter down.
+
+    Everything is written and closed by then (stores, event log, Dagster instance); unwinding
+    torch, LanceDB and Dagster module state would add about a second to every command.
+    """
+    import os
+
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

@@ -1,0 +1,226 @@
+"""Drives the asset graph in-process against the persistent Dagster instance in NM_HOME.
+
+The command line asks Dagster the question its daemon asks: it records the versions of the
+source files (``observe_sources``, as ``source_files_sensor`` does), then evaluates the freshness
+rule of ``assets/freshness.py`` with ``dg.evaluate_automation_conditions`` and materializes what
+it requests, one run per chat file, until nothing is requested. An edit therefore re-runs only
+its own chat file's assets, hop by hop: a step whose output did not change stops the wave.
+The same instance backs ``dg dev`` when ``DAGSTER_HOME`` points at ``$NM_HOME/dagster``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from assets.freshness import InPartitions, NeedsRun, ready_to_run
+from assets.partitions import chat_files
+from assets.sources import observe_sources
+from cli.errors import RunFailed
+from cli.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
+from narrative_mirror import settings
+
+# Progress goes through Runner.progress; Dagster's own console log only for problems.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+WAIT_FOR_OTHER_RUNS_S = 2.0
+IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class BuildReport:
+    """What one ``Runner.materialize`` did: assets run per partition, step seconds, new encodes."""
+
+    ran: dict[str, list[str]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    encoded_messages: dict[str, int] = field(default_factory=dict)
+
+    def add(self, partition: str | None, result) -> None:
+        label = partition or "(all)"
+        for event in result.all_events:
+            if event.event_type_value == "STEP_SUCCESS":
+                name = event.step_key
+                self.seconds[name] = self.seconds.get(name, 0.0) + event.event_specific_data.duration_ms / 1000
+            elif event.event_type_value == "ASSET_MATERIALIZATION":
+                materialization = event.event_specific_data.materialization
+                self.ran.setdefault(label, []).append(materialization.asset_key.to_user_string())
+                encoded = materialization.metadata.get("encoded_messages")
+                if encoded is not None:
+                    self.encoded_messages[label] = self.encoded_messages.get(label, 0) + encoded.value
+
+
+class Runner:
+    """One command's session with the instance: holds the home lock until ``close``."""
+
+    def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
+                 progress: Callable[[str], None] = _stderr, eval_profile: str = ""):
+        from definitions import build_definitions
+        from resources import default_resources
+
+        self.progress = progress
+        self.data_dir = Path(data_dir).resolve() if data_dir else settings.data_dir()
+        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
+                                           eval_profile=eval_profile)
+        self.state = self.resources["state"]
+        self.arcs_dir = self.resources["chat_data"].arcs_path()
+        self.defs = build_definitions(self.resources)
+        self.assets = list(self.defs.assets)
+        home = dagster_home()
+        self._lock = HomeLock(home, progress).__enter__()
+        try:
+            self.instance = dg.DagsterInstance.from_config(str(home))
+            for run_id in fail_interrupted_runs(self.instance):
+                progress(f"run {run_id[:8]} was interrupted (its process is gone): marked failed, its work is redone")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if getattr(self, "instance", None) is not None:
+            self.instance.dispose()
+            self.instance = None
+        if self._lock is not None:
+            self._lock.__exit__(None, None, None)
+            self._lock = None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- sources ----------------------------------------------------------------------------
+    def register(self) -> list[str]:
+        """Record the chat files (new partitions) and the versions of changed source files;
+        returns the chat files present, the command's partitions."""
+        found = observe_sources(self.instance, self.resources["chat_data"])
+        for problem in found.problems:
+            self.progress(f"skipped: {problem}")
+        if not found.files:
+            raise FileNotFoundError(f"no chat files (*.json) in {self.data_dir}")
+        if found.new_keys:
+            self.instance.add_dynamic_partitions(chat_files.name, found.new_keys)
+        for observation in found.observations:
+            self.instance.report_runless_asset_event(observation)
+        return sorted(found.files)
+
+    # -- the freshness question -------------------------------------------------------------
+    def plan(self, selection: Sequence[str], partitions: Sequence[str]) -> dict[str | None, list[dg.AssetKey]]:
+        """What the freshness rule requests now among ``selection`` (asset names) for
+        ``partitions``: {partition (None = unpartitioned): asset keys in graph order}."""
+        wanted = {dg.AssetKey(s) for s in selection}
+        condition = InPartitions(partitions) & ready_to_run()
+
+        def targeted(spec: dg.AssetSpec) -> dg.AssetSpec:
+            if spec.key not in wanted:
+                return spec.replace_attributes(automation_condition=None)
+            return spec.replace_attributes(automation_condition=condition if spec.partitions_def else NeedsRun())
+
+        defs = dg.Definitions(assets=[a.map_asset_specs(targeted) if isinstance(a, dg.AssetsDefinition) else a
+                                      for a in self.assets], resources=self.resources)
+        result = dg.evaluate_automation_conditions(defs=defs, instance=self.instance)
+        graph = defs.resolve_asset_graph()
+        order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
+        plan: dict[str | None, list[dg.AssetKey]] = {}
+        for evaluation in sorted(result.results, key=lambda r: order[r.key]):
+            if not evaluation.true_subset.size:
+                continue
+            if graph.get(evaluation.key).is_partitioned:
+                for key in sorted(evaluation.true_subset.expensively_compute_partition_keys()):
+                    plan.setdefault(key, []).append(evaluation.key)
+            else:
+                plan.setdefault(None, []).append(evaluation.key)
+        return plan
+
+    def why(self, selection: Sequence[str], partition: str | None) -> dict[str, str]:
+        """Why each asset of ``selection`` needs a run for ``partition`` (for progress lines)."""
+        from assets.freshness import FreshnessQuery
+
+        query = FreshnessQuery(self.instance, self.defs.resolve_asset_graph())
+        return {s: reason for s in selection if (reason := query.reason(dg.AssetKey(s), partition))}
+
+    # -- running ----------------------------------------------------------------------------
+    def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
+                    tags: dict[str, str] | None = None, force: bool = False) -> BuildReport:
+        """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
+        the selection): run what the freshness rule requests, again until it requests nothing.
+        ``force`` runs the whole selection once first. Failed partitions are reported at the
+        end (RunFailed) after the others are done."""
+        partitions = list(partitions or [])
+        report = BuildReport()
+        failures: dict[str, str] = {}
+        ran: set[tuple[str | None, dg.AssetKey]] = set()
+        forced = force
+        while True:
+            if forced:
+                plan = {p: [dg.AssetKey(s) for s in selection] for p in (partitions or [None])}
+                forced = False
+            else:
+                plan = self.plan(selection, [p for p in partitions if p not in failures])
+            # Only what this command has not run yet: an asset requested again right after it
+            # ran would mean its output never settles; one attempt is enough.
+            plan = {p: [k for k in keys if (p, k) not in ran] for p, keys in plan.items() if p not in failures}
+            plan = {p: keys for p, keys in plan.items() if keys}
+            if not plan:
+                break
+            for i, (partition, keys) in enumerate(plan.items(), 1):
+                label = partition or "(all)"
+                self._wait_for_other_runs(partition)
+                self.progress(f"[{i}/{len(plan)}] {label}: {', '.join(k.to_user_string() for k in keys)}")
+                result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
+                                        resources=self.resources, tags={**run_tags(), **(tags or {})},
+                                        raise_on_error=False, run_config=QUIET)
+                ran.update((partition, k) for k in keys)
+                report.add(partition, result)
+                if not result.success:
+                    # One bad chat file must not stop the others: report it and go on.
+                    failures[label] = _failure_message(result)
+                    self.progress(f"[{i}/{len(plan)}] {label}: FAILED {failures[label]}")
+        for partition in partitions or [None]:
+            if (partition or "(all)") not in report.ran and (partition or "(all)") not in failures:
+                self.progress(f"{partition or '(all)'}: up to date")
+        if failures:
+            raise RunFailed([f"{k}: {v}" for k, v in failures.items()])
+        return report
+
+    def _wait_for_other_runs(self, partition: str | None) -> None:
+        """Runs of another process (the daemon, the UI) on this partition finish first: the
+        plan is made again afterwards only if they leave work to do (never twice the same)."""
+        tags = {"dagster/partition": partition} if partition else {}
+        announced = False
+        while self.instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS, tags=tags), limit=1):
+            if not announced:
+                self.progress(f"{partition or '(all)'}: waiting for a run in progress elsewhere (UI or daemon)")
+                announced = True
+            time.sleep(WAIT_FOR_OTHER_RUNS_S)
+
+    def stored(self, asset: str, partition: str | None) -> pl.DataFrame | None:
+        return self.state.stored_frame(asset, partition)
+
+    def read(self, asset: str, partition: str | None) -> pl.DataFrame:
+        frame = self.stored(asset, partition)
+        if frame is None:
+            raise FileNotFoundError(f"{self.state.frame_path(asset, partition)}: no stored output")
+        return frame
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            err = event.event_specific_data.error
+            cause = err.cause.message.strip() if err and err.cause else ""
+            return f"{event.step_key}: {err.message.strip() if err else 'failed'} {cause}".strip()
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
+            return f"blocking check failed: {event.event_specific_data.check_name}"
+    return "run did not succeed"

@@ -1,0 +1,83 @@
+"""Freshness stamps: the question path's way to skip Dagster when nothing changed.
+
+After the command line has brought a chat's memory up to date (Dagster's freshness rule
+requested nothing more), it writes a stamp: the versions of everything that could make that
+memory stale (the chat file, the config files, the prompts, the project's code) and the
+files holding its stored layers. A question about that chat recomputes these in milliseconds;
+if they match, the memory is as fresh as when Dagster last said so and the question is answered
+directly. Anything different (an edit, a code change, a layer rebuilt in the UI) sends it through
+Dagster again. Plain Python: importing this module imports no Dagster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from narrative_mirror import sources as source_versions
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The code the stored memory depends on (the command line itself is not part of it).
+CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "definitions")
+# The stored outputs a question reads, besides the LanceDB index they are copied into.
+STORED_ASSETS = ("messages", "message_embeddings", "l1_topics", "l15_signals", "l2_threads")
+
+
+def code_digest() -> str:
+    """One hash over the project's Python sources (a conservative stand-in for the assets' code
+    versions: any code change goes through Dagster once, which knows what it affects)."""
+    h = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            h.update(str(path.relative_to(PROJECT_ROOT)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def stamp_path(home: Path, chat: str) -> Path:
+    return home / "freshness" / f"{chat}.json"
+
+
+def sources_now(chat_path: Path) -> dict:
+    """Versions of the inputs of a chat's memory, as they are now."""
+    return {
+        "chat_file": source_versions.file_version(chat_path),
+        "chat_path": str(chat_path),
+        "config": source_versions.config_versions(),
+        "prompts": source_versions.prompt_versions(),
+        "code": code_digest(),
+    }
+
+
+def outputs_now(home: Path, chat: str) -> dict:
+    """(mtime, size) of each stored layer of the chat; None where one is missing."""
+    outputs = {}
+    for asset in STORED_ASSETS:
+        path = home / "storage" / asset / f"{chat}.parquet"
+        try:
+            info = path.stat()
+            outputs[asset] = [info.st_mtime_ns, info.st_size]
+        except FileNotFoundError:
+            outputs[asset] = None
+    return outputs
+
+
+def is_fresh(home: Path, chat: str, chat_path: Path) -> bool:
+    path = stamp_path(home, chat)
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+    return stamp == {"sources": sources_now(chat_path), "outputs": outputs_now(home, chat)}
+
+
+def write(home: Path, chat: str, sources: dict) -> None:
+    """Record that the memory of ``chat`` is fresh for ``sources`` (taken BEFORE the build: if a
+    file changed during it, the next question goes through Dagster again)."""
+    path = stamp_path(home, chat)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"sources": sources, "outputs": outputs_now(home, chat)}), encoding="utf-8")
+    os.replace(tmp, path)
