@@ -22,6 +22,28 @@ def _runner(args, eval_profile: str = ""):
     return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), eval_profile=eval_profile)
 
 
+def _build_memory(runner, chats: list[str] | None = None):
+    """Ingest and layers of every chat file (or of ``chats``), then a freshness stamp per chat so
+    that questions about it skip Dagster until something changes (cli/stamp.py).
+    Returns (all chat files, the BuildReport)."""
+    from cli import stamp
+    from narrative_mirror.keys import find_chat_files
+
+    # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
+    files = find_chat_files(runner.data_dir)[0]
+    before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
+    keys = runner.register()
+    unknown = sorted(set(chats or ()) - set(keys))
+    if unknown:
+        raise ValueError(f"--chat {unknown[0]!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
+    targets = keys if chats is None else list(chats)
+    report = runner.materialize(INGEST + LAYERS, targets, what="memory")
+    for key in targets:
+        if key in before:
+            stamp.write(runner.state.root, key, before[key])
+    return keys, report
+
+
 def _partition_rows(report, keys: list[str]) -> dict:
     """Per chat file: the assets this command ran, and how many messages it encoded."""
     return {key: {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0)}
@@ -31,7 +53,7 @@ def _partition_rows(report, keys: list[str]) -> dict:
 def cmd_ingest(args) -> dict:
     with _runner(args) as runner:
         keys = runner.register()
-        report = runner.materialize(INGEST, keys)
+        report = runner.materialize(INGEST, keys, what="ingest")
         msgs = qa = arcs = unresolved = 0
         per_file = {}
         for key in keys:
@@ -54,8 +76,7 @@ def cmd_ingest(args) -> dict:
 
 def cmd_build(args) -> dict:
     with _runner(args) as runner:
-        keys = runner.register()
-        report = runner.materialize(INGEST + LAYERS, keys)
+        keys, report = _build_memory(runner)
         counts = {"messages": 0, "blocks": 0, "threads": 0, "messages_in_blocks": 0}
         per_file = _partition_rows(report, keys)
         for key in keys:
@@ -102,7 +123,7 @@ def cmd_eval(args) -> dict:
         keys = runner.register()
         chosen = _split_keys(keys, args.split, args.allow_test)
         targets = [k for ks in chosen.values() for k in ks]
-        runner.materialize(INGEST + LAYERS, targets)
+        _build_memory(runner, targets)
         fingerprint = _current_fingerprint(runner)["fingerprint"]
         for which, split_keys in chosen.items():
             # Evaluated under another config (e.g. --profile): Dagster does not track the profile
@@ -110,9 +131,9 @@ def cmd_eval(args) -> dict:
             other = [k for k in split_keys if (stored := runner.stored("qa_eval", k)) is not None
                      and stored.height > 0 and stored["fingerprint"][0] != fingerprint]
             if other:
-                runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True)
-            runner.materialize(EVAL, split_keys, tags={TEST_TAG: which})
-        runner.materialize(["eval_summary"], None, force=True)
+                runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation")
+            runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation")
+        runner.materialize(["eval_summary"], None, force=True, what="summary")
         result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint}
         if args.split == "all":
             result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in chosen.items() if ks}
@@ -166,17 +187,11 @@ def _fresh_memory(args) -> None:
     from narrative_mirror.keys import find_chat_files
 
     data_dir = args.data.resolve() if args.data else settings.data_dir()
-    files = find_chat_files(data_dir)[0]
-    if args.chat not in files:
-        raise ValueError(f"--chat {args.chat!r}: no such chat file in {data_dir} (known: {', '.join(sorted(files))})")
-    home = settings.nm_home()
-    if stamp.is_fresh(home, args.chat, files[args.chat]):
+    path = find_chat_files(data_dir)[0].get(args.chat)
+    if path is not None and stamp.is_fresh(settings.nm_home(), args.chat, path):
         return
-    sources = stamp.sources_now(files[args.chat])
     with _runner(args) as runner:
-        runner.register()
-        runner.materialize(INGEST + LAYERS, [args.chat])
-    stamp.write(home, args.chat, sources)
+        _build_memory(runner, [args.chat])
 
 
 def _retriever_for(args):
@@ -229,8 +244,7 @@ def cmd_serve(args) -> dict:
     from narrative_mirror import settings
 
     with _runner(args) as runner:  # the home is free again while serving
-        keys = runner.register()
-        runner.materialize(INGEST + LAYERS, keys)
+        keys, _ = _build_memory(runner)
     res = runner.resources
     retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
     event_log = EventLog(res["state"].lancedb_uri, embedder=retriever.embedder)

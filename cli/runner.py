@@ -19,7 +19,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from assets.freshness import InPartitions, NeedsRun, ready_to_run
+from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_run
 from assets.partitions import chat_files
 from assets.sources import observe_sources
 from cli.errors import RunFailed
@@ -142,31 +142,32 @@ class Runner:
                 plan.setdefault(None, []).append(evaluation.key)
         return plan
 
-    def why(self, selection: Sequence[str], partition: str | None) -> dict[str, str]:
-        """Why each asset of ``selection`` needs a run for ``partition`` (for progress lines)."""
-        from assets.freshness import FreshnessQuery
-
+    def why(self, keys: Sequence[dg.AssetKey], partition: str | None) -> str:
+        """Why ``keys`` need a run for ``partition``, grouped by reason (for progress lines)."""
         query = FreshnessQuery(self.instance, self.defs.resolve_asset_graph())
-        return {s: reason for s in selection if (reason := query.reason(dg.AssetKey(s), partition))}
+        by_reason: dict[str, list[str]] = {}
+        for key in keys:
+            reason = query.reason(key, partition) or "downstream of the above"
+            by_reason.setdefault(reason, []).append(key.to_user_string())
+        return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())
 
     # -- running ----------------------------------------------------------------------------
     def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
-                    tags: dict[str, str] | None = None, force: bool = False) -> BuildReport:
+                    tags: dict[str, str] | None = None, force: bool = False, what: str = "") -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
-        ``force`` runs the whole selection once first. Failed partitions are reported at the
-        end (RunFailed) after the others are done."""
-        partitions = list(partitions or [])
+        ``force`` runs the whole selection once first; ``what`` names the selection in progress
+        lines. Failed partitions are reported at the end (RunFailed) after the others are done."""
+        targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
-        failures: dict[str, str] = {}
+        failures: dict[str | None, str] = {}
         ran: set[tuple[str | None, dg.AssetKey]] = set()
-        forced = force
+        first = True
         while True:
-            if forced:
-                plan = {p: [dg.AssetKey(s) for s in selection] for p in (partitions or [None])}
-                forced = False
+            if first and force:
+                plan = {p: [dg.AssetKey(s) for s in selection] for p in targets}
             else:
-                plan = self.plan(selection, [p for p in partitions if p not in failures])
+                plan = self.plan(selection, [p for p in targets if p is not None and p not in failures])
             # Only what this command has not run yet: an asset requested again right after it
             # ran would mean its output never settles; one attempt is enough.
             plan = {p: [k for k in keys if (p, k) not in ran] for p, keys in plan.items() if p not in failures}
@@ -174,9 +175,11 @@ class Runner:
             if not plan:
                 break
             for i, (partition, keys) in enumerate(plan.items(), 1):
-                label = partition or "(all)"
+                label = f"[{i}/{len(plan)}] {partition or '(all)'}"
                 self._wait_for_other_runs(partition)
-                self.progress(f"[{i}/{len(plan)}] {label}: {', '.join(k.to_user_string() for k in keys)}")
+                why = (f"run on request: {', '.join(k.to_user_string() for k in keys)}" if first and force
+                       else self.why(keys, partition))
+                self.progress(f"{label}: {why}")
                 result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
                                         resources=self.resources, tags={**run_tags(), **(tags or {})},
                                         raise_on_error=False, run_config=QUIET)
@@ -184,13 +187,14 @@ class Runner:
                 report.add(partition, result)
                 if not result.success:
                     # One bad chat file must not stop the others: report it and go on.
-                    failures[label] = _failure_message(result)
-                    self.progress(f"[{i}/{len(plan)}] {label}: FAILED {failures[label]}")
-        for partition in partitions or [None]:
-            if (partition or "(all)") not in report.ran and (partition or "(all)") not in failures:
-                self.progress(f"{partition or '(all)'}: up to date")
+                    failures[partition] = _failure_message(result)
+                    self.progress(f"{label}: FAILED {failures[partition]}")
+            first = False
+        for partition in targets:
+            if (partition or "(all)") not in report.ran and partition not in failures:
+                self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         if failures:
-            raise RunFailed([f"{k}: {v}" for k, v in failures.items()])
+            raise RunFailed([f"{p or '(all)'}: {message}" for p, message in failures.items()])
         return report
 
     def _wait_for_other_runs(self, partition: str | None) -> None:

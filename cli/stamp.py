@@ -11,6 +11,7 @@ Dagster again. Plain Python: importing this module imports no Dagster.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -25,9 +26,11 @@ CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "definitions
 STORED_ASSETS = ("messages", "message_embeddings", "l1_topics", "l15_signals", "l2_threads")
 
 
+@functools.lru_cache(maxsize=1)
 def code_digest() -> str:
     """One hash over the project's Python sources (a conservative stand-in for the assets' code
-    versions: any code change goes through Dagster once, which knows what it affects)."""
+    versions: any code change goes through Dagster once, which knows what it affects). Taken
+    once per process: a command runs the code it started with."""
     h = hashlib.sha256()
     for package in CODE_PACKAGES:
         for path in sorted((PROJECT_ROOT / package).rglob("*.py")):

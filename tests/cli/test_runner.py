@@ -1,0 +1,180 @@
+"""The command line and the daemon agree on what is fresh, edits cost what they change, and
+commands on one home neither crash nor repeat each other's work (real instance and embedder)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from cli.instance import dagster_home
+from cli.main import main
+from definitions import build_definitions
+from jobs.ingest import source_files_sensor
+from narrative_mirror import settings
+from resources import default_resources
+
+REPO = Path(__file__).resolve().parents[2]
+HARBOR = "demo_harbor_Lena_Sam"
+CLI = [sys.executable, "-m", "cli.main"]
+
+
+@pytest.fixture
+def data(tmp_path):
+    """An editable copy of the demo chats, with their ARC cases beside them."""
+    shutil.copytree(settings.DEMO_DATA_DIR, tmp_path / "chats")
+    shutil.copytree(settings.DEMO_ARCS_DIR, tmp_path / "chats_arcs")
+    return tmp_path / "chats"
+
+
+def _json(capsys, argv) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _edit(path: Path) -> str:
+    """Change the text of one message and append two; returns an appended text."""
+    chat = json.loads(path.read_text())
+    chat["session_1"][0]["clean_text"] = "Evening! Guess what: I bought a tandem bicycle today"
+    last = chat[max((k for k in chat if k.startswith("session_") and k[8:].isdigit()), key=lambda k: int(k[8:]))]
+    appended = ["Lena sold the old red kayak to a fisherman from Bergen", "He paid with a crate of smoked herring"]
+    for text in appended:
+        message = dict(last[-1], clean_text=text)
+        message["dia_id"] = f"{message['dia_id'].split(':')[0]}:{len(last) + 1}"
+        last.append(message)
+    path.write_text(json.dumps(chat))
+    return appended[0]
+
+
+def _daemon_tick(instance, data) -> tuple[list, list, set[str]]:
+    """What the daemon would do now: the source sensor's result and the automation's requests."""
+    resources = default_resources(data_dir=str(data))
+    ctx = dg.build_sensor_context(instance=instance, resources={"chat_data": resources["chat_data"]})
+    sensor = source_files_sensor(ctx)
+    for event in sensor.asset_events:
+        instance.report_runless_asset_event(event)
+    automation = dg.evaluate_automation_conditions(defs=build_definitions(resources), instance=instance)
+    requested = {r.key.to_user_string() for r in automation.results if r.true_subset.size}
+    return sensor.run_requests, sensor.asset_events, requested
+
+
+def _materializations(instance, asset: str, partition: str) -> int:
+    filter_ = dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition])
+    return len(instance.fetch_materializations(filter_, limit=100).records)
+
+
+def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys):
+    first = _json(capsys, ["build", "--data", str(data), "--json"])
+    assert first["encoded_messages"] == first["messages"]
+    appended = _edit(data / f"{HARBOR}.json")
+    out = _json(capsys, ["build", "--data", str(data), "--json"])
+    assert out["per_file"][HARBOR]["encoded_messages"] == 3 == out["encoded_messages"]
+    assert "lancedb_index" in out["per_file"][HARBOR]["ran"]
+    assert all(row["ran"] == [] for key, row in out["per_file"].items() if key != HARBOR)
+    answer = _json(capsys, ["ask", "--data", str(data), "--chat", HARBOR, "--json", "Who bought the old red kayak?"])
+    assert any(appended in e["text"] for e in answer["evidence"])
+
+
+def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither(data, capsys):
+    evaluated = _json(capsys, ["eval", "--data", str(data), "--split", "all", "--allow-test", "--json"])
+    assert evaluated["per_split"]["train"]["questions"] > 0
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        runs, observations, requested = _daemon_tick(instance, data)
+        assert (runs, observations, requested) == ([], [], set())
+
+        # The daemon picks up an edit hop by hop (one run per tick, as its sensors would launch) ...
+        _edit(data / "demo_garden_Mara_Theo.json")
+        for _ in range(5):
+            runs, observations, requested = _daemon_tick(instance, data)
+            if not requested:
+                break
+            assert dg.materialize(list(build_definitions().assets), selection=sorted(requested),
+                                  partition_key="demo_garden_Mara_Theo", instance=instance,
+                                  resources=default_resources(data_dir=str(data))).success
+        assert requested == set()
+        runs_before = len(instance.get_runs())
+    # ... and the command line then finds the memory up to date and launches nothing.
+    assert main(["build", "--data", str(data)]) == 0
+    assert capsys.readouterr().err.count("memory up to date") == 3
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        assert len(instance.get_runs()) == runs_before
+
+
+def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_path, capsys):
+    """A copy of the project with one line of a retrieval module changed, on the same home."""
+    _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
+    copy = tmp_path / "project"
+    for package in ("narrative_mirror", "assets", "resources", "jobs", "definitions", "cli"):
+        shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    fusion = copy / "narrative_mirror" / "retrieval" / "fusion.py"
+    fusion.write_text(fusion.read_text() + "\nUNUSED_KNOB = 1\n")
+    prompt = copy / "narrative_mirror" / "prompts" / "agent_generator.txt"
+    prompt.write_text("Answer in one sentence.\n" + prompt.read_text())
+    script = ("import sys, warnings; warnings.filterwarnings('ignore')\n"
+              "from cli.runner import Runner\n"
+              f"with Runner(data_dir={str(data)!r}, progress=lambda m: None) as r:\n"
+              f"    keys = [k for k in r.register() if k != {HARBOR!r}]  # the test chat was not evaluated\n"
+              "    plan = r.plan(['messages', 'message_embeddings', 'l1_topics', 'l2_threads', 'lancedb_index',"
+              " 'qa_eval', 'arc_eval'], keys)\n"
+              "    print(sorted({k.to_user_string() for ks in plan.values() for k in ks}))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=copy, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(copy)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['arc_eval', 'qa_eval']"
+
+
+def test_two_builds_at_once_on_a_fresh_home_both_succeed_and_build_each_chat_once(data):
+    procs = [subprocess.Popen([*CLI, "build", "--data", str(data), "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    assert sorted(json.loads(out)["encoded_messages"] for out, _ in outs)[0] == 0  # the second found it done
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        for key in ("demo_garden_Mara_Theo", HARBOR, "demo_marathon_Ines_Kofi"):
+            assert _materializations(instance, "lancedb_index", key) == 1
+
+
+def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
+    proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stderr:  # progress: the first run starts right after its line
+            if line.startswith("[1/3]"):
+                break
+        time.sleep(2.0)  # inside the run (the embedder alone takes longer to load)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert main(["build", "--data", str(data)]) == 0
+    assert "was interrupted (its process is gone): marked failed" in capsys.readouterr().err
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        (killed,) = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+        assert "interrupted" in next(e.message for e in instance.all_logs(killed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))
+        assert not instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        for key in ("demo_garden_Mara_Theo", HARBOR, "demo_marathon_Ines_Kofi"):
+            assert _materializations(instance, "lancedb_index", key) == 1
+
+
+def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
+    assert main(["build", "--data", str(data)]) == 0
+    script = ("import sys\n"
+              "from cli.main import main\n"
+              f"code = main(['ask', '--data', {str(data)!r}, '--chat', {HARBOR!r}, '--json', 'Where was the surgery?'])\n"
+              "print('dagster' in sys.modules, code)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.stdout.strip().splitlines()[-1] == "False 0", proc.stderr[-2000:]
+    # An edit sends the next question through Dagster, which says what it rebuilds.
+    appended = _edit(data / f"{HARBOR}.json")
+    capsys.readouterr()
+    assert main(["ask", "--data", str(data), "--chat", HARBOR, "--json", "Who bought the old red kayak?"]) == 0
+    out, err = capsys.readouterr()
+    assert "chat_file has a new data version: messages" in err
+    assert any(appended in e["text"] for e in json.loads(out)["evidence"])
