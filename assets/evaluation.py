@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 
 from assets import versioned_asset
-from assets.freshness import EVAL_AUTOMATION as KEEP_CURRENT, SUMMARY_AUTOMATION
+from assets.freshness import PARTITION_AUTOMATION, NeedsRun, automated
 from assets.ingest import _versioned, split
 from assets.layers import lancedb_index
 from assets.partitions import chat_files
@@ -38,8 +38,15 @@ class InTrainSplit(dg.AutomationCondition):
         return dg.AutomationResult(context, candidates.compute_intersection_with_partition_keys(train))
 
 
-# Train partitions only; the split filter first, so the rest is computed for train files alone.
-EVAL_AUTOMATION = InTrainSplit() & KEEP_CURRENT
+# Evaluations are kept current, not started: the automation re-runs a TRAIN evaluation that exists
+# and became unsynced (the split filter first, so the rest is computed for train files alone); a
+# first evaluation is for the nightly schedule or a command to ask for (minutes of work).
+_EXISTS = ~dg.AutomationCondition.missing()
+EVAL_AUTOMATION = InTrainSplit() & _EXISTS & PARTITION_AUTOMATION
+# The summary aggregates every chat file, some never evaluated (test files outside an explicit test
+# run), so it does not wait for all of its inputs, only for the train evaluations being refreshed.
+SUMMARY_AUTOMATION = _EXISTS & automated(NeedsRun()) & ~dg.AutomationCondition.any_deps_match(
+    InTrainSplit() & _EXISTS & NeedsRun())
 
 
 def guard_test_partition(context: dg.AssetExecutionContext, split_row: pl.DataFrame) -> str:

@@ -164,9 +164,3 @@ def automated(condition: dg.AutomationCondition) -> dg.AutomationCondition:
 
 
 PARTITION_AUTOMATION = automated(ready_to_run())
-# Evaluations are kept current, not started: the automation re-runs one that exists and became
-# unsynced; a first evaluation is for the nightly schedule or a command to ask for (minutes of work).
-EVAL_AUTOMATION = ~dg.AutomationCondition.missing() & PARTITION_AUTOMATION
-# The train/test summary aggregates every chat file: some are never evaluated (test files
-# outside an explicit test run), so it does not wait for all of its inputs.
-SUMMARY_AUTOMATION = ~dg.AutomationCondition.missing() & automated(NeedsRun())

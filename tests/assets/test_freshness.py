@@ -56,6 +56,18 @@ class Built:
 
     def oracle(self) -> set[str]:
         """Dagster's own resolver (internal API, used here only as the reference)."""
+        resolver, fresh = self._resolver()
+        return {k.to_user_string() for k in self.defs.resolve_asset_graph().materializable_asset_keys
+                if k.path[0] not in ("eval_summary", "retrieval_event_stats") and resolver.get_status(k, KEY) != fresh}
+
+    def summary_unsynced(self) -> tuple[bool, bool]:
+        """(ours, Dagster's) for eval_summary, the aggregate over every chat file."""
+        resolver, fresh = self._resolver()
+        key = dg.AssetKey("eval_summary")
+        ours = FreshnessQuery(self.instance, self.defs.resolve_asset_graph()).reason(key, None) is not None
+        return ours, resolver.get_status(key) != fresh
+
+    def _resolver(self):
         from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
         from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
         from dagster._time import get_current_datetime
@@ -63,10 +75,7 @@ class Built:
         graph = self.defs.resolve_asset_graph()
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                               instance=self.instance, asset_graph=graph)
-        resolver = CachingStaleStatusResolver(self.instance, graph, view)
-        return {k.to_user_string() for k in graph.materializable_asset_keys
-                if k.path[0] not in ("eval_summary", "retrieval_event_stats")
-                and resolver.get_status(k, KEY) != StaleStatus.FRESH}
+        return CachingStaleStatusResolver(self.instance, graph, view), StaleStatus.FRESH
 
 
 @pytest.fixture
@@ -80,11 +89,14 @@ def built(tmp_path, monkeypatch):
         _observe(instance, resources)
         built = Built(data, instance, resources, defs)
         assert built.materialize([*INGEST, *LAYERS, "qa_eval", "arc_eval"]).success
+        assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
+                              resources=resources).success
         yield built
 
 
 def test_rule_agrees_with_dagsters_unsynced_status(built):
     assert built.reasons() == {} and built.oracle() == set()
+    assert built.summary_unsynced() == (False, False)
 
     chat = built.data / f"{KEY}.json"
     chat.write_text(chat.read_text().replace("rye bread", "sourdough"))
@@ -105,6 +117,11 @@ def test_rule_agrees_with_dagsters_unsynced_status(built):
     assert built.materialize(["messages"]).success
     assert "gold_qa" not in built.reasons() and "gold_qa" not in built.oracle()
 
+    # The aggregate over every chat file follows a new evaluation of any of them.
+    assert built.summary_unsynced() == (False, False)
+    assert built.materialize(["qa_eval"]).success
+    assert built.summary_unsynced() == (True, True)
+
 
 def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path, monkeypatch):
     defs, instance = built.defs, built.instance
@@ -112,17 +129,23 @@ def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path,
 
     cfg = tmp_path / "cfg"
     monkeypatch.setenv("NM_CONFIG_DIR", str(cfg))
-    # The reranker settings: only the evaluation side, never embeddings or layers.
+    # The reranker settings: only the evaluation side, never embeddings or layers; the summary
+    # waits for the evaluations and follows them.
     _override(cfg, "retrieval", r"^w_rec = [0-9.]+", "w_rec = 0.3")
     _observe(instance, built.resources)
     assert _requested(defs, instance)[0] == {"qa_eval", "arc_eval"}
     assert built.materialize(["qa_eval", "arc_eval"]).success
+    assert _requested(defs, instance)[0] == {"eval_summary"}
+    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
+                          resources=built.resources).success
 
     # An agent prompt: the evaluations again, not L1/L2.
     _override(cfg, "agent_planner", r"\A", "Plan carefully.\n", prompt=True)
     _observe(instance, built.resources)
     assert _requested(defs, instance)[0] == {"qa_eval", "arc_eval"}
     assert built.materialize(["qa_eval", "arc_eval"]).success
+    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
+                          resources=built.resources).success
 
     # The block summary prompt: L1 only (its output is unchanged offline, so the wave stops there).
     _override(cfg, "block_summary", r"\A", "Be brief.\n", prompt=True)

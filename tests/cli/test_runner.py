@@ -52,15 +52,22 @@ def _edit(path: Path) -> str:
     return appended[0]
 
 
-def _daemon_tick(instance, data) -> tuple[list, list, set[str]]:
-    """What the daemon would do now: the source sensor's result and the automation's requests."""
+def _daemon_tick(instance, data) -> tuple[list, list, dict[str | None, list[str]]]:
+    """What the daemon would do now: the source sensor's result and the automation's requests,
+    as {partition (None: unpartitioned): assets}."""
     resources = default_resources(data_dir=str(data))
     ctx = dg.build_sensor_context(instance=instance, resources={"chat_data": resources["chat_data"]})
     sensor = source_files_sensor(ctx)
     for event in sensor.asset_events:
         instance.report_runless_asset_event(event)
     automation = dg.evaluate_automation_conditions(defs=build_definitions(resources), instance=instance)
-    requested = {r.key.to_user_string() for r in automation.results if r.true_subset.size}
+    requested: dict[str | None, list[str]] = {}
+    for result in automation.results:
+        if result.true_subset.size:
+            partitions = (result.true_subset.expensively_compute_partition_keys()
+                          if result.true_subset.is_partitioned else [None])
+            for partition in partitions:
+                requested.setdefault(partition, []).append(result.key.to_user_string())
     return sensor.run_requests, sensor.asset_events, requested
 
 
@@ -86,18 +93,24 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
     assert evaluated["per_split"]["train"]["questions"] > 0
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
         runs, observations, requested = _daemon_tick(instance, data)
-        assert (runs, observations, requested) == ([], [], set())
+        assert (runs, observations, requested) == ([], [], {})
 
-        # The daemon picks up an edit hop by hop (one run per tick, as its sensors would launch) ...
+        # The daemon picks up an edit (a train chat) hop by hop, one run per partition and tick ...
         _edit(data / "demo_garden_Mara_Theo.json")
-        for _ in range(5):
+        assets = list(build_definitions().assets)
+        done = set()
+        for _ in range(8):
             runs, observations, requested = _daemon_tick(instance, data)
             if not requested:
                 break
-            assert dg.materialize(list(build_definitions().assets), selection=sorted(requested),
-                                  partition_key="demo_garden_Mara_Theo", instance=instance,
-                                  resources=default_resources(data_dir=str(data))).success
-        assert requested == set()
+            for partition, selection in requested.items():
+                done |= {(partition, name) for name in selection}
+                assert dg.materialize(assets, selection=selection, partition_key=partition, instance=instance,
+                                      resources=default_resources(data_dir=str(data))).success
+        assert requested == {}
+        garden = "demo_garden_Mara_Theo"
+        assert {(garden, "messages"), (garden, "lancedb_index"), (garden, "qa_eval"), (None, "eval_summary")} <= done
+        assert {partition for partition, _ in done} == {garden, None}  # nothing else re-ran
         runs_before = len(instance.get_runs())
     # ... and the command line then finds the memory up to date and launches nothing.
     assert main(["build", "--data", str(data)]) == 0
