@@ -72,9 +72,9 @@ class Runner:
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
                                            eval_profile=eval_profile)
         self.state = self.resources["state"]
-        self.arcs_dir = self.resources["chat_data"].arcs_path()
         self.defs = build_definitions(self.resources)
         self.assets = list(self.defs.assets)
+        self.instance = None
         home = dagster_home()
         self._lock = HomeLock(home, progress).__enter__()
         try:
@@ -86,7 +86,7 @@ class Runner:
             raise
 
     def close(self) -> None:
-        if getattr(self, "instance", None) is not None:
+        if self.instance is not None:
             self.instance.dispose()
             self.instance = None
         if self._lock is not None:

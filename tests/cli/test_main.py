@@ -48,4 +48,5 @@ def test_one_broken_file_does_not_stop_the_others(tmp_path, capsys):
     assert main(["ingest", "--data", str(tmp_path)]) == 1
     from cli.runner import Runner
 
-    assert Runner(data_dir=tmp_path).read("messages", "good").height == 8
+    with Runner(data_dir=tmp_path) as runner:
+        assert runner.read("messages", "good").height == 8
