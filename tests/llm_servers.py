@@ -29,7 +29,8 @@ from narrative_mirror.llm import LLMSettings
 
 SMOLLM2_ALIAS = "smollm2-135m"
 FAULT_MODEL = "fault-model"
-FaultMode = Literal["ok_json", "slow", "http_500", "malformed", "flaky", "bad_body"]
+FaultMode = Literal["ok_json", "slow", "hang", "http_500", "malformed", "flaky", "bad_body", "garbage_bytes",
+                    "slow_stream"]
 # Exact usage every fault-server completion reports, so token counters can be checked.
 FAULT_USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
@@ -141,7 +142,9 @@ def fault_server(
     below it); "http_500" always fails; "malformed" answers ``content`` as given (default: prose,
     no JSON; pass e.g. an object lacking keys); "flaky" fails the first chat request with 500,
     then behaves like "ok_json"; "bad_body" answers 200 with ``content`` as the whole response
-    body instead of a completion (default: an HTML page).
+    body instead of a completion (default: an HTML page); "hang" never answers (until the server
+    stops); "garbage_bytes" answers 200 with bytes that are not UTF-8; "slow_stream" sends the
+    headers and a valid completion one byte every ``delay_s / 50`` seconds.
     500 responses carry ``retry-after-ms: 10`` so the client's retries don't slow tests down.
     """
     if content is None:
@@ -180,10 +183,30 @@ def fault_server(
                 self._send(500, {"error": {"message": "injected failure", "type": "server_error"}})
             elif mode == "slow" and stopping.wait(delay_s):
                 return  # server is shutting down: drop the request
+            elif mode == "hang":
+                stopping.wait()
             elif mode == "bad_body":
                 self._send(200, answer.encode())
+            elif mode == "garbage_bytes":
+                self._send(200, b"\xff\xfe\x00garbage\x9c\x80" * 16)
+            elif mode == "slow_stream":
+                self._trickle(json.dumps(_completion(answer)).encode(), delay_s / 50)
             else:
                 self._send(200, _completion(answer))
+
+        def _trickle(self, data: bytes, pause_s: float) -> None:
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                for i in range(len(data)):
+                    if stopping.wait(pause_s):
+                        return
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
         def _record(self, body: dict[str, Any] | None) -> None:
             server_handle.requests.append({"method": self.command, "path": self.path, "body": body})
