@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, DebugTrace
@@ -30,6 +31,12 @@ def _check(question: str, mode: str) -> str:
     return question.strip()
 
 
+def _deadline(llm: LLMClient | None, profile: Profile):
+    """LLM calls of one answer end within the profile's deadline; past it (or with the LLM's
+    circuit open) the agent answers offline and says so (``degraded_reason``)."""
+    return llm.deadline(profile.deadline_s) if llm is not None else nullcontext()
+
+
 def ask(
     retriever: Any,
     chat_file: str,
@@ -41,9 +48,10 @@ def ask(
     """Answer, evidence and unknowns for one question about one chat."""
     question = _check(question, mode)
     chosen = get_profile(profile)
-    if mode == "oneshot":
-        return run_oneshot(retriever, chat_file, question, chosen, llm)
-    return run_agent(retriever, chat_file, question, chosen, llm, task="ask")
+    with _deadline(llm, chosen):
+        if mode == "oneshot":
+            return run_oneshot(retriever, chat_file, question, chosen, llm)
+        return run_agent(retriever, chat_file, question, chosen, llm, task="ask")
 
 
 def arc(
@@ -55,7 +63,9 @@ def arc(
 ) -> ArcAnswer:
     """A story question ("How did X develop?") answered as chronological phases with evidence ids."""
     question = _check(question, "agent")
-    return run_agent(retriever, chat_file, question, get_profile(profile), llm, task="arc")
+    chosen = get_profile(profile)
+    with _deadline(llm, chosen):
+        return run_agent(retriever, chat_file, question, chosen, llm, task="arc")
 
 
 def trace(

@@ -11,11 +11,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
 
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import stems
 from narrative_mirror.layers.text import truncate
-from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
 SUPPORT_MIN = 0.5  # share of a claim's content words that must appear in its cited messages
@@ -109,7 +112,15 @@ def verify(claims: Sequence[Claim], evidence_text: Mapping[str, str]) -> tuple[l
     return verified, problems
 
 
-GENERATE_REQUIRED = {"answer": str, "claims": list}
+class ClaimReply(BaseModel):
+    text: str
+    ids: list[MessageId] = []
+
+
+class GenerateReply(BaseModel):
+    answer: str
+    claims: list[ClaimReply]
+    unknowns: list[Any] = []  # strings kept; anything else is dropped, not fatal
 
 
 def llm_claims(llm: LLMClient, question: str, evidence: Sequence[EvidenceMessage]) -> tuple[str, list[Claim], list[str]]:
@@ -117,14 +128,7 @@ def llm_claims(llm: LLMClient, question: str, evidence: Sequence[EvidenceMessage
     system = load_prompt("agent_generator") + "\n" + DATA_BLOCK_NOTICE
     rows = [(e.local_id, e.speaker, e.text) for e in evidence]
     user = f"Question: {question}\n\nEvidence messages:\n{format_messages_as_data(rows)}"
-    reply = llm.complete_json(system, user, required=GENERATE_REQUIRED)
-    claims: list[Claim] = []
-    for item in reply["claims"]:
-        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-            raise LLMError("malformed", f"generator claim {item!r:.120} lacks a text")
-        ids = item.get("ids") or []
-        if not isinstance(ids, list):
-            raise LLMError("malformed", f"generator claim ids {ids!r:.80} is not a list")
-        claims.append(Claim(item["text"].strip(), [str(i) for i in ids]))
-    unknowns = [u for u in reply.get("unknowns") or [] if isinstance(u, str) and u.strip()]
-    return reply["answer"].strip(), claims, unknowns
+    reply = llm.complete_json(system, user, GenerateReply)
+    claims = [Claim(item.text.strip(), list(item.ids)) for item in reply.claims]
+    unknowns = [u for u in reply.unknowns if isinstance(u, str) and u.strip()]
+    return reply.answer.strip(), claims, unknowns

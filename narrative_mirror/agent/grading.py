@@ -10,12 +10,14 @@ can never be graded above its offline grade.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from pydantic import BaseModel
 
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.text import stem, stems, tokens
-from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, Number, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
 # On 210 TRAIN questions (balanced): 1.0 (scores only) -> exact recall .443, precision .104;
@@ -77,22 +79,19 @@ def top5_relevance(grades: Sequence[float]) -> float:
     return sum(best) / len(best) if best else 0.0
 
 
-GRADE_REQUIRED = {"grades": list}
+class GradeItem(BaseModel):
+    id: MessageId
+    grade: Number
+
+
+class GradeReply(BaseModel):
+    grades: list[GradeItem]
 
 
 def llm_grades(llm: LLMClient, question: str, rows: Sequence[tuple[str, str, str]]) -> dict[str, float]:
     """Grades 0..1 for the given (id, speaker, text) messages; ids the LLM skips are absent."""
     system = load_prompt("agent_grader") + "\n" + DATA_BLOCK_NOTICE
     user = f"Question: {question}\n\nCandidate messages:\n{format_messages_as_data(rows)}"
-    reply = llm.complete_json(system, user, required=GRADE_REQUIRED)
+    reply = llm.complete_json(system, user, GradeReply)
     known = {r[0] for r in rows}
-    grades: dict[str, float] = {}
-    for item in reply["grades"]:
-        if not isinstance(item, Mapping) or "id" not in item or "grade" not in item:
-            raise LLMError("malformed", f"grader item {item!r:.120} lacks id/grade")
-        grade = item["grade"]
-        if isinstance(grade, bool) or not isinstance(grade, (int, float)):
-            raise LLMError("malformed", f"grader grade {grade!r:.40} is not a number")
-        if str(item["id"]) in known:
-            grades[str(item["id"])] = min(1.0, max(0.0, float(grade)))
-    return grades
+    return {item.id: min(1.0, max(0.0, item.grade)) for item in reply.grades if item.id in known}

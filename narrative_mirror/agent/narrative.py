@@ -21,10 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pydantic import BaseModel
+
 from narrative_mirror.agent.contract import Phase
 from narrative_mirror.agent.text import content_tokens, stem
 from narrative_mirror.layers.text import truncate
-from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, MessageId, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
 MIN_IDS = 3
@@ -160,7 +162,14 @@ def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], questi
     return phases
 
 
-SEGMENT_REQUIRED = {"phases": list}
+class PhaseReply(BaseModel):
+    name: str | None = None
+    summary: str | None = None
+    evidence: list[MessageId]
+
+
+class SegmentReply(BaseModel):
+    phases: list[PhaseReply]
 
 
 def segment_llm(
@@ -181,22 +190,20 @@ def segment_llm(
         f"Question: {question}\n\nBlocks in time order:\n" + "\n".join(outline)
         + f"\n\nPreview messages of the blocks:\n{format_messages_as_data(preview_rows)}"
     )
-    reply = llm.complete_json(system + "\n" + DATA_BLOCK_NOTICE, user, required=SEGMENT_REQUIRED)
+    reply = llm.complete_json(system + "\n" + DATA_BLOCK_NOTICE, user, SegmentReply)
     block_of = {m.local_id: b for b in ordered for m in b.members}
     used: set[str] = set()
     phases: list[tuple[int, Phase]] = []
-    for item in reply["phases"]:
-        if not isinstance(item, Mapping) or not isinstance(item.get("evidence"), list):
-            raise LLMError("malformed", f"phase {item!r:.120} lacks an evidence list")
-        ids = [str(i) for i in item["evidence"] if str(i) in block_of and str(i) not in used]
+    for item in reply.phases:
+        ids = [i for i in item.evidence if i in block_of and i not in used]
         if not ids:
             continue
         touched = list({id(block_of[i]): block_of[i] for i in ids}.values())
         ids = select_phase_ids(touched, scores, chosen=ids, exclude=used)
         used.update(ids)
         by_id = {m.local_id: m for b in touched for m in b.members}
-        name = str(item.get("name") or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
-        summary = str(item.get("summary") or "").strip() or describe([by_id[i] for i in ids], scores, [])[1]
+        name = (item.name or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
+        summary = (item.summary or "").strip() or describe([by_id[i] for i in ids], scores, [])[1]
         phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids)))
     if not phases:
         raise LLMError("malformed", "segmenter returned no phase with known evidence ids")

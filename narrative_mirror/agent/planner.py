@@ -9,6 +9,9 @@ question too, so nothing written in the chat can change the route.
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator
 
 from narrative_mirror.agent.contract import Facets, Route
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS, content_tokens, time_phrases, time_words, tokens
@@ -126,31 +129,45 @@ def plan_offline(question: str) -> tuple[Route, Facets, str]:
     return route, facets, f"rules: intent={facets.intent}, targets={facets.target}"
 
 
-PLAN_REQUIRED = {"route": str}
+def _strings_or_none(value: object) -> object:
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def _string_or_none(value: object) -> object:
+    return value if isinstance(value, str) else None
+
+
+# The route must be right; a facet the LLM leaves out or gets wrong is taken from the rules.
+Strings = Annotated[list[str] | None, BeforeValidator(_strings_or_none)]
+Text = Annotated[str | None, BeforeValidator(_string_or_none)]
+
+
+class PlanReply(BaseModel):
+    route: str
+    intent: Text = None
+    target: Strings = None
+    artifact: Strings = None
+    time: Text = None
 
 
 def plan_llm(llm: LLMClient, question: str) -> tuple[Route, Facets, str]:
     """Route (and facets, where given well-formed) from the LLM; facets it leaves out or gets
     wrong come from the rules. Raises LLMError; a route outside ROUTES is malformed (the
     caller falls back to the rules)."""
-    reply = llm.complete_json(load_prompt("agent_planner"), f"Question: {question}", required=PLAN_REQUIRED)
-    route = reply["route"].strip().lower()
+    reply = llm.complete_json(load_prompt("agent_planner"), f"Question: {question}", PlanReply)
+    route = reply.route.strip().lower()
     if route not in ROUTES:
         raise LLMError("malformed", f"planner route {route!r} is not one of {list(ROUTES)}")
     rules = facets_offline(question)
 
-    def strings(key: str, limit: int) -> list[str] | None:
-        value = reply.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return None
-        return [v.strip() for v in value if v.strip()][:limit]
+    def stripped(values: list[str] | None, limit: int) -> list[str] | None:
+        return None if values is None else [v.strip() for v in values if v.strip()][:limit]
 
-    target, artifact = strings("target", 5), strings("artifact", 10)
-    intent, time = reply.get("intent"), reply.get("time")
+    target, artifact = stripped(reply.target, 5), stripped(reply.artifact, 10)
     facets = Facets(
-        intent=intent.strip().lower() if isinstance(intent, str) and intent.strip() else rules.intent,
+        intent=reply.intent.strip().lower() if reply.intent and reply.intent.strip() else rules.intent,
         target=target if target is not None else rules.target,
         artifact=[a.lower() for a in artifact] if artifact else rules.artifact,
-        time=time.strip() if isinstance(time, str) and time.strip() else rules.time,
+        time=reply.time.strip() if reply.time and reply.time.strip() else rules.time,
     )
     return route, facets, "llm"

@@ -13,9 +13,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from pydantic import BaseModel
+
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.text import content_tokens, stem, tokens
-from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
 _LEADING = re.compile(
@@ -109,15 +111,13 @@ def corrective_variants(
     return unique_queries(candidates, [question, *done], limit)
 
 
-REWRITE_REQUIRED = {"queries": list}
+class RewriteReply(BaseModel):
+    queries: list[str]
 
 
 def llm_variants(llm: LLMClient, question: str, leaf_hits: Sequence[tuple[str, str, str]], limit: int) -> list[str]:
     """Rewrites grounded on leaf messages ``(id, speaker, text)`` of a first flat search."""
     system = load_prompt("agent_rewrite").replace("{limit}", str(limit)) + "\n" + DATA_BLOCK_NOTICE
     user = f"Question: {question}\n\nMessages from a first search:\n{format_messages_as_data(leaf_hits)}"
-    reply = llm.complete_json(system, user, required=REWRITE_REQUIRED)
-    queries = [q for q in reply["queries"] if isinstance(q, str)]
-    if reply["queries"] and not queries:
-        raise LLMError("malformed", "rewrite queries must be strings")
-    return unique_queries(queries, [question], limit)
+    reply = llm.complete_json(system, user, RewriteReply)
+    return unique_queries(reply.queries, [question], limit)

@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from pydantic import BaseModel
+
 from narrative_mirror import settings
 from narrative_mirror.layers.params import SummaryParams, section
 from narrative_mirror.layers.text import content_tokens, truncate
@@ -84,6 +86,11 @@ class ExtractiveSummarizer:
         return truncate(label, self.params.label_max_chars) or truncate(items[0], self.params.label_max_chars), summary
 
 
+class SummaryReply(BaseModel):
+    label: str
+    summary: str
+
+
 class LLMSummarizer:
     """Summaries from an ``llm.LLMClient``; extractive fallback on any LLM failure."""
 
@@ -107,11 +114,9 @@ class LLMSummarizer:
             rows.append((str(index), speaker, truncate(text, self.params.prompt_item_max_chars)))
         self.calls += 1
         try:
-            answer = self.client.complete_json(
-                system, format_messages_as_data(rows), required={"label": str, "summary": str}
-            )
-            label = truncate(answer["label"], self.params.label_max_chars)
-            summary = truncate(answer["summary"], self.params.summary_max_chars)
+            answer = self.client.complete_json(system, format_messages_as_data(rows), SummaryReply)
+            label = truncate(answer.label, self.params.label_max_chars)
+            summary = truncate(answer.summary, self.params.summary_max_chars)
             if not label or not summary:
                 raise LLMError("malformed", f"empty label or summary in {answer!r:.200}")
         except LLMError as exc:

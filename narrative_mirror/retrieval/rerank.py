@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from pydantic import BaseModel
 
 from narrative_mirror import settings
 from narrative_mirror.retrieval.fusion import rrf
@@ -206,6 +207,10 @@ class NeuralRescorer:
         return _with_tail(ranked, tail)
 
 
+class GradesById(BaseModel):
+    grades: dict[str, Any]  # id -> grade; anything but a number counts as 0
+
+
 GRADER_SYSTEM = """You grade chat messages as evidence for a question about the chat.
 For each message, give a grade from 0 to 1: 1 = states or directly supports the answer,
 0.5 = related context, 0 = unrelated. Answer with one JSON object
@@ -234,13 +239,13 @@ class LLMGrader:
             + format_messages_as_data((h.local_id, h.speaker, h.text) for h in head)
         )
         try:
-            answer = self.client.complete_json(GRADER_SYSTEM + DATA_BLOCK_NOTICE, user,
-                                               required={"grades": dict}, max_tokens=self.max_tokens)
+            answer = self.client.complete_json(GRADER_SYSTEM + DATA_BLOCK_NOTICE, user, GradesById,
+                                               max_tokens=self.max_tokens)
         except LLMError:
             return [dataclasses.replace(h, reasons={**h.reasons, "llm_fallback": 1.0}) for h in hits]
         grades = {}
         for h in head:
-            value = answer["grades"].get(h.local_id)
+            value = answer.grades.get(h.local_id)
             is_number = isinstance(value, int | float) and not isinstance(value, bool)
             grades[h.local_id] = min(1.0, max(0.0, float(value))) if is_number else 0.0
         ranked = _reordered(head, [grades[h.local_id] for h in head], [{"llm_grade": grades[h.local_id]} for h in head])

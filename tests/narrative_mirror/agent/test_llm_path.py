@@ -1,13 +1,15 @@
 """The agent with an LLM: every node's LLM step, fault fallbacks, and chat text kept as data."""
 
+import dataclasses
 import json
+import time
 
 import pytest
 from llm_servers import fault_server, llama_server
 
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.profiles import PROFILES
-from narrative_mirror.llm import DATA_BEGIN, DATA_BLOCK_NOTICE, DATA_END, LLMClient
+from narrative_mirror.llm import DATA_BEGIN, DATA_BLOCK_NOTICE, DATA_END, CircuitBreaker, LLMClient
 from narrative_mirror.query import arc, ask
 
 QUESTION = "What kind of tomatoes did Ana buy?"
@@ -86,6 +88,36 @@ def test_llm_failure_falls_back_to_the_offline_path_and_says_so(retriever, chat_
     assert answer.llm_calls == 1 and answer.calls == offline.calls + 1
     assert n_requests == 1 + settings.get("max_retries", 2) * (mode == "http_500")
     assert (answer.answer, answer.selected_ids, answer.route) == (offline.answer, offline.selected_ids, offline.route)
+
+
+def test_a_hung_llm_costs_an_ask_its_deadline_and_no_more(retriever, chat_file):
+    offline = ask(retriever, chat_file, QUESTION, profile="balanced")
+    quick = dataclasses.replace(PROFILES["balanced"], deadline_s=1.0)
+    with fault_server("hang") as server:
+        started = time.monotonic()
+        answer = ask(retriever, chat_file, QUESTION, profile=quick, llm=LLMClient(server.settings(timeout_s=30)))
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.0 + 1.0  # the deadline, then the offline path (well under a second here)
+    assert answer.degraded and "planner: LLM deadline error" in answer.degraded_reason
+    assert (answer.answer, answer.selected_ids) == (offline.answer, offline.selected_ids)
+
+
+@pytest.mark.parametrize("mode", ["garbage_bytes", "bad_body"])
+def test_a_reply_that_is_not_a_completion_falls_back(retriever, chat_file, mode):
+    with fault_server(mode) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
+    assert answer.degraded and "LLM malformed error" in answer.degraded_reason and answer.answer
+
+
+def test_after_repeated_failures_asks_go_straight_to_the_offline_path(retriever, chat_file):
+    with fault_server("http_500") as server:
+        llm = LLMClient(server.settings(max_retries=0), breaker=CircuitBreaker(failures_to_open=2, cooldown_s=60))
+        for _ in range(2):
+            assert "LLM http error" in ask(retriever, chat_file, QUESTION, profile="fast", llm=llm).degraded_reason
+        sent = len(server.chat_requests)
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=llm)
+        assert len(server.chat_requests) == sent  # nothing sent while the circuit is open
+    assert answer.degraded and "LLM circuit_open error" in answer.degraded_reason
 
 
 def test_flaky_server_succeeds_after_a_retry(retriever, chat_file):
