@@ -1,5 +1,6 @@
 """Ingestion layer: messages, gold QA, ARC cases, and the train/test split."""
 
+from contextlib import contextmanager
 
 import dagster as dg
 import polars as pl
@@ -9,13 +10,28 @@ from assets.freshness import PARTITION_AUTOMATION
 from assets.partitions import chat_files
 from assets.sources import arc_file, chat_file, split_config
 from narrative_mirror import schema, split as split_lib
-from narrative_mirror.arcs import arcs_file_for, load_arc_cases
-from narrative_mirror.chats import load_chat
+from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
+from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.storage import frame_hash
 from resources import ChatDataResource
 
 UNRESOLVED_WARN_SHARE = 0.05  # more than 5% unresolved gold strings in a file deserves a look
+
+
+# Marks a failure caused by a bad input file (the command line exits 2 for those, 1 for the rest).
+INPUT_PROBLEM = "narrative_mirror/input_problem"
+
+
+@contextmanager
+def input_problems_as_failures():
+    """A bad chat or ARC file fails its step with one line naming the file and the field, and no
+    traceback: the code is fine, the file needs fixing."""
+    try:
+        yield
+    except (ChatFormatError, ArcCaseError) as exc:
+        raise dg.Failure(description=" ".join(str(exc).split()), metadata={INPUT_PROBLEM: True},
+                         allow_retries=False) from None
 
 
 def _versioned(df: pl.DataFrame, metadata: dict) -> dg.Output:
@@ -27,7 +43,8 @@ def _versioned(df: pl.DataFrame, metadata: dict) -> dg.Output:
           automation_condition=PARTITION_AUTOMATION)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
     """One row per message of the chat file (RealTalk or LoCoMo format), in file order."""
-    chat = load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key)
+    with input_problems_as_failures():
+        chat = load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key)
     df = chat.messages
     for note in chat.notes:
         context.log.warning(note)
@@ -48,16 +65,21 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
     group_name="ingest",
     kinds={"polars"},
     deps=[chat_file],
-    check_specs=[dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa")],
+    check_specs=[dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa"),
+                 dg.AssetCheckSpec("gold_oddities", asset="gold_qa")],
     automation_condition=PARTITION_AUTOMATION,
 )
 def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
     """Gold questions with evidence ids parsed from the messy annotations (raw kept beside)."""
-    chat = load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key)
-    df = gold_qa_frame(chat)
+    with input_problems_as_failures():
+        df = gold_qa_frame(load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key))
     raw_total = int(df["evidence_raw"].list.len().sum() or 0)
     unresolved = df.select(pl.col("unresolved").explode().drop_nulls())["unresolved"].to_list()
     no_gold = int((df["gold_ids"].list.len() == 0).sum()) if df.height else 0
+    # Per question: forms read with a guess, and ids not in the chat.
+    oddities = {row["question_id"]: row["oddities"] + [f"not in the chat: {part}" for part in row["unresolved"]]
+                for row in df.select("question_id", "oddities", "unresolved").iter_rows(named=True)
+                if row["oddities"] or row["unresolved"]}
     yield _versioned(
         df,
         {
@@ -66,7 +88,13 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
             "unresolved_evidence": dg.MetadataValue.int(len(unresolved)),
             "unresolved_parts": dg.MetadataValue.json(unresolved),
             "questions_without_gold": dg.MetadataValue.int(no_gold),
+            "gold_oddities": dg.MetadataValue.json(oddities),
         },
+    )
+    yield dg.AssetCheckResult(
+        check_name="gold_oddities", passed=not oddities, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"questions": dg.MetadataValue.int(len(oddities)), "oddities": dg.MetadataValue.json(oddities)},
+        description=f"{len(oddities)} of {df.height} questions have gold evidence read with a guess or not found",
     )
     share = len(unresolved) / raw_total if raw_total else 0.0
     yield dg.AssetCheckResult(
@@ -91,7 +119,8 @@ def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, me
     if path is None:
         df = schema.empty_frame(schema.ARC_CASES)
         return _versioned(df, {"source": "none (no arcs file for this chat)"})
-    df = load_arc_cases(path, messages)
+    with input_problems_as_failures():
+        df = load_arc_cases(path, messages)
     phases = int(df["phase_names"].list.len().sum() or 0) if df.height else 0
     return _versioned(df, {"source": dg.MetadataValue.path(str(path)), "phases": dg.MetadataValue.int(phases)})
 

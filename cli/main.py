@@ -1,7 +1,10 @@
 """The ``narrative-mirror`` command: the asset graph for people and scripts without the UI.
 
-Readable output for people (progress on stderr), one JSON object on stdout with ``--json``.
-Exit codes: 0 ok, 1 a run failed, 2 bad input (argument, file or configuration).
+Readable output for people (progress on stderr), one JSON object on stdout with ``--json``,
+always, with ``problems`` (bad input: one line per file naming the field) and ``failures``.
+Exit codes: 0 ok, 2 bad input (an argument, a chat/ARC/config file), 1 anything else failed.
+Good files are processed whatever the bad ones do; tracebacks only with ``--verbose`` (and in
+the Dagster run logs).
 """
 
 from __future__ import annotations
@@ -19,7 +22,19 @@ EVAL = ["qa_eval", "arc_eval"]
 def _runner(args, eval_profile: str = ""):
     from cli.runner import Runner
 
-    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), eval_profile=eval_profile)
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), eval_profile=eval_profile,
+                  verbose=getattr(args, "verbose", False))
+
+
+def _outcome(runner, *reports) -> dict:
+    """What went wrong across a command's reports, as the lines the command prints."""
+    problems = list(runner.problems)
+    failures, warnings = [], []
+    for report in reports:
+        problems += [f"{message}" for message in report.problems.values()]
+        failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]
+        warnings += report.warnings
+    return {"problems": problems, "failures": failures, "warnings": warnings}
 
 
 def _build_memory(runner, chats: list[str] | None = None):
@@ -39,7 +54,7 @@ def _build_memory(runner, chats: list[str] | None = None):
     targets = keys if chats is None else list(chats)
     report = runner.materialize(INGEST + LAYERS, targets, what="memory")
     for key in targets:
-        if key in before:
+        if key in before and key not in report.failed:
             stamp.write(runner.state.root, key, before[key])
     return keys, report
 
@@ -56,7 +71,7 @@ def cmd_ingest(args) -> dict:
         report = runner.materialize(INGEST, keys, what="ingest")
         msgs = qa = arcs = unresolved = 0
         per_file = {}
-        for key in keys:
+        for key in (k for k in keys if k not in report.failed):
             m, q, a = (runner.read(name, key) for name in ("messages", "gold_qa", "arc_cases"))
             n_unresolved = int(q["unresolved"].list.len().sum() or 0)
             per_file[key] = {"messages": m.height, "qa": q.height, "arc_cases": a.height,
@@ -71,6 +86,7 @@ def cmd_ingest(args) -> dict:
         "arc_cases": arcs,
         "unresolved_evidence": unresolved,
         "per_file": per_file,
+        **_outcome(runner, report),
     }
 
 
@@ -78,8 +94,9 @@ def cmd_build(args) -> dict:
     with _runner(args) as runner:
         keys, report = _build_memory(runner)
         counts = {"messages": 0, "blocks": 0, "threads": 0, "messages_in_blocks": 0}
-        per_file = _partition_rows(report, keys)
-        for key in keys:
+        built = [k for k in keys if k not in report.failed]
+        per_file = _partition_rows(report, built)
+        for key in built:
             msgs, blocks, threads = (runner.read(a, key) for a in ("messages", "l1_topics", "l2_threads"))
             ids = [i for row in blocks["message_ids"].to_list() for i in row]
             # "in exactly one block": ids listed once, and every message listed.
@@ -91,7 +108,8 @@ def cmd_build(args) -> dict:
                 counts[name] += value
     return {"data": str(runner.data_dir), "partitions": len(keys), **counts,
             "encoded_messages": sum(report.encoded_messages.values()),
-            "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file}
+            "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
+            **_outcome(runner, report)}
 
 
 def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:
@@ -122,21 +140,25 @@ def cmd_eval(args) -> dict:
     with _runner(args, eval_profile=args.profile or "") as runner:
         keys = runner.register()
         chosen = _split_keys(keys, args.split, args.allow_test)
-        targets = [k for ks in chosen.values() for k in ks]
-        _build_memory(runner, targets)
+        _, memory = _build_memory(runner, [k for ks in chosen.values() for k in ks])
+        chosen = {which: [k for k in ks if k not in memory.failed] for which, ks in chosen.items()}
         fingerprint = _current_fingerprint(runner)["fingerprint"]
+        reports = [memory]
         for which, split_keys in chosen.items():
             # Evaluated under another config (e.g. --profile): Dagster does not track the profile
             # chosen on the command line, so those are run again explicitly.
             other = [k for k in split_keys if (stored := runner.stored("qa_eval", k)) is not None
                      and stored.height > 0 and stored["fingerprint"][0] != fingerprint]
             if other:
-                runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation")
-            runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation")
-        runner.materialize(["eval_summary"], None, force=True, what="summary")
-        result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint}
+                reports.append(runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation"))
+            reports.append(runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation"))
+        reports.append(runner.materialize(["eval_summary"], None, force=True, what="summary"))
+        evaluated = {which: [k for k in ks if not any(k in r.failed for r in reports)] for which, ks in chosen.items()}
+        targets = [k for ks in evaluated.values() for k in ks]
+        result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint,
+                  **_outcome(runner, *reports)}
         if args.split == "all":
-            result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in chosen.items() if ks}
+            result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in evaluated.items() if ks}
     return result
 
 
@@ -146,6 +168,8 @@ def _split_metrics(runner, keys: list[str]) -> dict:
 
     from narrative_mirror import evaluation as ev
 
+    if not keys:
+        return {"chat_files": [], "questions": 0}
     summary = ev.qa_summary(pl.concat([runner.read("qa_eval", k) for k in keys]))
     overall = summary["overall"]
     arcs = pl.concat([runner.read("arc_eval", k) for k in keys])
@@ -167,7 +191,7 @@ def _print_eval(result: dict) -> None:
     splits = result.get("per_split") or {result["split"]: result}
     rows = [{"split": which, "chat files": len(m["chat_files"]), "questions": m["questions"],
              **{k: m[k] for k in ev.HEADLINE_KEYS}, "arc recall": m["arc_global_recall"],
-             "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items()]
+             "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items() if m["questions"]]
     print(ev.markdown_table(rows))
     print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
 
@@ -191,7 +215,11 @@ def _fresh_memory(args) -> None:
     if path is not None and stamp.is_fresh(settings.nm_home(), args.chat, path):
         return
     with _runner(args) as runner:
-        _build_memory(runner, [args.chat])
+        _, report = _build_memory(runner, [args.chat])
+    if args.chat in report.problems:
+        raise ValueError(report.problems[args.chat])
+    if args.chat in report.failures:
+        raise RuntimeError(f"the memory of {args.chat} could not be built: {report.failures[args.chat]}")
 
 
 def _retriever_for(args):
@@ -238,19 +266,41 @@ def cmd_ask(args) -> dict:
 
 
 def cmd_serve(args) -> dict:
-    from narrative_mirror.api_server import create_app, serve
+    from narrative_mirror import settings
+    from narrative_mirror.access import load_tokens
+    from narrative_mirror.api_server import check_host, create_app, serve
     from narrative_mirror.events import EventLog
     from narrative_mirror.retrieval.engine import Retriever
-    from narrative_mirror import settings
 
+    tokens = load_tokens(args.tokens) if args.tokens else None
+    check_host(args.host, tokens is not None)  # before the build, not after it
     with _runner(args) as runner:  # the home is free again while serving
-        keys, _ = _build_memory(runner)
+        keys, report = _build_memory(runner)
+    unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
+    for line in runner.problems:
+        runner.progress(f"skipped: {line}")
     res = runner.resources
     retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
     event_log = EventLog(res["state"].lancedb_uri, embedder=retriever.embedder)
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
-    serve(create_app(retriever, event_log, res["llm"].get()), host=args.host, port=args.port)
-    return {"served": keys}
+    app = create_app(retriever, event_log, res["llm"].get(), unavailable=unavailable, tokens=tokens)
+    serve(app, host=args.host, port=args.port)
+    return {"served": [k for k in keys if k not in unavailable]}
+
+
+def cmd_token(args) -> dict:
+    """Create or revoke an API token of `serve --tokens FILE` (the file keeps only its hash)."""
+    from narrative_mirror.access import add_token, remove_token
+
+    if args.action == "add":
+        if not args.chat:
+            raise ValueError("token add: --chat PATTERN is required (a chat key or glob, repeatable)")
+        secret = add_token(args.tokens, args.name, args.chat)
+        return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "token": secret,
+                "note": "shown once: only its hash is stored"}
+    if not remove_token(args.tokens, args.name):
+        raise ValueError(f"{args.tokens}: no token named {args.name!r}")
+    return {"tokens": str(args.tokens), "removed": args.name}
 
 
 def cmd_compare_run(args) -> dict:
@@ -367,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--arcs", type=Path, default=None,
                        help="folder of <chat>.arcs.json (default: NM_ARCS_DIR, the data folder, or <data>_arcs)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--verbose", action="store_true", help="Dagster's log and tracebacks on stderr")
 
     p = sub.add_parser("ingest", help="register chat files and materialize messages, gold QA, ARC cases")
     data_args(p)
@@ -408,7 +459,17 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--tokens", type=Path, default=None,
+                   help="API token file (`token add`); required to serve beyond loopback")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("token", help="add or remove an API token of `serve --tokens FILE` (scoped to chats)")
+    p.add_argument("action", choices=["add", "remove"])
+    p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
+    p.add_argument("--name", required=True, help="who or what the token is for")
+    p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may read (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_token)
 
     p = sub.add_parser("compare-run", help="before/after rerank of a recall-run file (average top-3 score lift)")
     p.add_argument("run_file", type=Path)
@@ -431,24 +492,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from cli.errors import RunFailed
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    verbose = getattr(args, "verbose", False)
     try:
         result = args.func(args)
-    except RunFailed as exc:
-        print(f"narrative-mirror {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"narrative-mirror {args.command}: {exc}", file=sys.stderr)
-        return 2
+    except (FileNotFoundError, ValueError) as exc:  # bad input: an argument, a file, a config value
+        if verbose:
+            raise
+        result = {"problems": [_one_line(exc)]}
+    except Exception as exc:
+        if verbose:
+            raise
+        result = {"failures": [f"{type(exc).__name__}: {_one_line(exc)} (--verbose shows the traceback)"]}
+    problems, failures = result.setdefault("problems", []), result.setdefault("failures", [])
+    for line in result.get("warnings", []):
+        print(f"narrative-mirror {args.command}: warning: {line}", file=sys.stderr)
+    for line in problems + failures:
+        print(f"narrative-mirror {args.command}: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, default=str))
-    else:
+    elif set(result) - {"problems", "failures", "warnings"}:
         _print_human(args.command, result)
-    return 0
+    return 1 if failures else 2 if problems else 0
 
 
 def run() -> None:

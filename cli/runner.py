@@ -20,14 +20,16 @@ import dagster as dg
 import polars as pl
 
 from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_run
+from assets.ingest import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources import observe_sources
-from cli.errors import RunFailed
 from cli.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror import settings
 
-# Progress goes through Runner.progress; Dagster's own console log only for problems.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Progress goes through Runner.progress. Dagster's own console log stays silent (its run logs in
+# the instance keep everything, tracebacks included) unless the command runs with --verbose.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+VERBOSE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 WAIT_FOR_OTHER_RUNS_S = 2.0
 IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
                dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -39,11 +41,20 @@ def _stderr(msg: str) -> None:
 
 @dataclass
 class BuildReport:
-    """What one ``Runner.materialize`` did: assets run per partition, step seconds, new encodes."""
+    """What one ``Runner.materialize`` did: assets run per partition, step seconds, new encodes,
+    and what went wrong: ``problems`` (a bad input file: one line naming file and field),
+    ``failures`` (anything else), ``warnings`` (built, but something in the file looks odd)."""
 
     ran: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     encoded_messages: dict[str, int] = field(default_factory=dict)
+    problems: dict[str | None, str] = field(default_factory=dict)
+    failures: dict[str | None, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> set[str | None]:
+        return set(self.problems) | set(self.failures)
 
     def add(self, partition: str | None, result) -> None:
         label = partition or "(all)"
@@ -54,20 +65,26 @@ class BuildReport:
             elif event.event_type_value == "ASSET_MATERIALIZATION":
                 materialization = event.event_specific_data.materialization
                 self.ran.setdefault(label, []).append(materialization.asset_key.to_user_string())
-                encoded = materialization.metadata.get("encoded_messages")
-                if encoded is not None:
-                    self.encoded_messages[label] = self.encoded_messages.get(label, 0) + encoded.value
+                metadata = {k: v.value for k, v in materialization.metadata.items()}
+                if "encoded_messages" in metadata:
+                    self.encoded_messages[label] = self.encoded_messages.get(label, 0) + metadata["encoded_messages"]
+                self.warnings += _warnings(label, metadata)
+        if not result.success:
+            message, input_problem = _failure(result)
+            (self.problems if input_problem else self.failures)[partition] = message
 
 
 class Runner:
     """One command's session with the instance: holds the home lock until ``close``."""
 
     def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
-                 progress: Callable[[str], None] = _stderr, eval_profile: str = ""):
+                 progress: Callable[[str], None] = _stderr, eval_profile: str = "", verbose: bool = False):
         from definitions import build_definitions
         from resources import default_resources
 
         self.progress = progress
+        self.verbose = verbose
+        self.problems: list[str] = []  # files that could not become partitions (bad names, links out)
         self.data_dir = Path(data_dir).resolve() if data_dir else settings.data_dir()
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
                                            eval_profile=eval_profile)
@@ -104,8 +121,7 @@ class Runner:
         """Record the chat files (new partitions) and the versions of changed source files;
         returns the chat files present, the command's partitions."""
         found = observe_sources(self.instance, self.resources["chat_data"])
-        for problem in found.problems:
-            self.progress(f"skipped: {problem}")
+        self.problems = found.problems
         if not found.files:
             raise FileNotFoundError(f"no chat files (*.json) in {self.data_dir}")
         if found.new_keys:
@@ -157,20 +173,19 @@ class Runner:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
-        lines. Failed partitions are reported at the end (RunFailed) after the others are done."""
+        lines. A failed partition is left alone (the others go on) and reported in the result."""
         targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
-        failures: dict[str | None, str] = {}
         ran: set[tuple[str | None, dg.AssetKey]] = set()
         first = True
         while True:
             if first and force:
                 plan = {p: [dg.AssetKey(s) for s in selection] for p in targets}
             else:
-                plan = self.plan(selection, [p for p in targets if p is not None and p not in failures])
+                plan = self.plan(selection, [p for p in targets if p is not None and p not in report.failed])
             # Only what this command has not run yet: an asset requested again right after it
             # ran would mean its output never settles; one attempt is enough.
-            plan = {p: [k for k in keys if (p, k) not in ran] for p, keys in plan.items() if p not in failures}
+            plan = {p: [k for k in keys if (p, k) not in ran] for p, keys in plan.items() if p not in report.failed}
             plan = {p: keys for p, keys in plan.items() if keys}
             if not plan:
                 break
@@ -182,19 +197,16 @@ class Runner:
                 self.progress(f"{label}: {why}")
                 result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
                                         resources=self.resources, tags={**run_tags(), **(tags or {})},
-                                        raise_on_error=False, run_config=QUIET)
+                                        raise_on_error=False, run_config=VERBOSE if self.verbose else QUIET)
                 ran.update((partition, k) for k in keys)
                 report.add(partition, result)
-                if not result.success:
+                if partition in report.failed:
                     # One bad chat file must not stop the others: report it and go on.
-                    failures[partition] = _failure_message(result)
-                    self.progress(f"{label}: FAILED {failures[partition]}")
+                    self.progress(f"{label}: FAILED")
             first = False
         for partition in targets:
-            if (partition or "(all)") not in report.ran and partition not in failures:
+            if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
-        if failures:
-            raise RunFailed([f"{p or '(all)'}: {message}" for p, message in failures.items()])
         return report
 
     def _wait_for_other_runs(self, partition: str | None) -> None:
@@ -218,13 +230,29 @@ class Runner:
         return frame
 
 
-def _failure_message(result) -> str:
+def _failure(result) -> tuple[str, bool]:
+    """(one line saying why the run failed, whether a bad input file is the cause)."""
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
-            err = event.event_specific_data.error
-            cause = err.cause.message.strip() if err and err.cause else ""
-            return f"{event.step_key}: {err.message.strip() if err else 'failed'} {cause}".strip()
+            data = event.event_specific_data
+            failure = data.user_failure_data
+            if failure is not None and failure.metadata.get(INPUT_PROBLEM) is not None:
+                return failure.description, True
+            err = data.error
+            cause = err.cause.message if err and err.cause else (err.message if err else "failed")
+            return f"{event.step_key}: {' '.join(cause.split())}", False
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
-            return f"blocking check failed: {event.event_specific_data.check_name}"
-    return "run did not succeed"
+            return f"blocking check failed: {event.event_specific_data.check_name}", False
+    return "run did not succeed", False
+
+
+def _warnings(label: str, metadata: dict) -> list[str]:
+    """Built, but worth a look: messages the reader had to normalize, odd gold annotations."""
+    lines = []
+    if notes := metadata.get("normalizations"):
+        lines.append(f"{label}: {len(notes)} normalization(s), e.g. {notes[0]}")
+    if oddities := metadata.get("gold_oddities"):
+        first, what = next(iter(oddities.items()))
+        lines.append(f"{label}: {len(oddities)} question(s) with odd gold evidence, e.g. {first}: {what[0]}")
+    return lines

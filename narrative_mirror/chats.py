@@ -213,6 +213,8 @@ def read_json_file(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ChatFormatError(f"{path.name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise ChatFormatError(f"{path.name}: JSON nested too deeply to read (no chat file nests this deep)") from None
 
 
 def _text(message: dict, key: str, where: str, field_name: str) -> str:

@@ -14,7 +14,9 @@ Forms found in the real files and how they are read (``parse_evidence``):
   ambiguous and stay unresolved, as does any id not in the file;
 - an empty string holds no id: nothing resolved, nothing unresolved (it stays visible in
   ``evidence_raw``).
-Unresolved parts are reported with whitespace removed, otherwise as written.
+Unresolved parts are reported with whitespace removed, otherwise as written. Forms read with a
+guess are listed per question in ``oddities``: an evidence field that is one string instead of a
+list, a range written backwards (``D1:3-D1:1``, read as ``D1:1-D1:3``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class EvidenceParse:
     raw: str
     resolved: list[str]  # known local_ids, file order, no duplicates
     unresolved: list[str]  # parts that name no message of the file, in written order
+    oddities: list[str]  # forms read with a guess
 
 
 def parse_evidence(raw: str, known_ids: Sequence[str]) -> EvidenceParse:
@@ -66,14 +69,17 @@ def gold_qa_frame(chat: Chat) -> pl.DataFrame:
         # LoCoMo's adversarial questions (category 5) carry "adversarial_answer" instead.
         answer = entry["answer"] if "answer" in entry else entry.get("adversarial_answer", "")
         evidence = entry.get("evidence") or []
+        oddities = []
         if isinstance(evidence, str):
+            oddities.append(f"evidence is one string, not a list: {evidence!r:.80}")
             evidence = [evidence]
         if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
-            raise ChatFormatError(f"{where}.evidence must be a list of strings, got {evidence!r}")
+            raise ChatFormatError(f"{where}.evidence must be a list of strings, got {evidence!r:.200}")
 
         parses = [_parse(raw, known_ids, position) for raw in evidence]
         gold = sorted({i for p in parses for i in p.resolved}, key=position.__getitem__)
         unresolved = list(dict.fromkeys(part for p in parses for part in p.unresolved))
+        oddities += [odd for p in parses for odd in p.oddities]
 
         rows["question_id"].append(f"{chat.chat_file}/q{index:03d}")
         rows["chat_file"].append(chat.chat_file)
@@ -83,6 +89,7 @@ def gold_qa_frame(chat: Chat) -> pl.DataFrame:
         rows["evidence_raw"].append(evidence)
         rows["gold_ids"].append(gold)
         rows["unresolved"].append(unresolved)
+        rows["oddities"].append(oddities)
     return pl.DataFrame(rows, schema=schema.GOLD_QA)
 
 
@@ -100,6 +107,7 @@ def _parse(raw: str, known_ids: Sequence[str], position: dict[str, int]) -> Evid
 
     resolved: set[str] = set()
     unresolved: list[str] = []
+    oddities: list[str] = []
 
     def take(local_id: str, written: str) -> None:
         if local_id in position:
@@ -117,6 +125,8 @@ def _parse(raw: str, known_ids: Sequence[str], position: dict[str, int]) -> Evid
         written = match.group()
         if match["range"]:
             first, last = written.split("-")
+            if first in position and last in position and position[first] > position[last]:
+                oddities.append(f"range {written} written backwards: read as {last}-{first}")
             resolved_range = _expand_range(first, last, known_ids, position)
             if resolved_range is None:
                 unresolved.append(written)
@@ -135,6 +145,7 @@ def _parse(raw: str, known_ids: Sequence[str], position: dict[str, int]) -> Evid
         raw=raw,
         resolved=sorted(resolved, key=position.__getitem__),
         unresolved=list(dict.fromkeys(unresolved)),
+        oddities=oddities,
     )
 
 

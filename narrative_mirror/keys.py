@@ -64,8 +64,12 @@ def find_chat_files(data_dir: Path) -> tuple[dict[str, Path], list[str]]:
         raise FileNotFoundError(f"data folder {data_dir} does not exist or is not a folder")
     files: dict[str, Path] = {}
     problems: list[str] = []
+    folder = data_dir.resolve()
     for path in sorted(data_dir.iterdir()):
         if not is_chat_file(path):
+            continue
+        if path.is_symlink() and path.resolve().parent != folder:
+            problems.append(f"{path}: links to {path.resolve()}, outside the data folder: skipped")
             continue
         try:
             key = partition_key_for(path)

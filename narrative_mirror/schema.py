@@ -32,6 +32,7 @@ GOLD_QA = {
     "evidence_raw": pl.List(pl.String),  # the annotation strings as written
     "gold_ids": pl.List(pl.String),  # resolved local_ids, file order, no duplicates
     "unresolved": pl.List(pl.String),  # parts that could not be resolved
+    "oddities": pl.List(pl.String),  # annotation forms read with a guess (a bare string, a reversed range)
 }
 
 ARC_CASES = {

@@ -36,9 +36,10 @@ def test_ingest_assets_materialize_one_partition(tmp_path):
         mat = instance.fetch_materializations(dg.AssetKey("gold_qa"), limit=1).records[0].asset_materialization
         assert mat.partition == "chat_a"
         assert mat.metadata["unresolved_evidence"].value == 1
-        checks = result.get_asset_check_evaluations()
-        assert [(c.check_name, c.passed) for c in checks] == [("unresolved_gold_share", False)]
-        assert checks[0].severity == dg.AssetCheckSeverity.WARN
+        checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+        assert {name: c.passed for name, c in checks.items()} == {"unresolved_gold_share": False, "gold_oddities": False}
+        assert {c.severity for c in checks.values()} == {dg.AssetCheckSeverity.WARN}
+        assert mat.metadata["gold_oddities"].value == {"chat_a/q001": ["not in the chat: D9:9"]}
         assert result.asset_value("arc_cases").height == 0
 
 
@@ -64,7 +65,9 @@ def test_bad_file_fails_with_its_name_and_keeps_the_previous_output(tmp_path):
         result = _materialize(instance, data, "chat_c", tmp_path, raise_on_error=False)
         assert not result.success
         failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-        assert "chat_c.json" in str(failure.event_specific_data.error.to_string())
+        data = failure.event_specific_data.user_failure_data  # a one-line input problem, no traceback
+        assert data.description == "chat_c.json: invalid JSON at line 1 column 16: Expecting value"
+        assert data.metadata["narrative_mirror/input_problem"].value is True
         assert stored.read_bytes() == before
 
 

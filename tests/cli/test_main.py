@@ -1,6 +1,7 @@
 """The narrative-mirror command, end to end through Dagster, as a user runs it."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,24 +30,135 @@ def test_ingest_realtalk_reports_the_corpus_counts(realtalk_dir, capsys):
 
 
 def test_bad_data_folder_exits_2_with_a_clear_message(tmp_path):
-    proc = subprocess.run([*CLI, "ingest", "--data", str(tmp_path / "missing")], capture_output=True, text=True)
+    proc = subprocess.run([*CLI, "ingest", "--data", str(tmp_path / "missing"), "--json"],
+                          capture_output=True, text=True)
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    assert "does not exist" in json.loads(proc.stdout)["problems"][0]
 
 
-def test_broken_chat_file_exits_1_naming_the_file(tmp_path):
-    write_chat(tmp_path, "good", small_chat())
-    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
-    proc = subprocess.run([*CLI, "ingest", "--data", str(tmp_path), "--json"], capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert "broken.json" in proc.stderr and "Traceback" not in proc.stderr
+def _broken_corpus(folder: Path, outside: Path) -> dict[str, str]:
+    """Bad chat files of every kind seen in the wild, and the words their one line must hold."""
+    good = json.dumps(small_chat())
+    deep = "[" * 100_000 + "]" * 100_000
+    chat = small_chat()
+    chat["session_1"][1]["dia_id"] = chat["session_1"][0]["dia_id"]
+    files = {
+        "truncated": (good[: len(good) // 2], "invalid JSON"),
+        "wrong_types": (good.replace('"clean_text": "The one on Elm Street"', '"clean_text": 7'),
+                        "session_1[2].clean_text is int"),
+        "nulls": (good.replace('"date_time": "01.03.2024, 09:02:00"', '"date_time": null'), "date_time: missing"),
+        "empty": ("", "empty file"),
+        "deep": (deep, "nested too deeply"),
+        "duplicate_ids": (json.dumps(chat), "duplicate dia_id 'D1:1'"),
+    }
+    for name, (text, _) in files.items():
+        (folder / f"{name}.json").write_text(text, encoding="utf-8")
+    (folder / "latin1.json").write_bytes(good.replace("Elm", "Ölm").encode("latin-1"))
+    (outside / "secret.json").write_text(good)
+    (folder / "escape.json").symlink_to(outside / "secret.json")
+    return {**{name: words for name, (_, words) in files.items()}, "latin1": "not UTF-8", "escape": "outside the data folder"}
+
+
+def test_bad_files_exit_2_one_line_each_while_the_good_ones_build_and_nothing_stored_changes(tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    outside.mkdir()
+    write_chat(data, "good", small_chat())
+    odd = small_chat()
+    odd["session_1"][0]["clean_text"] = "word " * 5000  # a huge message: builds, truncated, with a warning
+    odd["qa"][0]["evidence"] = "D1:3-D1:1"  # a plain string holding a reversed range: read, with a warning
+    write_chat(data, "odd", odd)
+    assert subprocess.run([*CLI, "build", "--data", str(data)], capture_output=True).returncode == 0
+    stored = {p: p.read_bytes() for p in (Path(os.environ["NM_HOME"]) / "storage").rglob("*.parquet")}
+    expected = _broken_corpus(data, outside)
+    (data / "odd.json").write_text("{broken", encoding="utf-8")  # a good file goes bad: its results stay
+
+    proc = subprocess.run([*CLI, "build", "--data", str(data), "--json"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "dagster" not in proc.stderr.lower()
+    out = json.loads(proc.stdout)
+    assert list(out["per_file"]) == ["good"] and out["failures"] == []
+    for name, words in {**expected, "odd": "invalid JSON"}.items():
+        lines = [line for line in proc.stderr.splitlines() if f"{name}.json" in line]
+        assert len(lines) == 1 and words in lines[0], (name, lines)
+        assert sum(f"{name}.json" in p and words in p for p in out["problems"]) == 1, name
+    assert len(out["problems"]) == len(expected) + 1
+    assert stored == {p: p.read_bytes() for p in stored}  # nothing stored before was changed
+
+
+def test_odd_files_build_with_a_warning(tmp_path, capsys):
+    odd = small_chat()
+    odd["session_1"][0]["clean_text"] = "word " * 5000
+    odd["qa"][0]["evidence"] = "D1:3-D1:1"
+    write_chat(tmp_path, "odd", odd)
+    out = _json(capsys, ["build", "--data", str(tmp_path), "--json"])
+    assert out["problems"] == [] and out["per_file"]["odd"]["messages"] == 8
+    warnings = " ".join(out["warnings"])
+    assert "truncated from 25000 to 20000 characters" in warnings
+    assert "evidence is one string, not a list" in warnings
 
 
 def test_one_broken_file_does_not_stop_the_others(tmp_path, capsys):
     write_chat(tmp_path, "good", small_chat())
     (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
-    assert main(["ingest", "--data", str(tmp_path)]) == 1
+    assert main(["ingest", "--data", str(tmp_path)]) == 2
+    assert "broken.json: invalid JSON at line 1 column 2" in capsys.readouterr().err
     from cli.runner import Runner
 
     with Runner(data_dir=tmp_path) as runner:
         assert runner.read("messages", "good").height == 8
+
+
+def test_verbose_shows_dagsters_log_and_the_traceback(tmp_path, capsys):
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    assert main(["ingest", "--data", str(tmp_path), "--verbose"]) == 2
+    assert "STEP_FAILURE" in capsys.readouterr().err
+
+
+def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path):
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    data = tmp_path / "data"
+    write_chat(data, "good", small_chat())
+    (data / "broken.json").write_text("{not json", encoding="utf-8")
+    tokens = tmp_path / "tokens.json"
+    token = _json_run(["token", "add", "--tokens", str(tokens), "--name", "ci", "--chat", "*", "--json"])["token"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*CLI, "serve", "--data", str(data), "--tokens", str(tokens), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def get(path, auth=True):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                         headers={"Authorization": f"Bearer {token}"} if auth else {})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    try:
+        deadline = time.time() + 240
+        while True:
+            try:
+                health = get("/api/health")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert proc.poll() is None and time.time() < deadline, proc.stderr.read()[-3000:]
+                time.sleep(0.5)
+        assert health["chats"] == ["good"] and health["status"] == "degraded"
+        assert "invalid JSON" in health["unavailable"]["broken"]
+        assert get("/api/memory/search?q=bakery&chat=good&k=2")["meta"]["count"] == 2
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            get("/api/health", auth=False)
+        assert caught.value.code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _json_run(argv) -> dict:
+    proc = subprocess.run([*CLI, *argv], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)

@@ -1,24 +1,33 @@
 from __future__ import annotations
 
 import json
+import statistics
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from llm_servers import fault_server
 from memory_api_chat import CHAT, build_retriever
 from starlette.testclient import TestClient
 
-from narrative_mirror.api_server import create_app, serve
+from narrative_mirror.access import add_token, load_tokens
+from narrative_mirror.api_server import check_host, create_app, serve
 from narrative_mirror.events import EventLog
+from narrative_mirror.llm import LLMClient
 
 SEARCH = "/api/memory/search"
+OTHER = "second_chat_Cy_Dee"  # indexed beside CHAT: error bodies must never name it
 
 
 @pytest.fixture(scope="module")
 def setup(embedder, tmp_path_factory):
-    """One real index, event log and app for the module; the client runs the app's lifespan."""
+    """One real index (two chats), event log and app for the module; the client runs the app's lifespan."""
     root = tmp_path_factory.mktemp("api")
+    build_retriever(root / "lancedb", embedder, OTHER)
     retriever = build_retriever(root / "lancedb", embedder)
+    assert retriever.chat_files() == sorted([CHAT, OTHER])
     event_log = EventLog(root / "lancedb", embedder=embedder)
     app = create_app(retriever, event_log, runs_root=root / "recall_runs")
     with TestClient(app) as client:
@@ -212,3 +221,282 @@ def test_a_broken_event_store_still_answers_and_counts_the_failures(embedder, tm
 def test_serve_rejects_a_bad_port(setup):
     with pytest.raises(ValueError, match="port"):
         serve(setup[0].app, port=70000)
+
+
+# -- typed request models ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"chat": CHAT, "question": "Where?", "profile": {"x": 1}}, "profile"),
+        ({"chat": CHAT, "question": "Where?", "profile": None}, "profile"),
+        ({"chat": 5, "question": "Where?"}, "chat"),
+        ({"chat": [CHAT], "question": "Where?"}, "chat"),
+        ({"chat": CHAT, "question": ["Where?"]}, "question"),
+        ({"chat": CHAT, "question": True}, "question"),
+        ({"chat": CHAT, "question": None}, "question"),
+        ({"chat": CHAT, "question": "Where?", "mode": 3}, "mode"),
+        ({"chat": CHAT, "question": "Where?", "user_id": 7}, "user_id"),
+        ({"chat": CHAT, "question": "Where?", "session_id": {"a": 1}}, "session_id"),
+        ({"chat": CHAT, "question": "Where?", "session_id": ""}, "session_id"),
+    ],
+)
+def test_ask_wrong_types_are_400_naming_the_field(setup, body, field):
+    client, event_log, _, _ = setup
+    before = event_log.events().height
+    response = client.post("/api/ask", json=body)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["field"] == field and field in error["message"]
+    assert event_log.events().height == before
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"k": "abc"}, "k"),
+        ({"k": "1e1"}, "k"),
+        ({"k": " 5"}, "k"),
+        ({"halflife_days": "7 days"}, "halflife_days"),
+        ({"need_fresh": "yes"}, "need_fresh"),
+        ({"chat": ""}, "chat"),
+        ({"session_id": ""}, "session_id"),
+    ],
+)
+def test_search_wrong_types_are_400_naming_the_field(setup, params, field):
+    client = setup[0]
+    response = client.get(SEARCH, params={"q": "rye", "chat": CHAT, **params})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["field"] == field and field in error["message"]
+
+
+def test_no_error_body_names_a_chat(setup):
+    client = setup[0]
+    responses = [
+        client.get(SEARCH, params={"q": "rye", "chat": "no_such_chat"}),
+        client.post("/api/ask", json={"chat": "no_such_chat", "question": "Where?"}),
+        client.get(SEARCH, params={"q": "rye", "chat": "Chat'; drop"}),
+        client.get(SEARCH, params={"q": "rye", "chat": "x" * 201}),
+    ]
+    assert [r.status_code for r in responses] == [404, 404, 400, 400]
+    for response in responses:
+        assert response.json()["error"]["field"] == "chat"
+        assert CHAT not in response.text and OTHER not in response.text and "drop" not in response.text
+
+
+def test_a_chunked_body_is_bounded_too(setup):
+    def chunks():
+        for _ in range(40):
+            yield b" " * 1024
+
+    response = setup[0].post("/api/ask", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413
+
+
+# -- health, tokens -----------------------------------------------------------------------------------
+@contextmanager
+def app_client(retriever, folder: Path, **kwargs):
+    """An app with its own event log (real LanceDB under ``folder``); yields (client, event_log, app)."""
+    event_log = EventLog(folder / "events")
+    app = create_app(retriever, event_log, runs_root=folder / "runs", **kwargs)
+    with TestClient(app) as client:
+        yield client, event_log, app
+    assert event_log.failures == 0
+
+
+def test_health_lists_served_and_unavailable_chats(setup, tmp_path):
+    assert setup[0].get("/api/health").json() == {"status": "ok", "chats": sorted([CHAT, OTHER]), "unavailable": {}}
+    # A chat whose build failed is not served, even when an older index of it exists (OTHER).
+    broken = {"broken_chat_Eve": "chat file: line 3: invalid JSON", OTHER: "messages: 2 rows without a speaker"}
+    with app_client(setup[2], tmp_path, unavailable=broken) as (client, _, _):
+        health = client.get("/api/health")
+        assert health.status_code == 200
+        assert health.json() == {"status": "degraded", "chats": [CHAT], "unavailable": dict(sorted(broken.items()))}
+        for chat in broken:
+            responses = [client.post("/api/ask", json={"chat": chat, "question": "Where?"}),
+                         client.get(SEARCH, params={"q": "rye", "chat": chat})]
+            for response in responses:
+                assert response.status_code == 503 and response.json()["error"]["field"] == "chat"
+                assert chat not in response.text
+        assert client.get(SEARCH, params={"q": "rye", "chat": CHAT}).status_code == 200  # the others are served
+
+
+def test_tokens_scope_every_endpoint(setup, tmp_path):
+    path = tmp_path / "tokens.json"
+    ana = add_token(path, "ana", [CHAT, "broken_*"])
+    cy = add_token(path, "cy", ["second_*", "nobody_*"])
+    unavailable = {"broken_x": "bad file", "nobody_y": "bad too"}
+    names = (CHAT, OTHER, "broken_x", "nobody_y", "no_such_chat")
+
+    def bearer(token: str) -> dict:
+        return {"Authorization": f"Bearer {token}"}
+
+    def calls(headers: dict, chat: str) -> list:
+        return [
+            client.get(SEARCH, params={"q": "rye", "chat": chat, "user_id": "tok"}, headers=headers),
+            client.post("/api/ask", json={"chat": chat, "question": "Where?", "profile": "fast", "user_id": "tok"},
+                        headers=headers),
+        ]
+
+    with app_client(setup[2], tmp_path, tokens=load_tokens(path), unavailable=unavailable) as (client, event_log, app):
+        assert app.state.tokens_configured
+        for headers in ({}, bearer("nm_wrong"), {"Authorization": f"Basic {ana}"}, {"Authorization": ana},
+                        bearer("")):
+            for response in [*calls(headers, CHAT), client.get("/api/health", headers=headers)]:
+                assert response.status_code == 401
+                assert response.headers["www-authenticate"].startswith("Bearer")
+                assert response.json()["error"]["message"]
+                assert not any(name in response.text for name in names)
+
+        assert [r.status_code for r in calls(bearer(ana), CHAT)] == [200, 200]
+        # Outside the scope: the same 403 whether the chat exists (OTHER) or not.
+        existing, missing = calls(bearer(ana), OTHER), calls(bearer(ana), "no_such_chat")
+        for a, b in zip(existing, missing, strict=True):
+            assert a.status_code == b.status_code == 403 and a.json() == b.json()
+            assert not any(name in a.text for name in names)
+        assert [r.status_code for r in calls(bearer(cy), CHAT)] == [403, 403]
+        assert [r.status_code for r in calls(bearer(cy), "nobody_z")] == [404, 404]  # in scope, not indexed
+        assert [r.status_code for r in calls(bearer(cy), "nobody_y")] == [503, 503]
+        assert [r.status_code for r in calls(bearer(cy), OTHER)] == [200, 200]
+
+        assert client.get("/api/health", headers=bearer(ana)).json() == {
+            "status": "degraded", "chats": [CHAT], "unavailable": {"broken_x": "bad file"}}
+        assert client.get("/api/health", headers=bearer(cy)).json() == {
+            "status": "degraded", "chats": [OTHER], "unavailable": {"nobody_y": "bad too"}}
+
+        from narrative_mirror.access import remove_token
+
+        remove_token(path, "ana")  # revoked while serving
+        assert [r.status_code for r in calls(bearer(ana), CHAT)] == [401, 401]
+        logged = event_log.events(user_id="tok")
+    assert sorted(logged["chat_file"].to_list()) == sorted([CHAT, CHAT, OTHER, OTHER])  # refusals log nothing
+
+
+def test_serve_refuses_a_public_host_without_tokens(setup, monkeypatch):
+    import uvicorn
+
+    started = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append(kwargs["host"]))
+    app = setup[0].app
+    for host in ("0.0.0.0", "192.168.1.20", "::", "example.org"):
+        with pytest.raises(ValueError, match="token add"):
+            serve(app, host=host, port=8000)
+        with pytest.raises(ValueError, match="token add"):
+            check_host(host, tokens_configured=False)
+        check_host(host, tokens_configured=True)
+    serve(app, host="127.0.0.1", port=8000)
+    serve(app, host="0.0.0.0", port=8000, tokens_configured=True)
+    assert started == ["127.0.0.1", "0.0.0.0"]
+
+
+def test_create_app_checks_its_settings(setup):
+    retriever, event_log = setup[2], setup[1]
+    for kwargs in ({"deadlines": {"turbo": 1.0}}, {"deadlines": {"fast": 0}}, {"deadlines": {"fast": float("nan")}},
+                   {"llm_workers": 0}, {"llm_queue": -1}, {"search_workers": 0}):
+        with pytest.raises(ValueError):
+            create_app(retriever, event_log, **kwargs)
+
+
+# -- bulkheads and deadlines (a fault LLM server on loopback) ------------------------------------------
+SLACK_S = 0.75  # a shared 2-core machine: thread wake-ups, the offline answer, the test client
+
+
+def timed_search(client: TestClient, user: str = "probe") -> float:
+    started = time.monotonic()
+    response = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "user_id": user})
+    assert response.status_code == 200
+    return time.monotonic() - started
+
+
+def wait_until(condition, timeout_s: float) -> None:
+    ends = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < ends, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def ask_timed(client: TestClient, user: str, profile: str) -> tuple[float, object]:
+    started = time.monotonic()
+    response = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": profile,
+                                             "user_id": user})
+    return time.monotonic() - started, response
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, tmp_path):
+    deadlines = {"fast": 1.5, "balanced": 2.0}
+    with fault_server("hang") as server:
+        llm = LLMClient(server.settings(timeout_s=30.0, max_retries=0))  # blocks its full 30 s
+        with app_client(setup[2], tmp_path, llm=llm, deadlines=deadlines, llm_workers=4, llm_queue=10,
+                        offline_reserve_s=0.3) as (client, event_log, app):
+            pool = app.state.api.llm_pool
+            idle = [timed_search(client) for _ in range(15)]
+            with ThreadPoolExecutor(max_workers=16) as threads:
+                asks = [threads.submit(ask_timed, client, f"hang{i}", "fast" if i % 2 else "balanced")
+                        for i in range(16)]
+                wait_until(lambda: pool.running == 4 and pool.waiting == 10, 1.0)  # 14 asks hang, 2 were refused
+                storm_started = time.monotonic()
+                during = []
+                while time.monotonic() - storm_started < 0.6:
+                    during.append(timed_search(client))
+                results = [future.result() for future in asks]
+            assert pool.waiting == 0 and pool.running == 4  # queued asks withdrawn; 4 calls still hang
+            assert len(server.chat_requests) == 4  # work withdrawn at its deadline never reached the LLM
+
+    # Searches never waited on the hung asks (before: 92 s behind 45 asks).
+    assert len(during) >= 10
+    assert statistics.median(during) <= 3 * statistics.median(idle) + 0.05, (idle, during)
+    assert max(during) < 0.5, during
+
+    reasons = {}
+    for i, (elapsed, response) in enumerate(results):
+        assert response.status_code == 200
+        answer = response.json()
+        assert answer["degraded"] is True and answer["Answer"]
+        deadline = deadlines["fast" if i % 2 else "balanced"]
+        reason = answer["degraded_reason"]
+        reasons[reason] = reasons.get(reason, 0) + 1
+        if reason == "LLM pool busy":
+            assert elapsed < 1.0
+        else:
+            assert reason == f"deadline {deadline:g} s passed waiting for the LLM"
+            assert deadline - 0.05 <= elapsed <= deadline + SLACK_S, (deadline, elapsed)
+    assert reasons["LLM pool busy"] == 2
+
+    # One event per request, the one whose id the response carries; nothing logged by the hung work.
+    events = event_log.events().filter(event_log.events()["user_id"].str.starts_with("hang"))
+    assert sorted(events["event_id"].to_list()) == sorted(r.headers["X-Retrieval-Event-Id"] for _, r in results)
+    wait_until(lambda: pool.running == 0, 10.0)  # the server stopped: the hung calls failed and ended
+    assert event_log.failures == 0  # they did not try to log into the closed log either
+
+
+@pytest.mark.timeout(60)
+def test_a_late_llm_answer_is_dropped_not_logged_twice(setup, tmp_path):
+    with fault_server("slow", delay_s=1.0) as server:
+        llm = LLMClient(server.settings(timeout_s=30.0, max_retries=0))
+        with app_client(setup[2], tmp_path, llm=llm, deadlines={"fast": 0.5}) as (client, event_log, app):
+            with ThreadPoolExecutor(max_workers=3) as threads:
+                results = list(threads.map(lambda i: ask_timed(client, f"late{i}", "fast"), range(3)))
+            for elapsed, response in results:
+                assert response.status_code == 200 and elapsed <= 0.5 + SLACK_S
+                assert response.json()["degraded_reason"] == "deadline 0.5 s passed waiting for the LLM"
+            pool = app.state.api.llm_pool
+            wait_until(lambda: pool.running == 0 and pool.waiting == 0, 15.0)  # the LLM answered, late
+            assert len(server.chat_requests) >= 3
+            stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("late"))
+    assert sorted(stored["event_id"].to_list()) == sorted(r.headers["X-Retrieval-Event-Id"] for _, r in results)
+
+
+@pytest.mark.timeout(60)
+def test_an_llm_answer_in_time_is_returned_and_logged_once(setup, tmp_path):
+    with fault_server("ok_json") as server:
+        llm = LLMClient(server.settings(timeout_s=30.0, max_retries=0))
+        with app_client(setup[2], tmp_path, llm=llm) as (client, event_log, app):
+            elapsed, response = ask_timed(client, "in_time", "fast")
+            assert response.status_code == 200 and elapsed < 8.0
+            reason = response.json()["degraded_reason"] or ""
+            assert "deadline" not in reason and "pool busy" not in reason
+            assert len(server.chat_requests) >= 1
+            stored = event_log.events(user_id="in_time")
+    assert stored["event_id"].to_list() == [response.headers["X-Retrieval-Event-Id"]]
+    assert stored["latency_ms"][0] > 0

@@ -143,6 +143,8 @@ BAD_CHATS = [
      r"bad\.json: conversation\.session_2_date_time: cannot parse 'yesterday' \(expected like '1:56 pm on 8 May, 2023'\)"),
     ("LoCoMo without sessions", {"conversation": {"speaker_a": "A", "speaker_b": "B"}},
      r"bad\.json: conversation\.session_N keys missing"),
+    ("nested too deeply", b"[" * 100_000 + b"]" * 100_000, r"bad\.json: JSON nested too deeply to read"),
+    ("a null message", _message_list(None), r"bad\.json: session_1\[0\] is NoneType; expected an object"),
 ]
 
 

@@ -69,7 +69,7 @@ def test_gold_qa_frame(tmp_path):
     messages = [{"clean_text": f"m{i}", "speaker": "A", "date_time": "01.03.2024, 10:00:00", "img_file": [],
                  "img_url": [], "dia_id": local_id} for i, local_id in enumerate(["D1:1", "D1:2", "D2:1", "D2:2"])]
     qa = [
-        {"question": "Q0?", "answer": "text", "evidence": ["D2:1", "D1:1-D1:2", "D1:2"], "category": 1},
+        {"question": "Q0?", "answer": "text", "evidence": ["D2:1", "D1:2-D1:1", "D1:2"], "category": 1},
         {"question": "Q1?", "answer": 3, "evidence": ["D2:2", "D7:7", ""], "category": 2},
         {"question": "Q2?", "answer": ["x", "y"], "evidence": "D1:2.", "category": 3},
     ]
@@ -79,12 +79,14 @@ def test_gold_qa_frame(tmp_path):
     assert dict(frame.schema) == schema.GOLD_QA
     assert frame.to_dicts() == [
         {"question_id": "Small_Chat/q000", "chat_file": "Small_Chat", "question": "Q0?", "answer": "text",
-         "category": 1, "evidence_raw": ["D2:1", "D1:1-D1:2", "D1:2"], "gold_ids": ["D1:1", "D1:2", "D2:1"],
-         "unresolved": []},
+         "category": 1, "evidence_raw": ["D2:1", "D1:2-D1:1", "D1:2"], "gold_ids": ["D1:1", "D1:2", "D2:1"],
+         "unresolved": [], "oddities": ["range D1:2-D1:1 written backwards: read as D1:1-D1:2"]},
         {"question_id": "Small_Chat/q001", "chat_file": "Small_Chat", "question": "Q1?", "answer": "3",
-         "category": 2, "evidence_raw": ["D2:2", "D7:7", ""], "gold_ids": ["D2:2"], "unresolved": ["D7:7"]},
+         "category": 2, "evidence_raw": ["D2:2", "D7:7", ""], "gold_ids": ["D2:2"], "unresolved": ["D7:7"],
+         "oddities": []},
         {"question_id": "Small_Chat/q002", "chat_file": "Small_Chat", "question": "Q2?", "answer": "x, y",
-         "category": 3, "evidence_raw": ["D1:2."], "gold_ids": ["D1:2"], "unresolved": []},
+         "category": 3, "evidence_raw": ["D1:2."], "gold_ids": ["D1:2"], "unresolved": [],
+         "oddities": ["evidence is one string, not a list: 'D1:2.'"]},
     ]
 
 

@@ -48,6 +48,18 @@ def test_find_chat_files_skips_arcs_and_reports_bad_names(tmp_path):
     assert len(problems) == 1 and "comma" in problems[0]
 
 
+def test_find_chat_files_follows_no_link_out_of_the_folder(tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "elsewhere"
+    data.mkdir(), outside.mkdir()
+    (outside / "secret.json").write_text("{}")
+    (data / "real.json").write_text("{}")
+    (data / "escape.json").symlink_to(outside / "secret.json")
+    (data / "alias.json").symlink_to(data / "real.json")  # a link inside the folder is fine
+    files, problems = find_chat_files(data)
+    assert sorted(files) == ["alias", "real"]
+    assert len(problems) == 1 and "escape.json: links to" in problems[0] and "outside the data folder" in problems[0]
+
+
 def test_missing_data_folder_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         find_chat_files(tmp_path / "nope")

@@ -1,0 +1,269 @@
+"""API tokens scoped to chat partitions (no Dagster).
+
+A token file is JSON; it stores only SHA-256 hashes of the tokens, never a token itself::
+
+    {
+      "version": 1,
+      "tokens": [
+        {"name": "ana-laptop", "sha256": "<64 lowercase hex digits>",
+         "chats": ["Chat_1_Emi_Elise", "tiny_*"], "created": "2026-11-25T10:00:00Z"}
+      ]
+    }
+
+- ``name``: unique per file; letters, digits and ``._@-`` (at most 64 characters).
+- ``sha256``: hex SHA-256 of the token's UTF-8 bytes; unique per file.
+- ``chats``: the chat keys (file stems) the token may read; ``fnmatch`` globs (``*``, ``?``,
+  ``[...]``, matched case-sensitively) are allowed, ``["*"]`` reads every chat. No path
+  separators or control characters.
+- ``created``: optional, informative.
+
+``add_token`` creates the file (mode 0600) or adds to it and returns the secret once (it cannot be
+recovered from the file); ``remove_token`` revokes by name; ``load_tokens`` validates a file
+(``TokenFileError`` names the file and the field) into a ``TokenStore``, whose ``authenticate``
+checks a presented token in constant time against every stored hash and re-reads the file when it
+changed on disk (so added and revoked tokens take effect without a restart; an edit that breaks
+the file keeps the last valid tokens and logs an error).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+TOKEN_PREFIX = "nm_"  # makes a leaked token recognizable (secret scanners, logs)
+MAX_TOKEN_CHARS = 256  # longer presented tokens are refused without hashing
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+_BAD_PATTERN = re.compile(r"[\x00-\x1f\x7f/\\]")
+MAX_PATTERN_CHARS = 200
+
+
+class TokenFileError(ValueError):
+    """A token file (or a token to add) that is not valid; the message names the file and field."""
+
+
+def hash_token(token: str) -> str:
+    """Hex SHA-256 of ``token`` (what the file stores)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    """One token of the file: its name, hash and the chat patterns it may read."""
+
+    name: str
+    sha256: str
+    chats: tuple[str, ...]
+    created: str | None = None
+
+    def allows(self, chat: str) -> bool:
+        """True when ``chat`` matches one of the token's patterns."""
+        return any(fnmatch.fnmatchcase(chat, pattern) for pattern in self.chats)
+
+    def visible(self, chats: Iterable[str]) -> list[str]:
+        """The chats of ``chats`` this token may read, in their order."""
+        return [chat for chat in chats if self.allows(chat)]
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"name": self.name, "sha256": self.sha256, "chats": list(self.chats)}
+        if self.created is not None:
+            row["created"] = self.created
+        return row
+
+
+def _check_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TokenFileError(f"{where}: name must be 1-64 characters (letters, digits, '._@-', starting with a "
+                             f"letter or digit), got {name!r}")
+    return name
+
+
+def _check_patterns(chats: Any, where: str) -> tuple[str, ...]:
+    if isinstance(chats, str) or not isinstance(chats, list | tuple) or not chats:
+        raise TokenFileError(f"{where}: chats must be a non-empty list of chat keys or globs, got {chats!r}")
+    for i, pattern in enumerate(chats):
+        if not isinstance(pattern, str) or not pattern.strip() or len(pattern) > MAX_PATTERN_CHARS:
+            raise TokenFileError(f"{where}[{i}]: must be a non-empty string of at most {MAX_PATTERN_CHARS} "
+                                 f"characters, got {pattern!r}")
+        if _BAD_PATTERN.search(pattern):
+            raise TokenFileError(f"{where}[{i}]: must not contain path separators or control characters, "
+                                 f"got {pattern!r}")
+    return tuple(chats)
+
+
+def _parse(path: Path, text: str) -> list[TokenEntry]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TokenFileError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise TokenFileError(f"{path}: must hold a JSON object with 'version' and 'tokens'")
+    unknown = sorted(set(data) - {"version", "tokens"})
+    if unknown:
+        raise TokenFileError(f"{path}: unknown fields {unknown}; allowed: ['version', 'tokens']")
+    if data.get("version") != FORMAT_VERSION:
+        raise TokenFileError(f"{path}: version must be {FORMAT_VERSION}, got {data.get('version')!r}")
+    rows = data.get("tokens")
+    if not isinstance(rows, list):
+        raise TokenFileError(f"{path}: tokens must be a list, got {type(rows).__name__}")
+    entries: list[TokenEntry] = []
+    names: set[str] = set()
+    hashes: set[str] = set()
+    for i, row in enumerate(rows):
+        where = f"{path}: tokens[{i}]"
+        if not isinstance(row, dict):
+            raise TokenFileError(f"{where}: must be an object with name, sha256 and chats")
+        unknown = sorted(set(row) - {"name", "sha256", "chats", "created"})
+        if unknown:
+            raise TokenFileError(f"{where}: unknown fields {unknown}; allowed: ['name', 'sha256', 'chats', 'created']")
+        for key in ("name", "sha256", "chats"):
+            if key not in row:
+                raise TokenFileError(f"{where}.{key}: missing")
+        name = _check_name(row["name"], f"{where}.name")
+        digest = row["sha256"]
+        if not isinstance(digest, str) or not _HASH.match(digest):
+            raise TokenFileError(f"{where}.sha256: must be 64 lowercase hex digits (the SHA-256 of the token), "
+                                 "not the token itself")
+        chats = _check_patterns(row["chats"], f"{where}.chats")
+        created = row.get("created")
+        if created is not None and not isinstance(created, str):
+            raise TokenFileError(f"{where}.created: must be a string, got {created!r}")
+        if name in names:
+            raise TokenFileError(f"{where}.name: {name!r} is used by an earlier token")
+        if digest in hashes:
+            raise TokenFileError(f"{where}.sha256: the same token is stored twice")
+        names.add(name)
+        hashes.add(digest)
+        entries.append(TokenEntry(name, digest, chats, created))
+    return entries
+
+
+def _read(path: Path) -> tuple[list[TokenEntry], tuple[int, int]]:
+    try:
+        stat = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TokenFileError(f"{path}: token file not found (create one with `narrative-mirror token add`)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenFileError(f"{path}: cannot be read: {exc}") from None
+    return _parse(path, text), (stat.st_mtime_ns, stat.st_size)
+
+
+_MISSING = (-1, -1)
+
+
+class TokenStore:
+    """The tokens of one file; thread-safe. Build it with ``load_tokens``."""
+
+    def __init__(self, path: Path, entries: list[TokenEntry], stamp: tuple[int, int] | None = None):
+        self.path = path
+        self._entries = tuple(entries)
+        self._stamp = stamp
+        self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> tuple[TokenEntry, ...]:
+        self._refresh()
+        return self._entries
+
+    def _refresh(self) -> None:
+        """Re-read the file when its modification time or size changed."""
+        try:
+            stat = self.path.stat()
+        except OSError as exc:
+            if self._stamp != _MISSING:  # say it once, not on every request
+                log.error("token file %s: %s; keeping the %d tokens read before", self.path, exc, len(self._entries))
+                self._stamp = _MISSING
+            return
+        if (stat.st_mtime_ns, stat.st_size) == self._stamp:
+            return
+        with self._lock:
+            if (stat.st_mtime_ns, stat.st_size) == self._stamp:
+                return
+            try:
+                entries, stamp = _read(self.path)
+            except TokenFileError as exc:
+                log.error("%s; keeping the %d tokens read before", exc, len(self._entries))
+                self._stamp = (stat.st_mtime_ns, stat.st_size)  # report a broken edit once
+                return
+            self._entries, self._stamp = tuple(entries), stamp
+            log.info("token file %s re-read: %d tokens", self.path, len(entries))
+
+    def authenticate(self, token: str | None) -> TokenEntry | None:
+        """The entry of ``token``, or None. Compares the token's hash with every stored hash in
+        constant time (no early exit)."""
+        entries = self.entries
+        if not token or len(token) > MAX_TOKEN_CHARS:
+            return None
+        presented = hash_token(token).encode()
+        found: TokenEntry | None = None
+        for entry in entries:
+            if hmac.compare_digest(presented, entry.sha256.encode()):
+                found = entry
+        return found
+
+
+def load_tokens(path: str | Path) -> TokenStore:
+    """Read and validate a token file; ``TokenFileError`` names the file and field."""
+    path = Path(path)
+    entries, stamp = _read(path)
+    return TokenStore(path, entries, stamp)
+
+
+def _write(path: Path, entries: list[TokenEntry]) -> None:
+    """Replace ``path`` atomically with ``entries`` (mode 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"version": FORMAT_VERSION, "tokens": [e.to_json() for e in entries]}, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def add_token(path: str | Path, name: str, chats: Iterable[str]) -> str:
+    """Add a token named ``name`` that may read ``chats`` (keys or globs) to the file at ``path``
+    (created if missing) and return the token: it is shown only now, the file keeps its hash."""
+    path = Path(path)
+    entries = _read(path)[0] if path.exists() else []
+    _check_name(name, f"{path}: new token name")
+    patterns = _check_patterns(chats if isinstance(chats, str) else list(chats), f"{path}: new token chats")
+    if any(entry.name == name for entry in entries):
+        raise TokenFileError(f"{path}: a token named {name!r} exists already (remove it first)")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _write(path, [*entries, TokenEntry(name, hash_token(token), patterns, created)])
+    return token
+
+
+def remove_token(path: str | Path, name: str) -> bool:
+    """Revoke the token named ``name``; False when there was none."""
+    path = Path(path)
+    entries = _read(path)[0]
+    kept = [entry for entry in entries if entry.name != name]
+    if len(kept) == len(entries):
+        return False
+    _write(path, kept)
+    return True
