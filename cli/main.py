@@ -2,7 +2,8 @@
 
 Readable output for people (progress on stderr), one JSON object on stdout with ``--json``,
 always, with ``problems`` (bad input: one line per file naming the field) and ``failures``.
-Exit codes: 0 ok, 2 bad input (an argument, a chat/ARC/config file), 1 anything else failed.
+Exit codes: 0 ok, 2 bad input (an argument, a chat/ARC/config file), 1 anything else failed,
+130 stopped by Ctrl-C or SIGTERM (the run in progress is marked canceled, no further one starts).
 Good files are processed whatever the bad ones do; tracebacks only with ``--verbose`` (and in
 the Dagster run logs).
 """
@@ -56,7 +57,21 @@ def _build_memory(runner, chats: list[str] | None = None):
     for key in targets:
         if key in before and key not in report.failed:
             stamp.write(runner.state.root, key, before[key])
+    if report.ran:
+        _tidy_index(runner)
     return keys, report
+
+
+# Every chat write leaves a small file in each LanceDB table: past this many, a build compacts
+# them itself rather than waiting for the nightly maintenance job.
+MAX_FRAGMENTS = 64
+
+
+def _tidy_index(runner) -> None:
+    store = runner.resources["lancedb"].get()
+    if any(table["fragments"] > MAX_FRAGMENTS for table in store.health().values()):
+        runner.progress(f"LanceDB: more than {MAX_FRAGMENTS} files in a table: compacting")
+        store.maintain()
 
 
 def _partition_rows(report, keys: list[str]) -> dict:
@@ -288,6 +303,13 @@ def cmd_serve(args) -> dict:
     return {"served": [k for k in keys if k not in unavailable]}
 
 
+def cmd_maintain(args) -> dict:
+    """LanceDB upkeep now (what `index_maintenance_job` does nightly under the daemon)."""
+    with _runner(args) as runner:  # under the home lock: no build writes meanwhile
+        report = runner.resources["lancedb"].get().maintain()
+    return {"lancedb": runner.state.lancedb_uri, **report}
+
+
 def cmd_token(args) -> dict:
     """Create or revoke an API token of `serve --tokens FILE` (the file keeps only its hash)."""
     from narrative_mirror.access import add_token, remove_token
@@ -463,6 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="API token file (`token add`); required to serve beyond loopback")
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("maintain", help="compact the LanceDB tables, update their full-text indexes, drop old versions")
+    data_args(p)
+    p.set_defaults(func=cmd_maintain)
+
     p = sub.add_parser("token", help="add or remove an API token of `serve --tokens FILE` (scoped to chats)")
     p.add_argument("action", choices=["add", "remove"])
     p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
@@ -500,12 +526,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = getattr(args, "verbose", False)
+    stopped = False
     try:
         result = args.func(args)
     except (FileNotFoundError, ValueError) as exc:  # bad input: an argument, a file, a config value
         if verbose:
             raise
         result = {"problems": [_one_line(exc)]}
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the runner marked its run canceled
+        result = {"failures": ["stopped by a signal before the command finished"]}
+        stopped = True
     except Exception as exc:
         if verbose:
             raise
@@ -519,6 +549,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, default=str))
     elif set(result) - {"problems", "failures", "warnings"}:
         _print_human(args.command, result)
+    if stopped:
+        return 130
     return 1 if failures else 2 if problems else 0
 
 

@@ -10,7 +10,9 @@ The same instance backs ``dg dev`` when ``DAGSTER_HOME`` points at ``$NM_HOME/da
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +94,9 @@ class Runner:
         self.defs = build_definitions(self.resources)
         self.assets = list(self.defs.assets)
         self.instance = None
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM stops a command as Ctrl-C does (Dagster maps it so inside its runs).
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
         home = dagster_home()
         self._lock = HomeLock(home, progress).__enter__()
         try:
@@ -199,6 +204,13 @@ class Runner:
                                         resources=self.resources, tags={**run_tags(), **(tags or {})},
                                         raise_on_error=False, run_config=VERBOSE if self.verbose else QUIET)
                 ran.update((partition, k) for k in keys)
+                if _interrupted(result):
+                    self.instance.report_run_canceled(
+                        self.instance.get_run_by_id(result.run_id),
+                        "stopped by a signal (SIGINT/SIGTERM): the step in progress was aborted")
+                    self.progress(f"{label}: stopped; run {result.run_id[:8]} marked canceled, "
+                                  "the remaining chat files were not started")
+                    raise KeyboardInterrupt
                 report.add(partition, result)
                 if partition in report.failed:
                     # One bad chat file must not stop the others: report it and go on.
@@ -245,6 +257,13 @@ def _failure(result) -> tuple[str, bool]:
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
             return f"blocking check failed: {event.event_specific_data.check_name}", False
     return "run did not succeed", False
+
+
+def _interrupted(result) -> bool:
+    """Whether a run failed because the process was told to stop (Ctrl-C, SIGTERM)."""
+    return any(event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error is not None
+               and event.event_specific_data.error.cls_name == "DagsterExecutionInterruptedError"
+               for event in result.all_events)
 
 
 def _warnings(label: str, metadata: dict) -> list[str]:

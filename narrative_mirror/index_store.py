@@ -2,15 +2,19 @@
 
 One table per layer holds every chat file; a chat's rows are replaced in one commit
 (``replace_partition``), so re-indexing one chat never touches another's rows and a failed
-write leaves the previous rows in place. Each table carries a native full-text index on
-``text``. Block and thread vectors are the normalized mean of their member message vectors,
-so indexing needs no encode beyond the messages'.
+write leaves the previous rows in place. A write costs what the chat's rows cost: each table's
+native full-text index on ``text`` is created with the table and brought up to date by
+``maintain`` (rows written since are searched without it meanwhile), which also compacts the
+small files every write leaves and removes old versions: a maintenance job, not a per-write
+cost. Block and thread vectors are the normalized mean of their member message vectors, so
+indexing needs no encode beyond the messages'.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 
 import lancedb
 import numpy as np
@@ -310,8 +314,33 @@ class IndexStore:
             )
         except (ValueError, OSError, RuntimeError) as exc:
             raise ValueError(f"{table} rows for {chat_file}: write failed, previous rows kept: {exc}") from exc
-        tbl.create_index("text", config=FTS(), replace=True)
         return tbl.version
+
+    def health(self) -> dict[str, dict[str, int]]:
+        """Per table: rows, data fragments, versions kept, rows not yet in the full-text index."""
+        out = {}
+        for name in TABLES:
+            tbl = self._open(name)
+            if tbl is None:
+                continue
+            fts = next((i.name for i in tbl.list_indices() if i.columns == ["text"]), None)
+            stats = tbl.index_stats(fts) if fts else None
+            out[name] = {"rows": tbl.count_rows(), "fragments": tbl.stats()["fragment_stats"]["num_fragments"],
+                         "versions": len(tbl.list_versions()),
+                         "unindexed_rows": stats.num_unindexed_rows if stats else tbl.count_rows()}
+        return out
+
+    def maintain(self, keep_versions_for: timedelta = timedelta(hours=1)) -> dict[str, dict[str, int]]:
+        """Compact each table's files, add rows written since to its full-text index and remove
+        versions older than ``keep_versions_for`` (readers of an older version must be done by
+        then). Returns ``health()`` before and after."""
+        before = self.health()
+        for name in before:
+            tbl = self._open(name)
+            if not any(i.columns == ["text"] for i in tbl.list_indices()):
+                tbl.create_index("text", config=FTS(), replace=True)
+            tbl.optimize(cleanup_older_than=keep_versions_for)
+        return {"before": before, "after": self.health()}
 
     def versions(self) -> dict[str, int]:
         """Current version of each existing table."""

@@ -191,3 +191,24 @@ def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
     out, err = capsys.readouterr()
     assert "chat_file has a new data version: messages" in err
     assert any(appended in e["text"] for e in json.loads(out)["evidence"])
+
+
+def test_sigterm_stops_a_build_marks_its_run_canceled_and_starts_no_other(data):
+    proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("[1/3]"):
+            break
+    time.sleep(2.0)  # inside the first run (loading the embedder)
+    proc.send_signal(signal.SIGTERM)
+    lines += proc.stderr.readlines()
+    assert proc.wait(timeout=60) == 130
+    assert not any(line.startswith("[2/3]") for line in lines), lines
+    assert any("marked canceled" in line for line in lines), lines
+    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        (run,) = instance.get_runs()
+        assert run.status == dg.DagsterRunStatus.CANCELED
+    # The next command redoes the stopped chat and builds the rest.
+    assert main(["build", "--data", str(data)]) == 0

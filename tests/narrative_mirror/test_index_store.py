@@ -187,10 +187,13 @@ def test_failed_replace_keeps_previous_rows(tmp_path):
     assert store.messages_for("chat_a").equals(before)
 
 
-def test_full_text_index_is_rebuilt_after_each_replace(tmp_path):
+def test_full_text_search_sees_every_write_without_rebuilding_the_index(tmp_path):
     store = IndexStore(str(tmp_path / "db"))
     index_chat(store, "chat_a", TEXTS)
+    indexed = store.health()["messages"]
+    assert indexed["unindexed_rows"] == 0  # the index comes with the table
     index_chat(store, "chat_b", ["bikes everywhere", "no"])
+    assert store.health()["messages"]["unindexed_rows"] == 2  # a write leaves the index alone: O(rows written)
     assert [mid for mid, _ in store.full_text_search("messages", "chat_a", "bike", 10)] == [
         "chat_a/D1:3", "chat_a/D1:2"]
     index_chat(store, "chat_a", ["a unicycle", "hello there"])
@@ -199,6 +202,28 @@ def test_full_text_index_is_rebuilt_after_each_replace(tmp_path):
     assert [mid for mid, _ in store.full_text_search("messages", "chat_a", "unicycle", 10)] == ["chat_a/D1:1"]
     assert [mid for mid, _ in store.full_text_search("messages", "chat_b", "bike", 10)] == [
         "chat_b/D1:1", "chat_b/D1:2"]  # text, then image caption
+
+
+def test_maintenance_compacts_indexes_and_drops_old_versions_keeping_every_row(tmp_path):
+    from datetime import timedelta
+
+    store = IndexStore(str(tmp_path / "db"))
+    for i in range(6):
+        index_chat(store, f"chat_{i}", [f"message {i} about bikes", "hello", "nice", "thanks"])
+    index_chat(store, "chat_0", ["a unicycle", "hello", "nice", "thanks"])  # a rewrite leaves dead rows behind
+    before = store.health()["messages"]
+    assert before["fragments"] >= 6 and before["versions"] >= 7 and before["unindexed_rows"] > 0
+    found = {c: store.full_text_search("messages", c, "bikes unicycle", 10) for c in store.chat_files()}
+    frames = {c: store.messages_for(c) for c in store.chat_files()}
+
+    report = store.maintain(keep_versions_for=timedelta(0))
+    after = store.health()["messages"]
+    assert report["after"]["messages"] == after and report["before"]["messages"] == before
+    assert after["fragments"] == 1 and after["versions"] < before["versions"] and after["unindexed_rows"] == 0
+    assert after["rows"] == before["rows"] == 24
+    assert {c: [mid for mid, _ in store.full_text_search("messages", c, "bikes unicycle", 10)]
+            for c in store.chat_files()} == {c: [mid for mid, _ in hits] for c, hits in found.items()}
+    assert all(store.messages_for(c).equals(frame) for c, frame in frames.items())
 
 
 def test_reads_of_unknown_chats_and_tables_are_empty(tmp_path):
