@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -92,18 +94,61 @@ class Embedder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         chunk = self.batch_size * 8
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        tuner = ThreadTuner()
         for start in range(0, len(texts), chunk):
             rows = order[start : start + chunk]
-            vectors[rows] = self.model.encode(
-                [texts[i] for i in rows],
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            batch = [texts[i] for i in rows]
+            with tuner.timed(sum(map(len, batch))):
+                vectors[rows] = self.model.encode(batch, batch_size=self.batch_size, convert_to_numpy=True,
+                                                  normalize_embeddings=True, show_progress_bar=False)
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
         return vectors
+
+
+class ThreadTuner:
+    """Chooses torch's intra-op thread count by measurement while a long encode runs.
+
+    On an idle 2-core machine two threads encode ~1.8x faster than one; when the other core is
+    busy (a second build, the daemon, tests) the threads spin-wait for each other and one thread
+    is ~2x faster than two. So the first two chunks are encoded with all threads and with one,
+    the faster (characters per second) is kept, and the choice is measured again every
+    ``recheck`` chunks because the load changes."""
+
+    def __init__(self, recheck: int = 16, torch_module=None, clock: Callable[[], float] = time.perf_counter) -> None:
+        if torch_module is None:
+            import torch as torch_module
+
+        self.torch, self.clock = torch_module, clock
+        self.recheck = recheck
+        self.most = torch_module.get_num_threads()
+        self.speed: dict[int, float] = {}
+        self.chunks = 0
+        self.chosen = self.most
+
+    def _next(self) -> int:
+        if self.most == 1:
+            return 1
+        phase = self.chunks % self.recheck
+        if phase == 0:
+            self.speed.clear()
+            return self.most
+        if phase == 1:
+            return 1
+        return max(self.speed, key=self.speed.get) if self.speed else self.most
+
+    @contextmanager
+    def timed(self, chars: int) -> Iterator[None]:
+        threads = self._next()
+        self.torch.set_num_threads(threads)
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.speed[threads] = chars / max(self.clock() - started, 1e-9)
+            self.chosen = threads
+            self.chunks += 1
+            self.torch.set_num_threads(self.most)
 
 
 SMALL_INPUT = 16
