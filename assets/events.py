@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from assets import versioned_asset
+from narrative_mirror.evaluation import markdown_table
 from narrative_mirror.storage import frame_hash
 from resources import LanceDBResource, StateResource
 
@@ -16,7 +17,7 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
                           state: StateResource) -> dg.Output[pl.DataFrame]:
     """Per retrieval method: share of returned messages cited, follow-up rate, latency; plus a JSONL
     export of training examples (query, returned, cited, not cited) for ranking optimization."""
-    from narrative_mirror.events import event_stats, export_training_examples, read_events
+    from narrative_mirror.events import event_stats, export_training_examples, follow_ups_by_query, read_events
 
     events = read_events(lancedb.resolved_uri())
     stats = event_stats(events) if events.height else {"events": 0, "per_method": {}}
@@ -26,10 +27,13 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
     )
     export = state.exports_dir / "retrieval_training_examples.jsonl"
     examples = export_training_examples(events, export) if events.height else 0
+    followed = follow_ups_by_query(events)
     floats = {k: dg.MetadataValue.float(float(v)) for k, v in stats.items() if isinstance(v, float)}
     return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata={
         "events": dg.MetadataValue.int(stats["events"]),
         **floats,
         "training_examples": dg.MetadataValue.int(examples),
+        "followed_up_queries": dg.MetadataValue.md(markdown_table(followed.to_dicts()) if followed.height
+                                                    else "no query was followed up"),
         "export": dg.MetadataValue.path(str(export)),
     })

@@ -193,6 +193,7 @@ def _split_metrics(runner, keys: list[str]) -> dict:
         "chat_files": keys,
         "questions": overall["count"],
         **{k: overall[k] for k in ev.HEADLINE_KEYS},
+        **{k: overall[k] for k in ev.KPI_KEYS},
         "arc_cases": arc_overall.get("count", 0),
         **{k: arc_overall.get(k) for k in ev.ARC_KEYS.values()},
         "lost_at_stage": summary["lost"],
@@ -208,7 +209,32 @@ def _print_eval(result: dict) -> None:
              **{k: m[k] for k in ev.HEADLINE_KEYS}, "arc recall": m["arc_global_recall"],
              "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items() if m["questions"]]
     print(ev.markdown_table(rows))
+    print(ev.markdown_table([{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items()
+                             if m["questions"]]))
     print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
+
+
+def cmd_protocol(args) -> dict:
+    """Seed 002's three-profile protocol over the TRAIN chat files, with its adoption gate."""
+    from narrative_mirror import split as split_lib
+
+    with _runner(args) as runner:
+        keys = runner.register()
+        train = split_lib.keys_in(split_lib.TRAIN, keys)
+        _, memory = _build_memory(runner, train)
+        report = runner.materialize(["profile_protocol"], None, force=True, what="protocol")
+        table = runner.read("profile_protocol", None).to_dicts()
+        gate = runner.last_check("profile_protocol", "adoption_gate")
+    return {"train_chat_files": [k for k in train if k not in memory.failed], "profiles": table,
+            "adoption_gate": gate, **_outcome(runner, memory, report)}
+
+
+def _print_protocol(result: dict) -> None:
+    from narrative_mirror.evaluation import markdown_table
+
+    print(markdown_table(result["profiles"]))
+    gate = result["adoption_gate"] or {}
+    print(f"adoption gate: {'holds' if gate.get('passed') else 'does not hold'}: {gate.get('description', '')}")
 
 
 def cmd_demo(args) -> dict:
@@ -338,7 +364,7 @@ def cmd_experiments(args) -> dict:
         experiments.export_csv(args.csv)
     rows = experiments.flat_rows(experiments.read())
     return {"experiments": len(rows), "log": str(experiments.log_path()),
-            "csv": str(args.csv) if args.csv else None, "latest": rows[-5:]}
+            "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 
 def cmd_backfill_test(args) -> dict:
@@ -409,17 +435,33 @@ def _print_phases(result: dict) -> None:
         print(f"  unknown: {u}")
 
 
+TRACE_ROWS = 20
+
+
 def _print_trace(result: dict) -> None:
-    for stage in ("candidates", "reranked", "final"):
-        items = result[stage]
-        print(f"{stage} ({len(items)}): " + ", ".join(f"{r['id']}={r['score']:.3f}" for r in items[:25])
-              + (" ..." if len(items) > 25 else ""))
+    """The three checkpoints side by side, best first (the first TRACE_ROWS of each)."""
+    stages = ("candidates", "reranked", "final")
+    cell = lambda items, i: f"{items[i]['id']:<10} {items[i]['score']:.3f}" if i < len(items) else ""  # noqa: E731
+    print(f"{'rank':>4} | " + " | ".join(f"{s} ({len(result[s])})".ljust(17) for s in stages))
+    print("-----+-" + "-+-".join("-" * 17 for _ in stages))
+    for i in range(min(TRACE_ROWS, max(len(result[s]) for s in stages))):
+        print(f"{i + 1:>4} | " + " | ".join(cell(result[s], i).ljust(17) for s in stages))
     for gold_id, stage in (result.get("gold") or {}).items():
         print(f"gold {gold_id}: {stage}")
 
 
+def _print_experiments(result: dict) -> None:
+    from narrative_mirror.evaluation import markdown_table
+
+    keep = ("experiment_id", "time", "kind", "changed", "train/recall@10", "train/answer_f1", "test/recall@10",
+            "test/answer_f1")
+    print(markdown_table([{k: row.get(k) for k in keep} for row in result["latest"]]))
+    print(f"{result['experiments']} experiments in {result['log']}" + (f"; exported to {result['csv']}" if result["csv"] else ""))
+
+
 def _print_human(command: str, result: dict) -> None:
     special = {"ask": _print_answer, "arc": _print_phases, "trace": _print_trace, "eval": _print_eval,
+               "experiments": _print_experiments, "protocol": _print_protocol,
                "demo": _print_eval}
     if command in special:
         special[command](result)
@@ -511,6 +553,10 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p)
     p.add_argument("--launch", action="store_true", help="submit it to the Dagster instance in NM_HOME")
     p.set_defaults(func=cmd_backfill_test)
+
+    p = sub.add_parser("protocol", help="seed 002's protocol: train questions under fast/balanced/deep, adoption gate")
+    data_args(p)
+    p.set_defaults(func=cmd_protocol)
 
     p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
     data_args(p)

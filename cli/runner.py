@@ -232,6 +232,15 @@ class Runner:
                 announced = True
             time.sleep(WAIT_FOR_OTHER_RUNS_S)
 
+    def last_check(self, asset: str, check: str) -> dict | None:
+        """The latest evaluation of an asset check: {passed, severity, description}."""
+        record = self.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(dg.AssetKey(asset), check))
+        evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
+        if evaluation is None:
+            return None
+        return {"passed": evaluation.passed, "severity": evaluation.severity.value,
+                "description": evaluation.description}
+
     def stored(self, asset: str, partition: str | None) -> pl.DataFrame | None:
         return self.state.stored_frame(asset, partition)
 

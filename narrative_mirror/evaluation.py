@@ -17,13 +17,16 @@ import polars as pl
 
 from narrative_mirror import settings
 from narrative_mirror.metrics import QA_METRIC_KEYS, arc_case_metrics, attribute_losses, question_metrics, summarize
+from narrative_mirror.metrics.answer_contains import answer_contains
+from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
 
 STAGES = ("never_candidate", "ranked_too_low", "dropped_at_selection")
 ARC_KEYS = {"global_recall": "arc_global_recall", "phase_coverage": "arc_phase_coverage",
             "phase_order": "arc_phase_order"}
 RERANK_TOP = 10
+ANSWER_KEYS = ("answer_f1", "answer_contains", "answer_words")
 HEADLINE_KEYS = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuzzy_recall@10", "exact_recall",
-                 "precision")  # "ranked too low" = a candidate that did not reach the top 10 after rerank
+                 "precision", "answer_f1", "answer_contains")  # "ranked too low" = a candidate that did not reach the top 10 after rerank
 
 
 def load_eval_config(profile: str | None = None) -> dict:
@@ -87,6 +90,11 @@ def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: p
             "selected_ids": selected,
             "gold_ids": q["gold_ids"],
             **metrics,
+            "answer": result.answer,
+            "gold_answer": q["answer"],
+            **_answer_scores(result, q),
+            "answer_words": float(len(answer_tokens(result.answer))),
+            **_claim_counts(result, q["gold_ids"]),
             "latency_ms": latency_ms,
             **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
             "route": result.route,
@@ -98,10 +106,60 @@ def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: p
     return pl.DataFrame(rows, schema=QA_ROW_SCHEMA)
 
 
+def _answer_scores(result: Any, q: Mapping[str, Any]) -> dict[str, float]:
+    """Token F1 and containment against the gold answer; an unanswerable question (LoCoMo's
+    category 5, whose "answer" is the bait) scores 1 when the answer abstains, as LoCoMo does."""
+    if q["category"] == UNANSWERABLE_CATEGORY:
+        return dict.fromkeys(("answer_f1", "answer_contains"), float(result.abstained))
+    return {"answer_f1": answer_f1(result.answer, q["answer"]),
+            "answer_contains": answer_contains(result.answer, q["answer"])}
+
+
+def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
+    """What the answer KPIs are made of, for one answer."""
+    supported = [c for c in result.claims if c.supported]
+    return {
+        "claims": len(result.claims),
+        "supported_claims": len(supported),
+        "claims_citing_gold": sum(bool(set(c.ids) & set(gold_ids)) for c in supported),
+        "abstained": result.abstained,
+        "corrective": result.rounds > 1,
+        "llm_calls": result.llm_calls,
+        "verifier": result.verifier,
+    }
+
+
+def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
+    """Seed 002's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
+    def ratio(part: str, whole: str, frame: pl.DataFrame = rows) -> float | None:
+        total = frame[whole].sum() if frame.height else 0
+        return round(float(frame[part].sum()) / total, 6) if total else None
+
+    unanswerable = rows.filter(pl.col("category") == UNANSWERABLE_CATEGORY)
+    return {
+        "supported_claim_rate": ratio("supported_claims", "claims"),
+        "claim_citation_precision": ratio("claims_citing_gold", "supported_claims"),
+        "unknown_rate": float(rows["abstained"].mean()) if rows.height else None,
+        "abstention_accuracy": float(unanswerable["abstained"].mean()) if unanswerable.height else None,
+        "corrective_trigger_rate": float(rows["corrective"].mean()) if rows.height else None,
+        "mean_llm_calls": float(rows["llm_calls"].mean()) if rows.height else None,
+        "p95_latency_ms": float(rows["latency_ms"].quantile(0.95)) if rows.height else None,
+    }
+
+
+UNANSWERABLE_CATEGORY = 5  # LoCoMo's adversarial questions: the chat does not answer them
+KPI_KEYS = ("supported_claim_rate", "claim_citation_precision", "unknown_rate", "abstention_accuracy",
+            "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
+
+
 QA_ROW_SCHEMA = {
     "question_id": pl.String, "chat_file": pl.String, "category": pl.Int64, "question": pl.String,
     "ranked_ids": pl.List(pl.String), "selected_ids": pl.List(pl.String), "gold_ids": pl.List(pl.String),
     **{k: pl.Float64 for k in QA_METRIC_KEYS},
+    "answer": pl.String, "gold_answer": pl.String,
+    **{k: pl.Float64 for k in ANSWER_KEYS},
+    "claims": pl.Int64, "supported_claims": pl.Int64, "claims_citing_gold": pl.Int64,
+    "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
     "latency_ms": pl.Float64,
     **{f"lost_{s}": pl.List(pl.String) for s in STAGES},
     "route": pl.String, "degraded": pl.Boolean, "fingerprint": pl.String,
@@ -140,7 +198,11 @@ ARC_ROW_SCHEMA = {
 
 def qa_summary(rows: pl.DataFrame) -> dict[str, Any]:
     """Headline metrics overall and per category, plus loss-stage counts."""
-    summary = summarize(rows.select(["category", *QA_METRIC_KEYS]).to_dicts(), by="category", metrics=QA_METRIC_KEYS)
+    keys = [*QA_METRIC_KEYS, *ANSWER_KEYS]
+    summary = summarize(rows.select(["category", *keys]).to_dicts(), by="category", metrics=keys)
+    summary["overall"].update(answer_kpis(rows))
+    for category, stats in summary["groups"].items():
+        stats.update(answer_kpis(rows.filter(pl.col("category") == category)))
     summary["lost"] = {s: int(rows[f"lost_{s}"].list.len().sum() or 0) for s in STAGES}
     return summary
 

@@ -521,10 +521,22 @@ def event_stats(events: pl.DataFrame) -> dict:
     return {**_stats(events), "per_method": per_method}
 
 
+def follow_ups_by_query(events: pl.DataFrame, limit: int = 20) -> pl.DataFrame:
+    """Per query: how often it was asked and how often the same user asked again right after
+    (a follow-up: the answer did not settle it), most followed-up first."""
+    if not events.height:
+        return pl.DataFrame(schema={"query": pl.String, "asked": pl.UInt32, "followed_up": pl.UInt32})
+    return (events.group_by("query")
+            .agg(pl.len().alias("asked"), pl.col("satisfied").eq(False).sum().cast(pl.UInt32).alias("followed_up"))
+            .filter(pl.col("followed_up") > 0)
+            .sort(["followed_up", "asked", "query"], descending=[True, True, False]).head(limit))
+
+
 def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
     """Write one JSON line per event with known citations:
-    {event_id, chat_file, query, returned, cited, not_cited, satisfied}; ``cited`` /
-    ``not_cited`` split the returned ids (returned order). Returns the number of lines."""
+    {event_id, chat_file, query, returned, cited, not_cited, citation_confidence, satisfied,
+    follow_up_of}; ``cited`` / ``not_cited`` split the returned ids (returned order).
+    Returns the number of lines."""
     missing = [c for c in ("event_id", "chat_file", "query", "returned_ids", "cited_ids", "citation_confidence", "satisfied")
                if c not in events.columns]
     if missing:
@@ -543,7 +555,9 @@ def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
                 "returned": row["returned_ids"],
                 "cited": [i for i in row["returned_ids"] if i in cited],
                 "not_cited": [i for i in row["returned_ids"] if i not in cited],
+                "citation_confidence": row["citation_confidence"],
                 "satisfied": row["satisfied"],
+                "follow_up_of": row.get("follow_up_of"),
             }, ensure_ascii=False) + "\n")
     os.replace(tmp, path)  # readers never see a half-written file
     return known.height

@@ -23,7 +23,10 @@ def ask_logged(retriever, chat_file: str, question: str, profile: str, llm, mode
     answer = ask(retriever, chat_file, question, profile, llm, mode)
     returned = answer.ranked_ids
     texts = [h.text for h in retriever.messages(chat_file, returned)]
-    cited, confidence = detect_citations(answer.answer, list(zip(returned, texts)), answer.selected_ids)
+    # What the final answer cites: the ids of its verified claims (none when it abstained); an answer
+    # without claims (the one-shot path) is read for citations instead (seed 001's heuristic).
+    claim_ids = list(dict.fromkeys(i for c in answer.claims if c.supported for i in c.ids)) if answer.claims else None
+    cited, confidence = detect_citations(answer.answer, list(zip(returned, texts)), claim_ids)
     event_id = event_log.log(RetrievalEvent(
         user_id=user_id, session_id=session_id, chat_file=chat_file, query=question, returned_ids=returned,
         method=VARIANT_METHODS[retriever.default_variant], threshold=PROFILES[profile].min_top5_relevance,

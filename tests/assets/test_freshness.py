@@ -50,15 +50,17 @@ class Built:
 
     def reasons(self) -> dict[str, str]:
         query = FreshnessQuery(self.instance, self.defs.resolve_asset_graph())
-        keys = [k for k in self.defs.resolve_asset_graph().materializable_asset_keys if k.path[0] != "eval_summary"
-                and k.path[0] != "retrieval_event_stats"]
-        return {k.to_user_string(): r for k in keys if (r := query.reason(k, KEY))}
+        return {k.to_user_string(): r for k in self.partitioned() if (r := query.reason(k, KEY))}
 
     def oracle(self) -> set[str]:
         """Dagster's own resolver (internal API, used here only as the reference)."""
         resolver, fresh = self._resolver()
-        return {k.to_user_string() for k in self.defs.resolve_asset_graph().materializable_asset_keys
-                if k.path[0] not in ("eval_summary", "retrieval_event_stats") and resolver.get_status(k, KEY) != fresh}
+        return {k.to_user_string() for k in self.partitioned() if resolver.get_status(k, KEY) != fresh}
+
+    def partitioned(self) -> list[dg.AssetKey]:
+        """The per-chat assets (eval_summary, profile_protocol, ... aggregate over all chats)."""
+        graph = self.defs.resolve_asset_graph()
+        return [k for k in graph.materializable_asset_keys if graph.get(k).partitions_def is not None]
 
     def summary_unsynced(self) -> tuple[bool, bool]:
         """(ours, Dagster's) for eval_summary, the aggregate over every chat file."""

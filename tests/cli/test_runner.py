@@ -79,6 +79,9 @@ def _materializations(instance, asset: str, partition: str) -> int:
 def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys):
     first = _json(capsys, ["build", "--data", str(data), "--json"])
     assert first["encoded_messages"] == first["messages"]
+    # The answer is the place, read from the reply to "How did your dad's operation go yesterday?"
+    where = _json(capsys, ["ask", "--data", str(data), "--chat", HARBOR, "--json", "Where was Lena's dad operated on?"])
+    assert where["answer"] == "Westport General" and "D3:2" in [e["id"] for e in where["evidence"]]
     appended = _edit(data / f"{HARBOR}.json")
     out = _json(capsys, ["build", "--data", str(data), "--json"])
     assert out["per_file"][HARBOR]["encoded_messages"] == 3 == out["encoded_messages"]
@@ -91,6 +94,12 @@ def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys
 def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither(data, capsys):
     evaluated = _json(capsys, ["eval", "--data", str(data), "--split", "all", "--allow-test", "--json"])
     assert evaluated["per_split"]["train"]["questions"] > 0
+    # answer accuracy and seed 002's answer KPIs, overall and per category (5 = unanswerable)
+    for stats in (evaluated, evaluated["per_split"]["train"], *evaluated["per_category"].values()):
+        assert 0 <= stats["answer_f1"] <= 1 and 0 <= stats["unknown_rate"] <= 1 and stats["p95_latency_ms"] > 0
+        assert {"supported_claim_rate", "claim_citation_precision", "corrective_trigger_rate", "mean_llm_calls"} <= set(stats)
+    assert evaluated["per_category"]["5"]["abstention_accuracy"] is not None
+    assert evaluated["per_category"]["1"]["abstention_accuracy"] is None
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
         runs, observations, requested = _daemon_tick(instance, data)
         assert (runs, observations, requested) == ([], [], {})
@@ -117,6 +126,19 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
     assert capsys.readouterr().err.count("memory up to date") == 3
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
         assert len(instance.get_runs()) == runs_before
+
+
+def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
+    _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
+    assert main(["trace", "--data", str(data), "--chat", HARBOR, "Where was Lena's dad operated on?"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("|")[1].strip().startswith("candidates (") and lines[2].split()[:2] == ["1", "|"]
+    assert main(["experiments"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "train/answer_f1" in table[0] and len(table) == 2 + 1 + 1  # header, rule, one experiment, total
+    protocol = _json(capsys, ["protocol", "--data", str(data), "--json"])
+    assert [row["profile"] for row in protocol["profiles"]] == ["fast", "balanced", "deep"]
+    assert protocol["adoption_gate"]["severity"] == "WARN" and "supported_claim_rate" in protocol["adoption_gate"]["description"]
 
 
 def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_path, capsys):

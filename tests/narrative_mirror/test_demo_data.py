@@ -37,9 +37,12 @@ def test_demo_chat(chat_file):
     assert days.filter(pl.col("day") != pl.col("session")).height > 0
 
     gold = gold_qa_frame(chat)
-    assert 12 <= gold.height <= 18
-    assert set(gold["category"]) == {1, 2, 3}
-    assert (gold["gold_ids"].list.len() > 0).all()
+    assert 14 <= gold.height <= 20
+    assert set(gold["category"]) == {1, 2, 3, 5}
+    # LoCoMo's unanswerable (adversarial) questions: a bait answer, no evidence
+    unanswerable = gold.filter(pl.col("category") == 5)
+    assert unanswerable.height == 2 and (unanswerable["gold_ids"].list.len() == 0).all()
+    assert (gold.filter(pl.col("category") != 5)["gold_ids"].list.len() > 0).all()
     raw = [r for row in gold["evidence_raw"] for r in row]
     assert any(re.fullmatch(r"D\d+:\d+-D\d+:\d+", r) for r in raw)  # a range
     assert any(";" in r for r in raw)  # a ';' list

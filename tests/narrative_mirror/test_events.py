@@ -277,7 +277,8 @@ def test_export_training_examples(tmp_path):
     assert export_training_examples(stats_frame(), path) == 3
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0] == {"event_id": "e0", "chat_file": "c", "query": "q0", "returned": ["a", "b", "c", "d"],
-                        "cited": ["a"], "not_cited": ["b", "c", "d"], "satisfied": False}
+                        "cited": ["a"], "not_cited": ["b", "c", "d"], "citation_confidence": 1.0, "satisfied": False,
+                        "follow_up_of": None}
     assert [(x["cited"], x["not_cited"]) for x in lines[1:]] == [(["e", "f"], []), ([], ["h", "i"])]
     assert [p.name for p in path.parent.iterdir()] == ["examples.jsonl"]
 

@@ -1,13 +1,22 @@
 from datetime import datetime
 
-from narrative_mirror.agent.answer import Claim, EvidenceMessage, extractive_claims, support, verify
+from narrative_mirror.agent.answer import (
+    NO_ANSWER,
+    RELEVANCE_MIN,
+    Claim,
+    EvidenceMessage,
+    offline_answer,
+    support,
+    verify,
+)
 from narrative_mirror.agent.grading import FacetMatch
 
 
-def message(local_id, position, text, terms=(), speaker="Ana"):
+def message(local_id, position, text, terms=(), speaker="Ana", day=None):
     return EvidenceMessage(
-        local_id=local_id, position=position, speaker=speaker, text=text, timestamp=datetime(2024, 3, 1 + position),
-        grade=0.9, match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
+        local_id=local_id, position=position, speaker=speaker, text=text,
+        timestamp=day or datetime(2024, 3, 1 + position), grade=0.9,
+        match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
     )
 
 
@@ -17,38 +26,56 @@ def test_support_is_the_share_of_claim_words_in_the_cited_messages():
 
 
 def test_verify_keeps_supported_claims_and_explains_each_rejection():
-    evidence = {"D1:3": "Ana: Cherry tomatoes, the seller said they grow fast.", "D8:1": "Ana: The seedlings sprouted."}
+    evidence = {"D1:3": message("D1:3", 2, "Cherry tomatoes, the seller said they grow fast."),
+                "D8:1": message("D8:1", 7, "The seedlings sprouted.")}
+    relevant = {"D1:3": 0.6, "D8:1": 0.5}
     claims = [
         Claim("Ana bought cherry tomatoes", ["D1:3"]),
         Claim("The seedlings sprouted", ["D8:1", "D9:9"]),
         Claim("Ana sold the tomatoes at the market for profit", ["D1:3"]),
         Claim("Ana grows tomatoes", []),
+        Claim("Cherry tomatoes", ["D1:3"], kind="phrase", sentence="Cherry tomatoes, the seller said they grow fast."),
+        Claim("Roma tomatoes", ["D1:3"], kind="phrase", sentence="Cherry tomatoes, the seller said they grow fast."),
     ]
-    verified, problems = verify(claims, evidence)
-    assert [c.text for c in verified] == ["Ana bought cherry tomatoes"]
+    verified, problems = verify(claims, evidence, "what", relevant)
+    assert [c.text for c in verified] == ["Ana bought cherry tomatoes", "Cherry tomatoes"]
     assert problems == [
         "Unverified (cites ['D9:9'], not in the evidence): The seedlings sprouted",
-        "Unverified (only 40% of its words are in ['D1:3']): Ana sold the tomatoes at the market for profit",
+        "Unverified (not what ['D1:3'] says): Ana sold the tomatoes at the market for profit",
         "Unverified (cites no evidence): Ana grows tomatoes",
+        "Unverified (not what ['D1:3'] says): Roma tomatoes",
     ]
 
 
-def test_extractive_claims_quote_new_facets_and_tell_stories_in_order():
-    evidence = [
-        message("D20:1", 12, "I harvested the tomatoes. So sweet!", {"harvest", "tomato"}),
-        message("D20:3", 14, "I picked a bowl of tomatoes.", {"tomato"}),  # adds no new facet term
-        message("D1:1", 0, "I bought tomato seeds for the balcony.", {"tomato", "seed"}),
-    ]
-    direct = extractive_claims(evidence, "direct")
-    assert [c.ids for c in direct] == [["D20:1"], ["D1:1"]]
-    assert direct[0].text == 'Ana on 13 Mar 2024: "I harvested the tomatoes." [D20:1]'
-    story = extractive_claims(evidence, "global")
-    assert [c.ids for c in story] == [["D1:1"], ["D20:1"], ["D20:3"]]  # time order
+def test_verify_needs_the_slot_the_question_asks_for_and_a_message_about_the_question():
+    day = datetime(2024, 6, 7, 18, 0)  # a Friday
+    evidence = {"D4:2": message("D4:2", 3, "The operation is next Tuesday at the city hospital.", day=day)}
+    when = Claim("11 June 2024", ["D4:2"], kind="date", sentence="The operation is next Tuesday at the city hospital.")
+    assert verify([when], evidence, "when", {"D4:2": 0.5}) == ([when], [])
+    wrong_slot = Claim("the city hospital", ["D4:2"], kind="phrase")
+    assert verify([wrong_slot], evidence, "when", {"D4:2": 0.5})[1] == [
+        "Unverified (does not give what a 'when' question asks for): the city hospital"]
+    off_topic = verify([when], evidence, "when", {"D4:2": RELEVANCE_MIN - 0.01})[1]
+    assert off_topic == [f"Unverified (['D4:2'] not about the question: similarity {RELEVANCE_MIN - 0.01:.2f}): 11 June 2024"]
 
 
-def test_statements_are_quoted_before_questions():
-    evidence = [
-        message("D1:2", 1, "Nice, which kind of tomatoes?", {"tomato", "kind"}, speaker="Ben"),
-        message("D1:3", 2, "Cherry tomatoes, they grow fast.", {"tomato"}),
-    ]
-    assert [c.ids for c in extractive_claims(evidence, "direct")] == [["D1:3"], ["D1:2"]]
+def test_verify_needs_evidence_about_what_the_question_asks():
+    """When no evidence message mentions any of the question's topic terms, the search found
+    something else: "What is the name of Ben's dog?" in a chat without one abstains."""
+    def evidence(question_terms_found):  # the matches of D1:5 depend on the question asked
+        return {"D1:5": message("D1:5", 4, "Wow, where do you run?", terms=question_terms_found),
+                "D1:6": message("D1:6", 5, "Along the river path.", speaker="Ben")}
+    river = Claim("Along the river path", ["D1:6"], kind="place")
+    # the cited reply does not say "run", the question it answers does
+    assert verify([river], evidence({"run"}), "where", {"D1:6": 0.4}, topic=["run"]) == ([river], [])
+    assert verify([river], evidence(set()), "what", {"D1:6": 0.4}, topic=["name", "dog"])[1] == [
+        "Unverified (no evidence message mentions name, dog): Along the river path"]
+
+
+def test_offline_answer_is_the_slot_span_and_abstains_when_nothing_fills_it():
+    day = datetime(2024, 6, 7, 18, 0)
+    evidence = [message("D4:2", 3, "Dad is fine. The operation is next Tuesday in Trondheim.", day=day)]
+    assert offline_answer("When is the operation?", "when", evidence)[0] == "11 June 2024"
+    assert offline_answer("Where is the operation?", "where", evidence)[0] == "Trondheim"
+    text, claims, unknowns = offline_answer("How many dogs does Ana have?", "how_many", evidence)
+    assert (text, claims) == (NO_ANSWER, []) and unknowns

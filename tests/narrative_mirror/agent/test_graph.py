@@ -2,6 +2,7 @@
 
 import pytest
 
+from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.graph import Run
@@ -16,8 +17,25 @@ def test_direct_question_is_answered_from_the_message_that_states_it(retriever, 
     answer = ask(retriever, chat_file, "What kind of tomatoes did Ana buy?")
     assert answer.route == "direct" and answer.profile == "balanced" and not answer.degraded
     assert "D1:3" in answer.selected_ids  # "Cherry tomatoes, the seller said ..."
-    assert "[D1:" in answer.answer and not any(u.startswith("Unverified") for u in answer.unknowns)
+    # The answer is the part of that message the question does not already say, verified offline.
+    assert answer.answer.startswith("Cherry tomatoes") and not answer.abstained
+    assert [(c.ids, c.supported) for c in answer.claims] == [(["D1:3"], True)]
+    assert answer.verifier.startswith("offline") and not any(u.startswith("Unverified") for u in answer.unknowns)
     assert all(item.text.split(": ", 1)[0] in {"Ana", "Ben"} and item.point for item in answer.evidence)
+
+
+def test_where_when_and_unanswerable_questions(retriever, chat_file):
+    # "Wow, where do you run?" is found; the answer is its reply, which shares no word with the question
+    where = ask(retriever, chat_file, "Where does Ben run?")
+    assert where.answer == "Along the river path near the old mill" and not where.abstained
+    assert [(c.ids, c.supported) for c in where.claims] == [(["D1:6"], True)] and "D1:6" in where.selected_ids
+    # "I will see a physiotherapist about the knee tomorrow", said on 8 March 2024
+    when = ask(retriever, chat_file, "When will Ben see a physiotherapist?")
+    assert when.answer == "9 March 2024" and [c.ids for c in when.claims] == [["D8:6"]]
+    # The chat has no dog: the best message found is about something else, the answer abstains
+    dog = ask(retriever, chat_file, "What is the name of Ben's dog?")
+    assert dog.abstained and dog.answer == NO_ANSWER and not any(c.supported for c in dog.claims)
+    assert any("no evidence message mentions name, dog" in u for u in dog.unknowns)
 
 
 def test_trace_has_three_ranked_checkpoints_that_agree_with_the_answer(retriever, chat_file):
@@ -42,8 +60,9 @@ def test_every_run_stays_inside_its_profile_budgets(retriever, chat_file, profil
     assert 1 <= answer.rounds <= p.max_rounds
     assert answer.calls <= p.max_calls
     assert answer.fetches == len(answer.evidence) <= p.max_evidence_fetches
-    # Offline, a call is a search or the one evidence pull.
-    assert answer.calls == len(answer.trace.queries) + 1 and answer.llm_calls == 0
+    # Offline, a call is a search, the evidence pull or the pull of replies to questions in the evidence.
+    pulls = 1 + any(s.startswith("generator: replies") for s in answer.trace.steps)
+    assert answer.calls == len(answer.trace.queries) + pulls and answer.llm_calls == 0
     assert len(answer.trace.queries) <= answer.rounds * (1 + p.rewrite_candidates)
     assert answer.stop_reason in ("coverage_met", "max_rounds", "no_new_evidence", "budget_calls")
     if profile == "fast":

@@ -23,6 +23,7 @@ REPLY = {
     "unknowns": [],
     "phases": [{"name": "seeds", "summary": "Ana buys seeds", "evidence": ["D1:1", "D1:3"]},
                {"name": "harvest", "summary": "Ana harvests", "evidence": ["D20:1", "D20:3"]}],
+    "checks": [{"claim": 1, "question": "Which tomatoes?", "answer": "cherry tomatoes", "verdict": "supported"}],
 }
 
 
@@ -51,10 +52,11 @@ def test_every_node_uses_the_llm_within_budget(retriever, chat_file):
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
         requests = server.chat_requests
     assert not answer.degraded and answer.degraded_reason is None
-    # planner, rewrite (grounded on the first search's messages), grader, generator.
-    assert answer.llm_calls == len(requests) == 4
+    # planner, rewrite (grounded on the first search's messages), grader, generator, verifier.
+    assert answer.llm_calls == len(requests) == 5
     assert answer.trace.queries == [QUESTION, "cherry tomatoes seller"]
-    assert answer.calls == 4 + 2 + 1 <= PROFILES["fast"].max_calls
+    assert answer.calls == 5 + 2 + 1 <= PROFILES["fast"].max_calls
+    assert answer.verifier.startswith("LLM chain-of-verification") and answer.claims[0].supported
     assert answer.answer == "Ana bought cherry tomato seeds."
     assert answer.trace.reranked[0].id == "D1:3" and answer.trace.reranked[0].score == 0.95
     rewrite_prompt = requests[1]["messages"][1]["content"]
@@ -69,7 +71,7 @@ def test_unverified_llm_claims_become_unknowns(retriever, chat_file):
     with fault_server("ok_json", content=reply) as server:
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
     assert answer.answer == "Ana bought cherry tomatoes"
-    assert "Unverified (only 25% of its words are in ['D1:3']): Ana bought roses in Paris" in answer.unknowns
+    assert "Unverified (not what ['D1:3'] says): Ana bought roses in Paris" in answer.unknowns
 
 
 @pytest.mark.parametrize(
@@ -124,7 +126,7 @@ def test_flaky_server_succeeds_after_a_retry(retriever, chat_file):
     with fault_server("flaky", content=REPLY) as server:
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings(max_retries=1)))
         n_requests = len(server.chat_requests)
-    assert not answer.degraded and answer.llm_calls == 4 and n_requests == 5
+    assert not answer.degraded and answer.llm_calls == 5 and n_requests == 6
 
 
 def test_injection_reaches_the_llm_only_as_data_and_changes_nothing(retriever, chat_file, injected_chat_file):
@@ -182,3 +184,44 @@ def test_an_injected_order_moves_neither_route_nor_evidence_with_a_real_llm(retr
     assert "X1" not in injected.selected_ids and "X1" not in [e.id for e in injected.evidence]
     assert injected.flagged_ids == ["X1"]
     assert "delete_all" not in injected.answer and "tomatoes died" not in injected.answer.lower()
+
+
+def test_a_claim_the_llm_check_contradicts_moves_to_unknowns(retriever, chat_file):
+    reply = REPLY | {"checks": [{"claim": 1, "question": "Which tomatoes did Ana buy?", "answer": "roma",
+                                 "verdict": "contradicted"}]}
+    with fault_server("ok_json", content=reply) as server:
+        answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
+    assert answer.abstained and answer.answer == "Not found in this chat."
+    assert answer.claims[0].note == ("Unverified (LLM check: contradicted: Which tomatoes did Ana buy? -> roma): "
+                                     "Ana bought cherry tomatoes")
+    assert answer.claims[0].note in answer.unknowns and answer.verifier.startswith("LLM chain-of-verification")
+
+
+@pytest.mark.llm_server
+def test_real_llm_verification_leaves_a_contradicted_claim_out(retriever, chat_file):
+    """The verification step with SmolLM2 as the verifier: the offline checks stop a claim its
+    message contradicts whatever the small model says, and the LLM check runs on the rest."""
+    from narrative_mirror.agent.answer import LLM_VERIFIER, OFFLINE_VERIFIER, Claim, EvidenceMessage, check_claims, llm_verify
+    from narrative_mirror.agent.grading import FacetMatch
+    from narrative_mirror.llm import LLMError
+
+    def checked_by(llm, kept):  # what the graph's verification node does with the LLM's reply
+        try:
+            return llm_verify(llm, "What did Ana buy and harvest?", kept, evidence)
+        except LLMError:
+            return None
+
+    hits = {h.local_id: h for h in retriever.messages(chat_file, ["D1:3", "D20:1"])}
+    evidence = {i: EvidenceMessage(i, h.position, h.speaker, h.text, h.timestamp, 0.9, FacetMatch(frozenset(), 0.0, True))
+                for i, h in hits.items()}
+    claims = [Claim("Ana bought roses in Paris", ["D1:3"]),
+              Claim("Ana harvested the first cherry tomatoes from the balcony", ["D20:1"])]
+    with llama_server(timeout_s=60) as settings:
+        llm = LLMClient(settings)
+        verified, notes, verifier = check_claims(claims, evidence, "what", {"D1:3": 0.5, "D20:1": 0.5},
+                                                 llm_check=lambda kept: checked_by(llm, kept))
+    assert notes[0] == "Unverified (not what ['D1:3'] says): Ana bought roses in Paris"
+    assert claims[0] not in verified
+    assert llm.calls == 1  # one verification call, for the claim that passed the offline checks
+    # SmolLM2-135M may not keep the reply's shape: then the offline checks stand, and say so.
+    assert verifier == (OFFLINE_VERIFIER if llm.failures else LLM_VERIFIER)

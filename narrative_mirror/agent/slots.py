@@ -1,0 +1,336 @@
+"""Offline answers that answer: the span of the evidence that fills the question's slot.
+
+A "when" question is answered with a date (a relative one resolved against the time the message
+was written: "next Tuesday" said on Fri 7 June 2024 is 11 June 2024), a "where" question with a
+place, "who" with a name, "how many / how long" with a count and its unit, a yes/no question with
+yes or no, anything else with the words of the best evidence sentence that the question does not
+already contain. ``required_slot_filled`` tells whether an answer has the kind of content its
+question needs; the offline verifier uses it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from narrative_mirror.agent.text import stem
+from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
+
+MONTH_NUMBERS = {name: i + 1 for i, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+     ("november", "nov"), ("december", "dec")]) for name in names}
+MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December"]
+WEEKDAY_NUMBERS = {d: i for i, d in enumerate(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1}
+SPAN_WORDS = 10  # an open answer ("what", "why") keeps at most this many words
+
+_MONTH = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d{2})"
+_WEEKDAY = r"(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_COUNT = r"(?P<count>\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+# (kind, pattern) in order of preference: the most exact dates first.
+_DATES = [
+    ("iso", re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<m>\d{2})-(?P<d>\d{2})\b")),
+    ("dotted", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<year>(?:19|20)\d{2})\b")),
+    ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+{_YEAR})?", re.I)),
+    ("month_day", re.compile(rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I)),
+    ("relative_day", re.compile(r"\b(?P<word>day before yesterday|yesterday|today|tonight|this morning|"
+                                r"this afternoon|this evening|tomorrow|tmrw|tmr)\b", re.I)),
+    ("ago", re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I)),
+    ("in_count", re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.I)),
+    ("weekday", re.compile(rf"\b(?P<rel>next|last|this|on|coming)?\s*{_WEEKDAY}\b", re.I)),
+    ("relative_period", re.compile(r"\b(?P<rel>last|next|this)\s+(?P<period>week|weekend|month|year)\b", re.I)),
+    ("holiday", re.compile(r"\b(?P<holiday>christmas eve|christmas|new year'?s eve|new year'?s day|new year|"
+                           r"valentine'?s day|halloween|thanksgiving)\b", re.I)),
+    ("month_year", re.compile(rf"\b{_MONTH}\b(?:\s+of)?\s+{_YEAR}\b", re.I)),
+    ("season", re.compile(rf"\b(?P<season>spring|summer|fall|autumn|winter)\b(?:\s+(?:of\s+)?{_YEAR})?", re.I)),
+    ("month", re.compile(rf"\b(?:in|since|until|by|early|late|mid|during|last|next|this)\s+{_MONTH}\b", re.I)),
+    ("year", re.compile(rf"\b{_YEAR}\b")),
+]
+_PLACE_CUE = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
+                        r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)")
+# A place written in lower case ("along the river path near the old mill"): the fallback of a
+# "where" question when no message names a place.
+_LOCATIVE = re.compile(r"\b(?:at|in|into|to|near|along|by|on|from|around|inside|outside|behind|across)\s+"
+                       r"(?:the|a|an|my|our|his|her|their|your)\s+(?P<noun>[a-z][\w'’-]*)(?:\s+[a-z][\w'’-]*){0,5}", re.I)
+# "in a year", "by a mile", "on the way": a time, a measure or a manner, not a place
+_NOT_PLACE_NOUNS = {"year", "years", "week", "weeks", "day", "days", "month", "months", "while", "moment", "minute",
+                    "minutes", "hour", "hours", "second", "seconds", "time", "row", "mile", "miles", "bit", "lot",
+                    "way", "end", "start", "beginning", "middle", "meantime", "mood", "hurry", "rush", "couple",
+                    "few", "morning", "afternoon", "evening", "night", "weekend", "side", "top", "phone"}
+_LOCATIVE_END = re.compile(r"\s+(?:with|and|but|because|when|so|for|after|before|since|while|if|yesterday|today|"
+                           r"tomorrow|tonight|this|last|next|every|then|until)\b.*", re.I)
+_CAPITALIZED_RUN = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of\s+|de\s+)?[A-Z][\w'’.&-]*)*")
+_COUNT_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+                r"thousand")
+_QUANTITY = re.compile(rf"\b(?P<count>\d+(?:[.,]\d+)?|{_COUNT_WORDS}|a couple of|a couple|a few|several|a dozen)\s+"
+                       r"(?P<unit>[a-z][a-z-]*)", re.I)
+_A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen)\b", re.I)
+_ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
+_NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_NOT_PLACES = {m.lower() for m in MONTH_NAMES} | set(WEEKDAY_NUMBERS) | {"i", "i'm", "i've", "i'll", "ok", "okay",
+                                                                          "lol", "omg", "haha", "yes", "no"}
+_SEASON_MONTH = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+
+class Evidence(Protocol):
+    local_id: str
+    speaker: str
+    text: str
+    timestamp: datetime | None
+
+
+@dataclass(frozen=True)
+class SlotAnswer:
+    text: str  # the answer as shown: "11 June 2024", "Miami", "2 days", "Yes", "ham and peas"
+    local_id: str  # the message it comes from
+    sentence: str  # the sentence of that message it was read in
+    kind: str  # date | place | name | quantity | yes_no | phrase
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()] or [text.strip()]
+
+
+def fmt_day(day: datetime) -> str:
+    return f"{day.day} {MONTH_NAMES[day.month - 1]} {day.year}"
+
+
+def _near_year(month: int, day: int, said: datetime) -> int:
+    """The year that puts month/day closest to when it was said."""
+    candidates = []
+    for year in (said.year - 1, said.year, said.year + 1):
+        try:
+            candidates.append((abs((datetime(year, month, min(day, 28)) - said).days), year))
+        except ValueError:
+            continue
+    return min(candidates)[1]
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else NUMBER_WORDS.get(word.lower(), 1)
+
+
+def _future(sentence: str) -> bool:
+    return bool(re.search(r"\b(?:will|'ll|going to|gonna|plan|planning|next|coming|tomorrow|can't wait|"
+                          r"looking forward|hope to|want to|about to)\b", sentence, re.I))
+
+
+def resolve_date(sentence: str, said: datetime | None) -> str | None:
+    """The date or period a sentence speaks of, resolved against when it was said; None if it
+    names none."""
+    for kind, pattern in _DATES:
+        for match in pattern.finditer(straight_apostrophes(sentence)):
+            resolved = _resolve(kind, match, sentence, said)
+            if resolved:
+                return resolved
+    return None
+
+
+def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> str | None:
+    g = m.groupdict()
+    if kind in ("iso", "dotted"):
+        try:
+            return fmt_day(datetime(int(g["year"]), int(g["m"]), int(g["d"])))
+        except ValueError:
+            return None
+    if kind in ("day_month", "month_day"):
+        month, day = MONTH_NUMBERS[g["month"].lower()], int(g["day"])
+        if g.get("month", "").lower() == "may" and not g.get("year") and kind == "month_day" and day > 31:
+            return None
+        year = int(g["year"]) if g.get("year") else (_near_year(month, day, said) if said else None)
+        if not 1 <= day <= 31:
+            return None
+        return f"{day} {MONTH_NAMES[month - 1]}" + (f" {year}" if year else "")
+    if said is None:
+        return None if kind not in ("year", "month_year", "season") else _resolve_absolute(kind, g)
+    if kind == "relative_day":
+        word = g["word"].lower()
+        shift = {"day before yesterday": -2, "yesterday": -1, "tomorrow": 1, "tmrw": 1, "tmr": 1}.get(word, 0)
+        return fmt_day(said + timedelta(days=shift))
+    if kind in ("ago", "in_count"):
+        n, unit = _count(g["count"]), g["unit"].lower()
+        sign = -1 if kind == "ago" else 1
+        if unit == "day":
+            return fmt_day(said + timedelta(days=sign * n))
+        if unit == "week":
+            return f"the week of {fmt_day(said + timedelta(weeks=sign * n))}"
+        if unit == "month":
+            month = (said.month - 1 + sign * n) % 12
+            year = said.year + (said.month - 1 + sign * n) // 12
+            return f"{MONTH_NAMES[month]} {year}"
+        return str(said.year + sign * n)
+    if kind == "weekday":
+        target = WEEKDAY_NUMBERS[g["weekday"].lower()]
+        rel = (g.get("rel") or "").lower()
+        ahead = (target - said.weekday()) % 7
+        if rel in ("next", "coming") or (rel in ("", "on", "this") and _future(sentence)):
+            return fmt_day(said + timedelta(days=ahead or 7))
+        if rel == "this":
+            return fmt_day(said + timedelta(days=ahead))
+        return fmt_day(said - timedelta(days=(said.weekday() - target) % 7 or 7))
+    if kind == "relative_period":
+        rel, period = g["rel"].lower(), g["period"].lower()
+        shift = {"last": -1, "next": 1, "this": 0}[rel]
+        if period == "year":
+            return str(said.year + shift)
+        if period == "month":
+            index = said.month - 1 + shift
+            return f"{MONTH_NAMES[index % 12]} {said.year + index // 12}"
+        anchor = said + timedelta(weeks=shift)
+        return f"the {period} of {fmt_day(anchor)}" if shift == 0 else (
+            f"the {period} {'before' if shift < 0 else 'after'} {fmt_day(said)}")
+    if kind == "holiday":
+        name = g["holiday"].lower().replace("'", "")
+        month, day = {"christmas eve": (12, 24), "christmas": (12, 25), "new years eve": (12, 31),
+                      "new years day": (1, 1), "new year": (1, 1), "valentines day": (2, 14),
+                      "halloween": (10, 31), "thanksgiving": (11, 25)}[name]
+        return fmt_day(datetime(_near_year(month, day, said), month, day))
+    if kind == "month":
+        month = MONTH_NUMBERS[g["month"].lower()]
+        return f"{MONTH_NAMES[month - 1]} {_near_year(month, 15, said)}"
+    if kind == "season":
+        season = g["season"].lower()
+        year = int(g["year"]) if g.get("year") else _near_year(_SEASON_MONTH[season], 15, said)
+        return f"{season} {year}"
+    return _resolve_absolute(kind, g)
+
+
+def _resolve_absolute(kind: str, g: dict) -> str | None:
+    if kind == "year":
+        return g["year"]
+    if kind == "month_year":
+        return f"{MONTH_NAMES[MONTH_NUMBERS[g['month'].lower()] - 1]} {g['year']}"
+    if kind == "season" and g.get("year"):
+        return f"{g['season'].lower()} {g['year']}"
+    return None
+
+
+def _question_stems(question: str) -> set[str]:
+    return {stem(t) for t in tokens(question)}
+
+
+def phrase_span(sentence: str, question: str) -> str | None:
+    """The part of the sentence (as written) from its first to its last word the question lacks,
+    cut to the densest ``SPAN_WORDS`` words; None when every word is already in the question."""
+    known = _question_stems(question)
+    words = list(re.finditer(r"[\w'’-]+", sentence))
+    new = [i for i, w in enumerate(words)
+           if w.group().lower() not in STOPWORDS and stem(w.group().lower()) not in known]
+    if not new:
+        return None
+    best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < SPAN_WORDS))
+    start = new[best]
+    end = max(i for i in new if i - start < SPAN_WORDS)
+    return sentence[words[start].start():words[end].end()]
+
+
+def _place(sentence: str, question: str, entities: set[str], speakers: set[str]) -> str | None:
+    known = _question_stems(question) | {s.lower() for s in speakers}
+    for match in _PLACE_CUE.finditer(sentence):
+        place = re.sub(r"^the\s+", "", match.group("place")).strip(" .")
+        words = place.lower().split()
+        if words and words[0] not in _NOT_PLACES and not all(stem(w) in known for w in words):
+            return place
+    lowered = sentence.lower()
+    for entity in sorted(entities, key=len, reverse=True):
+        if entity not in known and entity not in _NOT_PLACES and re.search(rf"\b{re.escape(entity)}\b", lowered):
+            start = lowered.index(entity)
+            found = sentence[start:start + len(entity)]
+            return found if found[:1].isupper() else found.title()  # a chat may write "miami"
+    return None
+
+
+def _name(sentence: str, question: str, speakers: set[str]) -> str | None:
+    known = _question_stems(question)
+    for match in _CAPITALIZED_RUN.finditer(sentence):
+        words = match.group().split()
+        if words[0].lower() in _NOT_PLACES or words[0].lower() in STOPWORDS or match.start() == 0:
+            continue
+        if not all(stem(w.lower()) in known for w in words):
+            return match.group().strip(" .")
+    others = [s for s in speakers if stem(s.lower()) not in known and re.search(rf"\b{re.escape(s)}\b", sentence)]
+    return others[0] if others else None
+
+
+def _quantity(sentence: str, question: str) -> str | None:
+    asked = set(tokens(question))
+    found = [(m.group("count"), m.group("unit")) for m in _QUANTITY.finditer(sentence)
+             if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)]
+    once = _ONCE.search(sentence)
+    if once and ("times" in asked or "often" in asked):
+        return once.group()
+    for count, unit in found:  # a count of what the question asks about first
+        if stem(unit.lower()) in {stem(w) for w in asked}:
+            return f"{count} {unit}"
+    if once:
+        return once.group()
+    return f"{found[0][0]} {found[0][1]}" if found else None
+
+
+def answer_slot(question: str, intent: str, evidence: Sequence[Evidence], entities: Iterable[str] = (),
+                speakers: Iterable[str] = (), look_at: int = 3) -> SlotAnswer | None:
+    """The answer span for a question of type ``intent`` (planner.question_intent) from the
+    ``look_at`` best evidence messages (best first); None when none of them fills the slot."""
+    entities, speakers = set(entities), set(speakers)
+    for message in list(evidence)[:look_at]:
+        for sentence in sorted(sentences(message.text), key=lambda s: -len(_question_stems(question) & _question_stems(s))):
+            found = _fill(question, intent, sentence, message, entities, speakers)
+            if found:
+                return SlotAnswer(found[0], message.local_id, sentence, found[1])
+    if intent == "where":
+        for message in list(evidence)[:look_at]:
+            for sentence in sentences(message.text):
+                for found in _LOCATIVE.finditer(sentence):
+                    if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
+                        return SlotAnswer(_LOCATIVE_END.sub("", found.group()), message.local_id, sentence, "place")
+    if intent == "when" and evidence and evidence[0].timestamp:  # the best message's own date
+        first = evidence[0]
+        return SlotAnswer(fmt_day(first.timestamp), first.local_id, sentences(first.text)[0], "date")
+    return None
+
+
+def _fill(question: str, intent: str, sentence: str, message: Evidence, entities: set[str],
+          speakers: set[str]) -> tuple[str, str] | None:
+    if intent == "when":
+        date = resolve_date(sentence, message.timestamp)
+        return (date, "date") if date else None
+    if intent == "where":
+        place = _place(sentence, question, entities, speakers)
+        return (place, "place") if place else None
+    if intent == "who":
+        name = _name(sentence, question, speakers)
+        return (name, "name") if name else None
+    if intent == "how_many":
+        quantity = _quantity(sentence, question)
+        return (quantity, "quantity") if quantity else None
+    if intent == "yes_no":
+        return ("No" if _NEGATION.search(straight_apostrophes(sentence)) else "Yes"), "yes_no"
+    span = phrase_span(sentence, question)
+    return (span, "phrase") if span else None
+
+
+def required_slot_filled(intent: str, answer: str) -> bool:
+    """Whether ``answer`` holds what a question of this type asks for (a date for "when", a
+    name-like word or a place phrase for "where", a name for "who", a count for "how many"); other types need any words."""
+    if intent == "when":
+        return resolve_date(answer, datetime(2000, 1, 1)) is not None
+    if intent == "where":
+        return bool(re.search(r"\b[A-Z]", answer)
+                    or ((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS))
+    if intent == "who":
+        return bool(re.search(r"\b[A-Z]", answer))
+    if intent == "how_many":
+        return bool(_A_COUNT.search(answer))
+    return bool(answer.strip())

@@ -1,0 +1,82 @@
+"""The slot reader on hand-made sentences: exact answers, relative dates resolved."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pytest
+
+from narrative_mirror.agent.slots import answer_slot, phrase_span, required_slot_filled, resolve_date
+
+FRIDAY = datetime(2024, 6, 7, 18, 0)  # Friday 7 June 2024
+
+
+@pytest.mark.parametrize("sentence, resolved", [
+    ("The surgery is next Tuesday", "11 June 2024"),  # the issue's example
+    ("We met last Tuesday", "4 June 2024"),
+    ("I'll call you on Monday", "10 June 2024"),  # a plan: the coming Monday
+    ("We went out on Monday", "3 June 2024"),  # past: the one before
+    ("I got back yesterday", "6 June 2024"),
+    ("See you tomorrow!", "8 June 2024"),
+    ("It was 3 days ago", "4 June 2024"),
+    ("We fly on 30 December", "30 December 2023"),  # no year: the one nearest to when it was said
+    ("My birthday is July 14th", "14 July 2024"),
+    ("I started skiing in 2013", "2013"),
+    ("Back in March we moved", "March 2024"),
+    ("I was in Mexico in spring 2023", "spring 2023"),
+    ("Christmas was quiet", "25 December 2023"),
+    ("Next month is busy", "July 2024"),
+    ("Last week was hard", "the week before 7 June 2024"),
+    ("2024-01-05 was the day", "5 January 2024"),
+    ("Nothing about time here", None),
+])
+def test_resolve_date(sentence, resolved):
+    assert resolve_date(sentence, FRIDAY) == resolved
+
+
+@dataclass
+class Msg:
+    local_id: str
+    speaker: str
+    text: str
+    timestamp: datetime
+
+
+def test_answer_slot_reads_each_kind_of_question():
+    evidence = [
+        Msg("D1:1", "Ana", "Hi! How are you?", FRIDAY),
+        Msg("D1:2", "Ben", "I visited my aunt in San Diego. We stayed for 5 days and ate ham and peas twice.", FRIDAY),
+    ]
+    assert answer_slot("Where did Ben visit his aunt?", "where", evidence).text == "San Diego"
+    assert answer_slot("How many days did Ben stay?", "how_many", evidence).text == "5 days"
+    assert answer_slot("How many times did Ben eat ham?", "how_many", evidence).text == "twice"
+    assert answer_slot("When did Ben visit his aunt?", "when", evidence).text == "7 June 2024"  # the message's date
+    dinner = [Msg("D3:1", "Ben", "I visited my aunt. We had ham and peas for dinner.", FRIDAY)]
+    found = answer_slot("What did Ben have for dinner?", "what", dinner)  # the sentence about dinner
+    assert (found.text, found.local_id, found.kind) == ("ham and peas", "D3:1", "phrase")
+    assert answer_slot("Did Ben enjoy it?", "yes_no", [Msg("D2:1", "Ben", "It was not fun at all.", FRIDAY)]).text == "No"
+
+
+def test_a_place_in_lower_case_is_the_fallback_of_a_where_question():
+    river = [Msg("D1:6", "Ben", "Along the river path near the old mill, most mornings.", FRIDAY)]
+    assert answer_slot("Where does Ben run?", "where", river).text == "Along the river path near the old mill"
+    # a capitalized place in a later message is preferred to a lower-case one in the first
+    both = river + [Msg("D2:1", "Ben", "Tomorrow I run in Lisbon.", FRIDAY)]
+    assert answer_slot("Where does Ben run?", "where", both).text == "Lisbon"
+    # a time, a measure or a manner is not a place
+    for text in ("First time in a year without pain", "We won by a mile", "I'm on the way"):
+        assert answer_slot("Where was it?", "where", [Msg("D3:1", "Ana", text, FRIDAY)]) is None, text
+
+
+def test_phrase_span_keeps_the_words_the_question_lacks():
+    assert phrase_span("I made pasta with ham and peas", "What kind of pasta did Kate make?") == "ham and peas"
+    assert phrase_span("Kate made pasta", "What kind of pasta did Kate make?") is None
+
+
+@pytest.mark.parametrize("intent, answer, filled", [
+    ("when", "11 June 2024", True), ("when", "at the hospital", False),
+    ("how_many", "2 days", True), ("how_many", "forty loaves", True), ("how_many", "a lot", False),
+    ("where", "Trondheim", True), ("where", "at the old mill", True), ("where", "in a year", False),
+    ("who", "her mother", False), ("what", "ham", True),
+])
+def test_required_slot(intent, answer, filled):
+    assert required_slot_filled(intent, answer) is filled
