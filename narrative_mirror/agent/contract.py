@@ -36,8 +36,8 @@ class DebugTrace(BaseModel):
     """The three checkpoints evaluation uses to tell where a gold id was lost."""
 
     candidates: list[RankedId] = []  # 1: every candidate of every search, fused (RRF score)
-    reranked: list[RankedId] = []  # 2: the graded pool, by grade
-    final: list[RankedId] = []  # 3: the selected evidence, by grade
+    reranked: list[RankedId] = []  # 2: the pool in ranked order (the question's search first)
+    final: list[RankedId] = []  # 3: the selected evidence
     queries: list[str] = []  # every search query, in order
     steps: list[str] = []  # one line per node run: what it decided and why
 
@@ -94,7 +94,7 @@ class AgentAnswer(RunInfo):
 
     @property
     def ranked_ids(self) -> list[str]:
-        """The graded pool, best first (checkpoint 2): the list ranking metrics read."""
+        """The pool in ranked order (checkpoint 2): the list ranking metrics read."""
         return [item.id for item in self.trace.reranked]
 
 

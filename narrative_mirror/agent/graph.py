@@ -61,15 +61,19 @@ from narrative_mirror.retrieval.fusion import rrf
 Task = Literal["ask", "arc"]
 T = TypeVar("T")
 
-# Evidence must reach SELECT_MIN_GRADE and SELECT_RELATIVE x the best grade. On 210 TRAIN
-# questions (balanced) the relative cut traded exact recall for precision: 0.6 -> .489 / .119,
-# 0.7 -> .484 / .147, 0.8 -> .448 / .182; the absolute floor only matters when nothing is good.
-# Agent on the 7 train chats (502 QA, balanced; eval command): variant weight 1.0 -> recall@10
-# .626, exact recall .547, precision .226; 0.4 -> .670, .526, .407 (fast: precision .388 -> .434).
-# Arc mode at 0.4 lost global recall (.593 -> .540), hence ask-only.
-VARIANT_WEIGHT = 0.4
+# Ranking and selection follow the question's own search (the retriever's order): on the 7
+# train chats, leave-one-chat-out (LOCO, 498 questions, balanced, offline), re-ordering by
+# grade cost recall@10 (.667 vs the retriever's .703), and selecting by grade gave exact recall
+# .52 / precision .398 where "relative retriever score >= SELECT_RELATIVE_SCORE within the first
+# max_evidence_fetches" gave .560 / .412 (the threshold picked by LOCO: .5 in all 7 folds;
+# .4 / .6 / .7 / .8 lost). Variant and corrective hits rank after the question's hits.
+# An LLM grade (when configured) is a veto: an item it grades below SELECT_MIN_GRADE is not
+# selected, and LLM-graded variant hits reaching SELECT_MIN_GRADE may be.
+SELECT_RELATIVE_SCORE = 0.5
 SELECT_MIN_GRADE = 0.45
-SELECT_RELATIVE = 0.7
+# Variant hits weigh less than the question's own (relative score, arc mode excepted). Agent on
+# the 7 train chats (502 QA, balanced): variant weight 1.0 -> recall@10 .626; 0.4 -> .670.
+VARIANT_WEIGHT = 0.4
 LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
 ARC_BLOCK_MIN_GRADE = 0.45  # a block is pulled for a story only if one of its hits reaches this
 ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
@@ -78,6 +82,7 @@ ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
 @dataclass
 class PoolItem:
     hit: Any  # retrieval.engine.Hit
+    rank: int  # rank in the question's own search; later searches' hits rank after all of them
     relative: float  # best retriever score relative to the question search's best
     match: FacetMatch
     offline: float
@@ -188,7 +193,7 @@ class Run:
             if item is None:
                 match = self.matcher.match(hit.speaker, hit.text)
                 self.pool[hit.local_id] = PoolItem(
-                    hit=hit, relative=relative, match=match, offline=0.0, grade=0.0,
+                    hit=hit, rank=len(self.pool) + 1, relative=relative, match=match, offline=0.0, grade=0.0,
                     flagged=looks_like_injection(hit.text),
                 )
                 new += 1
@@ -198,19 +203,32 @@ class Run:
         return new
 
     def ranked(self) -> list[PoolItem]:
-        return sorted(self.pool.values(), key=lambda p: (-p.grade, p.hit.position))
+        """The pool in the order its ids were first found: the question's search, then variants."""
+        return sorted(self.pool.values(), key=lambda p: p.rank)
+
+    def ranking_scores(self) -> dict[str, float]:
+        """The ranked pool's scores: relative retriever scores, never above an earlier item's
+        (a variant's hit can score above a late hit of the question yet ranks after it)."""
+        scores, ceiling = {}, float("inf")
+        for item in self.ranked():
+            ceiling = min(ceiling, item.relative)
+            scores[item.hit.local_id] = round(ceiling, 6)
+        return scores
 
     def select(self, limit: int) -> list[PoolItem]:
-        """Final evidence: grade >= SELECT_MIN_GRADE and >= SELECT_RELATIVE x the best grade,
-        at most ``limit``; the best item always, if there is one. A message that addresses an
-        AI is never selected: it stays in the trace as data, and can neither become evidence
-        nor push real evidence out of the budget."""
+        """Final evidence, in ranked order, at most ``limit``: offline, the items among the first
+        ``limit`` whose relative score reaches SELECT_RELATIVE_SCORE; an LLM grade decides for the
+        items it graded. The best item always, if there is one. A message that addresses an AI is
+        never selected: it stays in the trace as data, and can neither become evidence nor push
+        real evidence out of the budget."""
         ranked = [p for p in self.ranked() if not p.flagged]
         if not ranked:
             return []
-        cut = max(SELECT_MIN_GRADE, SELECT_RELATIVE * ranked[0].grade)
-        chosen = [p for p in ranked if p.grade >= cut][:limit]
-        return chosen or ranked[:1]
+        chosen = [
+            p for index, p in enumerate(ranked)
+            if (p.grade >= SELECT_MIN_GRADE if p.llm_graded else index < limit and p.relative >= SELECT_RELATIVE_SCORE)
+        ]
+        return chosen[:limit] or ranked[:1]
 
 
 class AgentState(TypedDict, total=False):
@@ -343,7 +361,8 @@ def generator(state: AgentState, run: Run) -> dict:
         return {}
     chosen = run.select(run.profile.max_evidence_fetches)
     run.selection = [p.hit.local_id for p in chosen]
-    run.selection_scores = {p.hit.local_id: p.grade for p in chosen}
+    ranking = run.ranking_scores()
+    run.selection_scores = {p.hit.local_id: ranking[p.hit.local_id] for p in chosen}
     stored = {}
     if run.selection and run.can_call(final=True):
         run.calls += 1
@@ -473,7 +492,7 @@ def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
 
 
 def run_info(run: Run, state: AgentState) -> dict:
-    ranked = run.ranked()
+    ranking = run.ranking_scores()
     return {
         "question": run.question,
         "chat_file": run.chat_file,
@@ -491,7 +510,7 @@ def run_info(run: Run, state: AgentState) -> dict:
         "flagged_ids": sorted((p.hit.local_id for p in run.pool.values() if p.flagged), key=lambda i: run.pool[i].hit.position),
         "trace": DebugTrace(
             candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)] if run.candidate_lists else [],
-            reranked=[RankedId(id=p.hit.local_id, score=round(p.grade, 6)) for p in ranked],
+            reranked=[RankedId(id=i, score=score) for i, score in ranking.items()],
             final=[
                 RankedId(id=i, score=round(run.selection_scores[i], 6))
                 for i in sorted(run.selection, key=lambda i: -run.selection_scores[i])

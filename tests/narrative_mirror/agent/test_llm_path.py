@@ -58,7 +58,9 @@ def test_every_node_uses_the_llm_within_budget(retriever, chat_file):
     assert answer.calls == 5 + 2 + 1 <= PROFILES["fast"].max_calls
     assert answer.verifier.startswith("LLM chain-of-verification") and answer.claims[0].supported
     assert answer.answer == "Ana bought cherry tomato seeds."
-    assert answer.trace.reranked[0].id == "D1:3" and answer.trace.reranked[0].score == 0.95
+    # The LLM's grades decide the selection; the ranking stays the retriever's.
+    assert answer.trace.reranked[0].id == "D1:3" and answer.trace.reranked[0].score == 1.0
+    assert {e.id: e.point.split("grade ")[-1] for e in answer.evidence}["D1:3"] == "0.95"
     rewrite_prompt = requests[1]["messages"][1]["content"]
     assert '"id": "D1:3"' in rewrite_prompt and "/S1/B0" not in rewrite_prompt  # leaf messages, no blocks
     assert_chat_text_only_inside_data_blocks(requests, chat_texts(retriever, chat_file))
