@@ -12,8 +12,10 @@ chat made of every RealTalk session ``--copies`` times over (5 -> 44,720 message
 3. Measures per chat: the cold load (the server's ``Retriever.chat`` on first use, and the first
    ask's latency), ``POST /api/ask`` (``--profile``, default ``balanced``) p50 / p95 over the same
    ``--questions`` questions (the first of Chat_1's RealTalk QA; the big chat holds Chat_1 five
-   times, so they are its questions too) and ``GET /api/memory/search`` p50 / p95; the big/small
-   ratios; the server's RSS after start, after each load, and its peak (``VmHWM``).
+   times, so they are its questions too), each asked ``--rounds`` times, and
+   ``GET /api/memory/search`` p50 / p95, the two chats interleaved question by question (the
+   machine's other load hits both alike); the big/small ratios; the server's RSS after start,
+   after each load, and its peak (``VmHWM``); the load average before and after.
 
 Prints one JSON object. Targets (the scale issue): ask p95 on the big chat <= 2x Chat_1's,
 peak RSS serving both < 1.5 GB.
@@ -160,6 +162,18 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
         return index
 
     retriever.chat = timed_chat
+    import gc
+
+    pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    started: list[float] = [0.0]
+
+    def gc_pause(phase: str, info: dict) -> None:  # the cyclic GC's stop-the-world pauses
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses[info["generation"]].append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(gc_pause)
     event_log = EventLog(str(home / "lancedb"), embedder=embedder)
     app = create_app(retriever, event_log, None, runs_root=home / "recall_runs")
 
@@ -168,7 +182,9 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
         info = retriever.cache_info() if hasattr(retriever, "cache_info") else None
         return {"rss_kb": _status_kb("VmRSS"), "peak_rss_kb": _status_kb("VmHWM"),
                 "cold_load_s": {k: round(v, 3) for k, v in loads.items()}, "cache": info,
-                "messages": sizes}
+                "messages": sizes,
+                "gc_pauses": {str(g): {"n": len(p), "total_ms": round(sum(p) * 1000, 1),
+                                       "max_ms": round(max(p, default=0.0) * 1000, 1)} for g, p in pauses.items()}}
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
@@ -178,6 +194,17 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of all threads of process ``pid`` (ns resolution, from /proc/<pid>/task/*/schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9
 
 
 def percentiles(seconds: list[float]) -> dict:
@@ -193,7 +220,8 @@ def questions_of(data_dir: Path, n: int) -> list[str]:
     return gold_qa_frame(load_chat(Path(data_dir) / f"{SMALL}.json"))["question"].to_list()[:n]
 
 
-def measure(base: str, chats: list[str], questions: list[str], profile: str) -> dict:
+def measure(base: str, chats: list[str], questions: list[str], profile: str, rounds: int = 1,
+            server_pid: int | None = None) -> dict:
     import httpx
 
     out: dict = {"chats": {}}
@@ -214,25 +242,41 @@ def measure(base: str, chats: list[str], questions: list[str], profile: str) -> 
             return client.get("/bench/stats").json()
 
         out["rss_mb_after_start"] = round(stats()["rss_kb"] / 1024, 1)
-        for chat in chats:
+        for chat in chats:  # cold: the first ask loads the chat
             first = ask(chat, questions[0])
             after = stats()
-            for question in questions[1:6]:  # warm up
-                ask(chat, question)
-            asks = [ask(chat, q) for q in questions]
-            searches = [search(chat, q) for q in questions]
             out["chats"][chat] = {
                 "messages": after["messages"].get(chat),
                 "cold_load_s": after["cold_load_s"].get(chat),
                 "first_ask_ms": round(first * 1000, 1),
                 "rss_mb_after_load": round(after["rss_kb"] / 1024, 1),
-                "ask": percentiles(asks),
-                "search": percentiles(searches),
             }
+        for question in questions[1:6]:  # warm up
+            for chat in chats:
+                ask(chat, question)
+        # Interleaved, question by question, so that both chats see the same background load.
+        asks: dict[str, list[float]] = {chat: [] for chat in chats}
+        searches: dict[str, list[float]] = {chat: [] for chat in chats}
+        cpu: dict[str, float] = {chat: 0.0 for chat in chats}
+        for _ in range(rounds):
+            for question in questions:
+                for chat in chats:
+                    before = cpu_seconds(server_pid) if server_pid else 0.0
+                    asks[chat].append(ask(chat, question))
+                    cpu[chat] += (cpu_seconds(server_pid) - before) if server_pid else 0.0
+            for question in questions:
+                for chat in chats:
+                    searches[chat].append(search(chat, question))
+        for chat in chats:
+            out["chats"][chat]["ask"] = percentiles(asks[chat])
+            if server_pid:  # less sensitive to the machine's other load than wall time
+                out["chats"][chat]["ask"]["server_cpu_ms_mean"] = round(cpu[chat] / len(asks[chat]) * 1000, 1)
+            out["chats"][chat]["search"] = percentiles(searches[chat])
         final = stats()
         out["peak_rss_mb"] = round(final["peak_rss_kb"] / 1024, 1)
         out["rss_mb_end"] = round(final["rss_kb"] / 1024, 1)
         out["cache"] = final["cache"]
+        out["server_gc_pauses"] = final["gc_pauses"]
     return out
 
 
@@ -244,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=5)
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--profile", default="balanced")
+    parser.add_argument("--rounds", type=int, default=2, help="times each question is asked of each chat")
     parser.add_argument("--home", type=Path, default=None, help="NM_HOME to build in and keep (default: a temp dir)")
     parser.add_argument("--cache", type=Path, default=None, help="folder to cache the message vectors between runs")
     parser.add_argument("--cache-mb", type=float, default=None, help="retrieval.toml [cache] max_mb for the server")
@@ -291,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                 if time.monotonic() > deadline:
                     raise SystemExit("the server did not start within 300 s")
                 time.sleep(0.2)
-            measured = measure(base, [SMALL, big], questions, args.profile)
+            load_before = os.getloadavg()
+            measured = measure(base, [SMALL, big], questions, args.profile, args.rounds, server.pid)
+            measured["load_average_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
         finally:
             server.terminate()
             try:
@@ -301,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         result.update(measured)
         small_ask, big_ask = measured["chats"][SMALL]["ask"], measured["chats"][big]["ask"]
         result["ratio_big_small"] = {
+            "ask_server_cpu": round(big_ask["server_cpu_ms_mean"] / small_ask["server_cpu_ms_mean"], 2),
             "ask_p50": round(big_ask["p50_ms"] / small_ask["p50_ms"], 2),
             "ask_p95": round(big_ask["p95_ms"] / small_ask["p95_ms"], 2),
             "search_p95": round(measured["chats"][big]["search"]["p95_ms"]

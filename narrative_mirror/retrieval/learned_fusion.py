@@ -137,3 +137,21 @@ def neighbour_max(values: np.ndarray, sessions: np.ndarray, distance: int) -> np
     out[:-distance] = np.where(same, values[distance:], 0.0)
     out[distance:] = np.maximum(out[distance:], np.where(same, values[:-distance], 0.0))
     return out
+
+
+def neighbour_max_at(value_at, sessions: np.ndarray, rows: np.ndarray, distance: int) -> np.ndarray:
+    """``neighbour_max(values, sessions, distance)[rows]`` reading only the values of the rows'
+    neighbours: ``value_at(indices)`` gives ``values[indices]``. Same results, also at the chat's
+    ends (a row with no row ``distance`` after it starts from 0 before its earlier neighbour)."""
+    size = sessions.shape[0]
+    rows = np.asarray(rows, dtype=np.int64)
+    if distance >= size or rows.size == 0:
+        return np.zeros(rows.size)
+    has_next = rows < size - distance
+    after = np.where(has_next, rows + distance, rows)
+    same = has_next & (sessions[after] == sessions[rows])
+    out = np.where(has_next, np.where(same, value_at(after), 0.0), 0.0).astype(np.float64)
+    has_prev = rows >= distance
+    before = np.where(has_prev, rows - distance, rows)
+    same = has_prev & (sessions[before] == sessions[rows])
+    return np.where(has_prev, np.maximum(out, np.where(same, value_at(before), 0.0)), out)

@@ -47,3 +47,64 @@ def test_rrf_rows_matches_rrf():
     assert rrf_rows([], 3) == []
     with pytest.raises(ValueError, match="1 weights for 2 lists"):
         rrf_rows([[0], [1]], 2, weights=[1.0])
+
+
+def test_order_desc_is_the_two_key_sort_for_ties_signed_zeros_and_infinities():
+    import numpy as np
+
+    from narrative_mirror.retrieval.fusion import order_desc
+
+    rng = np.random.default_rng(11)
+    odd = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, 0.25])
+    for trial in range(200):
+        n = int(rng.integers(1, 2000))
+        base = (rng.choice(odd, size=n) if trial % 3 == 0 else
+                np.round(rng.standard_normal(n), 1) if trial % 3 == 1 else rng.standard_normal(n))
+        for dtype in (np.float32, np.float64):
+            values = base.astype(dtype)
+            assert order_desc(values).tolist() == np.lexsort((np.arange(n), -values)).tolist()
+            tie = rng.permutation(3 * n)[:n]
+            assert order_desc(values, tie).tolist() == np.lexsort((tie, -values)).tolist()
+    with_nan = np.array([1.0, np.nan, 2.0, 1.0], dtype=np.float32)
+    assert order_desc(with_nan).tolist() == np.lexsort((np.arange(4), -with_nan)).tolist()
+    assert order_desc(np.zeros(0)).tolist() == []
+
+
+def test_fused_heads_are_the_full_order_cut_short():
+    import numpy as np
+
+    from narrative_mirror.retrieval.fusion import rrf_fuse
+
+    rng = np.random.default_rng(5)
+    size = 3000
+    lists = [rng.permutation(size), rng.permutation(size)[:40], rng.permutation(size),
+             np.repeat(rng.permutation(size // 5), 1)[:300]]
+    weights = [1.0, 0.5, 2.0, 1.0]
+    fused = rrf_fuse(lists, size, weights, k=60)
+    full = rrf([list(map(int, l)) for l in lists], weights=weights, k=60)
+    assert [r for r, _ in fused] == [r for r, _ in full]
+    for n in (0, 1, 16, 100, 2999, 5000):
+        assert fused[:n] == list(fused)[:n] == fused.head(n)
+    assert len(fused) == size and fused[3] == list(fused)[3]
+    # ties everywhere (equal lists twice): first-seen order decides, as in rrf
+    tied = rrf_fuse([[4, 1, 3], [3, 1, 4]], 5, k=1)
+    assert tied.head(2) == rrf([[4, 1, 3], [3, 1, 4]], k=1)[:2]
+
+
+def test_extending_a_fusion_equals_fusing_all_lists_afresh():
+    import numpy as np
+
+    from narrative_mirror.retrieval.fusion import rrf_fuse
+
+    rng = np.random.default_rng(9)
+    size = 2000
+    lists = [rng.permutation(size)[:50], rng.permutation(size), rng.permutation(size)[:700], rng.permutation(size)[:30]]
+    weights = [1.0, 0.7, 0.5, 2.0]
+    for first in (1, 2, 3):
+        start = rrf_fuse(lists[:first], size, weights[:first])
+        extended = rrf_fuse(lists, size, weights, start=start)
+        fresh = rrf_fuse(lists, size, weights)
+        assert extended.scores.tobytes() == fresh.scores.tobytes() and list(extended) == list(fresh)
+        assert extended.head(20) == fresh.head(20)
+    with pytest.raises(ValueError, match="does not fit"):
+        rrf_fuse(lists[:1], size, weights[:1], start=rrf_fuse(lists[:2], size, weights[:2]))
