@@ -9,16 +9,12 @@ messages), run in the same benchmark run on the same index.
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 # Run inside the baseline's source tree: its agent's answer per gold question, as JSON lines.
 BASELINE_SCRIPT = """
@@ -49,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import polars as pl
-    from common import DEFAULT_DATA, index_chat, message_vectors, train_files
+    from common import DEFAULT_DATA, index_chat, message_vectors, run_at_commit, train_files
 
     from narrative_mirror import evaluation as ev
     from narrative_mirror import query, settings
@@ -90,26 +86,13 @@ def main() -> int:
     report = {"profile": args.profile, "questions": rows.height, "now": measures(rows, "answer"),
               "kpis": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in ev.answer_kpis(rows).items()}}
     if args.baseline:
-        old = pl.DataFrame(_baseline_answers(args.baseline, str(store_dir), args.profile, files)).rename({"answer": "old"})
+        old = pl.DataFrame(run_at_commit(args.baseline, BASELINE_SCRIPT, [str(store_dir), args.profile, *map(str, files)]))
+        old = old.rename({"answer": "old"})
         report[f"baseline_{args.baseline}"] = measures(rows.join(old, on="question_id"), "old")
         report["f1_ratio_now_vs_baseline"] = round(report["now"]["overall"]["answer_f1"]
                                                    / max(report[f"baseline_{args.baseline}"]["overall"]["answer_f1"], 1e-9), 2)
     print(json.dumps(report, indent=1))
     return 0
-
-
-def _baseline_answers(commit: str, store: str, profile: str, files: list[Path]) -> list[dict]:
-    """The answers of ``commit``'s agent on the same index, run from its own source tree."""
-    tree = Path(tempfile.mkdtemp(prefix=f"nm_{commit}_"))
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(tree, filter="data")
-    proc = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, store, profile, *map(str, files)],
-                          cwd=tree, env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"baseline {commit} failed:\n{proc.stderr[-3000:]}")
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
 if __name__ == "__main__":

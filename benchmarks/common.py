@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import re
+import subprocess
+import sys
+import tarfile
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +20,8 @@ from narrative_mirror.embedding import Embedder, message_texts
 from narrative_mirror.index_store import IndexStore, build_rows
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "realtalk"
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "realtalk"
 TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
 
 
@@ -58,3 +65,19 @@ def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -
     chat_file = messages["chat_file"][0]
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
         store.replace_partition(table, chat_file, rows)
+
+
+def run_at_commit(commit: str, script: str, args: list[str]) -> list[dict]:
+    """Run ``script`` (Python source) in ``commit``'s own ``narrative_mirror`` tree with ``args``;
+    the JSON objects it prints, one per line. Lets a benchmark measure an earlier version beside
+    today's, in the same run, on the same index."""
+    tree = Path(tempfile.mkdtemp(prefix=f"nm_{commit}_"))
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(tree, filter="data")
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=tree,
+                          env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{commit} failed:\n{proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -22,24 +22,60 @@ import time
 from pathlib import Path
 
 import numpy as np
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from common import DEFAULT_DATA
-from retrieval_variants import CATEGORIES, load_train
+from retrieval_variants import CATEGORIES, ChatData, load_train
 
 from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval.engine import Retriever
-from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, fit_listwise
+from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, fit_listwise, inputs_fingerprint
 
 
-def toml_section(model: LearnedFusion, note: str) -> str:
+@dataclass
+class TrainingPools:
+    """Every train question's hybrid candidate pool with its features, labelled by the gold ids."""
+
+    pools: list[tuple[list[str], np.ndarray]]
+    golds: list[list[str]]
+    categories: list[int]
+    chat_of: list[int]  # index of the question's chat
+
+    @classmethod
+    def collect(cls, retriever: Retriever, chats: Sequence[ChatData]) -> TrainingPools:
+        data = cls([], [], [], [])
+        for number, chat in enumerate(chats):
+            data.pools += retriever.training_pools(chat.chat_file, chat.questions["question"].to_list())
+            data.golds += chat.questions["gold_ids"].to_list()
+            data.categories += chat.questions["category"].to_list()
+            data.chat_of += [number] * chat.questions.height
+        return data
+
+    def fit(self, l2: float, without_chat: int | None = None) -> LearnedFusion:
+        """The listwise model on every question, or on those of all chats but ``without_chat``."""
+        x = np.concatenate([features for _, features in self.pools])
+        labels = np.concatenate([[lid in set(gold) for lid in ids] for (ids, _), gold in zip(self.pools, self.golds)])
+        question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(self.pools)])
+        keep = np.array(self.chat_of)[question] != without_chat
+        return fit_listwise(x[keep], labels[keep].astype(float), question[keep], list(FEATURES), l2=l2)
+
+    def leave_one_chat_out(self, l2: float) -> list[LearnedFusion]:
+        """One model per chat, fitted on the other chats' questions (chat order)."""
+        return [self.fit(l2, without_chat=number) for number in sorted(set(self.chat_of))]
+
+
+def toml_section(model: LearnedFusion, note: str, inputs: str) -> str:
     def array(values) -> str:
         return "[" + ", ".join(repr(v) for v in values) + "]"
 
     cfg = model.to_config()
     lines = ["[learned]", f"# {note}", "# Written by benchmarks/train_fusion.py --write (features: learned_fusion.FEATURES); retrain it",
              "# after changing [hybrid], rrf_k or candidates: the features include the hybrid lists.",
+             f'inputs = "{inputs}"  # learned_fusion.inputs_fingerprint at training: a test fails when it changes',
              f"features = {array(cfg['features'])}".replace("'", '"')]
     lines += [f"{key} = {array(cfg[key])}" for key in ("mean", "scale", "weights")]
     return "\n".join(lines) + "\n"
@@ -69,27 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         chats = load_train(args.data, embedder, store, args.cache)
         retriever = Retriever(store, embedder, settings.load_config("retrieval"))
         started = time.perf_counter()
-        pools, golds, categories, chat_of = [], [], [], []
-        for number, chat in enumerate(chats):
-            questions = chat.questions
-            pools += retriever.training_pools(chat.chat_file, questions["question"].to_list())
-            golds += questions["gold_ids"].to_list()
-            categories += questions["category"].to_list()
-            chat_of += [number] * questions.height
-        print(f"{len(pools)} questions, pools of {retriever.pool_size}: features in {time.perf_counter() - started:.1f} s",
+        data = TrainingPools.collect(retriever, chats)
+        print(f"{len(data.pools)} questions, pools of {retriever.pool_size}: features in {time.perf_counter() - started:.1f} s",
               file=sys.stderr)
 
-    x = np.concatenate([features for _, features in pools])
-    labels = np.concatenate([[lid in set(gold) for lid in ids] for (ids, _), gold in zip(pools, golds)]).astype(float)
-    question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(pools)])
-    chat_of_row = np.array(chat_of)[question]
-    chat_of = np.array(chat_of)
-
+    pools, golds, categories, chat_of = data.pools, data.golds, data.categories, np.array(data.chat_of)
     held_out = np.zeros(len(pools))  # R@10 of each question under weights fitted without its chat
     hybrid = np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools, golds)])
-    for number, chat in enumerate(chats):
-        model = fit_listwise(x[chat_of_row != number], labels[chat_of_row != number],
-                             question[chat_of_row != number], list(FEATURES), l2=args.l2)
+    for number, (chat, model) in enumerate(zip(chats, data.leave_one_chat_out(args.l2))):
         for q in np.flatnonzero(chat_of == number):
             ids, features = pools[q]
             order = np.lexsort((np.arange(len(ids)), -model.score(features)))
@@ -105,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     note = (f"Leave-one-chat-out on Chat_1..7 ({len(pools)} questions): R@10 {100 * held_out.mean():.1f} "
             f"vs hybrid {100 * hybrid.mean():.1f}; l2 {args.l2:g}; fitted on all 7.")
     print(note)
-    final = fit_listwise(x, labels, question, list(FEATURES), l2=args.l2)
-    section = toml_section(final, note)
+    final = data.fit(l2=args.l2)
+    section = toml_section(final, note, inputs_fingerprint(retriever.config))
     if args.write:
         print(f"wrote [learned] to {write_section(section)}")
     else:

@@ -211,6 +211,11 @@ def _print_eval(result: dict) -> None:
     print(ev.markdown_table(rows))
     print(ev.markdown_table([{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items()
                              if m["questions"]]))
+    for which, m in splits.items():
+        if m["questions"]:
+            print(f"{which}, per category:")
+            print(ev.markdown_table([{"category": c, "questions": st["count"], **{k: st[k] for k in ev.HEADLINE_KEYS}}
+                                     for c, st in sorted(m["per_category"].items())]))
     print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
 
 
@@ -405,8 +410,9 @@ def cmd_trace(args) -> dict:
     from narrative_mirror import query
 
     retriever, llm = _retriever_for(args)
-    trace = query.trace(retriever, args.chat, args.question, profile=args.profile, llm=llm)
-    out = trace.model_dump()
+    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm)
+    trace = answer.trace
+    out = {"route": answer.route, **trace.model_dump()}
     if args.gold:
         from narrative_mirror.metrics import attribute_losses
 
@@ -448,6 +454,10 @@ def _print_trace(result: dict) -> None:
         print(f"{i + 1:>4} | " + " | ".join(cell(result[s], i).ljust(17) for s in stages))
     for gold_id, stage in (result.get("gold") or {}).items():
         print(f"gold {gold_id}: {stage}")
+    print(f"route {result['route']}; searches:")
+    for search in result["searches"]:
+        print(f"  {search['kind']:<10} \"{search['query']}\": found {', '.join(search['found'][:5]) or 'nothing'}"
+              + (f"; selected {', '.join(search['selected'])}" if search["selected"] else ""))
 
 
 def _print_experiments(result: dict) -> None:

@@ -32,6 +32,16 @@ class RankedId(BaseModel):
     score: float
 
 
+SearchKind = Literal["question", "sub_query", "variant", "rewrite", "corrective"]
+
+
+class SearchTrace(BaseModel):
+    query: str
+    kind: SearchKind  # the question itself, a multi_hop sub-question, a facet variant, an LLM rewrite, a re-search
+    found: list[str] = []  # its best ids, best first
+    selected: list[str] = []  # which of its hits became evidence
+
+
 class DebugTrace(BaseModel):
     """The three checkpoints evaluation uses to tell where a gold id was lost."""
 
@@ -39,6 +49,7 @@ class DebugTrace(BaseModel):
     reranked: list[RankedId] = []  # 2: the pool in ranked order (the question's search first)
     final: list[RankedId] = []  # 3: the selected evidence
     queries: list[str] = []  # every search query, in order
+    searches: list[SearchTrace] = []  # the same searches: what kind each is and what it found
     steps: list[str] = []  # one line per node run: what it decided and why
 
 

@@ -42,6 +42,8 @@ from narrative_mirror.agent.contract import (
     Phase,
     RankedId,
     Route,
+    SearchKind,
+    SearchTrace,
 )
 from narrative_mirror.agent.grading import (
     MUST_HAVE_MIN_GRADE,
@@ -53,7 +55,7 @@ from narrative_mirror.agent.grading import (
 )
 from narrative_mirror.agent.planner import plan_llm, plan_offline
 from narrative_mirror.agent.profiles import Profile
-from narrative_mirror.agent.rewrite import corrective_variants, facet_variants, llm_variants
+from narrative_mirror.agent.rewrite import corrective_variants, facet_variants, llm_variants, sub_queries
 from narrative_mirror.agent.text import looks_like_injection, stem
 from narrative_mirror.llm import LLMClient, LLMError
 from narrative_mirror.retrieval.fusion import rrf
@@ -67,10 +69,16 @@ T = TypeVar("T")
 # .52 / precision .398 where "relative retriever score >= SELECT_RELATIVE_SCORE within the first
 # max_evidence_fetches" gave .560 / .412 (the threshold picked by LOCO: .5 in all 7 folds;
 # .4 / .6 / .7 / .8 lost). Variant and corrective hits rank after the question's hits.
+# multi_hop searches its sub-questions; adding each sub-question's best hit to the evidence when
+# no selected id covers it measured exact recall +.001, precision -.007 (LOCO): not done.
 # An LLM grade (when configured) is a veto: an item it grades below SELECT_MIN_GRADE is not
 # selected, and LLM-graded variant hits reaching SELECT_MIN_GRADE may be.
+# Covering question terms the chosen evidence lacks (COVER_MIN_GRADE): LOCO exact recall .560 at
+# .5 / .65 / off, precision .396 / .410 / .411; kept at .65 for answers ("Where was Lena's dad
+# operated on?": the message that says "operated").
 SELECT_RELATIVE_SCORE = 0.5
 SELECT_MIN_GRADE = 0.45
+COVER_MIN_GRADE = 0.65
 # Variant hits weigh less than the question's own (relative score, arc mode excepted). Agent on
 # the 7 train chats (502 QA, balanced): variant weight 1.0 -> recall@10 .626; 0.4 -> .670.
 VARIANT_WEIGHT = 0.4
@@ -110,7 +118,8 @@ class Run:
     pool: dict[str, PoolItem] = field(default_factory=dict)
     candidate_lists: list[list[str]] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
+    searches: list[SearchTrace] = field(default_factory=list)
+    pending: list[tuple[str, SearchKind]] = field(default_factory=list)
     seen_evidence: set[str] = field(default_factory=set)
     top_score: float | None = None
     persons: list[str] = field(default_factory=list)
@@ -149,16 +158,20 @@ class Run:
 
     # --- tool calls -------------------------------------------------------------------------
 
-    def search_all(self, queries: list[str]) -> list[Any]:
-        """Search the queries the budget allows, their vectors encoded in one batch."""
+    def search_all(self, queries: list[tuple[str, SearchKind]]) -> list[Any]:
+        """Search the (query, kind) pairs the budget allows, their vectors encoded in one batch."""
         affordable = queries[: max(0, self.profile.max_calls - self.calls - self.reserve)]
-        for query in queries[len(affordable):]:
+        for query, _ in queries[len(affordable):]:
             self.budget_hit = True
             self.step(f"retriever: budget: skipped search {query!r}")
         self.calls += len(affordable)
-        self.queries += affordable
+        self.queries += [query for query, _ in affordable]
         variant = self.retriever.story_variant if self.task == "arc" else None
-        return self.retriever.search_many(self.chat_file, affordable, k=self.profile.first_search, variant=variant)
+        results = self.retriever.search_many(self.chat_file, [q for q, _ in affordable], k=self.profile.first_search,
+                                             variant=variant)
+        for (query, kind), result in zip(affordable, results):
+            self.searches.append(SearchTrace(query=query, kind=kind, found=[h.local_id for h in result.hits]))
+        return results
 
     def ask_llm(self, node: str, call: Callable[[], T], final: bool = False) -> T | None:
         """One LLM call within budget; None (and the run degraded) when it fails."""
@@ -216,9 +229,10 @@ class Run:
         return scores
 
     def select(self, limit: int) -> list[PoolItem]:
-        """Final evidence, in ranked order, at most ``limit``: offline, the items among the first
-        ``limit`` whose relative score reaches SELECT_RELATIVE_SCORE; an LLM grade decides for the
-        items it graded. The best item always, if there is one. A message that addresses an AI is
+        """Final evidence, at most ``limit``: offline, the items among the first ``limit`` whose
+        relative score reaches SELECT_RELATIVE_SCORE, in ranked order; an LLM grade decides for the
+        items it graded; the best item always, if there is one. Before them, for each question term
+        they leave uncovered, the best-graded item with that term (grade >= COVER_MIN_GRADE). A message that addresses an AI is
         never selected: it stays in the trace as data, and can neither become evidence nor push
         real evidence out of the budget."""
         ranked = [p for p in self.ranked() if not p.flagged]
@@ -227,8 +241,17 @@ class Run:
         chosen = [
             p for index, p in enumerate(ranked)
             if (p.grade >= SELECT_MIN_GRADE if p.llm_graded else index < limit and p.relative >= SELECT_RELATIVE_SCORE)
-        ]
-        return chosen[:limit] or ranked[:1]
+        ][:limit] or ranked[:1]
+        # A question term no chosen message contains: the best-graded pool item that has it.
+        uncovered = set(self.matcher.artifact) - set().union(*(p.match.artifact_terms for p in chosen))
+        extra = []
+        for p in sorted(ranked, key=lambda p: -p.grade):
+            if not uncovered or len(chosen) + len(extra) >= limit:
+                break
+            if p not in chosen and p.grade >= COVER_MIN_GRADE and p.match.artifact_terms & uncovered:
+                extra.append(p)
+                uncovered -= p.match.artifact_terms
+        return chosen + extra
 
 
 class AgentState(TypedDict, total=False):
@@ -272,13 +295,18 @@ def retriever(state: AgentState, run: Run) -> dict:
     limit = run.profile.rewrite_candidates
     new = 0
     if round_no == 1:
-        variants = facet_variants(run.question, run.facets, limit)
+        # multi_hop searches its sub-questions (each person, each side); a question that does not
+        # split, and every other route, its facet variants.
+        subs = sub_queries(run.question, run.facets, limit) if run.route == "multi_hop" else []
+        variants = [(q, "sub_query") for q in subs] or [(q, "variant") for q in facet_variants(run.question, run.facets, limit)]
         # Offline the variants are known before the first search: encode them together with it.
-        results = run.search_all([run.question] + ([] if run.llm_active else variants))
+        results = run.search_all([(run.question, "question")] + ([] if run.llm_active else variants))
         if results and run.llm_active:
             leaf = [(h.local_id, h.speaker, h.text) for h in results[0].hits[:LEAF_CONTEXT]]
-            rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit)) if leaf else None
-            results += run.search_all(rewrites if rewrites is not None else variants)
+            rewrites = None
+            if leaf and not subs:  # sub-questions are searched as they are
+                rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
+            results += run.search_all([(q, "rewrite") for q in rewrites] if rewrites is not None else variants)
     else:
         results = run.search_all(run.pending)
     for result in results:
@@ -347,11 +375,11 @@ def corrective(state: AgentState, run: Run) -> dict:
     leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[:LEAF_CONTEXT]]
     rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
     if rewrites is not None:
-        rewrites = [q for q in rewrites if q not in run.queries]
-    run.pending = rewrites if rewrites is not None else corrective_variants(
-        run.question, run.facets, uncovered, [p.hit.text for p in top], run.queries, limit
-    )
-    run.step(f"corrective: uncovered facets {uncovered}; re-search {run.pending}")
+        run.pending = [(q, "rewrite") for q in rewrites if q not in run.queries]
+    else:
+        run.pending = [(q, "corrective") for q in corrective_variants(
+            run.question, run.facets, uncovered, [p.hit.text for p in top], run.queries, limit)]
+    run.step(f"corrective: uncovered facets {uncovered}; re-search {[q for q, _ in run.pending]}")
     return {}
 
 
@@ -359,8 +387,11 @@ def generator(state: AgentState, run: Run) -> dict:
     if run.task == "arc":
         _build_arc(state, run)
         return {}
-    chosen = run.select(run.profile.max_evidence_fetches)
+    # The answer reads the evidence in order: best grade first.
+    chosen = sorted(run.select(run.profile.max_evidence_fetches), key=lambda p: -p.grade)
     run.selection = [p.hit.local_id for p in chosen]
+    for search in run.searches:
+        search.selected = [i for i in search.found if i in run.selection]
     ranking = run.ranking_scores()
     run.selection_scores = {p.hit.local_id: ranking[p.hit.local_id] for p in chosen}
     stored = {}
@@ -516,6 +547,7 @@ def run_info(run: Run, state: AgentState) -> dict:
                 for i in sorted(run.selection, key=lambda i: -run.selection_scores[i])
             ],
             queries=run.queries,
+            searches=run.searches,
             steps=run.steps,
         ),
         "timings_ms": {k: round(v, 3) for k, v in run.timings_ms.items()},

@@ -25,7 +25,7 @@ def run_oneshot(retriever: Any, chat_file: str, question: str, profile: Profile,
     run.route = "oneshot"
     run.matcher = FacetMatcher(run.facets)
     run.step(f"oneshot: facets from rules ({reason}; route would be {route})")
-    for result in run.search_all([question]):
+    for result in run.search_all([(question, "question")]):
         run.add_result(result)
     grade_offline(run)
     phases, unknowns = arc_phases(run)

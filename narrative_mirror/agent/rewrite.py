@@ -74,6 +74,26 @@ def facet_variants(question: str, facets: Facets, limit: int) -> list[str]:
     return unique_queries(candidates, [question], limit)
 
 
+# Where a multi-part question splits: conjunctions, comparisons, list commas.
+_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|but|versus|vs\.?|than|compared\s+(?:to|with)|as\s+well\s+as)\s+",
+                    re.IGNORECASE)
+
+
+def sub_queries(question: str, facets: Facets, limit: int) -> list[str]:
+    """The ``multi_hop`` route's sub-questions (seed 002), most specific first: the question's
+    content for each person it names, then each side of a conjunction or comparison, with the
+    people the question names. Empty when the question does not split."""
+    artifact = " ".join(facets.artifact)
+    per_target = [f"{target} {artifact}" for target in facets.target] if len(facets.target) > 1 else []
+    body = declarative(question)
+    if facets.target:  # "Emi and Elise" is one side: the names go back in front of each side
+        names = "|".join(re.escape(t) for t in sorted(facets.target, key=len, reverse=True))
+        body = re.sub(rf"(?:\b(?:{names})(?:['’]s)?\b(?:\s*(?:,|and|or|&)\s*)?)+", " ", body, flags=re.IGNORECASE)
+    sides = [side for side in _SPLIT.split(body) if content_tokens(side)]
+    per_side = [" ".join(facets.target + [side]) for side in sides] if len(sides) > 1 else []
+    return unique_queries(per_target + per_side, [question], limit)
+
+
 def feedback_terms(texts: Sequence[str], exclude: Iterable[str], n_terms: int) -> list[str]:
     """Terms most frequent across the best evidence texts, not already in the query."""
     excluded = {stem(e.lower()) for e in exclude}

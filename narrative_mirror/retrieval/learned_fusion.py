@@ -14,10 +14,14 @@ retraining re-evaluates like any other retrieval setting.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from narrative_mirror import settings
 
 # One line each: what the feature measures for a candidate message.
 FEATURES = {
@@ -49,6 +53,19 @@ FEATURES = {
     "temporal": "1 when the message has a temporal expression (L1.5)",
     "when_x_temporal": "temporal, for when-questions only",
 }
+
+
+def inputs_fingerprint(config: Mapping) -> str:
+    """What the features are computed from: the retrieval settings the candidate lists use, the
+    feature set, and the embedding and layer settings (cosines, L1.5 signals). A model fitted on
+    other inputs is stale: retrieval.toml ``[learned].inputs`` records the value at training."""
+    parts = {
+        "retrieval": {key: config.get(key) for key in ("rrf_k", "candidates", "lexical", "hybrid")},
+        "features": list(FEATURES),
+        "embedding.toml": settings.file_hash(settings.config_path("embedding")),
+        "layers.toml": settings.file_hash(settings.config_path("layers")),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -195,3 +195,32 @@ def test_variant_hits_count_less_than_the_questions_own_for_point_questions(task
     assert relative["A"] == 1.0
     assert relative["C"] == pytest.approx(variant_weight)
     assert relative["B"] == pytest.approx(max(0.5, variant_weight))  # the better of its two scores
+
+
+def test_multi_hop_searches_each_side_and_the_trace_shows_what_each_found(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Did Ana harvest tomatoes and did Ben see a physiotherapist?")
+    assert answer.route == "multi_hop"
+    searches = answer.trace.searches
+    assert [(s.kind, s.query) for s in searches[:5]] == [
+        ("question", "Did Ana harvest tomatoes and did Ben see a physiotherapist?"),
+        ("sub_query", "Ana harvest tomatoes physiotherapist"),
+        ("sub_query", "Ben harvest tomatoes physiotherapist"),
+        ("sub_query", "Ana Ben harvest tomatoes"),
+        ("sub_query", "Ana Ben did see a physiotherapist"),
+    ]
+    assert all(s.kind == "corrective" for s in searches[5:])  # the second round's re-searches
+    assert [s.query for s in searches] == answer.trace.queries
+    # Each side of the question finds its own message first.
+    assert searches[3].found[0] == "D20:1"  # "I harvested the first cherry tomatoes ..."
+    assert searches[4].found[0] == "D8:6"  # "I will see a physiotherapist about the knee tomorrow."
+    # The ranking is the question's own search; the sub-questions' hits come after its hits.
+    assert [r.id for r in answer.trace.reranked[: len(searches[0].found)]] == searches[0].found
+    assert set(answer.selected_ids) == {i for s in searches for i in s.selected}
+
+
+def test_a_question_that_does_not_split_searches_facet_variants(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Where does Ben run?")
+    assert answer.route == "direct"
+    kinds = [s.kind for s in answer.trace.searches]
+    assert kinds[:2] == ["question", "variant"] and set(kinds[1:]) <= {"variant", "corrective"}
+    assert answer.trace.searches[0].found[:2] == ["D1:4", "D1:6"]  # "I started running again", "Along the river path"

@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from narrative_mirror.retrieval.learned_fusion import LearnedFusion, fit_listwise, listwise_loss, neighbour_max
+from narrative_mirror import settings
+from narrative_mirror.retrieval.learned_fusion import (
+    LearnedFusion,
+    fit_listwise,
+    inputs_fingerprint,
+    listwise_loss,
+    neighbour_max,
+)
 
 
 def test_loss_matches_hand_computed_softmax_cross_entropy():
@@ -77,3 +84,17 @@ def test_neighbour_max_stays_inside_the_session():
     assert neighbour_max(values, sessions, 1).tolist() == [5.0, 2.0, 5.0, 3.0, 9.0]
     assert neighbour_max(values, sessions, 2).tolist() == [2.0, 0.0, 1.0, 0.0, 0.0]
     assert neighbour_max(values, sessions, 5).tolist() == [0.0] * 5
+
+
+def test_the_shipped_model_was_fitted_on_todays_inputs():
+    config = settings.load_config("retrieval")
+    assert config["learned"]["inputs"] == inputs_fingerprint(config), (
+        "the learned fusion is stale: its inputs (retrieval lists, features, embedding or layer settings) changed "
+        "since it was fitted; retrain with .venv/bin/python benchmarks/train_fusion.py --write")
+
+
+def test_the_fingerprint_changes_with_the_hybrid_lists():
+    config = settings.load_config("retrieval")
+    changed = {**config, "hybrid": {**config["hybrid"], "w_bm25": config["hybrid"].get("w_bm25", 1.0) + 0.5}}
+    assert inputs_fingerprint(changed) != inputs_fingerprint(config)
+    assert inputs_fingerprint({**config, "cache": {"max_mb": 1}}) == inputs_fingerprint(config)

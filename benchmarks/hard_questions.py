@@ -1,0 +1,116 @@
+"""Hard questions (issue #15), leave-one-chat-out on the TRAIN chats: for each held-out chat and
+each category, the retriever's recall@10 and the agent's recall@10 / exact recall / precision,
+beside the agent of an earlier commit (default e4d709d, the issue's "today"), in the same run, on
+the same index and with the same held-out fusion models (each chat ranked by weights fitted on
+the other six).
+
+    .venv/bin/python benchmarks/hard_questions.py [--profile balanced] [--baseline e4d709d] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+
+# Run inside the baseline's source tree: its agent's ranked and selected ids per question.
+BASELINE_SCRIPT = """
+import copy, json, sys
+from narrative_mirror import settings
+from narrative_mirror.chats import load_chat
+from narrative_mirror.embedding import Embedder
+from narrative_mirror.index_store import IndexStore
+from narrative_mirror.query import ask
+from narrative_mirror.retrieval.engine import Retriever
+store, profile, folds = IndexStore(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
+embedder = Embedder()
+for job in folds:
+    config = copy.deepcopy(settings.load_config("retrieval"))
+    config["learned"] = job["learned"]
+    retriever = Retriever(store, embedder, config)
+    for question_id, question in job["questions"]:
+        a = ask(retriever, job["chat_file"], question, profile)
+        print(json.dumps({"question_id": question_id, "ranked": a.ranked_ids, "selected": a.selected_ids}))
+"""
+MEASURES = ("retriever_r10", "base_r10", "base_exact", "base_precision", "r10", "exact", "precision")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--profile", default="balanced")
+    parser.add_argument("--baseline", default="e4d709d", help="commit measured beside ('' = none)")
+    parser.add_argument("--cache", type=Path, default=None, help="folder to cache message vectors between runs")
+    parser.add_argument("--l2", type=float, default=1e-3)
+    args = parser.parse_args(argv)
+
+    import polars as pl
+    from common import DEFAULT_DATA, run_at_commit
+    from retrieval_variants import load_train
+    from train_fusion import TrainingPools
+
+    from narrative_mirror import query, settings
+    from narrative_mirror.embedding import Embedder
+    from narrative_mirror.index_store import IndexStore
+    from narrative_mirror.metrics.per_question import question_metrics
+    from narrative_mirror.retrieval.engine import Retriever
+
+    embedder = Embedder()
+    store_dir = Path(tempfile.mkdtemp(prefix="nm_hard_")) / "lancedb"
+    store = IndexStore(str(store_dir))
+    chats = load_train(args.data or DEFAULT_DATA, embedder, store, args.cache)
+    base_config = settings.load_config("retrieval")
+    models = TrainingPools.collect(Retriever(store, embedder, base_config), chats).leave_one_chat_out(args.l2)
+    folds = [{"chat_file": chat.chat_file, "learned": model.to_config(),
+              "questions": chat.questions.select("question_id", "question").rows()} for chat, model in zip(chats, models)]
+
+    rows = []
+    for chat, fold in zip(chats, folds):
+        config = copy.deepcopy(base_config)
+        config["learned"] = fold["learned"]
+        retriever = Retriever(store, embedder, config)
+        positions = dict(zip(chat.messages["local_id"].to_list(), chat.messages["position"].to_list()))
+        for q in chat.questions.iter_rows(named=True):
+            answer = query.ask(retriever, chat.chat_file, q["question"], profile=args.profile)
+            first = [h.local_id for h in retriever.search(chat.chat_file, q["question"], k=10).hits]
+            now = question_metrics(answer.ranked_ids, answer.selected_ids, q["gold_ids"], positions)
+            rows.append({"question_id": q["question_id"], "chat": chat.chat_file, "category": q["category"],
+                         "retriever_r10": question_metrics(first, [], q["gold_ids"], positions)["recall@10"],
+                         "r10": now["recall@10"], "exact": now["exact_recall"], "precision": now["precision"],
+                         "gold_ids": q["gold_ids"], "positions": positions})
+    frame = pl.DataFrame([{k: v for k, v in r.items() if k != "positions"} for r in rows])
+    if args.baseline:
+        folds_file = store_dir.parent / "folds.json"
+        folds_file.write_text(json.dumps(folds))
+        old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT,
+                                                          [str(store_dir), args.profile, str(folds_file)])}
+        base = [question_metrics(old[r["question_id"]]["ranked"], old[r["question_id"]]["selected"],
+                                 r["gold_ids"], r["positions"]) for r in rows]
+        frame = frame.with_columns(base_r10=pl.Series([m["recall@10"] for m in base]),
+                                   base_exact=pl.Series([m["exact_recall"] for m in base]),
+                                   base_precision=pl.Series([m["precision"] for m in base]))
+    measures = [m for m in MEASURES if m in frame.columns]
+
+    def table(by: str) -> pl.DataFrame:
+        parts = [frame.group_by(by).agg(pl.len().alias("questions"), *[pl.col(m).mean().round(3) for m in measures])
+                 .sort(by).with_columns(pl.col(by).cast(pl.String)),
+                 frame.select(pl.lit("all").alias(by), pl.len().alias("questions"), *[pl.col(m).mean().round(3) for m in measures])]
+        return pl.concat(parts)
+
+    pl.Config.set_tbl_rows(20)
+    pl.Config.set_tbl_cols(-1)
+    pl.Config.set_tbl_hide_dataframe_shape(True)
+    pl.Config.set_tbl_width_chars(200)
+    print(f"leave-one-chat-out, agent {args.profile!r}, offline; base_* = {args.baseline or '(none)'} in the same run")
+    print(table("category"))
+    print(table("chat"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
