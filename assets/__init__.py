@@ -8,6 +8,12 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+# Concurrency pools (step level, across every run and executor, Celery workers included): the
+# embedding step and the steps that may call the LLM. Unlimited until a limit is set on the
+# instance (`dagster instance concurrency set llm 4`; README "One machine or many").
+EMBEDDER_POOL = "embedder"
+LLM_POOL = "llm"
+
 
 def versioned_asset(**kwargs):
     """``dg.asset`` whose code version is derived from the source it runs (assets/code_versions.py):

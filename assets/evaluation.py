@@ -5,7 +5,7 @@ and a train/test summary that also appends to the experiment log."""
 import dagster as dg
 import polars as pl
 
-from assets import versioned_asset
+from assets import LLM_POOL, versioned_asset
 from assets.freshness import PARTITION_AUTOMATION, NeedsRun, automated
 from assets.ingest import _versioned, split
 from assets.layers import lancedb_index
@@ -132,7 +132,7 @@ def _float_metadata(stats: dict, prefix: str = "") -> dict:
 
 
 @versioned_asset(
-    partitions_def=chat_files, group_name="evaluation", kinds={"polars"},
+    partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
     deps=[lancedb_index, retrieval_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS],
 )
@@ -182,7 +182,7 @@ def qa_eval(context: dg.AssetExecutionContext, gold_qa: pl.DataFrame, messages: 
 
 
 @versioned_asset(
-    partitions_def=chat_files, group_name="evaluation", kinds={"polars"},
+    partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
     deps=[lancedb_index, retrieval_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=[dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)],
 )
@@ -285,7 +285,7 @@ PROTOCOL_KEYS = ["recall@10", "exact_recall", "precision", "answer_f1", "answer_
 
 
 @versioned_asset(
-    group_name="evaluation", kinds={"polars"},
+    group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
     deps=[lancedb_index, retrieval_config, *AGENT_PROMPTS, evaluation_config],
     check_specs=[dg.AssetCheckSpec("adoption_gate", asset="profile_protocol",
                                    description="Seed 002: balanced supported-claim rate >= 0.90, claim citation "

@@ -8,7 +8,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets import versioned_asset
+from assets import EMBEDDER_POOL, LLM_POOL, versioned_asset
 from assets.freshness import PARTITION_AUTOMATION
 from assets.ingest import _versioned
 from assets.partitions import chat_files
@@ -38,7 +38,7 @@ def _summarizer(llm: LLMResource, config: dict):
 PROGRESS_EVERY_S = 5.0
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[embedding_config],
+@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[embedding_config], pool=EMBEDDER_POOL,
           kinds={"pytorch", "polars"}, automation_condition=PARTITION_AUTOMATION)
 def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame,
                        embedder: EmbedderResource, state: StateResource) -> dg.Output[pl.DataFrame]:
@@ -86,7 +86,7 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
     })
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers",
+@versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
           deps=[layers_config, PROMPTS["block_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
 def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
               llm: LLMResource) -> dg.Output[pl.DataFrame]:
@@ -124,7 +124,7 @@ def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
     })
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers",
+@versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
           deps=[layers_config, PROMPTS["thread_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
 def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
                l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource) -> dg.Output[pl.DataFrame]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -18,9 +19,24 @@ from narrative_mirror import settings
 
 # Written when the instance has no settings yet (or still has one of our previous defaults); an
 # edited dagster.yaml is left alone. Telemetry off: this runs offline, and every step would append
-# to logs/event.log. Storage: Dagster's SQLite files in their default places, through classes that
-# keep their database connections open (cli/sqlite_storage.py).
-INSTANCE_YAML = """telemetry:
+# to logs/event.log. No path in it: the instance class (cli/sqlite_storage.py) puts Dagster's SQLite
+# files in their default places under the folder the instance is loaded from, through classes that
+# keep their database connections open, or uses PostgreSQL when NM_DAGSTER_PG_URL is set. A copied
+# or moved home therefore works where it is and never writes into the old one.
+INSTANCE_YAML = """# Written by narrative-mirror; once edited, it is left alone. No path in it: the instance class
+# keeps Dagster's SQLite files under this folder (PooledSqliteRunStorage, PooledSqliteEventLogStorage),
+# or uses PostgreSQL when NM_DAGSTER_PG_URL is set (README: One machine or many).
+telemetry:
+  enabled: false
+instance_class:
+  module: {module}
+  class: NarrativeMirrorInstance
+"""
+STORAGE_MODULE = "cli.sqlite_storage"
+PREVIOUS_STORAGE_MODULES = ["jobs.sqlite_storage"]
+PREVIOUS_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
+# What earlier versions wrote: the pooled SQLite storages with the home's absolute paths baked in.
+PREVIOUS_PATH_YAML = """telemetry:
   enabled: false
 run_storage:
   module: {module}
@@ -33,9 +49,7 @@ event_log_storage:
   config:
     base_dir: {event_log_dir}
 """
-STORAGE_MODULE = "cli.sqlite_storage"
-PREVIOUS_STORAGE_MODULES = ["jobs.sqlite_storage"]
-PREVIOUS_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
+_BASE_DIR_RE = re.compile(r'^    base_dir: (".*")$', re.M)
 
 # Tags on every run the command line launches: who launched it, and which process runs it.
 LAUNCHER_TAG = "narrative_mirror/launched_by"
@@ -43,19 +57,40 @@ PID_TAG = "narrative_mirror/pid"
 HOST_TAG = "narrative_mirror/host"
 
 
-def _instance_yaml(home: Path, module: str) -> str:
+def _instance_yaml(module: str = STORAGE_MODULE) -> str:
+    return INSTANCE_YAML.format(module=module)
+
+
+def _previous_path_yaml(home: Path, module: str) -> str:
     # JSON strings are YAML strings: any path quotes safely.
-    return INSTANCE_YAML.format(module=module, runs_dir=json.dumps(str(home / "history")),
-                                event_log_dir=json.dumps(str(home / "history" / "runs")))
+    return PREVIOUS_PATH_YAML.format(module=module, runs_dir=json.dumps(str(home / "history")),
+                                     event_log_dir=json.dumps(str(home / "history" / "runs")))
+
+
+def generated_by_us(text: str) -> bool:
+    """Whether ``text`` is a dagster.yaml that this or an earlier version wrote, unedited,
+    wherever the home it was written for was then (a copied or moved home keeps the old paths)."""
+    text = text.strip()
+    modules = [STORAGE_MODULE, *PREVIOUS_STORAGE_MODULES]
+    if text in ("", PREVIOUS_DEFAULT_YAML.strip(), *(_instance_yaml(m).strip() for m in modules)):
+        return True
+    match = _BASE_DIR_RE.search(text)  # the first: the run storage's <home>/dagster/history
+    try:
+        runs_dir = Path(json.loads(match[1])) if match else None
+    except ValueError:
+        return False
+    return (runs_dir is not None and runs_dir.name == "history" and runs_dir.parent.name == "dagster"
+            and any(text == _previous_path_yaml(runs_dir.parent, m).strip() for m in modules))
 
 
 def dagster_home() -> Path:
     home = settings.nm_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    ours = [PREVIOUS_DEFAULT_YAML.strip(), ""] + [_instance_yaml(home, m).strip() for m in PREVIOUS_STORAGE_MODULES]
-    if not config.is_file() or config.read_text().strip() in ours:
-        config.write_text(_instance_yaml(home, STORAGE_MODULE))
+    if not config.is_file() or (config.read_text() != _instance_yaml() and generated_by_us(config.read_text())):
+        tmp = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
+        tmp.write_text(_instance_yaml())
+        tmp.replace(config)  # atomic: a process loading the instance meanwhile reads one or the other
     return home
 
 

@@ -1,18 +1,49 @@
 """The one module that builds the Dagster Definitions (dg, dagster-webserver, CLI, tests):
-the domains' own Definitions merged, plus the resources."""
+the domains' own Definitions merged, plus the resources and the executor.
+
+The executor: Dagster's default (steps in processes of the run's own machine) unless
+``NM_CELERY_BROKER_URL`` names a Celery broker; then every job launched through the instance
+(UI, daemon, schedules, sensors, ``dagster job launch`` / ``dagster asset materialize``) sends
+each step to the Celery workers listening on that broker (``scripts/worker.sh``), on this machine
+or others. The command line's own builds (``dg.materialize``) stay in its process.
+"""
 
 from __future__ import annotations
+
+import os
 
 import dagster as dg
 
 from jobs import evaluation, ingest, layers, operations
+from narrative_mirror import settings
 from resources import default_resources
 
 DOMAINS = [ingest.defs, layers.defs, evaluation.defs, operations.defs]
 
 
+def executor_from_env() -> dg.ExecutorDefinition | None:
+    """The Celery executor when ``NM_CELERY_BROKER_URL`` is set (the result backend is
+    ``NM_CELERY_BACKEND_URL``, default the broker), else None (Dagster's default executor).
+
+    The URLs stay environment references in the run config, resolved in the process that runs
+    the job: they are never stored with a run."""
+    if not os.environ.get(settings.CELERY_BROKER_ENV):
+        return None
+    from dagster_celery import celery_executor
+
+    backend_env = settings.CELERY_BACKEND_ENV if os.environ.get(settings.CELERY_BACKEND_ENV) else settings.CELERY_BROKER_ENV
+    return celery_executor.configured(
+        {"broker": {"env": settings.CELERY_BROKER_ENV}, "backend": {"env": backend_env},
+         # One task at a time per worker process, acknowledged when taken: a step is never run twice.
+         "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": False,
+                           "broker_connection_retry_on_startup": True}},
+        name="celery",
+    )
+
+
 def build_definitions(resources: dict | None = None) -> dg.Definitions:
-    return dg.Definitions.merge(*DOMAINS, dg.Definitions(resources=resources or default_resources()))
+    return dg.Definitions.merge(*DOMAINS, dg.Definitions(resources=resources or default_resources(),
+                                                         executor=executor_from_env()))
 
 
 defs = build_definitions()

@@ -8,18 +8,31 @@ native full-text index on ``text`` is created with the table and brought up to d
 small files every write leaves and removes old versions: a maintenance job, not a per-write
 cost. Block and thread vectors are the normalized mean of their member message vectors, so
 indexing needs no encode beyond the messages'.
+
+Several processes (workers of a distributed run, on one machine or many) may write different
+chats to one table at once: LanceDB commits optimistically, and a commit that lost the race
+(``Retryable commit conflict``, also from compaction meeting a write) is redone against the
+newest version (``COMMIT_ATTEMPTS``). Redoing a whole per-chat replace is idempotent, so nothing
+is lost or written twice. Tables are created empty (rows only arrive by merge), and a create
+that lost a race and landed over another writer's table puts back what it dropped. The database
+may live on object storage (``s3://bucket/prefix``) with ``storage_options`` (endpoint, keys,
+region); without them LanceDB reads the standard AWS_* variables itself.
 """
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from typing import TypeVar
 
 import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS
 
 from narrative_mirror import schema
@@ -30,6 +43,14 @@ ID_COLUMNS = {"messages": "message_id", "blocks": "block_id", "threads": "thread
 
 # A chat file name ends up quoted inside a filter string: no quotes, backslashes or controls.
 _CHAT_FILE_RE = re.compile(r"^[^'\"\\\x00-\x1f]+$")
+
+# Commit conflicts: how often a write is redone, and the first wait (doubling, with jitter, capped).
+COMMIT_ATTEMPTS = 8
+COMMIT_RETRY_WAIT_S = 0.2
+COMMIT_RETRY_MAX_WAIT_S = 5.0
+_CONFLICT_RE = re.compile(
+    r"commit conflict|retryable|preempted by concurrent|too many concurrent writers|incompatible transaction", re.I)
+_T = TypeVar("_T")
 
 _TS = pa.timestamp("us")
 _STRINGS = pa.list_(pa.string())
@@ -259,12 +280,37 @@ def _schema_difference(expected: pa.Schema, got: pa.Schema) -> str:
     return f"unexpected columns {extra}" if extra else "columns in a different order"
 
 
-class IndexStore:
-    """The LanceDB database at ``uri`` holding the ``messages``, ``blocks`` and ``threads`` tables."""
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is LanceDB saying another writer committed first (worth redoing)."""
+    return isinstance(exc, (RuntimeError, OSError, ValueError)) and bool(_CONFLICT_RE.search(str(exc)))
 
-    def __init__(self, uri: str):
+
+def retry_commit_conflicts(write: Callable[[], _T], attempts: int | None = None) -> _T:
+    """Run ``write`` (which must start from the table's newest version, i.e. open it itself)
+    again while it fails with a commit conflict, up to ``attempts`` times in all."""
+    attempts = attempts or COMMIT_ATTEMPTS
+    for attempt in range(1, attempts + 1):
+        try:
+            return write()
+        except Exception as exc:
+            if attempt == attempts or not is_commit_conflict(exc):
+                raise
+            wait = min(COMMIT_RETRY_MAX_WAIT_S, COMMIT_RETRY_WAIT_S * 2 ** (attempt - 1))
+            time.sleep(wait * random.uniform(0.5, 1.0))
+    raise AssertionError("unreachable")
+
+
+class IndexStore:
+    """The LanceDB database at ``uri`` holding the ``messages``, ``blocks`` and ``threads`` tables.
+
+    ``uri``: a folder, or object storage (``s3://bucket/prefix``); ``storage_options``: LanceDB's
+    object-store options for it (``aws_endpoint``, ``aws_region``, ``aws_access_key_id``,
+    ``aws_secret_access_key``, ``allow_http``), None = its defaults (the AWS_* variables).
+    """
+
+    def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
-        self._db = lancedb.connect(self.uri)
+        self._db = lancedb.connect(self.uri, storage_options=dict(storage_options) if storage_options else None)
 
     def _open(self, table: str):
         if table not in TABLES:
@@ -288,33 +334,84 @@ class IndexStore:
         others = set(rows.column("chat_file").to_pylist()) - {chat_file}
         if others:
             raise ValueError(f"{table} rows for {chat_file}: rows of other chat files {sorted(others)}")
+        created = tbl is None and self._create(table, rows.schema)
         if tbl is None:
-            try:
-                tbl = self._db.create_table(table, rows)
-                tbl.create_index("text", config=FTS(), replace=True)
-                return tbl.version
-            except ValueError as exc:
-                # Another writer created it meanwhile: fall through to the merge.
-                if "already exists" not in str(exc):
-                    raise
-                tbl = self._db.open_table(table)
+            tbl = self._db.open_table(table)
         if not rows.schema.equals(tbl.schema):
             raise ValueError(
                 f"{table} rows for {chat_file}: schema differs from the table's "
                 f"({_schema_difference(tbl.schema, rows.schema)}); a changed embedder needs a fresh "
                 f"store at {self.uri}"
             )
-        try:
-            (
-                tbl.merge_insert(id_col)
+
+        def merge() -> int:
+            # From the newest version each time: a retried merge replaces the chat's rows again.
+            current = self._db.open_table(table)
+            result = (
+                current.merge_insert(id_col)
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
                 .when_not_matched_by_source_delete(f"chat_file = '{chat_file}'")
                 .execute(rows)
             )
+            return getattr(result, "version", None) or current.version
+
+        try:
+            version = retry_commit_conflicts(merge)
         except (ValueError, OSError, RuntimeError) as exc:
             raise ValueError(f"{table} rows for {chat_file}: write failed, previous rows kept: {exc}") from exc
-        return tbl.version
+        if created:
+            # The table's first rows come with its full-text index, as when a table is made in one piece.
+            retry_commit_conflicts(lambda: self._db.open_table(table).create_index("text", config=FTS(), replace=True))
+            version = self._db.open_table(table).version
+        return version
+
+    def _create(self, table: str, schema: pa.Schema) -> bool:
+        """Create ``table`` empty, with its full-text index: rows only ever arrive by merge.
+        Returns whether this call created it (False: another writer did).
+
+        Writers that find the table missing at the same moment all create it. LanceDB commits
+        the first; a later one either fails (the table exists: fine) or is redone as an overwrite
+        of the table as it then is, which would drop rows merged meanwhile. A create that
+        landed as such an overwrite (version > 1) puts back what it dropped (``_undo_overwrite``).
+        """
+        try:
+            created = self._db.create_table(table, schema=schema)
+        except (ValueError, RuntimeError, OSError):
+            # "already exists", or a commit conflict with another writer's create: either way
+            # the table is there now (if it is not, the error is real).
+            if self._open(table) is None:
+                raise
+            return False
+        if created.version > 1:
+            self._undo_overwrite(table, created.version)
+
+        def index() -> None:
+            tbl = self._db.open_table(table)
+            if not any(i.columns == ["text"] for i in tbl.list_indices()):
+                tbl.create_index("text", config=FTS(), replace=True)
+
+        retry_commit_conflicts(index)
+        return True
+
+    def _undo_overwrite(self, table: str, version: int) -> None:
+        """Our empty create committed as ``version``, over another writer's table: merge back
+        the rows of the version before it of every chat that has none now (a chat is never
+        removed as a whole, so its absence means this overwrite dropped it)."""
+        id_col = ID_COLUMNS[table]
+
+        def restore() -> None:
+            before = self._db.open_table(table)
+            before.checkout(version - 1)
+            dropped = before.to_arrow()
+            current = self._db.open_table(table)
+            present = set(current.search().select(["chat_file"]).limit(None).to_arrow().column("chat_file").to_pylist())
+            lost = dropped.filter(pc.invert(pc.is_in(dropped.column("chat_file"),
+                                                     value_set=pa.array(sorted(present), pa.string()))))
+            if lost.num_rows:
+                current.merge_insert(id_col).when_not_matched_insert_all().execute(lost)
+
+        retry_commit_conflicts(restore)
 
     def health(self) -> dict[str, dict[str, int]]:
         """Per table: rows, data fragments, versions kept, rows not yet in the full-text index."""
@@ -336,10 +433,16 @@ class IndexStore:
         then). Returns ``health()`` before and after."""
         before = self.health()
         for name in before:
-            tbl = self._open(name)
-            if not any(i.columns == ["text"] for i in tbl.list_indices()):
-                tbl.create_index("text", config=FTS(), replace=True)
-            tbl.optimize(cleanup_older_than=keep_versions_for)
+
+            def upkeep(name: str = name) -> None:
+                # Redone from the newest version when a chat write commits first (compaction
+                # rewrites files that write touched).
+                tbl = self._open(name)
+                if not any(i.columns == ["text"] for i in tbl.list_indices()):
+                    tbl.create_index("text", config=FTS(), replace=True)
+                tbl.optimize(cleanup_older_than=keep_versions_for)
+
+            retry_commit_conflicts(upkeep)
         return {"before": before, "after": self.health()}
 
     def versions(self) -> dict[str, int]:

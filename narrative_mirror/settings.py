@@ -8,6 +8,18 @@ Environment variables (all optional):
   holds any, else the sibling folder ``<data dir>_arcs`` (the RealTalk layout).
 - ``NM_CONFIG_DIR``: folder whose ``*.toml`` / ``prompts/*.txt`` override the packaged defaults
   file by file.
+
+Beyond one machine (all optional; unset = everything in ``NM_HOME`` on this machine):
+- ``NM_LANCEDB_URI``: where the LanceDB index lives instead of ``NM_HOME/lancedb``, e.g.
+  ``s3://bucket/prefix`` shared by workers on several machines. Object-store settings are the
+  standard ``AWS_ENDPOINT_URL`` (an S3-compatible server), ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``,
+  ``AWS_SECRET_ACCESS_KEY`` and ``AWS_ALLOW_HTTP`` (LanceDB reads them too).
+- ``NM_DAGSTER_PG_URL``: PostgreSQL URL of the Dagster instance's run, event-log and schedule
+  storage (``postgresql://user:password@host:5432/db``) instead of SQLite files in
+  ``NM_HOME/dagster``; read where the instance is loaded (cli/sqlite_storage.py).
+- ``NM_CELERY_BROKER_URL``: a Celery broker (``redis://host:6379/0``): the asset jobs run each
+  step as a task on Celery workers (``scripts/worker.sh``) instead of in the launching process;
+  ``NM_CELERY_BACKEND_URL`` is the result backend (default: the broker).
 """
 
 from __future__ import annotations
@@ -53,8 +65,25 @@ def default_arcs_dir(data: Path) -> Path | None:
     return sibling if sibling.is_dir() else None
 
 
+LANCEDB_URI_ENV = "NM_LANCEDB_URI"
+DAGSTER_PG_URL_ENV = "NM_DAGSTER_PG_URL"
+CELERY_BROKER_ENV = "NM_CELERY_BROKER_URL"
+CELERY_BACKEND_ENV = "NM_CELERY_BACKEND_URL"
+# The object-store variables: LanceDB (object_store) reads these same names by itself.
+S3_ENDPOINT_ENV = "AWS_ENDPOINT_URL"
+S3_REGION_ENV = "AWS_REGION"
+S3_ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
+S3_SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
+S3_ALLOW_HTTP_ENV = "AWS_ALLOW_HTTP"
+
+
 def lancedb_uri() -> str:
-    return str(nm_home() / "lancedb")
+    return os.environ.get(LANCEDB_URI_ENV) or str(nm_home() / "lancedb")
+
+
+def is_remote_uri(uri: str) -> bool:
+    """Whether ``uri`` names object storage (``s3://``, ``gs://``, ``az://``...) rather than a folder."""
+    return "://" in uri and not uri.startswith("file://")
 
 
 def _override_dir() -> Path | None:

@@ -131,15 +131,34 @@ class EmbedderResource(dg.ConfigurableResource):
 
 
 class LanceDBResource(dg.ConfigurableResource):
+    """The LanceDB index: ``<NM_HOME>/lancedb`` on this machine, or ``uri`` (e.g.
+    ``s3://bucket/prefix``) shared by workers on several machines, with the object store's
+    endpoint, region and keys (unset: LanceDB's own defaults, the AWS_* variables and roles)."""
+
     state: StateResource
+    uri: str = ""
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    allow_http: bool = False
 
     def resolved_uri(self) -> str:
-        return self.state.lancedb_uri
+        return self.uri or self.state.lancedb_uri
+
+    def storage_options(self) -> dict[str, str] | None:
+        """LanceDB's object-store options for a remote ``uri`` (None for a folder or when unset)."""
+        if not settings.is_remote_uri(self.resolved_uri()):
+            return None
+        options = {"aws_endpoint": self.endpoint, "aws_region": self.region,
+                   "aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key,
+                   "allow_http": "true" if self.allow_http else None}
+        return {k: v for k, v in options.items() if v} or None
 
     def get(self):
         from narrative_mirror.index_store import IndexStore
 
-        return IndexStore(self.resolved_uri())
+        return IndexStore(self.resolved_uri(), storage_options=self.storage_options())
 
 
 class LLMResource(dg.ConfigurableResource):
@@ -203,9 +222,26 @@ def _env(name: str, default=None):
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
+def lancedb_resource(state: StateResource) -> LanceDBResource:
+    """The index where NM_LANCEDB_URI says (default: under NM_HOME), with the object store's
+    settings from the standard AWS_* variables (the keys as ``EnvVar``: resolved where the step
+    runs, never stored with the run)."""
+    endpoint = os.environ.get(settings.S3_ENDPOINT_ENV) or None
+    allow_http = os.environ.get(settings.S3_ALLOW_HTTP_ENV)
+    return LanceDBResource(
+        state=state, uri=os.environ.get(settings.LANCEDB_URI_ENV, ""), endpoint=endpoint,
+        region=os.environ.get(settings.S3_REGION_ENV) or None,
+        access_key_id=_env(settings.S3_ACCESS_KEY_ENV), secret_access_key=_env(settings.S3_SECRET_KEY_ENV),
+        # An http:// endpoint (a local S3-compatible server) needs it; AWS_ALLOW_HTTP decides when set.
+        allow_http=(allow_http.strip().lower() in ("1", "true", "yes") if allow_http
+                    else bool(endpoint and endpoint.startswith("http://"))),
+    )
+
+
 def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "", eval_profile: str = "") -> dict:
     """The resources of a process: explicit arguments first, then the environment
-    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL)."""
+    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL,
+    NM_LANCEDB_URI and the AWS_* object-store settings)."""
     from narrative_mirror.llm import LLMSettings
 
     state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(settings.nm_home()))
@@ -216,7 +252,7 @@ def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
         "chat_data": ChatDataResource(data_dir=data_dir or os.environ.get("NM_DATA_DIR", ""),
                                       arcs_dir=arcs_dir or os.environ.get("NM_ARCS_DIR", "")),
         "embedder": EmbedderResource(),
-        "lancedb": LanceDBResource(state=state),
+        "lancedb": lancedb_resource(state),
         "llm": LLMResource(base_url=_env("OPENAI_BASE_URL"), api_key=_env("OPENAI_API_KEY"),
                            model=_env("NM_LLM_MODEL"), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
         "evaluation": EvaluationResource(profile=eval_profile),

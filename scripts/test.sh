@@ -1,6 +1,41 @@
 #!/usr/bin/env bash
-# Set up with test dependencies, then run the default test suite (pytest arguments pass through).
+# Set up with test dependencies, then run the test suite (pytest arguments pass through).
+#   scripts/test.sh                  the default suite (tests marked `services` are left out)
+#   scripts/test.sh -m services      the tests on real servers: PostgreSQL, Redis + Celery workers and an
+#                                    S3-compatible server, installed if missing and started on loopback by
+#                                    scripts/services.sh, stopped at the end (unless they were already running)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
-exec .venv/bin/python -m pytest "$@"
+
+# Does the -m expression select the `services` tests?
+wants_services=0
+prev=""
+for arg in "$@"; do
+  expr=""
+  case "$arg" in
+    -m) ;;
+    -m=*) expr="${arg#-m=}" ;;
+    -m*) expr="${arg#-m}" ;;
+  esac
+  [ "$prev" = "-m" ] && expr="$arg"
+  # ... other than as "not services"
+  if [ -n "$expr" ] && [[ "$(echo "$expr" | sed -E 's/not[[:space:]]+services//g')" == *services* ]]; then
+    wants_services=1
+  fi
+  prev="$arg"
+done
+
+if [ "$wants_services" = 1 ]; then
+  started_here=0
+  bash scripts/services.sh status 2>/dev/null || started_here=1
+  env_file=$(bash scripts/services.sh start)
+  # shellcheck disable=SC1090
+  . "$env_file"
+  if [ "$started_here" = 1 ]; then
+    trap 'bash scripts/services.sh stop' EXIT
+  fi
+  .venv/bin/python -m pytest "$@"
+else
+  exec .venv/bin/python -m pytest "$@"
+fi

@@ -42,3 +42,39 @@ def embedder():
     from narrative_mirror.embedding import Embedder
 
     return Embedder()
+
+
+# -- beyond one machine ---------------------------------------------------------------------
+# Settings that move state off this machine (PostgreSQL instance, Celery executor, object
+# storage): unset in every test unless it sets them itself (tests/services/).
+DISTRIBUTED_ENV = ("NM_DAGSTER_PG_URL", "NM_CELERY_BROKER_URL", "NM_CELERY_BACKEND_URL", "NM_LANCEDB_URI",
+                   "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                   "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP")
+
+
+@pytest.fixture(autouse=True)
+def _no_distributed_env(monkeypatch):
+    for var in DISTRIBUTED_ENV:
+        monkeypatch.delenv(var, raising=False)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `services` need real servers (scripts/services.sh): they run only when the
+    -m expression names them (`scripts/test.sh -m services`), never by accident without them."""
+    if "services" in (config.getoption("markexpr", "") or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("services") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("services")])
+        items[:] = kept
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A `services` test that skips has not tested anything: it counts as failed."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and item.get_closest_marker("services") is not None and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.longrepr = f"a `services` test must not skip (its servers must run): {reason}"
