@@ -90,7 +90,6 @@ ARC_BLOCK_RESERVE = 3  # calls kept back for pulling blocks in arc mode
 @dataclass
 class PoolItem:
     hit: Any  # retrieval.engine.Hit
-    rank: int  # rank in the question's own search; later searches' hits rank after all of them
     relative: float  # best retriever score relative to the question search's best
     match: FacetMatch
     offline: float
@@ -117,7 +116,6 @@ class Run:
     fetches: int = 0
     pool: dict[str, PoolItem] = field(default_factory=dict)
     candidate_lists: list[list[str]] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
     searches: list[SearchTrace] = field(default_factory=list)
     pending: list[tuple[str, SearchKind]] = field(default_factory=list)
     seen_evidence: set[str] = field(default_factory=set)
@@ -135,6 +133,10 @@ class Run:
     member_texts: dict[str, str] = field(default_factory=dict)  # "speaker: text" of pulled block members
     evidence: list[answer_mod.EvidenceMessage] = field(default_factory=list)
     draft: tuple[str, list[answer_mod.Claim], list[str]] | None = None
+
+    @property
+    def queries(self) -> list[str]:
+        return [search.query for search in self.searches]
 
     @property
     def llm_active(self) -> bool:
@@ -165,7 +167,6 @@ class Run:
             self.budget_hit = True
             self.step(f"retriever: budget: skipped search {query!r}")
         self.calls += len(affordable)
-        self.queries += [query for query, _ in affordable]
         variant = self.retriever.story_variant if self.task == "arc" else None
         results = self.retriever.search_many(self.chat_file, [q for q, _ in affordable], k=self.profile.first_search,
                                              variant=variant)
@@ -206,7 +207,7 @@ class Run:
             if item is None:
                 match = self.matcher.match(hit.speaker, hit.text)
                 self.pool[hit.local_id] = PoolItem(
-                    hit=hit, rank=len(self.pool) + 1, relative=relative, match=match, offline=0.0, grade=0.0,
+                    hit=hit, relative=relative, match=match, offline=0.0, grade=0.0,
                     flagged=looks_like_injection(hit.text),
                 )
                 new += 1
@@ -217,7 +218,7 @@ class Run:
 
     def ranked(self) -> list[PoolItem]:
         """The pool in the order its ids were first found: the question's search, then variants."""
-        return sorted(self.pool.values(), key=lambda p: p.rank)
+        return list(self.pool.values())
 
     def ranking_scores(self) -> dict[str, float]:
         """The ranked pool's scores: relative retriever scores, never above an earlier item's
@@ -231,10 +232,10 @@ class Run:
     def select(self, limit: int) -> list[PoolItem]:
         """Final evidence, at most ``limit``: offline, the items among the first ``limit`` whose
         relative score reaches SELECT_RELATIVE_SCORE, in ranked order; an LLM grade decides for the
-        items it graded; the best item always, if there is one. Before them, for each question term
-        they leave uncovered, the best-graded item with that term (grade >= COVER_MIN_GRADE). A message that addresses an AI is
-        never selected: it stays in the trace as data, and can neither become evidence nor push
-        real evidence out of the budget."""
+        items it graded; the best item always, if there is one. Then, for each question term they
+        leave uncovered, the best-graded item with that term (grade >= COVER_MIN_GRADE). A message
+        that addresses an AI is never selected: it stays in the trace as data, and can neither
+        become evidence nor push real evidence out of the budget."""
         ranked = [p for p in self.ranked() if not p.flagged]
         if not ranked:
             return []
