@@ -371,19 +371,13 @@ def _spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: np.ndarra
         return np.zeros(0, dtype=np.int64)
     groups = group_of[tie_break]
     rows = tie_break[groups >= 0]
-    if np.isnan(group_scores).any():
-        return rows[np.lexsort((np.arange(rows.size), -group_scores[group_of[rows]]))]
+    row_scores = group_scores[groups[groups >= 0]]
     if group_scores.min() >= 0:  # e.g. BM25: groups scoring 0 (mostly all but a few) come last, as they are
-        row_scores = group_scores[groups[groups >= 0]]
         positive = row_scores > 0
         ahead = rows[positive]
         ahead = ahead[order_desc(row_scores[positive])]  # ties: tie_break order (ahead keeps it)
         return np.concatenate([ahead, rows[~positive]])
-    # Rank the groups (few) by score, equal scores sharing a rank; then one integer sort of
-    # (group rank, place in tie_break) instead of a two-key sort of all rows.
-    _, rank = np.unique(-group_scores, return_inverse=True)
-    key = rank.reshape(-1)[group_of[rows]].astype(np.int64) * max(rows.size, 1) + np.arange(rows.size)
-    return rows[np.sort(key) % max(rows.size, 1)]
+    return rows[order_desc(row_scores)]  # ties: tie_break order (NaN too: order_desc sorts it as lexsort)
 
 
 class QueryScores:
@@ -611,20 +605,18 @@ class Retriever:
             return np.array([r for r, _ in self._lexical(chat, scores.query)], dtype=np.int64)
         return positive_order(scores.bm25)[0].astype(np.int64)
 
-    def _first_stage(self, chat: ChatIndex, query: str, qvec: np.ndarray | None, variant: str,
-                     info: query_understanding.QueryInfo, scores: QueryScores | None = None
+    def _first_stage(self, chat: ChatIndex, variant: str, info: query_understanding.QueryInfo, scores: QueryScores
                      ) -> tuple[Sequence[tuple[int, float]], dict[int, list[str]], dict[str, np.ndarray]]:
-        """Ranked (row, score) over the chat's messages, the lists that found each row, and the
-        hybrid lists themselves (empty for bm25 / dense). The hybrid ranking is a ``Fused``:
-        slices from its start sort only the rows that can be in them."""
+        """Ranked (row, score) over the chat's messages for the query of ``scores``, the lists that
+        found each row, and the hybrid lists themselves (empty for bm25 / dense). The hybrid
+        ranking is a ``Fused``: slices from its start sort only the rows that can be in them."""
         if variant == "bm25":
-            ranked = self._lexical(chat, query)
+            ranked = self._lexical(chat, scores.query)
             return ranked, {r: ["bm25"] for r, _ in ranked}, {}
-        scores = scores or QueryScores(chat, query, qvec)
         if variant == "dense":
             ranked = dense.top_k(scores.cosine)
             return ranked, {r: ["dense"] for r, _ in ranked}, {}
-        lists = self.hybrid_lists(chat, query, qvec, info, scores)
+        lists = self.hybrid_lists(chat, info, scores)
         h = self.config["hybrid"]
         # The lists fused for the base order come first in ``lists``: their fusion is extended.
         fused = rrf_fuse(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k,
@@ -635,14 +627,12 @@ class Retriever:
                 found.setdefault(r, []).append(name)
         return fused, found, lists
 
-    def pool_features(self, chat: ChatIndex, query: str, qvec: np.ndarray, info: query_understanding.QueryInfo,
-                      lists: Mapping[str, np.ndarray], fused: Sequence[tuple[int, float]],
-                      pool: Sequence[int], scores: QueryScores | None = None) -> np.ndarray:
+    def pool_features(self, chat: ChatIndex, info: query_understanding.QueryInfo, lists: Mapping[str, np.ndarray],
+                      fused: Fused, pool: Sequence[int], scores: QueryScores) -> np.ndarray:
         """One row per ``pool`` row, one column per learned_fusion.FEATURES entry (in that order).
 
         Computed for the pool rows (and their neighbours) only: a list's ranks through one
         scatter, the per-message scores from ``scores`` (the ones the lists were built from)."""
-        scores = scores or QueryScores(chat, query, qvec)
         rows = np.asarray(pool, dtype=np.int64)
         columns: dict[str, np.ndarray] = {}
         for name, ranked_rows in lists.items():
@@ -652,11 +642,7 @@ class Retriever:
             rr = np.zeros(rows.size)
             rr[at >= 0] = 1.0 / (self.rrf_k + (at[at >= 0] + 1))
             columns[f"rr_{name}"] = rr
-        if isinstance(fused, Fused):
-            fused_score = fused.scores
-        else:
-            fused_score = np.zeros(chat.size)
-            fused_score[[r for r, _ in fused]] = [s for _, s in fused]
+        fused_score = fused.scores
         columns["fused"] = fused_score[rows]
         columns["fused_prev"] = np.where(rows > 0, fused_score[np.maximum(rows - 1, 0)], 0.0)
         columns["fused_next"] = np.where(rows < chat.size - 1, fused_score[np.minimum(rows + 1, chat.size - 1)], 0.0)
@@ -699,11 +685,13 @@ class Retriever:
             self._learned = LearnedFusion.from_config(self.config["learned"])
         return self._learned
 
-    def hybrid_lists(self, chat: ChatIndex, query: str, qvec: np.ndarray,
-                     info: query_understanding.QueryInfo, scores: QueryScores | None = None) -> dict[str, np.ndarray]:
-        """The ranked row lists the hybrid variants fuse, by name (``hybrid.w_<name>`` weighs each)."""
+    def hybrid_lists(self, chat: ChatIndex, info: query_understanding.QueryInfo,
+                     scores: QueryScores) -> dict[str, np.ndarray]:
+        """The ranked row lists the hybrid variants fuse, by name (``hybrid.w_<name>`` weighs each),
+        for the query of ``scores``; sets ``scores.base``, the fusion of the lists before the
+        ones ordered by it."""
         h = self.config["hybrid"]
-        scores = scores or QueryScores(chat, query, qvec)
+        query, qvec = scores.query, scores.qvec
         lists: dict[str, np.ndarray] = {"bm25": self._lexical_rows(chat, scores), "dense": _ranking(scores.cosine)}
         if h["w_bm25_window"] > 0:
             lists["bm25_window"] = positive_order(scores.bm25_window)[0].astype(np.int64)
@@ -778,17 +766,18 @@ class Retriever:
         chat = self.chat(chat_file)
         parsed = [self._parse(chat, query) for query in queries]
         parse_ms = (time.perf_counter() - t0) * 1000 / len(queries)
+        texts = [search_query for _, _, search_query in parsed]
         t = time.perf_counter()
         vectors: list[np.ndarray | None] = [None] * len(queries)
         if variant != "bm25":
-            vectors = list(self.embedder.encode([search_query for _, _, search_query in parsed]))
+            vectors = list(self.embedder.encode(texts))
         encode_ms = (time.perf_counter() - t) * 1000 / len(queries)
-        scores = QueryScores.batch(chat, [search_query for _, _, search_query in parsed], vectors)
+        scores = QueryScores.batch(chat, texts, vectors)
         return [
-            self._search_one(chat, query, info, search_query, qvec, k, variant=variant,
+            self._search_one(chat, query, info, query_scores, k, variant=variant,
                              pool=max(k, candidates or self.pool_size), need_fresh=need_fresh,
-                             reranker=reranker, timings={"parse": parse_ms, "encode": encode_ms}, scores=query_scores)
-            for (query, info, search_query), qvec, query_scores in zip(parsed, vectors, scores)
+                             reranker=reranker, timings={"parse": parse_ms, "encode": encode_ms})
+            for (query, info, _), query_scores in zip(parsed, scores)
         ]
 
     def _parse(self, chat: ChatIndex, query: str) -> tuple[str, query_understanding.QueryInfo, str]:
@@ -804,24 +793,23 @@ class Retriever:
         learned-fusion features: the rows benchmarks/train_fusion.py learns from."""
         chat = self.chat(chat_file)
         parsed = [self._parse(chat, query) for query in queries]
-        vectors = self.embedder.encode([search_query for _, _, search_query in parsed])
-        batch = QueryScores.batch(chat, [search_query for _, _, search_query in parsed], list(vectors))
+        texts = [search_query for _, _, search_query in parsed]
+        batch = QueryScores.batch(chat, texts, list(self.embedder.encode(texts)))
         out = []
-        for (_, info, search_query), qvec, scores in zip(parsed, vectors, batch):
-            fused, _, lists = self._first_stage(chat, search_query, qvec, "hybrid", info, scores)
+        for (_, info, _), scores in zip(parsed, batch):
+            fused, _, lists = self._first_stage(chat, "hybrid", info, scores)
             rows = [r for r, _ in fused[: self.pool_size]]
-            out.append(([chat.local_ids[r] for r in rows],
-                        self.pool_features(chat, search_query, qvec, info, lists, fused, rows, scores)))
+            out.append(([chat.local_ids[r] for r in rows], self.pool_features(chat, info, lists, fused, rows, scores)))
         return out
 
-    def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, search_query: str,
-                    qvec: np.ndarray | None, k: int, *, variant: str, pool: int, need_fresh: bool,
-                    reranker: Reranker | None, timings: dict[str, float],
-                    scores: QueryScores | None = None) -> SearchResult:
+    def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, scores: QueryScores,
+                    k: int, *, variant: str, pool: int, need_fresh: bool, reranker: Reranker | None,
+                    timings: dict[str, float]) -> SearchResult:
+        """``search`` of ``query``, whose search text (``_parse``) and vector are those of ``scores``."""
+        search_query, qvec = scores.query, scores.qvec
         t0 = time.perf_counter()
         t = time.perf_counter()
-        scores = scores or QueryScores(chat, search_query, qvec)
-        ranked, found, lists = self._first_stage(chat, search_query, qvec, variant, info, scores)
+        ranked, found, lists = self._first_stage(chat, variant, info, scores)
         extra: dict[str, object] = {}
         if variant == "dual_path":
             tree_cfg = _option(self.config, "tree")
@@ -846,7 +834,7 @@ class Retriever:
         if variant == "hybrid_learned":
             t = time.perf_counter()
             rows = [r for r, _ in pool_ranked]
-            x = self.pool_features(chat, search_query, qvec, info, lists, ranked, rows, scores)
+            x = self.pool_features(chat, info, lists, ranked, rows, scores)
             model = self.learned
             learned = model.score(x[:, [list(FEATURES).index(f) for f in model.features]])
             # Reported as softmax weight relative to the pool's best, in (0, 1], which the agent's

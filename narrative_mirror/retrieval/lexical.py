@@ -207,10 +207,6 @@ class BM25Index:
                 scores[self._rows[start:end]] += self._data[start:end]  # one posting per text
         return scores
 
-    def ranked(self, query: str, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores) of the texts matching ``query``, best first (ties: lower row first)."""
-        return positive_order(self.scores(query), k)
-
     def search(self, query: str, k: int | None = None) -> list[tuple[int, float]]:
         """(text index, score) of the texts matching ``query``, best first, at most ``k``."""
         return top_positive(self.scores(query), k)

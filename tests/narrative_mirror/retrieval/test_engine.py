@@ -316,14 +316,15 @@ def test_hybrid_learned_reorders_the_hybrid_pool_by_the_model(store, embedder):
 
 
 def test_pool_features_respect_session_boundaries(retriever, embedder):
+    from narrative_mirror.retrieval.engine import QueryScores
     from narrative_mirror.retrieval.learned_fusion import FEATURES
 
     chat = retriever.chat(CHAT)
     query, info, search_query = retriever._parse(chat, "Did Biscuit chew anything?")
-    qvec = embedder.encode([search_query])[0]
-    fused, _, lists = retriever._first_stage(chat, search_query, qvec, "hybrid", info)
+    scores = QueryScores(chat, search_query, embedder.encode([search_query])[0])
+    fused, _, lists = retriever._first_stage(chat, "hybrid", info, scores)
     rows = list(range(chat.size))
-    x = retriever.pool_features(chat, search_query, qvec, info, lists, fused, rows)
+    x = retriever.pool_features(chat, info, lists, fused, rows, scores)
     column = {name: x[:, j] for j, name in enumerate(FEATURES)}
     row = {lid: i for i, lid in enumerate(chat.local_ids)}
     assert column["is_question"][row["D1:4"]] == 1.0 and column["after_question"][row["D1:5"]] == 1.0

@@ -127,6 +127,8 @@ def test_spread_equals_the_two_key_sort():
         scores = np.round(rng.random(groups), 1).astype(np.float32) * (rng.random(groups) > 0.4)
         if trial % 2:  # cosines can be negative: the general path
             scores = scores - np.float32(0.3)
+        if trial % 5 == 4:  # a NaN sorts as in the two-key sort (last)
+            scores[int(rng.integers(0, groups))] = np.nan
         tie_break = rng.permutation(rows)
         kept = tie_break[group_of[tie_break] >= 0]
         expected = kept[np.lexsort((np.arange(kept.size), -scores[group_of[kept]]))]
