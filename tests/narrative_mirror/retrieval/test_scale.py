@@ -12,13 +12,13 @@ import threading
 import time
 
 import numpy as np
-import polars as pl
 import pytest
 
-from narrative_mirror import schema, settings
+from benchmarks.common import index_chat
+from narrative_mirror import settings
 from narrative_mirror.chats import load_chat
-from narrative_mirror.index_store import IndexStore, build_rows
-from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+from narrative_mirror.embedding import message_texts
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import dense, engine
 from narrative_mirror.retrieval.engine import Retriever, _spread, _window_means
 from narrative_mirror.retrieval.learned_fusion import neighbour_max, neighbour_max_at
@@ -41,27 +41,12 @@ class HashEmbedder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def index_chat(store: IndexStore, messages: pl.DataFrame, embedder: HashEmbedder) -> None:
-    from narrative_mirror.embedding import message_texts
-
-    vectors = embedder.encode(message_texts(messages))
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, vectors, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)},
-                              schema=schema.MESSAGE_EMBEDDINGS)
-    chat_file = messages["chat_file"][0]
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store.replace_partition(table, chat_file, rows)
-
-
 @pytest.fixture(scope="module")
 def store(realtalk_dir, tmp_path_factory):
     store = IndexStore(str(tmp_path_factory.mktemp("scale") / "lancedb"))
     for name in CHATS:
-        index_chat(store, load_chat(realtalk_dir / f"{name}.json").messages.sort("position"), HashEmbedder())
+        messages = load_chat(realtalk_dir / f"{name}.json").messages.sort("position")
+        index_chat(store, messages, HashEmbedder().encode(message_texts(messages)))  # as the benchmarks index
     return store
 
 
