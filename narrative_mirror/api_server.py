@@ -254,13 +254,10 @@ def hit_json(hit: Hit) -> dict:
 class LLMPool:
     """A bounded pool for LLM-calling work: ``workers`` daemon threads and at most ``queue_size``
     waiting tasks. ``submit`` refuses (None) instead of queueing more; ``withdraw`` takes back a
-    task that has not started. Daemon threads: a hung LLM call never blocks the process exit."""
+    task that has not started. Daemon threads: a hung LLM call never blocks the process exit.
+    ``create_app`` checks ``workers`` (>= 1) and ``queue_size`` (>= 0)."""
 
     def __init__(self, workers: int = 4, queue_size: int = 16, name: str = "nm-llm"):
-        if not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"llm_workers must be an integer >= 1, got {workers!r}")
-        if not isinstance(queue_size, int) or queue_size < 0:
-            raise ValueError(f"llm_queue must be an integer >= 0, got {queue_size!r}")
         self.workers, self.queue_size = workers, queue_size
         self._cond = threading.Condition()
         self._waiting: deque[tuple[Future, Callable[[], Any]]] = deque()
