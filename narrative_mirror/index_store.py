@@ -300,6 +300,16 @@ def retry_commit_conflicts(write: Callable[[], _T], attempts: int | None = None)
     raise AssertionError("unreachable")
 
 
+def _text_index(tbl) -> str | None:
+    """Name of the table's full-text index on ``text``, None when it has none."""
+    return next((i.name for i in tbl.list_indices() if i.columns == ["text"]), None)
+
+
+def _ensure_text_index(tbl) -> None:
+    if _text_index(tbl) is None:
+        tbl.create_index("text", config=FTS(), replace=True)
+
+
 class IndexStore:
     """The LanceDB database at ``uri`` holding the ``messages``, ``blocks`` and ``threads`` tables.
 
@@ -385,13 +395,7 @@ class IndexStore:
             return False
         if created.version > 1:
             self._undo_overwrite(table, created.version)
-
-        def index() -> None:
-            tbl = self._db.open_table(table)
-            if not any(i.columns == ["text"] for i in tbl.list_indices()):
-                tbl.create_index("text", config=FTS(), replace=True)
-
-        retry_commit_conflicts(index)
+        retry_commit_conflicts(lambda: _ensure_text_index(self._db.open_table(table)))
         return True
 
     def _undo_overwrite(self, table: str, version: int) -> None:
@@ -420,7 +424,7 @@ class IndexStore:
             tbl = self._open(name)
             if tbl is None:
                 continue
-            fts = next((i.name for i in tbl.list_indices() if i.columns == ["text"]), None)
+            fts = _text_index(tbl)
             stats = tbl.index_stats(fts) if fts else None
             out[name] = {"rows": tbl.count_rows(), "fragments": tbl.stats()["fragment_stats"]["num_fragments"],
                          "versions": len(tbl.list_versions()),
@@ -438,8 +442,7 @@ class IndexStore:
                 # Redone from the newest version when a chat write commits first (compaction
                 # rewrites files that write touched).
                 tbl = self._open(name)
-                if not any(i.columns == ["text"] for i in tbl.list_indices()):
-                    tbl.create_index("text", config=FTS(), replace=True)
+                _ensure_text_index(tbl)
                 tbl.optimize(cleanup_older_than=keep_versions_for)
 
             retry_commit_conflicts(upkeep)
