@@ -124,7 +124,6 @@ class ThreadTuner:
         self.most = torch_module.get_num_threads()
         self.speed: dict[int, float] = {}
         self.chunks = 0
-        self.chosen = self.most
 
     def _next(self) -> int:
         if self.most == 1:
@@ -146,7 +145,6 @@ class ThreadTuner:
             yield
         finally:
             self.speed[threads] = chars / max(self.clock() - started, 1e-9)
-            self.chosen = threads
             self.chunks += 1
             self.torch.set_num_threads(self.most)
 
