@@ -72,9 +72,14 @@ def _query_setup(embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMR
     client = llm.get()
     store = lancedb.get()
     cfg = evaluation.config()
-    fingerprint = ev.config_fingerprint(model.fingerprint, getattr(client, "fingerprint", None),
-                                        cfg["run"]["profile"], cfg["run"]["mode"])
+    fingerprint = _fingerprint(model, client, cfg)
     return Retriever(store, model, settings.load_config("retrieval")), client, cfg, fingerprint, store.versions()
+
+
+def _fingerprint(model, client, cfg: dict) -> dict:
+    """The config fingerprint evaluations are recorded and compared under."""
+    return ev.config_fingerprint(model.fingerprint, getattr(client, "fingerprint", None),
+                                 cfg["run"]["profile"], cfg["run"]["mode"])
 
 
 def _previous_metadata(context: dg.AssetExecutionContext, asset: str) -> dict | None:
@@ -112,13 +117,13 @@ def alert_failed_checks(context: dg.AssetExecutionContext, alerts: AlertsResourc
     schedule or the automation. Returns ``results`` to yield."""
     run = context.run
     partition = context.partition_key if context.has_partition_key else "all partitions"
+    launched_by = (run.tags.get("dagster/sensor_name") or run.tags.get("dagster/schedule_name")
+                   or run.tags.get(LAUNCHER_TAG) or "ui or api")
     for result in results:
         if result.passed:
             continue
         severity = result.severity.value if result.severity else "ERROR"
         check = f"{result.asset_key.to_user_string() if result.asset_key else context.asset_key.to_user_string()}:{result.check_name}"
-        launched_by = (run.tags.get("dagster/sensor_name") or run.tags.get("dagster/schedule_name")
-                       or run.tags.get(LAUNCHER_TAG) or "ui or api")
         alerts.send({"run_id": run.run_id, "partition": partition, "check": check,
                      "severity": severity, "description": result.description or "", "launched_by": launched_by},
                     text=f"{severity} {check} on {partition}: {result.description} (run {run.run_id[:8]}, {launched_by})")
@@ -223,8 +228,7 @@ def eval_summary(context: dg.AssetExecutionContext, embedder: EmbedderResource, 
     fingerprint (stale partitions are listed, not averaged), appended to the experiment log."""
     cfg = evaluation.config()
     client = llm.get()
-    fingerprint = ev.config_fingerprint(embedder.get().fingerprint, getattr(client, "fingerprint", None),
-                                        cfg["run"]["profile"], cfg["run"]["mode"])
+    fingerprint = _fingerprint(embedder.get(), client, cfg)
     keys = context.instance.get_dynamic_partitions(chat_files.name)
     current: dict[str, list[pl.DataFrame]] = {"qa_eval": [], "arc_eval": []}
     included: dict[str, list[str]] = {"train": [], "test": []}
@@ -300,21 +304,24 @@ def profile_protocol(context: dg.AssetExecutionContext, embedder: EmbedderResour
     from narrative_mirror.agent.profiles import PROFILES
 
     retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation)
-    train = [k for k in sorted(context.instance.get_dynamic_partitions(chat_files.name))
-             if (row := state.stored_frame("split", k)) is not None and row["split"][0] == split_lib.TRAIN
-             and state.stored_frame("gold_qa", k) is not None]
+    # Each train chat's stored questions and messages, read once for all profiles.
+    inputs = {k: (gold, state.stored_frame("messages", k))
+              for k in sorted(context.instance.get_dynamic_partitions(chat_files.name))
+              if (row := state.stored_frame("split", k)) is not None and row["split"][0] == split_lib.TRAIN
+              and (gold := state.stored_frame("gold_qa", k)) is not None}
+    train = list(inputs)
     table = []
     for profile in PROTOCOL_PROFILES:
         rows = pl.concat([ev.evaluate_qa(lambda q, key=key: query.ask(retriever, key, q, profile=profile, llm=client),
-                                         state.stored_frame("gold_qa", key), state.stored_frame("messages", key),
-                                         fingerprint["fingerprint"]) for key in train])
+                                         gold, messages, fingerprint["fingerprint"])
+                          for key, (gold, messages) in inputs.items()])
         overall = ev.qa_summary(rows)["overall"]
         table.append({"profile": profile, "questions": rows.height, **{k: overall.get(k) for k in PROTOCOL_KEYS}})
         context.log.info(f"{profile}: {rows.height} questions from {len(train)} train chat files")
     df = pl.DataFrame(table, schema={"profile": pl.String, "questions": pl.Int64, **{k: pl.Float64 for k in PROTOCOL_KEYS}})
     yield _versioned(df, {
-        **{f"{row['profile']}/{k}": dg.MetadataValue.float(round(row[k], 3)) for row in table for k in PROTOCOL_KEYS
-           if row[k] is not None},
+        **{k: v for row in table
+           for k, v in _float_metadata({k: row[k] for k in PROTOCOL_KEYS}, f"{row['profile']}/").items()},
         "protocol": dg.MetadataValue.md(ev.markdown_table(table)),
         "train_chat_files": dg.MetadataValue.json(train),
         "fingerprint": fingerprint["fingerprint"],

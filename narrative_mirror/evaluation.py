@@ -131,9 +131,9 @@ def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
 
 def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     """Seed 002's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
-    def ratio(part: str, whole: str, frame: pl.DataFrame = rows) -> float | None:
-        total = frame[whole].sum() if frame.height else 0
-        return round(float(frame[part].sum()) / total, 6) if total else None
+    def ratio(part: str, whole: str) -> float | None:
+        total = rows[whole].sum() if rows.height else 0
+        return round(float(rows[part].sum()) / total, 6) if total else None
 
     unanswerable = rows.filter(pl.col("category") == UNANSWERABLE_CATEGORY)
     return {

@@ -159,6 +159,11 @@ def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_
         table = result.asset_value("profile_protocol")
         assert table["profile"].to_list() == ["fast", "balanced", "deep"] and set(table["questions"]) == {18}
         assert table["answer_f1"].is_between(0, 1).all() and table["supported_claim_rate"].is_between(0, 1).all()
+        meta = instance.fetch_materializations(dg.AssetKey("profile_protocol"), limit=1).records[0] \
+            .asset_materialization.metadata
+        for row in table.iter_rows(named=True):  # each profile's figures, plotted per profile
+            for key in ("recall@10", "answer_f1", "supported_claim_rate"):
+                assert row[key] is None or meta[f"{row['profile']}/{key}"].value == round(row[key], 3), key
         (gate,) = result.get_asset_check_evaluations()
         assert gate.check_name == "adoption_gate" and gate.severity == dg.AssetCheckSeverity.WARN
         assert "supported_claim_rate" in gate.description and "p95 latency" in gate.description
