@@ -36,6 +36,7 @@ def main() -> int:
     os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
     sys.path.insert(0, str(REPO))
 
+    from cli.main import INGEST, LAYERS
     from cli.runner import Runner
     from narrative_mirror.chats import load_chat
     from narrative_mirror.embedding import Embedder, message_texts
@@ -63,8 +64,7 @@ def main() -> int:
         with Runner(data_dir=args.data, progress=lambda m: None) as runner:
             keys = runner.register()
             started = time.perf_counter()
-            report = runner.materialize(["messages", "gold_qa", "arc_cases", "split", "message_embeddings",
-                                         "l1_topics", "l15_signals", "l2_threads", "lancedb_index"], keys)
+            report = runner.materialize(INGEST + LAYERS, keys)
             total = time.perf_counter() - started
         return report.seconds, total
 

@@ -23,7 +23,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LAYER_STEPS = ("l1_topics", "l15_signals", "l2_threads")
-INGEST_STEPS = ("messages", "gold_qa", "arc_cases", "split")
 
 
 def main() -> int:
@@ -34,6 +33,7 @@ def main() -> int:
     os.environ["NM_HOME"] = str(work / "home")
     sys.path.insert(0, str(REPO))
 
+    from cli.main import INGEST, LAYERS
     from cli.runner import Runner
     from narrative_mirror import settings
     from narrative_mirror.chats import load_chat
@@ -55,19 +55,17 @@ def main() -> int:
     with Runner(data_dir=data, progress=lambda m: None) as runner:
         started = time.perf_counter()
         keys = runner.register()
-        report = runner.materialize(["messages", "gold_qa", "arc_cases", "split", "message_embeddings",
-                                     "l1_topics", "l15_signals", "l2_threads", "lancedb_index"], keys)
+        report = runner.materialize(INGEST + LAYERS, keys)
         build = time.perf_counter() - started
         store = runner.resources["lancedb"].get()
-        before = store.health()
         started = time.perf_counter()
-        maintained = store.maintain()
+        maintained = store.maintain()  # health before and after
         maintain_s = time.perf_counter() - started
     steps = report.seconds
     parts = {
         "embedding": steps.get("message_embeddings", 0.0),
         "layers": sum(steps.get(s, 0.0) for s in LAYER_STEPS),
-        "ingest": sum(steps.get(s, 0.0) for s in INGEST_STEPS),
+        "ingest": sum(steps.get(s, 0.0) for s in INGEST),
         "index": steps.get("lancedb_index", 0.0),
     }
     parts["dagster_and_planning"] = build - sum(parts.values())
@@ -81,7 +79,7 @@ def main() -> int:
         "build_vs_bare_encode": round(build / bare, 3),
         "seconds_per_partition": {k: round(v / n, 4) for k, v in parts.items()},
         "non_embedding_share": round(1 - parts["embedding"] / build, 3),
-        "lancedb_before_maintenance": before,
+        "lancedb_before_maintenance": maintained["before"],
         "lancedb_after_maintenance": maintained["after"],
         "maintenance_s": round(maintain_s, 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
