@@ -85,10 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
     embedder = Embedder()
     uri = args.store / "lancedb"
-    if CHAT in IndexStore(str(uri)).chat_files():
-        retriever = Retriever(IndexStore(str(uri)), embedder)
-    else:
-        retriever = build_retriever(uri, embedder)
+    store = IndexStore(str(uri))
+    retriever = Retriever(store, embedder) if CHAT in store.chat_files() else build_retriever(uri, embedder)
     work = Path(tempfile.mkdtemp(prefix="api_bulkhead_"))
     event_log = EventLog(work / "events")
 

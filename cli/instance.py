@@ -87,7 +87,8 @@ def dagster_home() -> Path:
     home = settings.nm_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.is_file() or (config.read_text() != _instance_yaml() and generated_by_us(config.read_text())):
+    text = config.read_text() if config.is_file() else None
+    if text is None or (text != _instance_yaml() and generated_by_us(text)):
         tmp = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
         tmp.write_text(_instance_yaml())
         tmp.replace(config)  # atomic: a process loading the instance meanwhile reads one or the other
@@ -140,8 +141,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # alive, another user's
+        pass
     return True
 
 

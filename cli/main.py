@@ -32,7 +32,7 @@ def _outcome(runner, *reports) -> dict:
     problems = list(runner.problems)
     failures, warnings = [], []
     for report in reports:
-        problems += [f"{message}" for message in report.problems.values()]
+        problems += report.problems.values()
         failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]
         warnings += report.warnings
     return {"problems": problems, "failures": failures, "warnings": warnings}

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from narrative_mirror import sources as source_versions
+from narrative_mirror.storage import frame_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The code the stored memory depends on (the command line itself is not part of it).
@@ -58,9 +59,8 @@ def outputs_now(home: Path, chat: str) -> dict:
     """(mtime, size) of each stored layer of the chat; None where one is missing."""
     outputs = {}
     for asset in STORED_ASSETS:
-        path = home / "storage" / asset / f"{chat}.parquet"
         try:
-            info = path.stat()
+            info = frame_path(home / "storage", asset, chat).stat()
             outputs[asset] = [info.st_mtime_ns, info.st_size]
         except FileNotFoundError:
             outputs[asset] = None
