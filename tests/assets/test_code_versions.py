@@ -344,4 +344,5 @@ def _sample_helper():
 def test_a_function_in_this_repository():
     covered = code_version_parts(_sample_helper)
     assert "assets.code_versions.library_closure" in covered
-    assert code_version_of(_sample_helper) == code_version_of(_sample_helper)
+    assert code_version_of(_sample_helper) == code_version_for(Path(__file__), "_sample_helper")
+    assert code_version_of(_sample_helper) != code_version_for(Path(__file__), "test_a_function_in_this_repository")

@@ -9,12 +9,11 @@ from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
 from assets.sources import observe_sources
+from cli.main import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings
 from resources import default_resources
 
-INGEST = ["messages", "gold_qa", "arc_cases", "split"]
-LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
 KEY = "chat_a"  # not in split.toml: counts as train
 
 
