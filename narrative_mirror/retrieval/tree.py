@@ -8,6 +8,8 @@
 4. Path A (local, exploit): the leaf ranking restricted to messages inside B_active.
    Path B (global, explore): the top ``k_global`` of the leaf ranking over ALL messages.
 5. Fusion: weighted RRF of path A and path B.
+The seed's depth rule (path A drops branch nodes at the active branches' depth and passes only
+leaves on) holds by construction: path A ranks messages only.
 
 Explore/exploit rule: if the densest block holds at least ``density_threshold`` of the leaf
 anchors, the anchors agree on where the answer is -> EXPLOIT (path A weighted
@@ -41,7 +43,7 @@ def dual_path(
     block_of: Sequence[int],
     thread_blocks: Mapping[int, Sequence[int]],
     anchors: int = 20,
-    k_global: int = 50,
+    k_global: int = 10,
     density_threshold: float = 0.3,
     exploit_weights: tuple[float, float] = (1.5, 1.0),
     explore_weights: tuple[float, float] = (1.0, 1.5),
