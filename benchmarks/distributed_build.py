@@ -37,6 +37,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "services")]
 
 import nm_services as svc  # noqa: E402
 
+from narrative_mirror import settings  # noqa: E402
+
 MEMORY = ["messages", "gold_qa", "arc_cases", "split", "message_embeddings", "l1_topics", "l15_signals",
           "l2_threads", "lancedb_index"]
 TIMEOUT_S = 900
@@ -103,7 +105,7 @@ def build_distributed(data: Path, root: Path, shared: dict[str, str], broker: st
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=svc.DEMO_CHATS)
+    parser.add_argument("--data", type=Path, default=settings.DEMO_DATA_DIR)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -117,8 +119,8 @@ def main() -> int:
                 tmp = Path(tmp)
                 data = tmp / "data"
                 shutil.copytree(args.data, data)
-                arcs = args.data.parent / f"{args.data.name}_arcs"
-                for arc in arcs.glob("*.arcs.json") if arcs.is_dir() else []:
+                arcs = settings.default_arcs_dir(args.data)
+                for arc in arcs.glob("*.arcs.json") if arcs not in (None, args.data) else []:
                     shutil.copy(arc, data / arc.name)
 
                 def shared() -> dict[str, str]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from narrative_mirror.settings import DEMO_ARCS_DIR, DEMO_DATA_DIR
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SERVICES_SCRIPT = REPO / "scripts" / "services.sh"
-DEMO_CHATS = REPO / "narrative_mirror" / "demo_data" / "chats"
-DEMO_ARCS = REPO / "narrative_mirror" / "demo_data" / "chats_arcs"
 SERVICE_VARS = ("NM_TEST_PG_URL", "NM_TEST_REDIS_URL", "NM_TEST_S3_ENDPOINT")
 # What a test S3 client presents (moto accepts any keys).
 S3_KEYS = {"AWS_ACCESS_KEY_ID": "nm-test-key", "AWS_SECRET_ACCESS_KEY": "nm-test-secret", "AWS_REGION": "us-east-1"}
@@ -191,10 +191,10 @@ def s3_env(services: Services, bucket: str, prefix: str = "index") -> dict[str, 
 def demo_copy(target: Path, names: list[str] | None = None) -> Path:
     """A copy of the packaged RealTalk-format demo chats (and their ARC cases) in ``target``."""
     target.mkdir(parents=True, exist_ok=True)
-    for chat in sorted(DEMO_CHATS.glob("*.json")):
+    for chat in sorted(DEMO_DATA_DIR.glob("*.json")):
         if names is None or chat.stem in names:
             shutil.copy(chat, target / chat.name)
-            arcs = DEMO_ARCS / f"{chat.stem}.arcs.json"
+            arcs = DEMO_ARCS_DIR / f"{chat.stem}.arcs.json"
             if arcs.is_file():
                 shutil.copy(arcs, target / arcs.name)
     return target

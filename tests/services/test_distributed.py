@@ -80,7 +80,6 @@ def _step_events(instance, run_id: str) -> list:
 def test_two_chats_built_by_two_workers_each_partition_once(cluster):
     import dagster as dg
 
-    from narrative_mirror.index_store import IndexStore
     from resources import StateResource, lancedb_resource
 
     started = time.monotonic()
@@ -110,7 +109,7 @@ def test_two_chats_built_by_two_workers_each_partition_once(cluster):
                     "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
             mp.setenv(key, cluster.env[key])
         resource = lancedb_resource(StateResource(home=str(cluster.home)))
-        store = IndexStore(resource.resolved_uri(), storage_options=resource.storage_options())
+        store = resource.get()
     assert resource.resolved_uri().startswith("s3://")
     assert store.chat_files() == sorted(CHATS)
     for chat in CHATS:

@@ -12,7 +12,6 @@ CHAT = "demo_garden_Mara_Theo"
 
 
 def test_index_written_to_and_read_from_the_s3_compatible_server(tmp_path, monkeypatch, services, s3_bucket):
-    from narrative_mirror.index_store import IndexStore
     from resources import default_resources
 
     data = demo_copy(tmp_path / "demo", [CHAT])
@@ -33,7 +32,7 @@ def test_index_written_to_and_read_from_the_s3_compatible_server(tmp_path, monke
     assert resource.resolved_uri() == settings["NM_LANCEDB_URI"]
     options = resource.storage_options()
     assert options["aws_endpoint"] == services.s3_endpoint and options["allow_http"] == "true"
-    store = IndexStore(resource.resolved_uri(), storage_options=options)
+    store = resource.get()
     assert store.chat_files() == [CHAT]
     assert store.messages_for(CHAT).height == built["per_file"][CHAT]["messages"]
     assert store.full_text_search("messages", CHAT, "garden", 5)
