@@ -410,7 +410,11 @@ def cmd_trace(args) -> dict:
     from narrative_mirror import query
 
     retriever, llm = _retriever_for(args)
-    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm)
+    def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
+        for line in lines or [f"{node}: -"]:
+            print(f"[{node}] {line.removeprefix(node + ': ')}", file=sys.stderr, flush=True)
+
+    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm, on_step=follow)
     trace = answer.trace
     out = {"route": answer.route, **trace.model_dump()}
     if args.gold:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Literal
 
@@ -44,14 +45,16 @@ def ask(
     profile: str | Profile = DEFAULT_PROFILE,
     llm: LLMClient | None = None,
     mode: Mode = "agent",
+    on_step: Callable[[str, list[str]], None] | None = None,
 ) -> AgentAnswer:
-    """Answer, evidence and unknowns for one question about one chat."""
+    """Answer, evidence and unknowns for one question about one chat; ``on_step(node, lines)``
+    follows the agent's nodes as they finish."""
     question = _check(question, mode)
     chosen = get_profile(profile)
     with _deadline(llm, chosen):
         if mode == "oneshot":
             return run_oneshot(retriever, chat_file, question, chosen, llm)
-        return run_agent(retriever, chat_file, question, chosen, llm, task="ask")
+        return run_agent(retriever, chat_file, question, chosen, llm, task="ask", on_step=on_step)
 
 
 def arc(

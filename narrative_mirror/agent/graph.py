@@ -3,8 +3,9 @@
     planner -> retriever -> grader -> coverage --(corrective -> retriever)*--> generator -> verification
 
 - planner: facets and route (rules, or the LLM when configured; it only ever sees the question).
-- retriever: the first search (``profile.first_search`` hits), then query variants: facet-driven
-  offline, or LLM rewrites grounded on the leaf messages of that first search.
+- retriever: the first search (``profile.first_search`` hits), then the route's searches: the
+  sub-questions of a ``multi_hop`` question, else query variants (facet-driven offline, or LLM
+  rewrites grounded on the leaf messages of that first search).
 - grader: 0..1 grades (retriever scores + facet coverage offline; the LLM grader when configured).
 - coverage: stop when covered (top-5 relevance and must-have hits reach the profile's
   thresholds), after two rounds in a row without new evidence, at ``max_rounds``, or when the
@@ -18,14 +19,22 @@ Budgets: every search, fetch and LLM call costs one call; the calls the final st
 reserved up front, so a run never exceeds ``profile.max_calls``. The first LLM failure
 (timeout, HTTP error, malformed answer) switches the rest of the run to the offline path and
 marks the answer degraded.
+
+State: the question's whole working memory is the graph state (``AgentState``: searches, pool,
+budgets, trace lines, evidence, answer; lists appended and counts added by reducers), so a
+LangGraph checkpointer keeps every step and ``stream`` shows each node as it finishes. The
+resources (retriever, profile, LLM client) come with the run's config, not the state.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, TypeVar
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
@@ -98,9 +107,19 @@ class PoolItem:
     llm_graded: bool = False
 
 
+# Run fields that live in the graph state, by how a node's update is merged: appended, added up,
+# or replaced. The resources (retriever, profile, llm) come with the run's config.
+APPENDED = ("steps", "searches", "candidate_lists", "degraded_reasons")
+COUNTED = ("calls", "llm_calls", "fetches")
+REPLACED = ("chat_file", "question", "task", "route", "facets", "pool", "pending", "seen_evidence", "top_score",
+            "persons", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
+            "evidence", "draft")
+
+
 @dataclass
 class Run:
-    """Working memory of one question (the graph state carries only control flow)."""
+    """One node's view of a question's working memory: built from the graph state and the run's
+    resources (``from_state``), worked on by the node, returned as the state update (``update``)."""
 
     retriever: Any
     chat_file: str
@@ -133,6 +152,30 @@ class Run:
     member_texts: dict[str, str] = field(default_factory=dict)  # "speaker: text" of pulled block members
     evidence: list[answer_mod.EvidenceMessage] = field(default_factory=list)
     draft: tuple[str, list[answer_mod.Claim], list[str]] | None = None
+
+    _start: dict[str, int] = field(default_factory=dict, repr=False)  # APPENDED lengths, COUNTED values at start
+
+    @classmethod
+    def from_state(cls, state: AgentState, config: RunnableConfig) -> Run:
+        resources = config["configurable"]
+        values = {name: state[name] for name in (*APPENDED, *COUNTED, *REPLACED, "timings_ms") if name in state}
+        # A node changes lists, sets and pool items in place: it gets its own copies, so the state
+        # (and a checkpoint of it) stays as it was until the node's update is merged.
+        values = {name: copy.copy(value) if isinstance(value, (list, dict, set)) else value
+                  for name, value in values.items()}
+        values["pool"] = {lid: dataclasses.replace(item) for lid, item in values.get("pool", {}).items()}
+        run = cls(retriever=resources["retriever"], profile=resources["profile"], llm=resources["llm"], **values)
+        if run.facets is not None:
+            run.matcher = FacetMatcher(run.facets, run.persons)
+        run._start = {name: len(getattr(run, name)) for name in APPENDED} | {name: getattr(run, name) for name in COUNTED}
+        return run
+
+    def update(self) -> dict[str, Any]:
+        """What the node changed, as a state update: new items of APPENDED lists, increments of
+        COUNTED numbers, the REPLACED values."""
+        return ({name: getattr(self, name)[self._start.get(name, 0):] for name in APPENDED}
+                | {name: getattr(self, name) - self._start.get(name, 0) for name in COUNTED}
+                | {name: getattr(self, name) for name in REPLACED})
 
     @property
     def queries(self) -> list[str]:
@@ -255,24 +298,57 @@ class Run:
         return chosen + extra
 
 
+def _add_times(left: dict[str, float], right: dict[str, float]) -> dict[str, float]:
+    return {name: left.get(name, 0.0) + right.get(name, 0.0) for name in left | right}
+
+
 class AgentState(TypedDict, total=False):
+    """The graph's state: the question's whole working memory (checkpointed, streamed)."""
+
+    # the question
+    chat_file: str
+    question: str
+    task: Task
+    # control flow
     round: int
     stop_reason: str | None
     no_new_streak: int
+    # plan and searches
+    route: Route
+    facets: Facets
+    searches: Annotated[list[SearchTrace], operator.add]
+    candidate_lists: Annotated[list[list[str]], operator.add]
+    pending: list[tuple[str, SearchKind]]
+    pool: dict[str, PoolItem]
+    top_score: float | None
+    persons: list[str]
+    seen_evidence: set[str]
+    coverage: dict[str, float]
+    # budgets and what happened
+    calls: Annotated[int, operator.add]
+    llm_calls: Annotated[int, operator.add]
+    fetches: Annotated[int, operator.add]
+    budget_hit: bool
+    degraded_reasons: Annotated[list[str], operator.add]
+    steps: Annotated[list[str], operator.add]
+    timings_ms: Annotated[dict[str, float], _add_times]
+    # answer
+    selection: list[str]
+    selection_scores: dict[str, float]
+    member_texts: dict[str, str]
+    evidence: list[answer_mod.EvidenceMessage]
+    draft: tuple[str, list[answer_mod.Claim], list[str]] | None
+    result: AgentAnswer | ArcAnswer | None
 
 
-def _run(config: RunnableConfig) -> Run:
-    return config["configurable"]["run"]
-
-
-def _timed(name: str, node: Callable[[AgentState, Run], dict]) -> Callable[[AgentState, RunnableConfig], dict]:
+def _node(name: str, node: Callable[[AgentState, Run], dict]) -> Callable[[AgentState, RunnableConfig], dict]:
+    """A graph node: ``node`` works on a Run built from the state; the Run's changes, the node's
+    own control-flow update and its time go back into the state."""
     def wrapped(state: AgentState, config: RunnableConfig) -> dict:
-        run = _run(config)
         start = time.perf_counter()
-        try:
-            return node(state, run)
-        finally:
-            run.timings_ms[name] = run.timings_ms.get(name, 0.0) + (time.perf_counter() - start) * 1000
+        run = Run.from_state(state, config)
+        flow = node(state, run)
+        return run.update() | flow | {"timings_ms": {name: (time.perf_counter() - start) * 1000}}
 
     return wrapped
 
@@ -637,13 +713,15 @@ def _after_coverage(state: AgentState) -> str:
     return "generator" if state.get("stop_reason") else "corrective"
 
 
-def build_graph():
+def build_graph(checkpointer: Any = None):
+    """The compiled graph; with a LangGraph ``checkpointer`` every step's state is kept (pass a
+    ``thread_id`` in the config)."""
     graph = StateGraph(AgentState)
     for name, node in (
         ("planner", planner), ("retriever", retriever), ("grader", grader), ("coverage", coverage),
         ("corrective", corrective), ("generator", generator), ("verification", verification),
     ):
-        graph.add_node(name, _timed(name, node))
+        graph.add_node(name, _node(name, node))
     graph.add_edge(START, "planner")
     graph.add_edge("planner", "retriever")
     graph.add_edge("retriever", "grader")
@@ -652,22 +730,31 @@ def build_graph():
     graph.add_edge("corrective", "retriever")
     graph.add_edge("generator", "verification")
     graph.add_edge("verification", END)
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 _GRAPH = None
 
 
 def run_agent(
-    retriever: Any, chat_file: str, question: str, profile: Profile, llm: LLMClient | None = None, task: Task = "ask"
+    retriever: Any, chat_file: str, question: str, profile: Profile, llm: LLMClient | None = None, task: Task = "ask",
+    on_step: Callable[[str, list[str]], None] | None = None,
 ) -> AgentAnswer | ArcAnswer:
-    """Run the graph for one question; ``task="arc"`` answers with phases."""
+    """Run the graph for one question; ``task="arc"`` answers with phases. ``on_step(node,
+    lines)`` is called as each node finishes, with the trace lines it wrote."""
     global _GRAPH
     if _GRAPH is None:
         _GRAPH = build_graph()
-    run = Run(retriever=retriever, chat_file=chat_file, question=question, profile=profile, llm=llm, task=task)
     start = time.perf_counter()
+    result = None
     # Each round is 5 graph steps; the rounds are bounded by the profile, not by LangGraph.
-    _GRAPH.invoke({}, config={"configurable": {"run": run}, "recursion_limit": 10 + 5 * profile.max_rounds})
-    run.result.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 3)
-    return run.result
+    config = {"configurable": {"retriever": retriever, "profile": profile, "llm": llm},
+              "recursion_limit": 10 + 5 * profile.max_rounds}
+    for update in _GRAPH.stream({"chat_file": chat_file, "question": question, "task": task}, config,
+                                stream_mode="updates"):
+        for node, changes in update.items():
+            result = changes.get("result") or result
+            if on_step:
+                on_step(node, changes.get("steps", []))
+    result.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 3)
+    return result

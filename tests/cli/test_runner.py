@@ -136,7 +136,11 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     table = list(itertools.takewhile(lambda line: line.startswith("|"), printed[printed.index("train, per category:") + 1:]))
     assert table[0].startswith("| category | questions | ") and len(table) == 2 + len(result["per_category"])
     assert main(["trace", "--data", str(data), "--chat", HARBOR, "Where was Lena's dad operated on?"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr()
+    lines = printed.out.splitlines()
+    # The agent's nodes, as they ran, on stderr.
+    nodes = [line for line in printed.err.splitlines() if line.split("]")[0] in ("[planner", "[verification")]
+    assert nodes[0].startswith("[planner] route=direct") and nodes[-1].startswith("[verification] ")
     assert lines[0].split("|")[1].strip().startswith("candidates (") and lines[2].split()[:2] == ["1", "|"]
     searches = lines[lines.index("route direct; searches:") + 1:]
     assert searches[0].startswith('  question   "Where was Lena\'s dad operated on?": found ')

@@ -224,3 +224,33 @@ def test_a_question_that_does_not_split_searches_facet_variants(retriever, chat_
     kinds = [s.kind for s in answer.trace.searches]
     assert kinds[:2] == ["question", "variant"] and set(kinds[1:]) <= {"variant", "corrective"}
     assert answer.trace.searches[0].found[:2] == ["D1:4", "D1:6"]  # "I started running again", "Along the river path"
+
+
+def test_the_graph_state_is_the_working_memory_checkpointed_step_by_step(retriever, chat_file):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from narrative_mirror.agent.graph import build_graph
+
+    question = "Did Ana harvest the tomatoes?"
+    graph = build_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"retriever": retriever, "profile": PROFILES["balanced"], "llm": None, "thread_id": "t1"},
+              "recursion_limit": 30}
+    final = graph.invoke({"chat_file": chat_file, "question": question, "task": "ask"}, config)
+    plain = ask(retriever, chat_file, question)
+    assert final["result"].selected_ids == plain.selected_ids and final["result"].answer == plain.answer
+    assert final["steps"] == plain.trace.steps and final["calls"] == plain.calls
+    assert [s.query for s in final["searches"]] == plain.trace.queries
+    # Every node's state is kept: after the first retriever step the pool is there, the answer not yet.
+    history = list(graph.get_state_history(config))[::-1]  # oldest first
+    after_retriever = next(h for h in history if h.next == ("grader",))
+    assert after_retriever.values["pool"] and after_retriever.values.get("result") is None
+    assert [s.query for s in after_retriever.values["searches"]][0] == question
+    assert graph.get_state(config).values["result"].answer == plain.answer
+
+
+def test_run_agent_reports_each_node_as_it_finishes(retriever, chat_file):
+    seen: list[tuple[str, list[str]]] = []
+    answer = ask(retriever, chat_file, "Where does Ben run?", on_step=lambda node, lines: seen.append((node, lines)))
+    nodes = [node for node, _ in seen]
+    assert nodes[:4] == ["planner", "retriever", "grader", "coverage"] and nodes[-2:] == ["generator", "verification"]
+    assert [line for _, lines in seen for line in lines] == answer.trace.steps
