@@ -68,7 +68,7 @@ MAX_FRAGMENTS = 64
 
 
 def _tidy_index(runner) -> None:
-    store = runner.resources["lancedb"].get()
+    store = runner.resource("lancedb").get()
     if any(table["fragments"] > MAX_FRAGMENTS for table in store.health().values()):
         runner.progress(f"LanceDB: more than {MAX_FRAGMENTS} files in a table: compacting")
         store.maintain()
@@ -143,9 +143,9 @@ def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list
 def _current_fingerprint(runner) -> dict:
     from narrative_mirror import evaluation as ev
 
-    cfg = runner.resources["evaluation"].config()
-    llm = runner.resources["llm"].get()
-    return ev.config_fingerprint(runner.resources["embedder"].get().fingerprint,
+    cfg = runner.resource("evaluation").config()
+    llm = runner.resource("llm").get()
+    return ev.config_fingerprint(runner.resource("embedder").get().fingerprint,
                                  getattr(llm, "fingerprint", None), cfg["run"]["profile"], cfg["run"]["mode"])
 
 
@@ -280,7 +280,9 @@ def _retriever_for(args):
     config = settings.load_config("embedding")
     embedder = Embedder(config["model"], batch_size=int(config["batch_size"]))
     llm_settings = LLMSettings.from_env()
-    retriever = Retriever(IndexStore(settings.lancedb_uri()), embedder, settings.load_config("retrieval"))
+    uri = settings.lancedb_uri()
+    options = {"allow_http": "true"} if settings.is_remote_uri(uri) and settings.s3_allow_http() else None
+    retriever = Retriever(IndexStore(uri, storage_options=options), embedder, settings.load_config("retrieval"))
     return retriever, LLMClient(llm_settings) if llm_settings else None
 
 
@@ -325,11 +327,11 @@ def cmd_serve(args) -> dict:
     unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
     for line in runner.problems:
         runner.progress(f"skipped: {line}")
-    res = runner.resources
-    retriever = Retriever(res["lancedb"].get(), res["embedder"].get(), settings.load_config("retrieval"))
-    event_log = EventLog(res["state"].lancedb_uri, embedder=retriever.embedder)
+    retriever = Retriever(runner.resource("lancedb").get(), runner.resource("embedder").get(),
+                          settings.load_config("retrieval"))
+    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)  # where `ask` logs too
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
-    app = create_app(retriever, event_log, res["llm"].get(), unavailable=unavailable, tokens=tokens)
+    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)
     return {"served": [k for k in keys if k not in unavailable]}
 
@@ -337,8 +339,9 @@ def cmd_serve(args) -> dict:
 def cmd_maintain(args) -> dict:
     """LanceDB upkeep now (what `index_maintenance_job` does nightly under the daemon)."""
     with _runner(args) as runner:  # under the home lock: no build writes meanwhile
-        report = runner.resources["lancedb"].get().maintain()
-    return {"lancedb": runner.state.lancedb_uri, **report}
+        store = runner.resource("lancedb")
+        report = store.get().maintain()
+    return {"lancedb": store.resolved_uri(), **report}
 
 
 def cmd_token(args) -> dict:

@@ -91,6 +91,7 @@ class Runner:
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
                                            eval_profile=eval_profile)
         self.state = self.resources["state"]
+        self._resolved: dict = {}
         self.defs = build_definitions(self.resources)
         self.assets = list(self.defs.assets)
         self.instance = None
@@ -120,6 +121,16 @@ class Runner:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def resource(self, name: str):
+        """A resource as a run sees it, its ``EnvVar`` settings resolved (``self.resources`` keeps
+        them unresolved: definitions must show the variables, not their values)."""
+        if name not in self._resolved:
+            resource = self.resources[name]
+            fields = {field: getattr(resource, field) for field in type(resource).model_fields}
+            self._resolved[name] = resource.model_copy(
+                update={field: value.get_value() for field, value in fields.items() if isinstance(value, dg.EnvVar)})
+        return self._resolved[name]
 
     # -- sources ----------------------------------------------------------------------------
     def register(self) -> list[str]:

@@ -81,6 +81,15 @@ def lancedb_uri() -> str:
     return os.environ.get(LANCEDB_URI_ENV) or str(nm_home() / "lancedb")
 
 
+def s3_allow_http() -> bool:
+    """Plain-http object storage allowed: AWS_ALLOW_HTTP when set, else an http:// endpoint (a
+    local S3-compatible server) allows it. LanceDB reads the other AWS_* variables by itself."""
+    value = os.environ.get(S3_ALLOW_HTTP_ENV)
+    if value:
+        return value.strip().lower() in ("1", "true", "yes")
+    return (os.environ.get(S3_ENDPOINT_ENV) or "").startswith("http://")
+
+
 def is_remote_uri(uri: str) -> bool:
     """Whether ``uri`` names object storage (``s3://``, ``gs://``, ``az://``...) rather than a folder."""
     return "://" in uri and not uri.startswith("file://")

@@ -226,15 +226,11 @@ def lancedb_resource(state: StateResource) -> LanceDBResource:
     """The index where NM_LANCEDB_URI says (default: under NM_HOME), with the object store's
     settings from the standard AWS_* variables (the keys as ``EnvVar``: resolved where the step
     runs, never stored with the run)."""
-    endpoint = os.environ.get(settings.S3_ENDPOINT_ENV) or None
-    allow_http = os.environ.get(settings.S3_ALLOW_HTTP_ENV)
     return LanceDBResource(
-        state=state, uri=os.environ.get(settings.LANCEDB_URI_ENV, ""), endpoint=endpoint,
+        state=state, uri=os.environ.get(settings.LANCEDB_URI_ENV, ""), endpoint=os.environ.get(settings.S3_ENDPOINT_ENV) or None,
         region=os.environ.get(settings.S3_REGION_ENV) or None,
         access_key_id=_env(settings.S3_ACCESS_KEY_ENV), secret_access_key=_env(settings.S3_SECRET_KEY_ENV),
-        # An http:// endpoint (a local S3-compatible server) needs it; AWS_ALLOW_HTTP decides when set.
-        allow_http=(allow_http.strip().lower() in ("1", "true", "yes") if allow_http
-                    else bool(endpoint and endpoint.startswith("http://"))),
+        allow_http=settings.s3_allow_http(),
     )
 
 

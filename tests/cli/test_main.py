@@ -162,3 +162,25 @@ def _json_run(argv) -> dict:
     proc = subprocess.run([*CLI, *argv], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def test_resources_used_outside_runs_have_their_variables_resolved(tmp_path, monkeypatch):
+    # serve, eval's fingerprint, maintain and the build's compaction use resources outside a run:
+    # they must see the values of OPENAI_BASE_URL, the AWS keys, ..., not the variables' names.
+    import dagster as dg
+
+    from cli.runner import Runner
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("NM_LLM_MODEL", "tiny-model")
+    monkeypatch.setenv("NM_LANCEDB_URI", "s3://bucket/prefix")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key-id")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    with Runner(data_dir=tmp_path) as runner:
+        assert isinstance(runner.resources["llm"].base_url, dg.EnvVar)  # definitions show the variable
+        llm = runner.resource("llm").get()
+        assert (llm.settings.base_url, llm.settings.model) == ("http://127.0.0.1:9/v1", "tiny-model")
+        options = runner.resource("lancedb").storage_options()
+        assert (options["aws_access_key_id"], options["aws_secret_access_key"]) == ("key-id", "secret")
+        assert options["allow_http"] == "true" and runner.resource("lancedb") is runner.resource("lancedb")
