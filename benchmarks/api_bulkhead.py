@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -40,8 +39,8 @@ for folder in (REPO, REPO / "tests"):
         sys.path.insert(0, str(folder))
 
 import httpx  # noqa: E402
-import numpy as np  # noqa: E402
 import uvicorn  # noqa: E402
+from common import free_port, latency_stats  # noqa: E402
 from llm_servers import fault_server  # noqa: E402
 from memory_api_chat import CHAT, build_retriever  # noqa: E402
 
@@ -56,16 +55,6 @@ from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
 QUERIES = ["rye bread at the bakery", "marathon training", "new job", "long run on Sunday", "sourdough"]
 
 
-def stats(values: list[float]) -> dict:
-    ms = np.array(values) * 1000
-    return {"n": len(values), "p50_ms": round(float(np.percentile(ms, 50)), 1),
-            "p95_ms": round(float(np.percentile(ms, 95)), 1), "max_ms": round(float(ms.max()), 1)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     storm_ids = stored.filter(stored["user_id"].str.starts_with("storm"))["event_id"].to_list()
     event_log.close()
 
-    idle_stats, storm_stats = stats(idle), stats(during)
+    idle_stats, storm_stats = latency_stats(idle), latency_stats(during)
     latencies = [r["latency_s"] for r in results]
     report = {
         "profile": args.profile,

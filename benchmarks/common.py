@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import re
+import socket
 import subprocess
 import sys
 import tarfile
@@ -81,3 +82,17 @@ def run_at_commit(commit: str, script: str, args: list[str]) -> list[dict]:
     if proc.returncode != 0:
         raise SystemExit(f"{commit} failed:\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def latency_stats(seconds: list[float]) -> dict:
+    """n, p50, p95 and max of durations in seconds, in ms."""
+    ms = np.array(seconds) * 1000
+    return {"n": len(seconds), "p50_ms": round(float(np.percentile(ms, 50)), 1),
+            "p95_ms": round(float(np.percentile(ms, 95)), 1), "max_ms": round(float(ms.max()), 1)}

@@ -32,7 +32,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ for folder in (REPO, HERE):
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from common import free_port, latency_stats  # noqa: E402
 
 SMALL = "Chat_1_Emi_Elise"
 BIG = "RealTalk_all_x{copies}"
@@ -190,12 +190,6 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
 
 
 # -- the client --------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def cpu_seconds(pid: int) -> float:
     """CPU time of all threads of process ``pid`` (ns resolution, from /proc/<pid>/task/*/schedstat)."""
     total = 0
@@ -205,12 +199,6 @@ def cpu_seconds(pid: int) -> float:
         except (OSError, ValueError, IndexError):
             pass
     return total / 1e9
-
-
-def percentiles(seconds: list[float]) -> dict:
-    ms = np.array(seconds) * 1000
-    return {"n": len(seconds), "p50_ms": round(float(np.percentile(ms, 50)), 1),
-            "p95_ms": round(float(np.percentile(ms, 95)), 1), "max_ms": round(float(ms.max()), 1)}
 
 
 def questions_of(data_dir: Path, n: int) -> list[str]:
@@ -268,10 +256,10 @@ def measure(base: str, chats: list[str], questions: list[str], profile: str, rou
                 for chat in chats:
                     searches[chat].append(search(chat, question))
         for chat in chats:
-            out["chats"][chat]["ask"] = percentiles(asks[chat])
+            out["chats"][chat]["ask"] = latency_stats(asks[chat])
             if server_pid:  # less sensitive to the machine's other load than wall time
                 out["chats"][chat]["ask"]["server_cpu_ms_mean"] = round(cpu[chat] / len(asks[chat]) * 1000, 1)
-            out["chats"][chat]["search"] = percentiles(searches[chat])
+            out["chats"][chat]["search"] = latency_stats(searches[chat])
         final = stats()
         out["peak_rss_mb"] = round(final["peak_rss_kb"] / 1024, 1)
         out["rss_mb_end"] = round(final["rss_kb"] / 1024, 1)
