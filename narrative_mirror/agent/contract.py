@@ -32,12 +32,13 @@ class RankedId(BaseModel):
     score: float
 
 
-SearchKind = Literal["question", "sub_query", "variant", "rewrite", "corrective"]
+SearchKind = Literal["question", "sub_query", "variant", "rewrite", "corrective", "blocks"]
 
 
 class SearchTrace(BaseModel):
     query: str
-    kind: SearchKind  # the question itself, a multi_hop sub-question, a facet variant, an LLM rewrite, a re-search
+    kind: SearchKind  # the question itself, a multi_hop sub-question, a facet variant, an LLM rewrite, a re-search,
+    # the block search (arc mode; ``found`` holds block ids)
     found: list[str] = []  # its best ids, best first
     selected: list[str] = []  # which of its hits became evidence
 

@@ -92,7 +92,6 @@ COVER_MIN_GRADE = 0.65
 # the 7 train chats (502 QA, balanced): variant weight 1.0 -> recall@10 .626; 0.4 -> .670.
 VARIANT_WEIGHT = 0.4
 LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
-ARC_BLOCK_MIN_GRADE = 0.45  # a block is pulled for a story only if one of its hits reaches this
 
 
 @dataclass
@@ -186,10 +185,10 @@ class Run:
 
     @property
     def reserve(self) -> int:
-        """Calls kept for the final steps: the evidence pull (in arc mode: the blocks' id sets, then
-        their messages) and the LLM's (the generator and its verifier; the segmenter in arc mode)."""
-        pulls = 2 if self.task == "arc" else 1
-        return pulls + ((2 if self.task == "ask" else 1) if self.llm_active else 0)
+        """Calls kept for the final steps: the evidence pull (in arc mode: the block search, which
+        returns the blocks' messages) and the LLM's (the generator and its verifier; the segmenter
+        in arc mode)."""
+        return 1 + ((2 if self.task == "ask" else 1) if self.llm_active else 0)
 
     def can_call(self, final: bool = False) -> bool:
         ok = self.calls + 1 + (0 if final else self.reserve) <= self.profile.max_calls
@@ -639,44 +638,30 @@ def _build_arc(state: AgentState, run: Run) -> None:
 
 
 def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
-    """Pull the full id sets of the best hit blocks and segment them into phases."""
-    block_best: dict[str, float] = {}
-    for item in run.pool.values():
-        block_id = getattr(item.hit, "block_id", None)
-        if block_id and item.grade >= ARC_BLOCK_MIN_GRADE:
-            block_best[block_id] = max(block_best.get(block_id, 0.0), item.grade)
-    wanted = sorted(block_best, key=lambda b: -block_best[b])
+    """Search the chat's blocks for the story, pull the best ones whole and segment them into phases."""
     llm_reserve = 1 if run.llm_active else 0
-    block_ids: dict[str, list[str]] = {}
-    # One call for the id sets of the best blocks (a lookup of several ids, like the evidence pull;
-    # one call per block left room for 4-5 blocks in `balanced`: ARC global recall .572 -> .613,
-    # phase coverage .702 -> .754 on the 42 train cases, no chat lower), one for their messages,
-    # maybe one for the LLM.
-    if wanted and run.calls + 2 + llm_reserve <= run.profile.max_calls:
-        run.calls += 1
-        for block_id in wanted[: run.profile.max_evidence_fetches]:
-            run.fetches += 1
-            block_ids[block_id] = list(run.retriever.block_ids(run.chat_file, block_id))
     blocks: list[narrative.Block] = []
-    if block_ids:
+    scores: dict[str, float] = {}
+    found = []
+    # One call: the block search returns each block with all its messages.
+    if run.calls + 1 + llm_reserve <= run.profile.max_calls:
         run.calls += 1
-        all_ids = [lid for ids in block_ids.values() for lid in ids]
-        by_id = {h.local_id: h for h in run.retriever.messages(run.chat_file, all_ids)}
-        for block_id, ids in block_ids.items():
-            # As in ask(): a message that addresses an AI is never evidence.
-            members = [
-                narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)
-                for h in sorted((by_id[i] for i in ids if i in by_id), key=lambda h: h.position)
-                if not looks_like_injection(h.text)
-            ]
-            if members:
-                blocks.append(narrative.Block(block_id, members))
-    elif run.pool:
+        found = run.retriever.search_blocks(run.chat_file, run.question, k=run.profile.max_evidence_fetches)
+        run.searches.append(SearchTrace(query=run.question, kind="blocks", found=[b.block_id for b in found]))
+        run.fetches += len(found)
+    for block in found:
+        # As in ask(): a message that addresses an AI is never evidence.
+        members = [narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)
+                   for h in block.members if not looks_like_injection(h.text)]
+        scores.update((h.local_id, h.score) for h in block.members)
+        if members:
+            blocks.append(narrative.Block(block.block_id, members))
+    if not found and run.pool:
         # No block layer: each hit of the selection is its own one-message block.
         for item in run.select(run.profile.max_evidence_fetches):
             h = item.hit
             blocks.append(narrative.Block(h.local_id, [narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)]))
-    scores = _member_scores(run, blocks)
+            scores[h.local_id] = item.grade
     run.member_texts = {m.local_id: f"{m.speaker}: {m.text}" for b in blocks for m in b.members}
     phases: list[Phase] = []
     if blocks:
@@ -689,22 +674,8 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     unknowns = [] if phases else ["No part of this chat tells this story."]
     if phases and any(len(p.evidence) < narrative.MIN_IDS for p in phases):
         unknowns.append(f"Fewer than {narrative.MIN_IDS} messages were found for the story")
-    run.step(f"arc: {len(block_ids)} blocks pulled of {len(wanted)} hit blocks; {len(phases)} phases")
+    run.step(f"arc: {len(found)} blocks found and pulled; {len(phases)} phases")
     return phases, unknowns
-
-
-def _member_scores(run: Run, blocks: list[narrative.Block]) -> dict[str, float]:
-    """Grades of pooled ids; other block members graded offline from their text (no score)."""
-    scores = {}
-    for block in blocks:
-        for m in block.members:
-            item = run.pool.get(m.local_id)
-            if item is not None:
-                scores[m.local_id] = item.grade
-            else:
-                match = run.matcher.match(m.speaker, m.text)
-                scores[m.local_id] = offline_grade(0.0, run.matcher.coverage(match))
-    return scores
 
 
 # --- graph --------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from scipy import sparse
 from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.retrieval import dense, expansion, query_understanding, tree
+from narrative_mirror.retrieval import block_search, dense, expansion, query_understanding, tree
 from narrative_mirror.retrieval.fusion import Fused, order_desc, rrf_fuse
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, neighbour_max_at
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, group_sum, positive_order, widen
@@ -86,6 +86,17 @@ class Hit:
     reasons: dict[str, float] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)  # which lists / stages brought it in
     block_id: str | None = None
+
+
+@dataclass
+class BlockHit:
+    """An L1 block found by ``Retriever.search_blocks``, with ALL its messages."""
+
+    block_id: str
+    score: float  # RRF of the block lists
+    thread_id: str | None  # its L2 thread
+    members: list[Hit]  # ALL its messages, file order; score: hybrid score relative to the chat's best
+    sources: list[str]  # the block lists that ranked it among their first k
 
 
 @dataclass
@@ -584,6 +595,33 @@ class Retriever:
         if unknown:
             raise ValueError(f"{chat_file}: unknown local ids {unknown[:5]}")
         return [chat.hit(chat.row_of[lid], 0.0, sources=["lookup"]) for lid in local_ids]
+
+    def search_blocks(self, chat_file: str, query: str, k: int = 8) -> list[BlockHit]:
+        """The ``k`` best L1 blocks of ``chat_file`` for ``query`` (block_search.py), each with
+        every message it holds, scored by its hybrid score; [] for a chat without blocks."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        chat = self.chat(chat_file)
+        if not chat.block_names:
+            return []
+        _, info, search_query = self._parse(chat, query)
+        scores = QueryScores.batch(chat, [search_query], list(self.embedder.encode([search_query])))[0]
+        fused, _, _ = self._first_stage(chat, "hybrid", info, scores)
+        message_scores = fused.scores
+        order, block_scores, lists = block_search.rank_blocks(
+            message_scores, chat.block_of, chat.block_bm25.scores(search_query),
+            dense.cosine_scores(chat.block_vectors, scores.qvec), self.rrf_k)
+        best = float(message_scores.max()) or 1.0
+        ranked_by = {name: set(blocks[:k].tolist()) for name, blocks in lists.items()}
+        out = []
+        for b, score in zip(order[:k].tolist(), block_scores[:k].tolist()):
+            thread = int(chat.thread_of[b])
+            out.append(BlockHit(
+                block_id=chat.block_names[b], score=score,
+                thread_id=chat.thread_names[thread] if thread >= 0 else None,
+                members=[chat.hit(r, float(message_scores[r]) / best, sources=["blocks"]) for r in sorted(chat.block_rows[b])],
+                sources=[name for name, top in ranked_by.items() if b in top]))
+        return out
 
     @property
     def reranker(self) -> Reranker | None:

@@ -150,17 +150,19 @@ def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retrie
     assert {"D1", "D8", "D20"} <= days
 
 
-def test_arc_picks_from_the_full_id_set_of_a_block_not_only_its_hits(retriever, chat_file):
-    # Two hits only: every other phase id must come from the pulled blocks' full id sets.
+def test_arc_picks_from_the_full_id_set_of_the_blocks_its_block_search_found(retriever, chat_file):
+    # Two message hits only: the story comes from the blocks the block search found, whole.
     narrow = Profile("narrow", 1, 2, 4, 10, 0, 0.0, 0)
     result = arc(retriever, chat_file, GARDEN_STORY, profile=narrow)
     hit_ids = {r.id for r in result.trace.reranked}
     assert len(hit_ids) == 2
-    ids = result.selected_ids
-    blocks = {h.block_id for h in retriever.messages(chat_file, sorted(hit_ids))}
+    assert [s.kind for s in result.trace.searches] == ["question", "blocks"]
+    blocks = result.trace.searches[1].found
+    assert blocks == [b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=4)]
     members = {i for b in blocks for i in retriever.block_ids(chat_file, b)}
+    ids = result.selected_ids
     assert set(ids) <= members and len(set(ids) - hit_ids) >= 1
-    assert result.fetches == len(blocks)
+    assert result.fetches == len(blocks) <= narrow.max_evidence_fetches
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
 
 
@@ -170,7 +172,8 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
     assert (answer.mode, answer.route, answer.stop_reason, answer.rounds) == ("oneshot", "oneshot", "oneshot", 1)
     assert answer.phases and all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in answer.phases)
     assert answer.selected_ids == [i for p in answer.phases for i in p.evidence]
-    assert len(answer.trace.queries) == 1 and answer.calls <= PROFILES["balanced"].max_calls
+    assert [s.kind for s in answer.trace.searches] == ["question", "blocks"]
+    assert answer.calls <= PROFILES["balanced"].max_calls
     assert all(item.text.startswith(("Ana: ", "Ben: ")) for item in answer.evidence)
 
 

@@ -40,31 +40,41 @@ def test_more_clusters_than_max_phases_merge_the_closest_in_time():
     assert [ids(g) for g in groups] == [["B1", "B2"], ["B10", "B11"], ["B20"], ["B30"], ["B40"], ["B50"]]
 
 
-def test_selection_takes_supporting_ids_one_per_block_and_pads_to_the_minimum():
+def test_the_story_keeps_its_best_scored_ids_ties_in_file_order():
+    a, b = block("A", 1, 5, 0), block("B", 1, 4, 5)
+    scores = {"A:1": 0.9, "B:2": 0.9, "A:3": 0.6, "B:0": 0.1}
+    assert narrative.story_ids([b, a], scores, 3) == ["A:1", "B:2", "A:3"]
+    assert narrative.story_ids([a, b], scores, 6) == ["A:1", "B:2", "A:3", "B:0", "A:0", "A:2"]
+
+
+def test_selection_takes_the_chosen_ids_one_per_block_and_pads_to_the_minimum():
     a, b = block("A", 1, 5, 0), block("B", 1, 4, 5)
     scores = {"A:1": 0.9, "A:3": 0.6, "A:4": 0.2, "B:2": 0.3, "B:0": 0.1}
-    # A:1, A:3 support directly; B is covered by its best id B:2; already 3 ids.
-    assert narrative.select_phase_ids([a, b], scores) == ["A:1", "A:3", "B:2"]
-    # One weak block alone: its best id, padded with the next best ids to MIN_IDS.
-    assert narrative.select_phase_ids([a], {"A:4": 0.3, "A:0": 0.2}) == ["A:0", "A:1", "A:4"]
+    # A:1, A:3 chosen; B is covered by its best id B:2; already 3 ids.
+    assert narrative.select_phase_ids([a, b], scores, ["A:1", "A:3", "C:9"]) == ["A:1", "A:3", "B:2"]
+    # Nothing chosen in a block: its best id, padded with the next best ids to MIN_IDS.
+    assert narrative.select_phase_ids([a], {"A:4": 0.3, "A:0": 0.2}, []) == ["A:0", "A:1", "A:4"]
     # Ids of an earlier phase are never picked again.
-    assert narrative.select_phase_ids([a], scores, exclude={"A:1", "A:3"}) == ["A:0", "A:2", "A:4"]
+    assert narrative.select_phase_ids([a], scores, ["A:1"], exclude={"A:1", "A:3"}) == ["A:0", "A:2", "A:4"]
 
 
 def test_selection_is_cut_to_the_maximum_keeping_every_block():
     big, small = block("A", 1, 30, 0), block("B", 1, 3, 30)
     scores = {f"A:{i}": 0.99 - i / 100 for i in range(30)} | {"B:0": 0.2}
-    picked = narrative.select_phase_ids([big, small], scores)
+    picked = narrative.select_phase_ids([big, small], scores, [f"A:{i}" for i in range(30)])
     assert len(picked) == MAX_IDS
     assert "B:0" in picked and picked[:MAX_IDS - 1] == [f"A:{i}" for i in range(MAX_IDS - 1)]
 
 
 def test_offline_segmentation_orders_phases_in_time_and_holds_the_bounds():
     blocks = [block("C", 8, 6, 10), block("A", 1, 4, 0), block("B", 3, 20, 4 + 6 + 10 + 6)]
-    scores = {m.local_id: 0.8 for m in blocks[2].members}  # every B message supports its phase
-    phases = narrative.segment_offline(blocks, scores, ["story"])
+    scores = {m.local_id: 0.8 for m in blocks[2].members}  # B's messages are the story's best
+    phases = narrative.segment_offline(blocks, scores, ["story"], story_size=16)
     assert [p.evidence[0] for p in phases] == ["A:0", "C:0", "B:0"]  # by position, not input order
     assert all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in phases)
+    # B's 16 best (all 0.8: the first 16 in file order) cut to MAX_IDS; A and C padded to MIN_IDS.
+    assert phases[2].evidence == [f"B:{i}" for i in range(MAX_IDS)]
+    assert len(phases[0].evidence) == len(phases[1].evidence) == MIN_IDS
     assert phases[0].name.startswith("1 Mar 2024")
 
 

@@ -187,6 +187,21 @@ def test_dual_path_reports_mode_and_active_blocks(retriever):
     assert any(s in ("local", "global") for h in result.hits for s in h.sources)
 
 
+def test_block_search_returns_whole_blocks_with_their_thread_and_member_scores(retriever):
+    found = retriever.search_blocks(CHAT, "What happened with Biscuit the puppy?", k=3)
+    assert [b.block_id for b in found][:2] == [f"{CHAT}/S1/B1", f"{CHAT}/S2/B3"]  # the puppy story
+    assert len(found) == 3 and found[0].score >= found[1].score >= found[2].score
+    first = found[0]
+    assert [h.local_id for h in first.members] == retriever.block_ids(CHAT, first.block_id) == ["D1:3", "D1:4", "D1:5"]
+    assert first.members[2].text == "Biscuit is a golden retriever." and first.members[2].block_id == first.block_id
+    assert first.thread_id == f"{CHAT}/T0" and found[1].thread_id == f"{CHAT}/T0"
+    assert max(h.score for b in found for h in b.members) == 1.0  # relative to the chat's best message
+    assert set(first.sources) == {"block_bm25", "block_vector", "best_message", "top3_messages"}
+    assert len(retriever.search_blocks(CHAT, "pottery", k=1)) == 1
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        retriever.search_blocks(CHAT, "pottery", k=0)
+
+
 def test_every_variant_runs(retriever):
     for variant in VARIANTS:
         result = retriever.search(CHAT, "puppy", k=2, variant=variant)
