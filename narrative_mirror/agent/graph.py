@@ -92,6 +92,10 @@ COVER_MIN_GRADE = 0.65
 # the 7 train chats (502 QA, balanced): variant weight 1.0 -> recall@10 .626; 0.4 -> .670.
 VARIANT_WEIGHT = 0.4
 LEAF_CONTEXT = 5  # leaf messages shown to the LLM rewriter
+# Global route (ask): a block found by the block search joins the answer's span when its RRF score
+# is at least this share of the best block's (a block leading every list scores 4/61, one 4th in
+# every list 4/64 = .94 of it). Hand-set: only 2 of the 502 train questions route global.
+SPAN_BLOCK_RELATIVE = 0.9
 
 
 @dataclass
@@ -110,7 +114,7 @@ class PoolItem:
 APPENDED = ("steps", "searches", "candidate_lists", "degraded_reasons")
 COUNTED = ("calls", "llm_calls", "fetches")
 REPLACED = ("chat_file", "question", "task", "route", "facets", "pool", "pending", "seen_evidence", "top_score",
-            "persons", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
+            "persons", "span", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
             "evidence", "draft")
 
 
@@ -138,6 +142,7 @@ class Run:
     seen_evidence: set[str] = field(default_factory=set)
     top_score: float | None = None
     persons: list[str] = field(default_factory=list)
+    span: list[str] = field(default_factory=list)  # global route: the best message of each block found, best block first
     steps: list[str] = field(default_factory=list)
     degraded_reasons: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -237,13 +242,28 @@ class Run:
             self.top_score = max((h.score for h in result.hits), default=0.0)
             self.persons = list(result.query_info.get("persons") or [])
             self.matcher = FacetMatcher(self.facets, self.persons)
-        new = 0
         # For a point question, hits of query variants count less than the question's own: a
         # variant stresses one reading of the question, its best hit is less sure. A story
         # wants the breadth the variants bring, so arc mode weighs them fully.
         weight = 1.0 if len(self.candidate_lists) == 1 or self.task == "arc" else VARIANT_WEIGHT
-        for rank, hit in enumerate(result.hits, start=1):
-            relative = weight * (hit.score / self.top_score if self.top_score and self.top_score > 0 else 1.0 / rank)
+        return self._merge([(hit, weight * (hit.score / self.top_score if self.top_score and self.top_score > 0
+                                            else 1.0 / rank)) for rank, hit in enumerate(result.hits, start=1)])
+
+    def add_span(self, blocks: list[Any]) -> int:
+        """Global route: merge the best message of each block of a block search that scores at
+        least SPAN_BLOCK_RELATIVE of the best block (scored as a variant's hits, on the block
+        search's own relative scale); returns how many ids are new."""
+        top = max((block.score for block in blocks), default=0.0)
+        best = [max(block.members, key=lambda h: h.score) for block in blocks
+                if block.members and block.score >= SPAN_BLOCK_RELATIVE * top]
+        self.candidate_lists.append([h.local_id for h in best])
+        self.span = [h.local_id for h in best]
+        return self._merge([(h, VARIANT_WEIGHT * h.score) for h in best])
+
+    def _merge(self, scored: list[tuple[Any, float]]) -> int:
+        """Put (hit, relative score) pairs into the pool; an id already there keeps its best score."""
+        new = 0
+        for hit, relative in scored:
             item = self.pool.get(hit.local_id)
             if item is None:
                 match = self.matcher.match(hit.speaker, hit.text)
@@ -293,6 +313,16 @@ class Run:
             if p not in chosen and p.grade >= COVER_MIN_GRADE and p.match.artifact_terms & uncovered:
                 extra.append(p)
                 uncovered -= p.match.artifact_terms
+        # Global route: the story's span, the best message of each block the block search found
+        # that no chosen message stands for yet.
+        blocks = {p.hit.block_id for p in chosen + extra}
+        for lid in self.span:
+            item = self.pool.get(lid)
+            if len(chosen) + len(extra) >= limit:
+                break
+            if item is not None and not item.flagged and item.hit.block_id not in blocks:
+                extra.append(item)
+                blocks.add(item.hit.block_id)
         return chosen + extra
 
 
@@ -320,6 +350,7 @@ class AgentState(TypedDict, total=False):
     pool: dict[str, PoolItem]
     top_score: float | None
     persons: list[str]
+    span: list[str]
     seen_evidence: set[str]
     coverage: dict[str, float]
     # budgets and what happened
@@ -386,6 +417,12 @@ def retriever(state: AgentState, run: Run) -> dict:
         results = run.search_all(run.pending)
     for result in results:
         new += run.add_result(result)
+    if round_no == 1 and run.task == "ask" and run.route == "global" and run.pool and run.can_call():
+        # A story question: the blocks that tell it, beside the messages that match it best.
+        run.calls += 1
+        found = run.retriever.search_blocks(run.chat_file, run.question, k=run.profile.max_evidence_fetches)
+        run.searches.append(SearchTrace(query=run.question, kind="blocks", found=[b.block_id for b in found]))
+        new += run.add_span(found)
     run.step(f"retriever: round {round_no}: {len(results)} searches, {new} new candidates, pool {len(run.pool)}")
     return {"round": round_no}
 

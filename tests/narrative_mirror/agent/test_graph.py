@@ -166,6 +166,24 @@ def test_arc_picks_from_the_full_id_set_of_the_blocks_its_block_search_found(ret
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
 
 
+@pytest.mark.parametrize("profile", ["fast", "balanced"])
+def test_global_route_searches_the_blocks_and_its_evidence_spans_the_story(retriever, chat_file, profile):
+    answer = ask(retriever, chat_file, GARDEN_STORY, profile=profile)
+    assert answer.route == "global"
+    blocks = [s for s in answer.trace.searches if s.kind == "blocks"]
+    assert len(blocks) == 1 and blocks[0].found == [
+        b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=PROFILES[profile].max_evidence_fetches)]
+    # The three garden blocks lead the block search; the best message of each is evidence, so
+    # the answer spans the story (planted, sprouted, harvested), not only its best message.
+    assert answer.selected_ids == ["D1:1", "D8:1", "D20:1"]
+    assert answer.calls <= PROFILES[profile].max_calls
+
+
+def test_a_direct_question_asks_no_block_search(retriever, chat_file):
+    answer = ask(retriever, chat_file, "Where does Ben run?")
+    assert answer.route == "direct" and "blocks" not in {s.kind for s in answer.trace.searches}
+
+
 def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_file):
     with pytest.warns(DeprecationWarning, match="oneshot"):
         answer = ask(retriever, chat_file, GARDEN_STORY, mode="oneshot")
