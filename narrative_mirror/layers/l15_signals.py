@@ -218,6 +218,12 @@ def is_plan(text: str) -> bool:
     return bool(_FIRST_PERSON.search(lowered) and _FUTURE_TEMPORAL.search(lowered))
 
 
+def speaks_of_self(text: str) -> bool:
+    """The speaker talks about themselves (I, my, we, our, ...): where a person's opinions,
+    habits, plans and feelings are said."""
+    return bool(_FIRST_PERSON.search(straight_apostrophes(text).lower()))
+
+
 def is_question(text: str) -> bool:
     lowered = straight_apostrophes(text).lower()
     return "?" in text or bool(_QUESTION_START.search(lowered))

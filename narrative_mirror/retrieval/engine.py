@@ -46,9 +46,10 @@ from scipy import sparse
 from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
+from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import block_search, dense, expansion, query_understanding, tree
 from narrative_mirror.retrieval.fusion import Fused, order_desc, rrf_fuse
-from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, neighbour_max_at
+from narrative_mirror.retrieval.learned_fusion import FACT_SLOT_TYPES, FEATURES, LearnedFusion, neighbour_max_at
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, group_sum, positive_order, widen
 from narrative_mirror.retrieval.rerank import Reranker, RerankContext, make_reranker
 
@@ -270,6 +271,7 @@ class ChatIndex:
         self.log_words = np.log1p([len(t.split()) for t in self.raw_texts])
         self.is_question = np.array(["?" in t for t in self.raw_texts], dtype=np.float64)
         self.after_question = np.concatenate([[0.0], self.is_question[:-1]])
+        self.first_person = np.array([speaks_of_self(t) for t in self.raw_texts], dtype=np.float64)
         self.tier_array = np.array(tiers, dtype=np.float64)
         self.refs_array = np.array(refs, dtype=np.float64)
         self.temporal = (messages["temporal"].list.len().fill_null(0).to_numpy() > 0).astype(np.float64)
@@ -701,6 +703,7 @@ class Retriever:
         columns["log_words"] = chat.log_words[rows]
         columns["is_question"] = chat.is_question[rows]
         columns["after_question"] = chat.after_question[rows]
+        columns["first_person"] = chat.first_person[rows] * float(info.question_type not in FACT_SLOT_TYPES)
         columns["tier"] = chat.tier_array[rows]
         columns["refs"] = chat.refs_array[rows]
         columns["temporal"] = chat.temporal[rows]

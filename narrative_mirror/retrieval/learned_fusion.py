@@ -48,11 +48,19 @@ FEATURES = {
     "log_words": "log(1 + words in the message)",
     "is_question": "1 when the message asks something ('?')",
     "after_question": "1 when the previous message asks something (answers carry facts)",
+    "first_person": "1 when the message speaks of its writer (I, my, we: L1.5's pattern), unless the question asks for a fact slot",
     "tier": "L1.5 importance tier (0..3)",
     "refs": "L1.5 reference strength to earlier blocks (0..1)",
     "temporal": "1 when the message has a temporal expression (L1.5)",
     "when_x_temporal": "temporal, for when-questions only",
 }
+
+
+# Questions asking for a place, time, person or count want the fact, whoever states it; the others
+# (what, yes/no, how, why) are mostly about a person's activities, opinions and preferences, which
+# they say of themselves. Leave-one-chat-out on the 7 train chats, R@10: no first-person feature
+# .703; first_person for every question .716; for all but these types .718 (category 1 .589).
+FACT_SLOT_TYPES = frozenset({"where", "when", "who", "how_many"})
 
 
 def inputs_fingerprint(config: Mapping) -> str:

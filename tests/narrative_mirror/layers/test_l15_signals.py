@@ -14,6 +14,7 @@ from narrative_mirror.layers.l15_signals import (
     is_question,
     proper_vocabulary,
     sentiment_and_emotion,
+    speaks_of_self,
     temporal_expressions,
 )
 
@@ -161,6 +162,16 @@ def test_is_plan(text, expected):
 )
 def test_is_question(text, expected):
     assert is_question(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("I love hiking", True), ("My sister visited", True), ("We’re moving in May", True), ("im tired", True),
+     ("Along the river path", False), ("Cherry tomatoes, the seller said", False), ("Is it raining?", False),
+     ("Hi! I'm Annie.", True), ("Italy was lovely", False)],
+)
+def test_speaks_of_self(text, expected):
+    assert speaks_of_self(text) is expected
 
 
 @pytest.mark.parametrize(

@@ -348,6 +348,16 @@ def test_pool_features_respect_session_boundaries(retriever, embedder):
     assert column["cosine_near1"][row["D2:1"]] == pytest.approx(column["cosine"][row["D2:2"]])
     assert column["bm25"].max() == 1.0 and column["bm25"][row["D2:1"]] == 1.0  # "chew" only there (stemmed)
     assert column["speaker_named"].sum() == 0  # no speaker named
+    # Messages that speak of their writer: "Hi! I'm Annie.", "I adopted a puppy ...", "I am training ...",
+    # "Biscuit chewed my favourite shoes today.", "... My marathon training ...", "I started pottery ...".
+    speaks = {lid for lid in chat.local_ids if column["first_person"][row[lid]] == 1.0}
+    assert speaks == {"D1:1", "D1:3", "D1:6", "D2:1", "D2:2", "D2:3"}
+    # ... unless the question asks for a fact slot (a place, time, person or count).
+    query, info, search_query = retriever._parse(chat, "When did Biscuit chew the shoes?")
+    scores = QueryScores(chat, search_query, embedder.encode([search_query])[0])
+    fused, _, lists = retriever._first_stage(chat, "hybrid", info, scores)
+    when = retriever.pool_features(chat, info, lists, fused, rows, scores)
+    assert info.question_type == "when" and when[:, list(FEATURES).index("first_person")].sum() == 0
 
 
 def test_hybrid_learned_needs_a_valid_learned_section(store, embedder):
