@@ -3,8 +3,8 @@
 Selection is coverage-oriented (design decision 6 of seed 000): the story keeps its
 ``STORY_IDS`` best-scored messages plus the best of every pulled block, and each phase takes those
 of its blocks, between ``MIN_IDS`` and ``MAX_IDS`` ids, chosen from the FULL id sets of the blocks
-(``retriever.search_blocks`` returns them), never from a preview. Scores are the messages' hybrid
-scores for the question, comparable across blocks.
+(``retriever.search_blocks`` returns them), never from a preview. Scores come from the messages'
+ranks in the question's search, comparable across blocks.
 
 Offline, phases are time-ordered clusters of the pulled blocks: consecutive blocks (by position)
 stay in one phase unless more than ``PHASE_GAP`` passes between them; with more than
@@ -32,9 +32,9 @@ MAX_IDS = 15
 MAX_PHASES = 6
 PHASE_GAP = timedelta(hours=12)
 # The best-scored messages a story keeps (before each block's best is added). On the 42 TRAIN arc
-# cases (balanced, offline; 8 blocks from the block search) global recall / phase coverage / ids a
-# story: 30 -> .667 / .794 / 32.0, 40 -> .694 / .818 / 38.8, 50 -> .706 / .818 / 45.7. 40 is the
-# smallest with no chat's coverage below the earlier pull of the hit blocks (.613 / .754 / 31.4).
+# cases (balanced, offline, learned fusion fitted without the case's chat; 8 blocks from the block
+# search) global recall / phase coverage / ids a story: 30 -> .688 / .838 / 31.8, 40 -> .711 / .838
+# / 39.1, 50 -> .721 / .843 / 45.9; the earlier pull of the hit blocks: .613 / .754 / 31.4.
 STORY_IDS = 40
 PREVIEW = 4  # messages per block shown to the LLM beside the full id list
 

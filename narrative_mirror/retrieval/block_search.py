@@ -3,11 +3,13 @@ span of the story (arc mode, the ``global`` route) rather than a few messages.
 
 A block ranks by the RRF of four lists: BM25 of its text (label, summary, keywords, messages),
 cosine of its vector, its best message and the sum of its ``TOP_MEMBERS`` best messages in the
-hybrid message ranking. Unweighted, nothing fitted. Measured on the 42 TRAIN arc cases
-(Chat_1..7), whole blocks, 8 per case: gold ids inside the chosen blocks .797 and gold phases
-touched .837, against .729 / .774 for the blocks of the agent's best hits; one list alone:
-best message .765, sum of the best three .764, BM25 .710, cosine .662; adding the block's L2
-thread cosine as a fifth list lowered it to .780.
+message ranking (Retriever.search_blocks: the default variant's order of the candidate pool, then
+hybrid order). Unweighted: weights chosen leave-one-chat-out did worse held out. Measured on the
+42 TRAIN arc cases (Chat_1..7, learned fusion fitted without the case's chat), whole blocks, 8
+per case: gold ids inside the chosen blocks .819 and gold phases touched .865; with hybrid
+message ranks .797 / .837; the blocks of the agent's best hits .729 / .774; one list alone: best
+message .765, BM25 .710, cosine .662 (hybrid ranks); the L2 thread's cosine as a fifth list, or
+favouring the threads or neighbours of the first blocks, lowered it (.780 and below).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class BlockHit:
     block_id: str
     score: float  # RRF of the block lists
     thread_id: str | None  # its L2 thread
-    members: list[Hit]  # ALL its messages, file order; score: hybrid score relative to the chat's best
+    members: list[Hit]  # ALL its messages, file order; score: from its rank in the search (1 = the best)
     sources: list[str]  # the block lists that ranked it among their first k
 
 
@@ -598,22 +598,30 @@ class Retriever:
             raise ValueError(f"{chat_file}: unknown local ids {unknown[:5]}")
         return [chat.hit(chat.row_of[lid], 0.0, sources=["lookup"]) for lid in local_ids]
 
-    def search_blocks(self, chat_file: str, query: str, k: int = 8) -> list[BlockHit]:
+    def search_blocks(self, chat_file: str, query: str, k: int = 8, *, variant: str | None = None) -> list[BlockHit]:
         """The ``k`` best L1 blocks of ``chat_file`` for ``query`` (block_search.py), each with
-        every message it holds, scored by its hybrid score; [] for a chat without blocks."""
+        every message it holds; [] for a chat without blocks. A message scores by its rank in the
+        ``variant`` search (default: the default variant; the candidate pool, then the other
+        messages in hybrid order) as (rrf_k + 1) / (rrf_k + rank): 1 for the best, 0 for a message
+        no list found."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         chat = self.chat(chat_file)
         if not chat.block_names:
             return []
-        _, info, search_query = self._parse(chat, query)
+        query, info, search_query = self._parse(chat, query)
         scores = QueryScores.batch(chat, [search_query], list(self.embedder.encode([search_query])))[0]
+        pool = self.pool_size
+        ranked = self._search_one(chat, query, info, scores, pool, variant=variant or self.default_variant, pool=pool,
+                                  need_fresh=False, reranker=None, timings={"parse": 0.0, "encode": 0.0}).hits
+        pool_rows = np.array([chat.row_of[h.local_id] for h in ranked], dtype=np.int64)
         fused, _, _ = self._first_stage(chat, "hybrid", info, scores)
-        message_scores = fused.scores
+        rows = np.concatenate([pool_rows, fused.order[~np.isin(fused.order, pool_rows)]])
+        message_scores = np.zeros(chat.size)
+        message_scores[rows] = (self.rrf_k + 1) / (self.rrf_k + 1 + np.arange(rows.size))
         order, block_scores, lists = block_search.rank_blocks(
             message_scores, chat.block_of, chat.block_bm25.scores(search_query),
             dense.cosine_scores(chat.block_vectors, scores.qvec), self.rrf_k)
-        best = float(message_scores.max()) or 1.0
         ranked_by = {name: set(blocks[:k].tolist()) for name, blocks in lists.items()}
         out = []
         for b, score in zip(order[:k].tolist(), block_scores[:k].tolist()):
@@ -621,7 +629,7 @@ class Retriever:
             out.append(BlockHit(
                 block_id=chat.block_names[b], score=score,
                 thread_id=chat.thread_names[thread] if thread >= 0 else None,
-                members=[chat.hit(r, float(message_scores[r]) / best, sources=["blocks"]) for r in sorted(chat.block_rows[b])],
+                members=[chat.hit(r, float(message_scores[r]), sources=["blocks"]) for r in sorted(chat.block_rows[b])],
                 sources=[name for name, top in ranked_by.items() if b in top]))
         return out
 

@@ -195,9 +195,10 @@ def test_block_search_returns_whole_blocks_with_their_thread_and_member_scores(r
     assert [h.local_id for h in first.members] == retriever.block_ids(CHAT, first.block_id) == ["D1:3", "D1:4", "D1:5"]
     assert first.members[2].text == "Biscuit is a golden retriever." and first.members[2].block_id == first.block_id
     assert first.thread_id == f"{CHAT}/T0" and found[1].thread_id == f"{CHAT}/T0"
-    assert max(h.score for b in found for h in b.members) == 1.0  # relative to the chat's best message
+    assert max(h.score for b in found for h in b.members) == 1.0  # the search's best message
     assert set(first.sources) == {"block_bm25", "block_vector", "best_message", "top3_messages"}
-    assert len(retriever.search_blocks(CHAT, "pottery", k=1)) == 1
+    assert [b.block_id for b in retriever.search_blocks(CHAT, "pottery", k=1)] == [f"{CHAT}/S2/B4"]
+    assert [b.block_id for b in retriever.search_blocks(CHAT, "pottery", k=1, variant="hybrid")] == [f"{CHAT}/S2/B4"]
     with pytest.raises(ValueError, match="k must be >= 1"):
         retriever.search_blocks(CHAT, "pottery", k=0)
 
