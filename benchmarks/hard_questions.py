@@ -1,8 +1,8 @@
 """Hard questions (issue #15), leave-one-chat-out on the TRAIN chats: for each held-out chat and
 each category, the retriever's recall@10 and the agent's recall@10 / exact recall / precision,
 beside the agent of an earlier commit (default e4d709d, the issue's "today"), in the same run, on
-the same index and with the same held-out fusion models (each chat ranked by weights fitted on
-the other six).
+the same index, with held-out fusion models fitted the same way (each chat ranked by weights
+fitted on the other six; the earlier commit's on the features it knows).
 
     .venv/bin/python benchmarks/hard_questions.py [--profile balanced] [--baseline e4d709d] [--cache DIR]
 """
@@ -37,6 +37,11 @@ for job in folds:
         a = ask(retriever, job["chat_file"], question, profile)
         print(json.dumps({"question_id": question_id, "ranked": a.ranked_ids, "selected": a.selected_ids}))
 """
+BASELINE_FEATURES = """
+import json
+from narrative_mirror.retrieval.learned_fusion import FEATURES
+print(json.dumps({"features": list(FEATURES)}))
+"""
 MEASURES = ("retriever_r10", "base_r10", "base_exact", "base_precision", "r10", "exact", "precision")
 
 
@@ -59,13 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     from narrative_mirror.index_store import IndexStore
     from narrative_mirror.metrics.per_question import question_metrics
     from narrative_mirror.retrieval.engine import Retriever
+    from narrative_mirror.retrieval.learned_fusion import FEATURES
 
     embedder = Embedder()
     store_dir = Path(tempfile.mkdtemp(prefix="nm_hard_")) / "lancedb"
     store = IndexStore(str(store_dir))
     chats = load_train(args.data or DEFAULT_DATA, embedder, store, args.cache)
     base_config = settings.load_config("retrieval")
-    models = TrainingPools.collect(Retriever(store, embedder, base_config), chats).leave_one_chat_out(args.l2)
+    pools = TrainingPools.collect(Retriever(store, embedder, base_config), chats)
+    models = pools.leave_one_chat_out(args.l2)
     folds = [{"chat_file": chat.chat_file, "learned": model.to_config(),
               "questions": chat.questions.select("question_id", "question").rows()} for chat, model in zip(chats, models)]
 
@@ -85,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
                          "gold_ids": q["gold_ids"], "positions": positions})
     frame = pl.DataFrame([{k: v for k, v in r.items() if k != "positions"} for r in rows])
     if args.baseline:
+        # The baseline's held-out models are fitted the same way, on the features it knows.
+        known = run_at_commit(args.baseline, BASELINE_FEATURES, [])[0]["features"]
+        base_models = pools.leave_one_chat_out(args.l2, features=[f for f in FEATURES if f in known])
         folds_file = store_dir.parent / "folds.json"
-        folds_file.write_text(json.dumps(folds))
+        folds_file.write_text(json.dumps([fold | {"learned": model.to_config()} for fold, model in zip(folds, base_models)]))
         old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT,
                                                           [str(store_dir), args.profile, str(folds_file)])}
         base = [question_metrics(old[r["question_id"]]["ranked"], old[r["question_id"]]["selected"],

@@ -55,17 +55,19 @@ class TrainingPools:
             data.chat_of += [number] * chat.questions.height
         return data
 
-    def fit(self, l2: float, without_chat: int | None = None) -> LearnedFusion:
-        """The listwise model on every question, or on those of all chats but ``without_chat``."""
-        x = np.concatenate([features for _, features in self.pools])
+    def fit(self, l2: float, without_chat: int | None = None, features: Sequence[str] = tuple(FEATURES)) -> LearnedFusion:
+        """The listwise model on every question, or on those of all chats but ``without_chat``;
+        over ``features`` (default all, e.g. fewer for an earlier version that knows fewer)."""
+        columns = [list(FEATURES).index(name) for name in features]
+        x = np.concatenate([values[:, columns] for _, values in self.pools])
         labels = np.concatenate([[lid in set(gold) for lid in ids] for (ids, _), gold in zip(self.pools, self.golds)])
         question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(self.pools)])
         keep = np.array(self.chat_of)[question] != without_chat
-        return fit_listwise(x[keep], labels[keep].astype(float), question[keep], list(FEATURES), l2=l2)
+        return fit_listwise(x[keep], labels[keep].astype(float), question[keep], list(features), l2=l2)
 
-    def leave_one_chat_out(self, l2: float) -> list[LearnedFusion]:
+    def leave_one_chat_out(self, l2: float, features: Sequence[str] = tuple(FEATURES)) -> list[LearnedFusion]:
         """One model per chat, fitted on the other chats' questions (chat order)."""
-        return [self.fit(l2, without_chat=number) for number in sorted(set(self.chat_of))]
+        return [self.fit(l2, without_chat=number, features=features) for number in sorted(set(self.chat_of))]
 
 
 def toml_section(model: LearnedFusion, note: str, inputs: str) -> str:

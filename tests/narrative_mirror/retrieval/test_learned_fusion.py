@@ -1,5 +1,9 @@
 """Learned fusion: the listwise loss against hand values and finite differences, fitting on a
-toy problem with a known answer, config validation, and the neighbour feature."""
+toy problem with a known answer, config validation, the neighbour feature, and the benchmarks'
+held-out fitting (train_fusion.TrainingPools)."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,6 +11,7 @@ from scipy.optimize import check_grad
 
 from narrative_mirror import settings
 from narrative_mirror.retrieval.learned_fusion import (
+    FEATURES,
     LearnedFusion,
     fit_listwise,
     inputs_fingerprint,
@@ -98,3 +103,25 @@ def test_the_fingerprint_changes_with_the_hybrid_lists():
     changed = {**config, "hybrid": {**config["hybrid"], "w_bm25": config["hybrid"].get("w_bm25", 1.0) + 0.5}}
     assert inputs_fingerprint(changed) != inputs_fingerprint(config)
     assert inputs_fingerprint({**config, "cache": {"max_mb": 1}}) == inputs_fingerprint(config)
+
+
+def test_training_pools_fit_held_out_and_on_a_subset_of_features():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from train_fusion import TrainingPools
+
+    # 3 chats x 10 questions of 5 candidates; the gold (first candidate) has speaker_named 1.
+    rng = np.random.default_rng(2)
+    names = list(FEATURES)
+    pools, golds = [], []
+    for q in range(30):
+        x = rng.normal(size=(5, len(names)))
+        x[:, names.index("speaker_named")] = [1, 0, 0, 0, 0]
+        pools.append(([f"q{q}:{i}" for i in range(5)], x))
+        golds.append([f"q{q}:0"])
+    data = TrainingPools(pools, golds, [1] * 30, [q // 10 for q in range(30)])
+    held_out = data.leave_one_chat_out(1e-3)
+    assert len(held_out) == 3 and all(m.features == tuple(names) for m in held_out)
+    subset = ["cosine", "speaker_named"]
+    model = data.fit(1e-3, without_chat=0, features=subset)
+    assert model.features == tuple(subset) and model.weights.shape == (2,) and model.weights[1] > 0
+    assert data.leave_one_chat_out(1e-3, features=subset)[0].weights.tolist() == model.weights.tolist()
