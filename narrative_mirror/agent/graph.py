@@ -220,6 +220,13 @@ class Run:
             self.searches.append(SearchTrace(query=query, kind=kind, found=[h.local_id for h in result.hits]))
         return results
 
+    def search_blocks(self) -> list[Any]:
+        """One call: the chat's best blocks for the question (the profile's fetches), each whole."""
+        self.calls += 1
+        found = self.retriever.search_blocks(self.chat_file, self.question, k=self.profile.max_evidence_fetches)
+        self.searches.append(SearchTrace(query=self.question, kind="blocks", found=[b.block_id for b in found]))
+        return found
+
     def ask_llm(self, node: str, call: Callable[[], T], final: bool = False) -> T | None:
         """One LLM call within budget; None (and the run degraded) when it fails."""
         if not self.llm_active or not self.can_call(final=final):
@@ -419,10 +426,7 @@ def retriever(state: AgentState, run: Run) -> dict:
         new += run.add_result(result)
     if round_no == 1 and run.task == "ask" and run.route == "global" and run.pool and run.can_call():
         # A story question: the blocks that tell it, beside the messages that match it best.
-        run.calls += 1
-        found = run.retriever.search_blocks(run.chat_file, run.question, k=run.profile.max_evidence_fetches)
-        run.searches.append(SearchTrace(query=run.question, kind="blocks", found=[b.block_id for b in found]))
-        new += run.add_span(found)
+        new += run.add_span(run.search_blocks())
     run.step(f"retriever: round {round_no}: {len(results)} searches, {new} new candidates, pool {len(run.pool)}")
     return {"round": round_no}
 
@@ -682,9 +686,7 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     found = []
     # One call: the block search returns each block with all its messages.
     if run.calls + 1 + llm_reserve <= run.profile.max_calls:
-        run.calls += 1
-        found = run.retriever.search_blocks(run.chat_file, run.question, k=run.profile.max_evidence_fetches)
-        run.searches.append(SearchTrace(query=run.question, kind="blocks", found=[b.block_id for b in found]))
+        found = run.search_blocks()
         run.fetches += len(found)
     for block in found:
         # As in ask(): a message that addresses an AI is never evidence.
