@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -68,14 +69,21 @@ def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -
         store.replace_partition(table, chat_file, rows)
 
 
-def run_at_commit(commit: str, script: str, args: list[str]) -> list[dict]:
-    """Run ``script`` (Python source) in ``commit``'s own ``narrative_mirror`` tree with ``args``;
-    the JSON objects it prints, one per line. Lets a benchmark measure an earlier version beside
-    today's, in the same run, on the same index."""
+@functools.cache
+def commit_tree(commit: str) -> Path:
+    """``commit``'s ``narrative_mirror`` tree, extracted once per process."""
     tree = Path(tempfile.mkdtemp(prefix=f"nm_{commit}_"))
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(tree, filter="data")
+    return tree
+
+
+def run_at_commit(commit: str, script: str, args: list[str]) -> list[dict]:
+    """Run ``script`` (Python source) in ``commit``'s own ``narrative_mirror`` tree with ``args``;
+    the JSON objects it prints, one per line. Lets a benchmark measure an earlier version beside
+    today's, in the same run, on the same index."""
+    tree = commit_tree(commit)
     proc = subprocess.run([sys.executable, "-c", script, *args], cwd=tree,
                           env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True)

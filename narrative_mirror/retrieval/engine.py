@@ -611,11 +611,13 @@ class Retriever:
             return []
         query, info, search_query = self._parse(chat, query)
         scores = QueryScores.batch(chat, [search_query], list(self.embedder.encode([search_query])))[0]
-        pool = self.pool_size
-        ranked = self._search_one(chat, query, info, scores, pool, variant=variant or self.default_variant, pool=pool,
-                                  need_fresh=False, reranker=None, timings={"parse": 0.0, "encode": 0.0}).hits
+        pool, variant = self.pool_size, variant or self.default_variant
+        hybrid = self._first_stage(chat, "hybrid", info, scores)  # the same for every hybrid variant
+        ranked = self._search_one(chat, query, info, scores, pool, variant=variant, pool=pool, need_fresh=False,
+                                  reranker=None, timings={"parse": 0.0, "encode": 0.0},
+                                  first_stage=None if variant in ("bm25", "dense") else hybrid).hits
         pool_rows = np.array([chat.row_of[h.local_id] for h in ranked], dtype=np.int64)
-        fused, _, _ = self._first_stage(chat, "hybrid", info, scores)
+        fused = hybrid[0]
         rows = np.concatenate([pool_rows, fused.order[~np.isin(fused.order, pool_rows)]])
         message_scores = np.zeros(chat.size)
         message_scores[rows] = (self.rrf_k + 1) / (self.rrf_k + 1 + np.arange(rows.size))
@@ -853,12 +855,13 @@ class Retriever:
 
     def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, scores: QueryScores,
                     k: int, *, variant: str, pool: int, need_fresh: bool, reranker: Reranker | None,
-                    timings: dict[str, float]) -> SearchResult:
-        """``search`` of ``query``, whose search text (``_parse``) and vector are those of ``scores``."""
+                    timings: dict[str, float], first_stage: tuple | None = None) -> SearchResult:
+        """``search`` of ``query``, whose search text (``_parse``) and vector are those of ``scores``;
+        ``first_stage``: ``_first_stage``'s result for this variant, when the caller has it."""
         search_query, qvec = scores.query, scores.qvec
         t0 = time.perf_counter()
         t = time.perf_counter()
-        ranked, found, lists = self._first_stage(chat, variant, info, scores)
+        ranked, found, lists = first_stage or self._first_stage(chat, variant, info, scores)
         extra: dict[str, object] = {}
         if variant == "dual_path":
             tree_cfg = _option(self.config, "tree")

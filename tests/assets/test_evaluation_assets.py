@@ -1,6 +1,5 @@
 """Evaluation assets on a real Dagster instance, real LanceDB and the real embedder (demo chats)."""
 
-import json
 import re
 from datetime import datetime
 
