@@ -1,8 +1,9 @@
 """Hard questions (issue #15), leave-one-chat-out on the TRAIN chats: for each held-out chat and
 each category, the retriever's recall@10 and the agent's recall@10 / exact recall / precision,
-beside the agent of an earlier commit (default e4d709d, the issue's "today"), in the same run, on
-the same index, with held-out fusion models fitted the same way (each chat ranked by weights
-fitted on the other six; the earlier commit's on the features it knows).
+and the ARC cases' global recall / phase coverage, beside the agent of an earlier commit (default
+e4d709d, the issue's "today"), in the same run, on the same index, with held-out fusion models
+fitted the same way (each chat ranked by weights fitted on the other six; the earlier commit's
+on the features it knows).
 
     .venv/bin/python benchmarks/hard_questions.py [--profile balanced] [--baseline e4d709d] [--cache DIR]
 """
@@ -25,7 +26,7 @@ from narrative_mirror import settings
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.query import ask
+from narrative_mirror.query import arc, ask
 from narrative_mirror.retrieval.engine import Retriever
 store, profile, folds = IndexStore(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
 embedder = Embedder()
@@ -36,6 +37,8 @@ for job in folds:
     for question_id, question in job["questions"]:
         a = ask(retriever, job["chat_file"], question, profile)
         print(json.dumps({"question_id": question_id, "ranked": a.ranked_ids, "selected": a.selected_ids}))
+    for case_id, question in job["arcs"]:
+        print(json.dumps({"case_id": case_id, "phases": [p.evidence for p in arc(retriever, job["chat_file"], question, profile).phases]}))
 """
 BASELINE_FEATURES = """
 import json
@@ -43,11 +46,13 @@ from narrative_mirror.retrieval.learned_fusion import FEATURES
 print(json.dumps({"features": list(FEATURES)}))
 """
 MEASURES = ("retriever_r10", "base_r10", "base_exact", "base_precision", "r10", "exact", "precision")
+ARC_MEASURES = ("base_global_recall", "base_phase_coverage", "global_recall", "phase_coverage")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--arcs", type=Path, default=None, help="ARC cases folder (default: realtalk_arcs beside the data)")
     parser.add_argument("--profile", default="balanced")
     parser.add_argument("--baseline", default="e4d709d", help="commit measured beside ('' = none)")
     parser.add_argument("--cache", type=Path, default=None, help="folder to cache message vectors between runs")
@@ -60,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     from train_fusion import TrainingPools
 
     from narrative_mirror import query, settings
+    from narrative_mirror.arcs import arcs_file_for, load_arc_cases
     from narrative_mirror.embedding import Embedder
     from narrative_mirror.index_store import IndexStore
+    from narrative_mirror.metrics.arc import arc_case_metrics
     from narrative_mirror.metrics.per_question import question_metrics
     from narrative_mirror.retrieval.engine import Retriever
     from narrative_mirror.retrieval.learned_fusion import FEATURES
@@ -73,10 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     base_config = settings.load_config("retrieval")
     pools = TrainingPools.collect(Retriever(store, embedder, base_config), chats)
     models = pools.leave_one_chat_out(args.l2)
+    arcs_dir = args.arcs or (args.data or DEFAULT_DATA).parent / "realtalk_arcs"
+    arc_cases = {chat.chat_file: load_arc_cases(path, chat.messages)
+                 for chat in chats if (path := arcs_file_for(arcs_dir, chat.chat_file))}
     folds = [{"chat_file": chat.chat_file, "learned": model.to_config(),
-              "questions": chat.questions.select("question_id", "question").rows()} for chat, model in zip(chats, models)]
+              "questions": chat.questions.select("question_id", "question").rows(),
+              "arcs": arc_cases[chat.chat_file].select("case_id", "query").rows() if chat.chat_file in arc_cases else []}
+             for chat, model in zip(chats, models)]
 
-    rows = []
+    rows, arc_rows = [], []
     for chat, fold in zip(chats, folds):
         config = copy.deepcopy(base_config)
         config["learned"] = fold["learned"]
@@ -90,26 +102,36 @@ def main(argv: list[str] | None = None) -> int:
                          "retriever_r10": question_metrics(first, [], q["gold_ids"], positions)["recall@10"],
                          "r10": now["recall@10"], "exact": now["exact_recall"], "precision": now["precision"],
                          "gold_ids": q["gold_ids"], "positions": positions})
+        for case in (arc_cases[chat.chat_file].iter_rows(named=True) if chat.chat_file in arc_cases else []):
+            phases = [p.evidence for p in query.arc(retriever, chat.chat_file, case["query"], profile=args.profile).phases]
+            arc_rows.append({"case_id": case["case_id"], "chat": chat.chat_file, "gold": case["phase_evidence"],
+                             **arc_case_metrics(case["phase_evidence"], phases)})
     frame = pl.DataFrame([{k: v for k, v in r.items() if k != "positions"} for r in rows])
+    arc_frame = pl.DataFrame([{k: v for k, v in r.items() if k != "gold"} for r in arc_rows])
     if args.baseline:
         # The baseline's held-out models are fitted the same way, on the features it knows.
         known = run_at_commit(args.baseline, BASELINE_FEATURES, [])[0]["features"]
         base_models = pools.leave_one_chat_out(args.l2, features=[f for f in FEATURES if f in known])
         folds_file = store_dir.parent / "folds.json"
         folds_file.write_text(json.dumps([fold | {"learned": model.to_config()} for fold, model in zip(folds, base_models)]))
-        old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT,
-                                                          [str(store_dir), args.profile, str(folds_file)])}
+        printed = run_at_commit(args.baseline, BASELINE_SCRIPT, [str(store_dir), args.profile, str(folds_file)])
+        old = {r["question_id"]: r for r in printed if "question_id" in r}
+        old_arcs = {r["case_id"]: r["phases"] for r in printed if "case_id" in r}
         base = [question_metrics(old[r["question_id"]]["ranked"], old[r["question_id"]]["selected"],
                                  r["gold_ids"], r["positions"]) for r in rows]
         frame = frame.with_columns(base_r10=pl.Series([m["recall@10"] for m in base]),
                                    base_exact=pl.Series([m["exact_recall"] for m in base]),
                                    base_precision=pl.Series([m["precision"] for m in base]))
-    measures = [m for m in MEASURES if m in frame.columns]
+        if arc_rows:
+            base_arc = [arc_case_metrics(r["gold"], old_arcs[r["case_id"]]) for r in arc_rows]
+            arc_frame = arc_frame.with_columns(**{f"base_{k}": pl.Series([m[k] for m in base_arc], dtype=pl.Float64)
+                                                  for k in ("global_recall", "phase_coverage")})
 
-    def table(by: str) -> pl.DataFrame:
-        parts = [frame.group_by(by).agg(pl.len().alias("questions"), *[pl.col(m).mean().round(3) for m in measures])
+    def table(data: pl.DataFrame, by: str, unit: str, known: tuple[str, ...]) -> pl.DataFrame:
+        measures = [m for m in known if m in data.columns]
+        parts = [data.group_by(by).agg(pl.len().alias(unit), *[pl.col(m).mean().round(3) for m in measures])
                  .sort(by).with_columns(pl.col(by).cast(pl.String)),
-                 frame.select(pl.lit("all").alias(by), pl.len().alias("questions"), *[pl.col(m).mean().round(3) for m in measures])]
+                 data.select(pl.lit("all").alias(by), pl.len().alias(unit), *[pl.col(m).mean().round(3) for m in measures])]
         return pl.concat(parts)
 
     pl.Config.set_tbl_rows(20)
@@ -117,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     pl.Config.set_tbl_hide_dataframe_shape(True)
     pl.Config.set_tbl_width_chars(200)
     print(f"leave-one-chat-out, agent {args.profile!r}, offline; base_* = {args.baseline or '(none)'} in the same run")
-    print(table("category"))
-    print(table("chat"))
+    print(table(frame, "category", "questions", MEASURES))
+    print(table(frame, "chat", "questions", MEASURES))
+    if arc_rows:
+        print(table(arc_frame, "chat", "cases", ARC_MEASURES))
     return 0
 
 

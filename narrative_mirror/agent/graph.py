@@ -220,10 +220,10 @@ class Run:
             self.searches.append(SearchTrace(query=query, kind=kind, found=[h.local_id for h in result.hits]))
         return results
 
-    def search_blocks(self) -> list[Any]:
-        """One call: the chat's best blocks for the question (the profile's fetches), each whole."""
+    def search_blocks(self, k: int) -> list[Any]:
+        """One call: the chat's ``k`` best blocks for the question, each whole."""
         self.calls += 1
-        found = self.retriever.search_blocks(self.chat_file, self.question, k=self.profile.max_evidence_fetches)
+        found = self.retriever.search_blocks(self.chat_file, self.question, k=k)
         self.searches.append(SearchTrace(query=self.question, kind="blocks", found=[b.block_id for b in found]))
         return found
 
@@ -426,7 +426,7 @@ def retriever(state: AgentState, run: Run) -> dict:
         new += run.add_result(result)
     if round_no == 1 and run.task == "ask" and run.route == "global" and run.pool and run.can_call():
         # A story question: the blocks that tell it, beside the messages that match it best.
-        new += run.add_span(run.search_blocks())
+        new += run.add_span(run.search_blocks(run.profile.max_evidence_fetches))
     run.step(f"retriever: round {round_no}: {len(results)} searches, {new} new candidates, pool {len(run.pool)}")
     return {"round": round_no}
 
@@ -686,7 +686,7 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     found = []
     # One call: the block search returns each block with all its messages.
     if run.calls + 1 + llm_reserve <= run.profile.max_calls:
-        found = run.search_blocks()
+        found = run.search_blocks(run.profile.arc_blocks)
         run.fetches += len(found)
     for block in found:
         # As in ask(): a message that addresses an AI is never evidence.
@@ -697,7 +697,7 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
             blocks.append(narrative.Block(block.block_id, members))
     if not found and run.pool:
         # No block layer: each hit of the selection is its own one-message block.
-        for item in run.select(run.profile.max_evidence_fetches):
+        for item in run.select(run.profile.arc_blocks):
             h = item.hit
             blocks.append(narrative.Block(h.local_id, [narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)]))
             scores[h.local_id] = item.grade

@@ -34,7 +34,8 @@ PHASE_GAP = timedelta(hours=12)
 # The best-scored messages a story keeps (before each block's best is added). On the 42 TRAIN arc
 # cases (balanced, offline, learned fusion fitted without the case's chat; 8 blocks from the block
 # search) global recall / phase coverage / ids a story: 30 -> .688 / .838 / 31.8, 40 -> .711 / .838
-# / 39.1, 50 -> .721 / .843 / 45.9; the earlier pull of the hit blocks: .613 / .754 / 31.4.
+# / 39.1, 50 -> .721 / .843 / 45.9; the earlier pull of the hit blocks: .613 / .754 / 31.4. With
+# 12 blocks (profiles.py) 40 ids give .721 / .869 / 40.2.
 STORY_IDS = 40
 PREVIEW = 4  # messages per block shown to the LLM beside the full id list
 

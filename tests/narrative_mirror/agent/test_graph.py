@@ -146,25 +146,26 @@ def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retrie
     ids = [i for phase in result.phases for i in phase.evidence]
     assert len(ids) == len(set(ids)) and result.selected_ids == ids
     assert sorted(r.id for r in result.trace.final) == sorted(ids)
-    assert result.fetches <= p.max_evidence_fetches and result.calls <= p.max_calls
+    assert result.fetches <= p.arc_blocks and result.calls <= p.max_calls
     # The story's three garden sessions are all told.
     days = {i.split(":")[0] for i in ids}
     assert {"D1", "D8", "D20"} <= days
 
 
 def test_arc_picks_from_the_full_id_set_of_the_blocks_its_block_search_found(retriever, chat_file):
-    # Two message hits only: the story comes from the blocks the block search found, whole.
-    narrow = Profile("narrow", 1, 2, 4, 10, 0, 0.0, 0)
+    # Two message hits only: the story comes from the blocks the block search found, whole; it
+    # pulls the profile's story blocks (3), not its evidence fetches (4).
+    narrow = Profile("narrow", 1, 2, 4, 10, 0, 0.0, 0, story_blocks=3)
     result = arc(retriever, chat_file, GARDEN_STORY, profile=narrow)
     hit_ids = {r.id for r in result.trace.reranked}
     assert len(hit_ids) == 2
     assert [s.kind for s in result.trace.searches] == ["question", "blocks"]
     blocks = result.trace.searches[1].found
-    assert blocks == [b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=4)]
+    assert len(blocks) == 3 and blocks == [b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=3)]
     members = {i for b in blocks for i in retriever.block_ids(chat_file, b)}
     ids = result.selected_ids
     assert set(ids) <= members and len(set(ids) - hit_ids) >= 1
-    assert result.fetches == len(blocks) <= narrow.max_evidence_fetches
+    assert result.fetches == len(blocks)
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
 
 
