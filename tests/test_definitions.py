@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

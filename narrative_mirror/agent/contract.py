@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal["direct", "multi_hop", "global", "oneshot"]
-StopReason = Literal["coverage_met", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"]
+StopReason = Literal["coverage_met", "story_found", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"]
 
 
 class EvidenceItem(BaseModel):

@@ -114,7 +114,7 @@ class PoolItem:
 APPENDED = ("steps", "searches", "candidate_lists", "degraded_reasons")
 COUNTED = ("calls", "llm_calls", "fetches")
 REPLACED = ("chat_file", "question", "task", "route", "facets", "pool", "pending", "seen_evidence", "top_score",
-            "persons", "span", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
+            "persons", "span", "story", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
             "evidence", "draft")
 
 
@@ -143,6 +143,7 @@ class Run:
     top_score: float | None = None
     persons: list[str] = field(default_factory=list)
     span: list[str] = field(default_factory=list)  # global route: the best message of each block found, best block first
+    story: list[Any] = field(default_factory=list)  # arc mode: the blocks found (BlockHit, each whole), best first
     steps: list[str] = field(default_factory=list)
     degraded_reasons: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -190,10 +191,11 @@ class Run:
 
     @property
     def reserve(self) -> int:
-        """Calls kept for the final steps: the evidence pull (in arc mode: the block search, which
-        returns the blocks' messages) and the LLM's (the generator and its verifier; the segmenter
-        in arc mode)."""
-        return 1 + ((2 if self.task == "ask" else 1) if self.llm_active else 0)
+        """Calls kept for the final steps: for an answer, the evidence pull and the LLM's generator
+        and verifier; for a story (whose blocks come first, or never), the LLM's segmenter."""
+        if self.task == "arc":
+            return 1 if self.llm_active else 0
+        return 1 + (2 if self.llm_active else 0)
 
     def can_call(self, final: bool = False) -> bool:
         ok = self.calls + 1 + (0 if final else self.reserve) <= self.profile.max_calls
@@ -290,7 +292,11 @@ class Run:
 
     def ranking_scores(self) -> dict[str, float]:
         """The ranked pool's scores: relative retriever scores, never above an earlier item's
-        (a variant's hit can score above a late hit of the question yet ranks after it)."""
+        (a variant's hit can score above a late hit of the question yet ranks after it). In arc
+        mode with a story: its blocks' messages by the block search's message scores."""
+        if self.story:
+            members = sorted((h for block in self.story for h in block.members), key=lambda h: (-h.score, h.position))
+            return {h.local_id: round(h.score, 6) for h in members}
         scores, ceiling = {}, float("inf")
         for item in self.ranked():
             ceiling = min(ceiling, item.relative)
@@ -358,6 +364,7 @@ class AgentState(TypedDict, total=False):
     top_score: float | None
     persons: list[str]
     span: list[str]
+    story: list[Any]
     seen_evidence: set[str]
     coverage: dict[str, float]
     # budgets and what happened
@@ -407,6 +414,8 @@ def retriever(state: AgentState, run: Run) -> dict:
     round_no = state["round"] + 1
     limit = run.profile.rewrite_candidates
     new = 0
+    if round_no == 1 and run.task == "arc" and pull_story(run):
+        return {"round": round_no}
     if round_no == 1:
         # multi_hop searches its sub-questions (each person, each side); a question that does not
         # split, and every other route, its facet variants.
@@ -429,6 +438,19 @@ def retriever(state: AgentState, run: Run) -> dict:
         new += run.add_span(run.search_blocks(run.profile.max_evidence_fetches))
     run.step(f"retriever: round {round_no}: {len(results)} searches, {new} new candidates, pool {len(run.pool)}")
     return {"round": round_no}
+
+
+def pull_story(run: Run) -> bool:
+    """Arc mode: one call, the chat's best blocks for the story, each with all its messages (the
+    block search ranks their messages itself, so no message search is needed). False when the
+    chat has no blocks (the message searches then stand in) or the budget allows no call."""
+    if not run.can_call():
+        return False
+    run.story = run.search_blocks(run.profile.arc_blocks)
+    run.fetches += len(run.story)
+    run.candidate_lists.append(list(run.ranking_scores()))
+    run.step(f"retriever: {len(run.story)} blocks pulled whole, {len(run.candidate_lists[-1])} messages")
+    return bool(run.story)
 
 
 def grade_offline(run: Run) -> None:
@@ -466,7 +488,9 @@ def coverage(state: AgentState, run: Run) -> dict:
     must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= MUST_HAVE_MIN_GRADE)
     top5 = top5_relevance(grades)
     run.coverage = {"top5_relevance": round(top5, 4), "must_have_hits": must}
-    if not run.pool:
+    if run.story:
+        reason = "story_found"
+    elif not run.pool:
         reason = "no_hits"
     elif top5 >= profile.min_top5_relevance and must >= profile.min_must_have_hits:
         reason = "coverage_met"
@@ -638,6 +662,11 @@ def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
     return out
 
 
+def _seen_hits(run: Run) -> list[Any]:
+    """Every message the run saw: its pool and its story's blocks."""
+    return [p.hit for p in run.pool.values()] + [h for block in run.story for h in block.members]
+
+
 def run_info(run: Run, state: AgentState) -> dict:
     ranking = run.ranking_scores()
     return {
@@ -654,7 +683,8 @@ def run_info(run: Run, state: AgentState) -> dict:
         "coverage": run.coverage,
         "degraded": bool(run.degraded_reasons),
         "degraded_reason": "; ".join(run.degraded_reasons) or None,
-        "flagged_ids": sorted((p.hit.local_id for p in run.pool.values() if p.flagged), key=lambda i: run.pool[i].hit.position),
+        "flagged_ids": [h.local_id for h in sorted({h.local_id: h for h in _seen_hits(run) if looks_like_injection(h.text)}.values(),
+                                                   key=lambda h: h.position)],
         "trace": DebugTrace(
             candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)] if run.candidate_lists else [],
             reranked=[RankedId(id=i, score=score) for i, score in ranking.items()],
@@ -679,23 +709,17 @@ def _build_arc(state: AgentState, run: Run) -> None:
 
 
 def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
-    """Search the chat's blocks for the story, pull the best ones whole and segment them into phases."""
-    llm_reserve = 1 if run.llm_active else 0
+    """Segment the story's blocks (or, with no block layer, the best message hits) into phases."""
     blocks: list[narrative.Block] = []
     scores: dict[str, float] = {}
-    found = []
-    # One call: the block search returns each block with all its messages.
-    if run.calls + 1 + llm_reserve <= run.profile.max_calls:
-        found = run.search_blocks(run.profile.arc_blocks)
-        run.fetches += len(found)
-    for block in found:
+    for block in run.story:
         # As in ask(): a message that addresses an AI is never evidence.
         members = [narrative.Member(h.local_id, h.position, h.speaker, h.text, h.timestamp)
                    for h in block.members if not looks_like_injection(h.text)]
         scores.update((h.local_id, h.score) for h in block.members)
         if members:
             blocks.append(narrative.Block(block.block_id, members))
-    if not found and run.pool:
+    if not run.story and run.pool:
         # No block layer: each hit of the selection is its own one-message block.
         for item in run.select(run.profile.arc_blocks):
             h = item.hit
@@ -713,7 +737,7 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     unknowns = [] if phases else ["No part of this chat tells this story."]
     if phases and any(len(p.evidence) < narrative.MIN_IDS for p in phases):
         unknowns.append(f"Fewer than {narrative.MIN_IDS} messages were found for the story")
-    run.step(f"arc: {len(found)} blocks found and pulled; {len(phases)} phases")
+    run.step(f"arc: {len(blocks)} blocks; {len(phases)} phases")
     return phases, unknowns
 
 

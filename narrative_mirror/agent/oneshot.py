@@ -10,7 +10,7 @@ from typing import Any
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.contract import AgentAnswer, EvidenceItem
 from narrative_mirror.agent.grading import FacetMatcher
-from narrative_mirror.agent.graph import Run, arc_phases, grade_offline, run_info
+from narrative_mirror.agent.graph import Run, arc_phases, grade_offline, pull_story, run_info
 from narrative_mirror.agent.planner import plan_offline
 from narrative_mirror.agent.profiles import Profile
 from narrative_mirror.llm import LLMClient
@@ -28,6 +28,7 @@ def run_oneshot(retriever: Any, chat_file: str, question: str, profile: Profile,
     for result in run.search_all([(question, "question")]):
         run.add_result(result)
     grade_offline(run)
+    pull_story(run)
     phases, unknowns = arc_phases(run)
     evidence = [
         EvidenceItem(id=lid, text=run.member_texts[lid], point=f"phase {phase.name!r}")

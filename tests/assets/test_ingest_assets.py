@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dagster as dg
-import pytest
 from chat_factory import small_chat, write_chat
 
 from assets.sources import SOURCES

@@ -152,21 +152,29 @@ def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retrie
     assert {"D1", "D8", "D20"} <= days
 
 
-def test_arc_picks_from_the_full_id_set_of_the_blocks_its_block_search_found(retriever, chat_file):
-    # Two message hits only: the story comes from the blocks the block search found, whole; it
-    # pulls the profile's story blocks (3), not its evidence fetches (4).
+def test_arc_pulls_its_story_blocks_in_one_call_and_picks_from_their_full_id_sets(retriever, chat_file):
+    # The story comes from the blocks the block search found, whole, in one call (no message
+    # search); it pulls the profile's story blocks (3), not its evidence fetches (4).
     narrow = Profile("narrow", 1, 2, 4, 10, 0, 0.0, 0, story_blocks=3)
     result = arc(retriever, chat_file, GARDEN_STORY, profile=narrow)
-    hit_ids = {r.id for r in result.trace.reranked}
-    assert len(hit_ids) == 2
-    assert [s.kind for s in result.trace.searches] == ["question", "blocks"]
-    blocks = result.trace.searches[1].found
+    assert [s.kind for s in result.trace.searches] == ["blocks"]
+    assert (result.calls, result.stop_reason) == (1, "story_found")
+    blocks = result.trace.searches[0].found
     assert len(blocks) == 3 and blocks == [b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=3)]
     members = {i for b in blocks for i in retriever.block_ids(chat_file, b)}
-    ids = result.selected_ids
-    assert set(ids) <= members and len(set(ids) - hit_ids) >= 1
-    assert result.fetches == len(blocks)
+    assert {r.id for r in result.trace.candidates} == members == {r.id for r in result.trace.reranked}
+    assert set(result.selected_ids) <= members and result.fetches == len(blocks)
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
+
+
+def test_arc_without_blocks_tells_the_story_from_message_searches(retriever, chat_file, monkeypatch):
+    monkeypatch.setattr(retriever, "search_blocks", lambda *args, **kwargs: [])  # a chat with no block layer
+    result = arc(retriever, chat_file, GARDEN_STORY, profile="balanced")
+    kinds = [s.kind for s in result.trace.searches]
+    assert kinds[:2] == ["blocks", "question"] and "variant" in kinds
+    assert result.phases and result.stop_reason != "story_found"
+    ids = result.selected_ids
+    assert set(ids) <= {r.id for r in result.trace.reranked} and len(ids) <= PROFILES["balanced"].arc_blocks
 
 
 @pytest.mark.parametrize("profile", ["fast", "balanced"])
