@@ -21,7 +21,8 @@ most ``llm_queue`` waiting). Every ask with an LLM has a total deadline, its pro
 ``deadline_s`` (``deadlines`` overrides), counted from the request's arrival: if the LLM answer
 is not there by then, or the pool is full at arrival, the request returns the offline answer
 (``ask_logged`` with ``llm=None``) marked ``degraded`` with the reason. The offline answer is
-started ``offline_reserve_s`` before the deadline so it is ready in time. Exactly one retrieval
+started ``offline_reserve_s`` before the deadline so it is ready in time; the LLM calls of the
+ask end by the same deadline, so a hung LLM frees its worker when the request gives up on it. Exactly one retrieval
 event is logged per ask: the one of the answer returned (a late LLM answer is dropped).
 
 Access: with a token store (``narrative_mirror.access.load_tokens``) every endpoint needs
@@ -54,7 +55,7 @@ from starlette.exceptions import HTTPException
 
 from narrative_mirror.access import TokenEntry, TokenStore
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
-from narrative_mirror.events import EventLog, RetrievalEvent, approx_tokens
+from narrative_mirror.events import VARIANT_METHODS, EventLog, RetrievalEvent, approx_tokens
 from narrative_mirror.index_store import validate_chat_file
 from narrative_mirror.logged_query import ask_logged
 from narrative_mirror.query import MODES
@@ -456,7 +457,7 @@ class _MemoryApi:
         hits = recorded.result.hits
         event_id = self.event_log.log(RetrievalEvent(
             user_id=params.user_id, session_id=params.session_id, chat_file=chat, query=params.q,
-            returned_ids=[h.local_id for h in hits], method="hybrid",
+            returned_ids=[h.local_id for h in hits], method=VARIANT_METHODS[recorded.params["variant"]],
             counts_per_source=dict(Counter(source for h in hits for source in h.sources)),
             latency_ms=(time.monotonic() - arrival) * 1000, tokens_in_context=approx_tokens([h.text for h in hits]),
         ))
@@ -496,7 +497,7 @@ class _MemoryApi:
         deadline_s = self.deadlines[body.profile]
         ends = arrival + deadline_s
         one = _OneAnswer(self.event_log, arrival)
-        future = self.llm_pool.submit(ask_logged, self.retriever, chat, body.question, body.profile, self.llm,
+        future = self.llm_pool.submit(_ask_by, ends, self.retriever, chat, body.question, body.profile, self.llm,
                                       body.mode, one.llm_log, body.user_id, body.session_id)
         if future is None:
             answer, event_id = await self._offline(body, chat, self.event_log)
@@ -532,6 +533,13 @@ class _MemoryApi:
                 offline.cancel()  # the LLM answered: a speculative offline answer not started yet never starts
             if not llm_answer.done():
                 llm_answer.add_done_callback(_discard)
+
+
+def _ask_by(ends: float, retriever, chat: str, question: str, profile: str, llm: LLMClient, *args: Any) -> tuple[AgentAnswer, str]:
+    """``ask_logged`` whose LLM calls end by ``ends`` (time.monotonic): the request's deadline, not
+    the profile's default, so a hung LLM holds a worker no longer than the request waits for it."""
+    with llm.deadline(max(0.0, ends - time.monotonic())):
+        return ask_logged(retriever, chat, question, profile, llm, *args)
 
 
 def _discard(future: asyncio.Future) -> None:

@@ -194,11 +194,17 @@ class LLMClient:
         with self._lock:
             self.calls += 1
         try:
+            # No time left is the caller's budget, not the LLM's failure: the breaker never hears of it.
+            self._time_left()
             self.breaker.before_call()
+        except LLMError:
+            with self._lock:
+                self.failures += 1
+            raise
+        try:
             text = self._request(system, user, max_tokens, json_mode)
-        except LLMError as exc:
-            if exc.kind != "circuit_open":
-                self.breaker.record(ok=False)
+        except LLMError:
+            self.breaker.record(ok=False)
             with self._lock:
                 self.failures += 1
             raise

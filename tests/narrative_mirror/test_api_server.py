@@ -440,8 +440,11 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
                 while time.monotonic() - storm_started < 0.6:
                     during.append(timed_search(client))
                 results = [future.result() for future in asks]
-            assert pool.waiting == 0 and pool.running == 4  # queued asks withdrawn; 4 calls still hang
-            assert len(server.chat_requests) == 4  # work withdrawn at its deadline never reached the LLM
+            assert pool.waiting == 0  # queued asks withdrawn at their deadlines
+            # The hung calls end at their request's deadline, not at the LLM's 30 s timeout (nor the
+            # profile's 20 s): the workers are free for the next asks at once.
+            wait_until(lambda: pool.running == 0, SLACK_S + 0.5)
+            assert 4 <= len(server.chat_requests) < 14  # asks withdrawn at their deadline never reached the LLM
 
     # Searches never waited on the hung asks (before: 92 s behind 45 asks).
     assert len(during) >= 10
@@ -466,8 +469,7 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
     # One event per request, the one whose id the response carries; nothing logged by the hung work.
     events = event_log.events().filter(event_log.events()["user_id"].str.starts_with("hang"))
     assert sorted(events["event_id"].to_list()) == sorted(r.headers["X-Retrieval-Event-Id"] for _, r in results)
-    wait_until(lambda: pool.running == 0, 10.0)  # the server stopped: the hung calls failed and ended
-    assert event_log.failures == 0  # they did not try to log into the closed log either
+    assert event_log.failures == 0  # the hung work did not try to log into the closed log either
 
 
 @pytest.mark.timeout(60)

@@ -291,6 +291,20 @@ def test_a_slow_stream_is_cut_at_the_deadline():
         assert caught.value.kind in ("timeout", "deadline") and time.monotonic() - started < 2.5
 
 
+def test_calls_with_no_time_left_never_open_the_circuit():
+    breaker = CircuitBreaker(failures_to_open=1, cooldown_s=30)
+    with fault_server("ok_json") as server:
+        client = LLMClient(server.settings(max_retries=0), breaker=breaker)
+        with client.deadline(0.0):
+            for _ in range(3):
+                with pytest.raises(LLMError) as caught:
+                    client.complete("sys", "user")
+                assert caught.value.kind == "deadline"
+        assert not breaker.is_open and server.chat_requests == [] and client.failures == 3
+        assert client.complete("sys", "user")  # the next answer with time left still asks the LLM
+        assert len(server.chat_requests) == 1
+
+
 def test_circuit_opens_after_repeated_failures_and_closes_after_a_good_trial():
     now = [0.0]
     breaker = CircuitBreaker(failures_to_open=2, cooldown_s=30, clock=lambda: now[0])
