@@ -662,9 +662,11 @@ def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
     return out
 
 
-def _seen_hits(run: Run) -> list[Any]:
-    """Every message the run saw: its pool and its story's blocks."""
-    return [p.hit for p in run.pool.values()] + [h for block in run.story for h in block.members]
+def _flagged_ids(run: Run) -> list[str]:
+    """Messages the run saw (its pool, its story's blocks) that address an AI, in file order:
+    kept as data, never evidence."""
+    seen = {p.hit.local_id: p.hit for p in run.pool.values()} | {h.local_id: h for b in run.story for h in b.members}
+    return sorted((i for i, h in seen.items() if looks_like_injection(h.text)), key=lambda i: seen[i].position)
 
 
 def run_info(run: Run, state: AgentState) -> dict:
@@ -683,8 +685,7 @@ def run_info(run: Run, state: AgentState) -> dict:
         "coverage": run.coverage,
         "degraded": bool(run.degraded_reasons),
         "degraded_reason": "; ".join(run.degraded_reasons) or None,
-        "flagged_ids": [h.local_id for h in sorted({h.local_id: h for h in _seen_hits(run) if looks_like_injection(h.text)}.values(),
-                                                   key=lambda h: h.position)],
+        "flagged_ids": _flagged_ids(run),
         "trace": DebugTrace(
             candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)] if run.candidate_lists else [],
             reranked=[RankedId(id=i, score=score) for i, score in ranking.items()],

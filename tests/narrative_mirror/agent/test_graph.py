@@ -167,6 +167,14 @@ def test_arc_pulls_its_story_blocks_in_one_call_and_picks_from_their_full_id_set
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
 
 
+def test_a_story_block_that_addresses_an_ai_is_flagged_never_evidence(retriever, injected_chat_file):
+    story = arc(retriever, injected_chat_file, GARDEN_STORY, profile="balanced")
+    members = {i for b in story.trace.searches[0].found for i in retriever.block_ids(injected_chat_file, b)}
+    assert "X1" in members  # X1 sits in the harvest block, which the story pulls whole
+    assert story.flagged_ids == ["X1"] and "X1" not in story.selected_ids
+    assert any(i.startswith("D20:") for i in story.selected_ids)
+
+
 def test_arc_without_blocks_tells_the_story_from_message_searches(retriever, chat_file, monkeypatch):
     monkeypatch.setattr(retriever, "search_blocks", lambda *args, **kwargs: [])  # a chat with no block layer
     result = arc(retriever, chat_file, GARDEN_STORY, profile="balanced")
