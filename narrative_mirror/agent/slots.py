@@ -175,7 +175,9 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         target = WEEKDAY_NUMBERS[g["weekday"].lower()]
         rel = (g.get("rel") or "").lower()
         ahead = (target - said.weekday()) % 7
-        if rel in ("next", "coming") or (rel in ("", "on", "this") and _future(sentence)):
+        if rel == "next":  # that weekday of next week: said on Monday 3 June, "next Tuesday" is 11 June
+            return fmt_day(said + timedelta(days=7 - said.weekday() + target))
+        if rel == "coming" or (rel in ("", "on", "this") and _future(sentence)):
             return fmt_day(said + timedelta(days=ahead or 7))
         if rel == "this":
             return fmt_day(said + timedelta(days=ahead))

@@ -33,6 +33,16 @@ def test_resolve_date(sentence, resolved):
     assert resolve_date(sentence, FRIDAY) == resolved
 
 
+@pytest.mark.parametrize("sentence, resolved", [
+    ("The operation is confirmed for next Tuesday", "11 June 2024"),  # next week's, not tomorrow
+    ("The operation is this coming Tuesday", "4 June 2024"),
+    ("I'll see him on Tuesday", "4 June 2024"),
+    ("Next Sunday is the regatta", "16 June 2024"),
+])
+def test_next_weekday_is_that_day_of_next_week(sentence, resolved):
+    assert resolve_date(sentence, datetime(2024, 6, 3, 19, 0)) == resolved  # Monday 3 June 2024
+
+
 @dataclass
 class Msg:
     local_id: str
