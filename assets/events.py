@@ -19,7 +19,7 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
     export of training examples (query, returned, cited, not cited) for ranking optimization."""
     from narrative_mirror.events import event_stats, export_training_examples, follow_ups_by_query, read_events
 
-    events = read_events(lancedb.resolved_uri())
+    events = read_events(lancedb.resolved_uri(), storage_options=lancedb.storage_options())
     stats = event_stats(events) if events.height else {"events": 0, "per_method": {}}
     df = pl.DataFrame(
         [{"method": m, **{k: s.get(k) for k in list(STATS_SCHEMA)[1:]}} for m, s in stats["per_method"].items()],

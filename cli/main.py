@@ -286,13 +286,19 @@ def _retriever_for(args):
     return retriever, LLMClient(llm_settings) if llm_settings else None
 
 
-def cmd_ask(args) -> dict:
-    from narrative_mirror import settings
+def _event_log(retriever):
+    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options)."""
     from narrative_mirror.events import EventLog
+
+    store = retriever.store
+    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options)
+
+
+def cmd_ask(args) -> dict:
     from narrative_mirror.logged_query import ask_logged
 
     retriever, llm = _retriever_for(args)
-    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)
+    event_log = _event_log(retriever)
     try:
         answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
                                       "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
@@ -317,7 +323,6 @@ def cmd_serve(args) -> dict:
     from narrative_mirror import settings
     from narrative_mirror.access import load_tokens
     from narrative_mirror.api_server import check_host, create_app, serve
-    from narrative_mirror.events import EventLog
     from narrative_mirror.retrieval.engine import Retriever
 
     tokens = load_tokens(args.tokens) if args.tokens else None
@@ -329,7 +334,7 @@ def cmd_serve(args) -> dict:
         runner.progress(f"skipped: {line}")
     retriever = Retriever(runner.resource("lancedb").get(), runner.resource("embedder").get(),
                           settings.load_config("retrieval"))
-    event_log = EventLog(settings.lancedb_uri(), embedder=retriever.embedder)  # where `ask` logs too
+    event_log = _event_log(retriever)  # where `ask` logs too
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)

@@ -173,9 +173,10 @@ def _sql_time(moment: datetime) -> str:
     return f"timestamp '{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
 
 
-def _connect(uri: str):
+def _connect(uri: str, storage_options: Mapping[str, str] | None = None):
     # Always read the latest version: another process (CLI, Dagster) may append too.
-    return lancedb.connect(uri, read_consistency_interval=timedelta(0))
+    return lancedb.connect(uri, read_consistency_interval=timedelta(0),
+                           storage_options=dict(storage_options) if storage_options else None)
 
 
 def read_events(
@@ -185,11 +186,12 @@ def read_events(
     chat_file: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """The stored events at ``uri``, oldest first (empty if none yet); filters combine with AND.
-    Read-only: for analysis jobs that do not log."""
+    Read-only: for analysis jobs that do not log. ``storage_options``: as for ``EventLog``."""
     try:
-        table = _connect(str(uri)).open_table(TABLE)
+        table = _connect(str(uri), storage_options).open_table(TABLE)
     except ValueError:  # lancedb: "Table '...' was not found"
         return pl.from_arrow(EVENT_SCHEMA.empty_table())
     clauses = []
@@ -235,6 +237,7 @@ class EventLog:
 
     ``retention_days``: ``prune()`` deletes older events (None keeps everything).
     ``embedder``: enables follow-up detection (None: no follow-up detection).
+    ``storage_options``: LanceDB's object-store options for an ``s3://`` uri (as ``IndexStore``).
     """
 
     def __init__(
@@ -247,6 +250,7 @@ class EventLog:
         follow_up_similarity: float = 0.7,
         max_pending: int = 10_000,
         batch_size: int = 256,
+        storage_options: Mapping[str, str] | None = None,
     ):
         if retention_days is not None and (not isinstance(retention_days, int) or retention_days < 1):
             raise ValueError(f"EventLog: retention_days must be None or an int >= 1, got {retention_days!r}")
@@ -255,6 +259,7 @@ class EventLog:
         if not 0.0 < follow_up_similarity < 1.0:
             raise ValueError(f"EventLog: follow_up_similarity must be in (0, 1), got {follow_up_similarity}")
         self.uri = str(uri)
+        self.storage_options = dict(storage_options) if storage_options else None
         self.retention_days = retention_days
         self.embedder = embedder
         self.follow_up_window = follow_up_window
@@ -321,7 +326,8 @@ class EventLog:
         """Stored events (after flushing the queue), oldest first; filters combine with AND."""
         if flush and not self._closed:
             self.flush()
-        return read_events(self.uri, user_id=user_id, chat_file=chat_file, since=since, until=until)
+        return read_events(self.uri, user_id=user_id, chat_file=chat_file, since=since, until=until,
+                           storage_options=self.storage_options)
 
     def prune(self, now: datetime | None = None) -> int:
         """Delete events older than ``retention_days``; returns how many were deleted."""
@@ -359,7 +365,7 @@ class EventLog:
     def _open(self):
         if self._table is None:
             try:
-                self._table = _connect(self.uri).open_table(TABLE)
+                self._table = _connect(self.uri, self.storage_options).open_table(TABLE)
             except ValueError:  # lancedb: "Table '...' was not found"
                 return None
         return self._table
@@ -367,7 +373,7 @@ class EventLog:
     def _open_for_write(self):
         table = self._open()
         if table is None:
-            db = _connect(self.uri)
+            db = _connect(self.uri, self.storage_options)
             try:
                 table = db.create_table(TABLE, schema=EVENT_SCHEMA)
             except ValueError as exc:  # another process created it meanwhile

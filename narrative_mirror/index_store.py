@@ -320,7 +320,8 @@ class IndexStore:
 
     def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
-        self._db = lancedb.connect(self.uri, storage_options=dict(storage_options) if storage_options else None)
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._db = lancedb.connect(self.uri, storage_options=self.storage_options)
 
     def _open(self, table: str):
         if table not in TABLES:

@@ -37,7 +37,9 @@ def test_index_written_to_and_read_from_the_s3_compatible_server(tmp_path, monke
     assert store.messages_for(CHAT).height == built["per_file"][CHAT]["messages"]
     assert store.full_text_search("messages", CHAT, "garden", 5)
 
-    # A question is answered from the object store (and its retrieval event is written there).
+    # A question is answered from the object store (and its retrieval event is written there, with
+    # the index's options: plain http implied by the http:// endpoint, AWS_ALLOW_HTTP unset).
+    env.pop("AWS_ALLOW_HTTP")
     answer = cli(["ask", "--data", str(data), "--chat", CHAT, "What did they plant in the garden?"], env)
     assert answer["evidence"] and all(e["text"] for e in answer["evidence"])
     keys = [o["Key"] for o in s3_client(services).list_objects_v2(Bucket=s3_bucket, Prefix="team/index/")["Contents"]]
