@@ -39,8 +39,9 @@ import nm_services as svc  # noqa: E402
 
 from narrative_mirror import settings  # noqa: E402
 
-MEMORY = ["messages", "gold_qa", "arc_cases", "split", "message_embeddings", "l1_topics", "l15_signals",
-          "l2_threads", "lancedb_index"]
+from cli.main import INGEST, LAYERS  # noqa: E402
+
+MEMORY = INGEST + LAYERS
 TIMEOUT_S = 900
 
 

@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from narrative_mirror.index_store import IndexStore
     from narrative_mirror.metrics.arc import arc_case_metrics
     from narrative_mirror.metrics.per_question import question_metrics
+    from narrative_mirror.metrics.recall_at_k import recall_at_k
     from narrative_mirror.retrieval.engine import Retriever
     from narrative_mirror.retrieval.learned_fusion import FEATURES
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             first = [h.local_id for h in retriever.search(chat.chat_file, q["question"], k=10).hits]
             now = question_metrics(answer.ranked_ids, answer.selected_ids, q["gold_ids"], positions)
             rows.append({"question_id": q["question_id"], "chat": chat.chat_file, "category": q["category"],
-                         "retriever_r10": question_metrics(first, [], q["gold_ids"], positions)["recall@10"],
+                         "retriever_r10": recall_at_k(first, q["gold_ids"], 10),
                          "r10": now["recall@10"], "exact": now["exact_recall"], "precision": now["precision"],
                          "gold_ids": q["gold_ids"], "positions": positions})
         for case in (arc_cases[chat.chat_file].iter_rows(named=True) if chat.chat_file in arc_cases else []):

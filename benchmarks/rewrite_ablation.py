@@ -21,20 +21,22 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
+from narrative_mirror.agent.graph import LEAF_CONTEXT  # noqa: E402
 from narrative_mirror.agent.rewrite import feedback_terms  # noqa: E402
 from narrative_mirror.agent.text import tokens  # noqa: E402
 
 CONTEXTS = ("none", "leaf", "branch", "all")
-LEAF_HITS = 5  # messages of the first flat search (the agent's LEAF_CONTEXT)
 BRANCHES = 2  # blocks of the best leaf hits
 FEEDBACK_TERMS = 4
 
 
-def rewrite_context(retriever, chat_file: str, question: str, source: str) -> list[tuple[str, str]]:
-    """(local id, text) of the context ``source`` for ``question``: see the module doc."""
+def rewrite_context(retriever, chat_file: str, question: str, source: str, leaf=None) -> list[tuple[str, str]]:
+    """(local id, text) of the context ``source`` for ``question``: see the module doc. ``leaf``:
+    the hits of the first flat search, when the caller has them."""
     if source == "none":
         return []
-    leaf = retriever.search(chat_file, question, k=LEAF_HITS).hits
+    if leaf is None:
+        leaf = retriever.search(chat_file, question, k=LEAF_CONTEXT).hits
     out = [(h.local_id, h.text) for h in leaf] if source in ("leaf", "all") else []
     if source in ("branch", "all"):
         blocks = list(dict.fromkeys(h.block_id for h in leaf if h.block_id))[:BRANCHES]
@@ -52,7 +54,10 @@ def rewritten(question: str, context: Sequence[tuple[str, str]]) -> str:
 def ablation(retriever, questions: Sequence[tuple[str, str]], variants: Sequence[str],
              contexts: Sequence[str] = CONTEXTS, depth: int = 20) -> dict[tuple[str, str], list[list[str]]]:
     """(context, variant) -> the ranked ids of every (chat_file, question), in order."""
-    queries = {c: [rewritten(q, rewrite_context(retriever, chat, q, c)) for chat, q in questions] for c in contexts}
+    leaves = [retriever.search(chat, q, k=LEAF_CONTEXT).hits if set(contexts) - {"none"} else None
+              for chat, q in questions]
+    queries = {c: [rewritten(q, rewrite_context(retriever, chat, q, c, leaf)) for (chat, q), leaf in zip(questions, leaves)]
+               for c in contexts}
     return {(c, v): [[h.local_id for h in retriever.search(chat, query, k=depth, variant=v).hits]
                      for (chat, _), query in zip(questions, queries[c])]
             for c in contexts for v in variants}

@@ -208,8 +208,7 @@ def questions_of(data_dir: Path, n: int) -> list[str]:
     return gold_qa_frame(load_chat(Path(data_dir) / f"{SMALL}.json"))["question"].to_list()[:n]
 
 
-def measure(base: str, chats: list[str], questions: list[str], profile: str, rounds: int = 1,
-            server_pid: int | None = None) -> dict:
+def measure(base: str, chats: list[str], questions: list[str], profile: str, rounds: int, server_pid: int) -> dict:
     import httpx
 
     out: dict = {"chats": {}}
@@ -249,16 +248,16 @@ def measure(base: str, chats: list[str], questions: list[str], profile: str, rou
         for _ in range(rounds):
             for question in questions:
                 for chat in chats:
-                    before = cpu_seconds(server_pid) if server_pid else 0.0
+                    before = cpu_seconds(server_pid)
                     asks[chat].append(ask(chat, question))
-                    cpu[chat] += (cpu_seconds(server_pid) - before) if server_pid else 0.0
+                    cpu[chat] += cpu_seconds(server_pid) - before
             for question in questions:
                 for chat in chats:
                     searches[chat].append(search(chat, question))
         for chat in chats:
             out["chats"][chat]["ask"] = latency_stats(asks[chat])
-            if server_pid:  # less sensitive to the machine's other load than wall time
-                out["chats"][chat]["ask"]["server_cpu_ms_mean"] = round(cpu[chat] / len(asks[chat]) * 1000, 1)
+            # Server CPU: less sensitive to the machine's other load than wall time.
+            out["chats"][chat]["ask"]["server_cpu_ms_mean"] = round(cpu[chat] / len(asks[chat]) * 1000, 1)
             out["chats"][chat]["search"] = latency_stats(searches[chat])
         final = stats()
         out["peak_rss_mb"] = round(final["peak_rss_kb"] / 1024, 1)

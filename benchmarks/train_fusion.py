@@ -21,9 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from common import DEFAULT_DATA
 from retrieval_variants import CATEGORIES, ChatData, load_train
@@ -55,19 +57,25 @@ class TrainingPools:
             data.chat_of += [number] * chat.questions.height
         return data
 
+    @cached_property
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(features, gold labels, question index) of every pool row, built once for all fits."""
+        x = np.concatenate([values for _, values in self.pools])
+        labels = np.concatenate([np.isin(ids, gold) for (ids, _), gold in zip(self.pools, self.golds)]).astype(float)
+        question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(self.pools)])
+        return x, labels, question
+
     def fit(self, l2: float, without_chat: int | None = None, features: Sequence[str] = tuple(FEATURES)) -> LearnedFusion:
         """The listwise model on every question, or on those of all chats but ``without_chat``;
         over ``features`` (default all, e.g. fewer for an earlier version that knows fewer)."""
-        columns = [list(FEATURES).index(name) for name in features]
-        x = np.concatenate([values[:, columns] for _, values in self.pools])
-        labels = np.concatenate([[lid in set(gold) for lid in ids] for (ids, _), gold in zip(self.pools, self.golds)])
-        question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(self.pools)])
+        x, labels, question = self.rows
         keep = np.array(self.chat_of)[question] != without_chat
-        return fit_listwise(x[keep], labels[keep].astype(float), question[keep], list(features), l2=l2)
+        columns = [list(FEATURES).index(name) for name in features]
+        return fit_listwise(x[:, columns][keep], labels[keep], question[keep], list(features), l2=l2)
 
     def leave_one_chat_out(self, l2: float, features: Sequence[str] = tuple(FEATURES)) -> list[LearnedFusion]:
         """One model per chat, fitted on the other chats' questions (chat order)."""
-        return [self.fit(l2, without_chat=number, features=features) for number in sorted(set(self.chat_of))]
+        return [self.fit(l2, without_chat=number, features=features) for number in range(max(self.chat_of) + 1)]
 
 
 def toml_section(model: LearnedFusion, note: str, inputs: str) -> str:

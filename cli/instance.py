@@ -57,8 +57,8 @@ PID_TAG = "narrative_mirror/pid"
 HOST_TAG = "narrative_mirror/host"
 
 
-def _instance_yaml(module: str = STORAGE_MODULE) -> str:
-    return INSTANCE_YAML.format(module=module)
+def _instance_yaml() -> str:
+    return INSTANCE_YAML.format(module=STORAGE_MODULE)
 
 
 def _previous_path_yaml(home: Path, module: str) -> str:
@@ -72,7 +72,7 @@ def generated_by_us(text: str) -> bool:
     wherever the home it was written for was then (a copied or moved home keeps the old paths)."""
     text = text.strip()
     modules = [STORAGE_MODULE, *PREVIOUS_STORAGE_MODULES]
-    if text in ("", PREVIOUS_DEFAULT_YAML.strip(), *(_instance_yaml(m).strip() for m in modules)):
+    if text in ("", PREVIOUS_DEFAULT_YAML.strip(), _instance_yaml().strip()):
         return True
     match = _BASE_DIR_RE.search(text)  # the first: the run storage's <home>/dagster/history
     try:

@@ -197,14 +197,12 @@ class LLMClient:
             # No time left is the caller's budget, not the LLM's failure: the breaker never hears of it.
             self._time_left()
             self.breaker.before_call()
+            try:
+                text = self._request(system, user, max_tokens, json_mode)
+            except LLMError:
+                self.breaker.record(ok=False)
+                raise
         except LLMError:
-            with self._lock:
-                self.failures += 1
-            raise
-        try:
-            text = self._request(system, user, max_tokens, json_mode)
-        except LLMError:
-            self.breaker.record(ok=False)
             with self._lock:
                 self.failures += 1
             raise

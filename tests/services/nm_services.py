@@ -112,7 +112,8 @@ def _from_env_file() -> dict[str, str]:
 def find_services() -> Services:
     values = {k: os.environ.get(k, "") for k in SERVICE_VARS}
     if not all(values.values()):
-        values = {k: values[k] or _from_env_file().get(k, "") for k in SERVICE_VARS}
+        from_file = _from_env_file()
+        values = {k: values[k] or from_file.get(k, "") for k in SERVICE_VARS}
     missing = [k for k, v in values.items() if not v]
     if missing:
         pytest.fail(f"servers of the `services` tests are not running ({', '.join(missing)} unknown): "
