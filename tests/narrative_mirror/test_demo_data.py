@@ -47,7 +47,8 @@ def test_demo_chat(chat_file):
     assert any(re.fullmatch(r"D\d+:\d+-D\d+:\d+", r) for r in raw)  # a range
     assert any(";" in r for r in raw)  # a ';' list
     assert any(r.endswith(".") for r in raw)  # a stray dot
-    assert gold["unresolved"].list.len().sum() == 1  # one id of a message that does not exist
+    # Every gold id names a message of the chat: the demo prints no warning about its own data.
+    assert gold["unresolved"].list.len().sum() == 0
 
     arcs = load_arc_cases(arcs_file_for(DEMO_ARCS_DIR, chat_file), m)
     assert 2 <= arcs.height <= 3
