@@ -1,0 +1,104 @@
+"""Discord: DiscordChatExporter JSON, one file per channel or thread:
+``{guild, channel, messages[], messageCount}``.
+
+Facts: ``id`` is a snowflake string (the message id); ``timestamp`` is ISO with an offset;
+``author{id, name, nickname, isBot}`` (the nickname is what the server shows); ``content``;
+``reference.messageId`` names the message a reply answers (``type: Reply``);
+``timestampEdited`` is set on edited messages; ``attachments[{fileName}]`` and ``stickers``.
+Types other than ordinary messages, replies and command results (member joins, pins, calls,
+thread creation, renames) are system messages. For a thread, ``channel.category`` is the parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from narrative_mirror.exports.archive import iter_with_index, load_json_file
+from narrative_mirror.exports.records import (
+    TZ_FROM_FILE,
+    Attachment,
+    Conversation,
+    ExportedMessage,
+    ExportFormatError,
+    conversation_from_messages,
+    conversation_key,
+    json_field,
+    kind_from_name,
+)
+from narrative_mirror.exports.timezones import file_zone_of
+
+FORMAT = "discord"
+MESSAGE_TYPES = frozenset({"Default", "Reply", "ChatInputCommand", "ContextMenuCommand",
+                           "ApplicationCommand", "ThreadStarterMessage"})
+
+
+def read(path: Path) -> Iterator[Conversation]:
+    export = load_json_file(path)
+    if not isinstance(export, dict):
+        raise ExportFormatError(path, "$", "expected an object with guild, channel and messages")
+    channel = json_field(export, "channel", "$", path, dict)
+    guild = export.get("guild") if isinstance(export.get("guild"), dict) else {}
+    channel_id = str(channel.get("id") or "")
+    messages = [
+        _message(item, f"messages[{index}]", path, channel_id)
+        for index, item in iter_with_index(json_field(export, "messages", "$", path, list), str(path), "messages")
+    ]
+    title = " / ".join(str(p) for p in (guild.get("name"), channel.get("category"), channel.get("name")) if p)
+    title = title or path.stem
+    tz = messages[0].tz if messages else "UTC"
+    yield conversation_from_messages(
+        key=conversation_key(FORMAT, channel_id or title), title=title, source_format=FORMAT,
+        source=str(path), messages=messages, tz=tz, tz_source=TZ_FROM_FILE,
+    )
+
+
+def _time(value: str, path: Path, where: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ExportFormatError(path, where, f"bad timestamp {value!r}") from exc
+    if moment.tzinfo is None:
+        raise ExportFormatError(path, where, f"timestamp {value!r} has no offset")
+    return moment
+
+
+def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMessage:
+    if not isinstance(item, dict):
+        raise ExportFormatError(path, where, f"expected a message object, found {type(item).__name__}")
+    native = json_field(item, "id", where, path, (str, int))
+    moment = _time(json_field(item, "timestamp", where, path, str), path, f"{where}.timestamp")
+    author = json_field(item, "author", where, path, dict)
+    name = author.get("nickname") or author.get("name")
+    if not isinstance(name, str):
+        raise ExportFormatError(path, f"{where}.author.name", "missing")
+    content = item.get("content") or ""
+    if not isinstance(content, str):
+        raise ExportFormatError(path, f"{where}.content", f"expected str, found {content!r}")
+    kind = item.get("type", "Default")
+    system = kind not in MESSAGE_TYPES
+    reference = item.get("reference") if isinstance(item.get("reference"), dict) else {}
+    reply_to = reference.get("messageId")
+    same_channel = str(reference.get("channelId") or channel_id) == channel_id
+    if system or not same_channel or reply_to is None:
+        reply_to = None
+    return ExportedMessage(
+        local_id=str(native), author=name, timestamp=moment.astimezone(UTC), tz=file_zone_of(moment),
+        tz_source=TZ_FROM_FILE, text=content, reply_to=str(reply_to) if reply_to is not None else None,
+        attachments=_attachments(item), edited=bool(item.get("timestampEdited")), system=system,
+        bot=bool(author.get("isBot")),
+    )
+
+
+def _attachments(item: dict) -> tuple[Attachment, ...]:
+    found = []
+    for record in item.get("attachments") or []:
+        if isinstance(record, dict):
+            name = str(record.get("fileName") or record.get("url") or "").rsplit("/", 1)[-1]
+            found.append(Attachment(kind_from_name(name), name, None))
+    for record in item.get("stickers") or []:
+        if isinstance(record, dict):
+            found.append(Attachment("sticker", str(record.get("name") or ""), None))
+    return tuple(found)

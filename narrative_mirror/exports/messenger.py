@@ -1,0 +1,155 @@
+"""Messenger / Instagram "Download your information" JSON: ``message_N.json`` files of one
+thread folder, or an ``inbox/`` tree (folder or zip) with one folder per thread.
+
+Facts: no message ids and no replies; ``message_1.json`` holds the newest messages and each
+file lists newest first; ``sender_name``, ``timestamp_ms`` (UTC epoch in ms), ``content``,
+media lists (``photos``, ``videos``, ``audio_files``, ``files``, ``gifs``, ``sticker``,
+``share``); ``type`` ``Subscribe``/``Unsubscribe``/``Call`` are system messages; ``is_unsent``
+messages have no content left and are skipped. Every string is UTF-8 bytes escaped as
+``\\u00XX``: it is repaired with latin-1 -> utf-8 (strings that are not such mojibake stay).
+
+Streaming: a thread's files are read one at a time; each thread is one conversation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from narrative_mirror.exports.archive import ExportTree, base_of, iter_with_index, load_json_file, parent_of
+from narrative_mirror.exports.records import (
+    TZ_FROM_FILE,
+    Attachment,
+    Conversation,
+    ExportedMessage,
+    ExportFormatError,
+    ProgressCallback,
+    StableIds,
+    conversation_from_messages,
+    conversation_key,
+    json_field,
+    kind_from_name,
+)
+from narrative_mirror.exports.timezones import epoch_to_utc
+
+FORMAT = "messenger"
+MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")
+SYSTEM_TYPES = frozenset({"Subscribe", "Unsubscribe", "Call"})
+MEDIA_KINDS = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"),
+               ("gifs", "gif"))
+
+
+def fix_mojibake(value: Any) -> Any:
+    """Undo the export's latin-1 escaping of UTF-8 in every string of ``value``."""
+    if isinstance(value, str):
+        try:
+            return value.encode("latin-1").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            return value
+    if isinstance(value, list):
+        return [fix_mojibake(v) for v in value]
+    if isinstance(value, dict):
+        return {k: fix_mojibake(v) for k, v in value.items()}
+    return value
+
+
+def _file_number(name: str) -> int:
+    match = MESSAGE_FILE.match(base_of(name))
+    return int(match[1]) if match else 1
+
+
+def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
+    if path.is_file() and path.suffix.lower() == ".json":
+        folder = path.parent
+        siblings = sorted(p for p in folder.iterdir() if MESSAGE_FILE.match(p.name))
+        files = siblings if MESSAGE_FILE.match(path.name) else [path]
+        thread = folder.name if MESSAGE_FILE.match(path.name) else path.stem
+        yield _thread(thread, [(str(p), lambda p=p: load_json_file(p)) for p in files], str(folder))
+        if on_progress is not None:
+            on_progress(1, 1, thread)
+        return
+    tree = ExportTree(path)
+    try:
+        threads: dict[str, list[str]] = {}
+        for name in tree.names():
+            if MESSAGE_FILE.match(base_of(name)):
+                threads.setdefault(parent_of(name), []).append(name)
+        if not threads:
+            raise ExportFormatError(path, None, "no message_N.json files: not a Messenger/Instagram export")
+        for done, (folder, names) in enumerate(sorted(threads.items()), start=1):
+            loaders = [(tree.label(n), lambda n=n: tree.load_json(n)) for n in names]
+            yield _thread(base_of(folder) or path.stem, loaders, tree.label(folder))
+            if on_progress is not None:
+                on_progress(done, len(threads), folder)
+    finally:
+        tree.close()
+
+
+def _thread(thread: str, loaders: list, source: str) -> Conversation:
+    """One thread from its files, read oldest file first, each reversed to oldest first."""
+    title = ""
+    participants: list[str] = []
+    raw: list[tuple[int, str, dict]] = []
+    for label, load in sorted(loaders, key=lambda pair: -_file_number(pair[0])):
+        data = fix_mojibake(load())
+        if not isinstance(data, dict):
+            raise ExportFormatError(label, "$", "expected an object with messages")
+        items = list(iter_with_index(json_field(data, "messages", "$", label, list), label, "messages"))
+        raw.extend((index, label, item) for index, item in reversed(items))
+        title = title or str(data.get("title") or "")
+        for record in data.get("participants") or []:
+            if isinstance(record, dict) and isinstance(record.get("name"), str):
+                participants.append(record["name"])
+    ids = StableIds()
+    messages = []
+    for index, label, item in raw:
+        message = _message(item, f"messages[{index}]", label, ids)
+        if message is not None:
+            messages.append(message)
+    messages.sort(key=lambda m: m.timestamp)
+    if not participants:
+        participants = list(dict.fromkeys(m.author for m in messages if not m.system))
+    return conversation_from_messages(
+        key=conversation_key(FORMAT, thread), title=title or ", ".join(participants) or thread,
+        source_format=FORMAT, source=source, messages=messages, tz="UTC", tz_source=TZ_FROM_FILE,
+        participants=dict.fromkeys(participants),
+    )
+
+
+def _message(item: Any, where: str, label: str, ids: StableIds) -> ExportedMessage | None:
+    if not isinstance(item, dict):
+        raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
+    if item.get("is_unsent") and not item.get("content"):
+        return None
+    author = json_field(item, "sender_name", where, label, str)
+    millis = json_field(item, "timestamp_ms", where, label, int)
+    try:
+        utc = epoch_to_utc(millis / 1000)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise ExportFormatError(label, f"{where}.timestamp_ms", f"bad timestamp {millis!r}") from exc
+    text = item.get("content") or ""
+    if not isinstance(text, str):
+        raise ExportFormatError(label, f"{where}.content", f"expected str, found {text!r}")
+    return ExportedMessage(
+        local_id=ids.next_id(author, utc, text), author=author, timestamp=utc, tz="UTC",
+        tz_source=TZ_FROM_FILE, text=text, attachments=_attachments(item),
+        system=item.get("type") in SYSTEM_TYPES,
+    )
+
+
+def _attachments(item: dict) -> tuple[Attachment, ...]:
+    found = []
+    for field_name, kind in MEDIA_KINDS:
+        for record in item.get(field_name) or []:
+            if isinstance(record, dict):
+                name = str(record.get("uri") or "").rsplit("/", 1)[-1]
+                found.append(Attachment(kind if kind != "file" else kind_from_name(name), name, None))
+    sticker = item.get("sticker")
+    if isinstance(sticker, dict):
+        found.append(Attachment("sticker", str(sticker.get("uri") or "").rsplit("/", 1)[-1], None))
+    share = item.get("share")
+    if isinstance(share, dict) and share.get("link"):
+        found.append(Attachment("link", str(share["link"]), share.get("share_text") or None))
+    return tuple(found)

@@ -1,0 +1,180 @@
+"""The record every export reader produces: conversations of messages, with stable ids and keys.
+
+Every format reads into the same two types: :class:`Conversation` (one chat, channel or thread,
+with a partition key that stays the same across re-exports) and :class:`ExportedMessage` (one
+message, UTC time, the zone it came from and how that zone was decided). Bad input raises
+:class:`ExportFormatError` naming the file, the line or JSON path, and what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from narrative_mirror.keys import MAX_KEY_LENGTH, validate_partition_key
+
+FORMATS = ("whatsapp", "telegram", "slack", "discord", "messenger", "signal")
+
+# How a message's zone was decided: carried by the file (offset or epoch), given by the caller
+# (the CLI's --tz), or the machine's zone the caller passed as the default.
+TZ_FROM_FILE = "file"
+TZ_FROM_ARGUMENT = "--tz"
+TZ_FROM_MACHINE = "machine"
+
+ProgressCallback = Callable[[int, "int | None", str], None]
+
+
+class ExportFormatError(ValueError):
+    """An export that cannot be read: names the file, the line or JSON path, and what is wrong."""
+
+    def __init__(self, file: object, where: str | int | None, problem: str):
+        self.file = str(file)
+        self.where = where
+        self.problem = problem
+        if where is None or where == "":
+            located = self.file
+        elif isinstance(where, int):
+            located = f"{self.file}: line {where}"
+        else:
+            located = f"{self.file}: {where}"
+        super().__init__(f"{located}: {problem}")
+
+
+class Attachment(NamedTuple):
+    kind: str  # photo, video, audio, sticker, gif, document, contact, location, link, file, media
+    name: str  # file name (or link); "" when the export only says that something was attached
+    caption: str | None = None
+
+
+@dataclass(frozen=True)
+class ExportedMessage:
+    local_id: str  # native id (Telegram id, Slack ts, Discord id) else a stable content id
+    author: str  # "" for system lines that name nobody
+    timestamp: datetime  # UTC, tz-aware
+    tz: str  # the zone (or fixed offset "UTC+02:00") the time came from
+    tz_source: str  # TZ_FROM_FILE, TZ_FROM_ARGUMENT or TZ_FROM_MACHINE
+    text: str
+    reply_to: str | None = None  # local_id of the message this one answers
+    attachments: tuple[Attachment, ...] = ()
+    edited: bool = False
+    system: bool = False  # joins, calls, group changes: kept in the transcript, out of retrieval
+    bot: bool = False  # written by a bot account (Slack bot_message, Discord isBot)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One chat/channel/thread of an export.
+
+    ``messages()`` returns a fresh iterator each call. Slack conversations read their day files
+    lazily (memory bounded by one day file); the other formats hold their messages as a tuple
+    (one chat file, or one chat of a streamed archive, is in memory at a time).
+    """
+
+    key: str  # partition key: validated by narrative_mirror.keys, stable across re-exports
+    title: str
+    participants: tuple[str, ...]
+    source_format: str
+    tz: str
+    tz_source: str
+    source: str  # the file/folder (and member) it was read from, for messages naming it
+    _read: Callable[[], Iterable[ExportedMessage]] = field(repr=False, compare=False)
+
+    def messages(self) -> Iterator[ExportedMessage]:
+        return iter(self._read())
+
+
+def conversation_from_messages(
+    *, key: str, title: str, source_format: str, source: str, messages: list[ExportedMessage],
+    tz: str, tz_source: str, participants: Iterable[str] | None = None,
+) -> Conversation:
+    """A conversation held in memory; participants default to the non-system authors in order."""
+    frozen = tuple(messages)
+    if participants is None:
+        participants = dict.fromkeys(m.author for m in frozen if m.author and not m.system)
+    return Conversation(
+        key=key, title=title, participants=tuple(participants), source_format=source_format,
+        tz=tz, tz_source=tz_source, source=source, _read=lambda: frozen,
+    )
+
+
+class StableIds:
+    """Content ids for formats without message ids: (author, UTC time, text, occurrence number).
+
+    The occurrence number counts identical (author, time, text) triples from the start of the
+    chat, so a longer re-export (new messages appended) gives every old message the same id.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], int] = {}
+
+    def next_id(self, author: str, timestamp: datetime, text: str) -> str:
+        triple = (author, timestamp.isoformat(), text)
+        occurrence = self._seen.get(triple, 0)
+        self._seen[triple] = occurrence + 1
+        payload = "\x1f".join((*triple, str(occurrence)))
+        return "h" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def conversation_key(source_format: str, name: str) -> str:
+    """Partition key ``<format>_<name>`` that is safe for any name (emoji, spaces, slashes).
+
+    The name is folded to ASCII and unsafe runs become ``_``; when that loses anything (or
+    leaves nothing) a short hash of the exact name is appended, so distinct names stay distinct
+    and the same name always gives the same key.
+    """
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = _UNSAFE.sub("_", folded).strip("_.-")
+    slug = re.sub(r"\.{2,}", ".", slug)
+    suffix = ""
+    if slug != name or not slug:
+        suffix = "-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    room = MAX_KEY_LENGTH - len(source_format) - 1 - len(suffix)
+    slug = slug[:room].rstrip("_.-")
+    return validate_partition_key(f"{source_format}_{slug}{suffix}", source=repr(name))
+
+
+_KIND_BY_EXTENSION = {
+    "photo": ("jpg", "jpeg", "png", "heic", "heif", "webp", "bmp"),
+    "gif": ("gif",),
+    "video": ("mp4", "mov", "3gp", "mkv", "avi", "webm"),
+    "audio": ("opus", "ogg", "mp3", "m4a", "aac", "wav", "amr"),
+    "document": ("pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "txt", "csv", "odt"),
+    "contact": ("vcf",),
+}
+
+
+def kind_from_name(name: str, default: str = "file") -> str:
+    """Attachment kind from a file name's extension (``default`` when unknown)."""
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    for kind, extensions in _KIND_BY_EXTENSION.items():
+        if extension in extensions:
+            return kind
+    return default
+
+
+def json_field(obj: Any, key: str, path: str, file: object, types: type | tuple[type, ...]) -> Any:
+    """``obj[key]`` checked to be of ``types``; a missing or mistyped field names its JSON path."""
+    if not isinstance(obj, dict):
+        raise ExportFormatError(file, path, f"expected an object, found {type(obj).__name__}")
+    if key not in obj or obj[key] is None:
+        raise ExportFormatError(file, f"{path}.{key}", "missing")
+    value = obj[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
+        raise ExportFormatError(file, f"{path}.{key}", f"expected {_type_names(types)}, found {value!r}")
+    return value
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    return " or ".join(t.__name__ for t in _as_tuple(types))

@@ -1,0 +1,153 @@
+"""Signal: signal-export's ``data.json`` (one JSON object per line) or the text layout
+``[YYYY-MM-DD, HH:MM] Name: text``.
+
+Facts: no message ids; ``date`` is local time without a zone; ``sender``, ``body``,
+``attachments`` (listed by file); ``quote`` is the quoted message's text, not an id, so a reply
+link is made only when exactly one earlier message has that text. In the text layout, lines
+without a header continue the previous message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from narrative_mirror.exports.records import (
+    Attachment,
+    Conversation,
+    ExportedMessage,
+    ExportFormatError,
+    StableIds,
+    conversation_from_messages,
+    conversation_key,
+    json_field,
+    kind_from_name,
+)
+from narrative_mirror.exports.timezones import ZoneChoice
+
+FORMAT = "signal"
+TEXT_HEADER = re.compile(r"^\[(?P<date>\d{4}-\d{2}-\d{2}), (?P<time>\d{1,2}:\d{2}(?::\d{2})?)\] (?P<body>.*)$")
+JSON_KEYS = {"date", "sender", "body"}
+_DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
+                 "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d, %H:%M", "%Y-%m-%d, %H:%M:%S")
+_AMBIGUOUS = ""
+
+
+def looks_like_text(first_lines: list[str]) -> bool:
+    return bool(first_lines) and TEXT_HEADER.match(first_lines[0].lstrip("\ufeff")) is not None
+
+
+def looks_like_json_line(first_line: str) -> bool:
+    try:
+        value = json.loads(first_line)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and JSON_KEYS <= value.keys()
+
+
+def chat_title(path: Path) -> str:
+    return path.parent.name if path.name == "data.json" and path.parent.name else path.stem
+
+
+def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExportFormatError(path, None, f"not UTF-8 text ({exc})") from exc
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    rows = _json_rows(text, path) if looks_like_json_line(first) else _text_rows(text, path)
+    title = chat_title(path)
+    zone.require(path)
+    ids = StableIds()
+    by_text: dict[str, str] = {}
+    messages = []
+    for where, local, author, body, quote, attachments in rows:
+        utc = zone.to_utc(local, path)
+        local_id = ids.next_id(author, utc, body)
+        reply_to = by_text.get(quote.strip()) or None if quote else None
+        messages.append(ExportedMessage(
+            local_id=local_id, author=author, timestamp=utc, tz=zone.name, tz_source=zone.source,
+            text=body, reply_to=reply_to, attachments=attachments,
+        ))
+        key = body.strip()
+        by_text[key] = _AMBIGUOUS if key in by_text else local_id
+    yield conversation_from_messages(
+        key=conversation_key(FORMAT, title), title=title, source_format=FORMAT, source=str(path),
+        messages=messages, tz=zone.name, tz_source=zone.source,
+    )
+
+
+Row = tuple[str, datetime, str, str, str | None, tuple[Attachment, ...]]
+
+
+def _parse_date(value: str, path: Path, where: str | int) -> datetime:
+    for pattern in _DATE_FORMATS:
+        try:
+            return datetime.strptime(value, pattern)
+        except ValueError:
+            continue
+    raise ExportFormatError(path, where, f"bad date {value!r}")
+
+
+def _json_rows(text: str, path: Path) -> Iterator[Row]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record: Any = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ExportFormatError(path, number, f"invalid JSON at column {exc.colno}: {exc.msg}") from exc
+        where = f"line {number}"
+        date = json_field(record, "date", where, path, str)
+        sender = json_field(record, "sender", where, path, str)
+        body = record.get("body") or ""
+        if not isinstance(body, str):
+            raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
+        quote = record.get("quote") or None
+        if quote is not None and not isinstance(quote, str):
+            raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")
+        yield (where, _parse_date(date, path, f"{where}.date"), sender, body, quote,
+               _attachments(record.get("attachments") or [], path, where))
+
+
+def _attachments(items: Any, path: Path, where: str) -> tuple[Attachment, ...]:
+    if not isinstance(items, list):
+        raise ExportFormatError(path, f"{where}.attachments", "expected an array")
+    found = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            name = item
+        elif isinstance(item, dict):
+            name = str(item.get("name") or item.get("fileName") or item.get("path") or "")
+        else:
+            raise ExportFormatError(path, f"{where}.attachments[{index}]", f"unexpected {item!r}")
+        name = name.rsplit("/", 1)[-1]
+        found.append(Attachment(kind_from_name(name), name, None))
+    return tuple(found)
+
+
+def _text_rows(text: str, path: Path) -> Iterator[Row]:
+    current: list[Any] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = TEXT_HEADER.match(line.lstrip("\ufeff") if number == 1 else line)
+        if match is None:
+            if current is None:
+                if not line.strip():
+                    continue
+                raise ExportFormatError(path, number, "not a Signal message header ([YYYY-MM-DD, HH:MM] Name: text)")
+            current[3] += "\n" + line
+            continue
+        if current is not None:
+            yield tuple(current)  # type: ignore[misc]
+        author, sep, body = match["body"].partition(": ")
+        if not sep:
+            raise ExportFormatError(path, number, "no 'Name: ' after the date")
+        local = _parse_date(f"{match['date']} {match['time']}", path, number)
+        current = [f"line {number}", local, author, body, None, ()]
+    if current is None:
+        raise ExportFormatError(path, None, "no Signal messages found")
+    yield tuple(current)  # type: ignore[misc]

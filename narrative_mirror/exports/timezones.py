@@ -1,0 +1,85 @@
+"""Local export times to UTC: which zone applies, how it was decided, and the DST rule.
+
+Formats that write local times without a zone (WhatsApp, Signal, old Telegram exports) are read
+in the zone the caller gives (``tz``, the CLI's ``--tz``) or else the machine's zone, which the
+caller also passes in (``machine_tz``): the library never reads the environment.
+
+DST: a local time inside a spring-forward gap is read with the offset in force before the change
+(02:30 in a 02:00->03:00 gap is 03:30 new time); a time that occurs twice in a fall-back overlap is
+the first of the two (``fold=0``). Both are Python's ``zoneinfo`` defaults, made explicit here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from narrative_mirror.exports.records import (
+    TZ_FROM_ARGUMENT,
+    TZ_FROM_MACHINE,
+    ExportFormatError,
+)
+
+
+@dataclass(frozen=True)
+class ZoneChoice:
+    """The zone local times are read in (None when the caller gave none) and its origin."""
+
+    zone: ZoneInfo | None
+    name: str
+    source: str
+
+    def require(self, file: object) -> ZoneInfo:
+        if self.zone is None:
+            raise ExportFormatError(
+                file, None, "the export has local times without a zone: pass a time zone (--tz)"
+            )
+        return self.zone
+
+    def to_utc(self, local: datetime, file: object) -> datetime:
+        return local_to_utc(local, self.require(file))
+
+
+def _zone(value: str | tzinfo, what: str) -> ZoneInfo:
+    if isinstance(value, ZoneInfo):
+        return value
+    try:
+        return ZoneInfo(str(value))
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {value!r} ({what})") from exc
+
+
+def choose_zone(tz: str | tzinfo | None, machine_tz: str | tzinfo | None) -> ZoneChoice:
+    """``tz`` when given ("--tz"), else ``machine_tz`` ("machine"), else no zone yet."""
+    if tz is not None:
+        zone = _zone(tz, "tz")
+        return ZoneChoice(zone, zone.key, TZ_FROM_ARGUMENT)
+    if machine_tz is not None:
+        zone = _zone(machine_tz, "machine_tz")
+        return ZoneChoice(zone, zone.key, TZ_FROM_MACHINE)
+    return ZoneChoice(None, "", TZ_FROM_MACHINE)
+
+
+def local_to_utc(local: datetime, zone: ZoneInfo) -> datetime:
+    """A naive local time in ``zone`` as UTC (gap: offset before the change; overlap: first)."""
+    return local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+
+
+def epoch_to_utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def offset_name(offset: timedelta | None) -> str:
+    """``UTC``, ``UTC+02:00``, ``UTC-05:30``: the name of a fixed offset carried by a file."""
+    if not offset:
+        return "UTC"
+    sign = "+" if offset >= timedelta(0) else "-"
+    minutes = abs(int(offset.total_seconds())) // 60
+    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def file_zone_of(moment: datetime) -> str:
+    """The zone name of an aware time read from the file (its fixed offset)."""
+    return offset_name(moment.utcoffset())
+
