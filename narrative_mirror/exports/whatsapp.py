@@ -176,6 +176,11 @@ def _date_order(headers: list[_Header], label: str, day_first: bool | None) -> s
             f"date {second_over.date_text} is month-first but line {first_over.line} "
             f"({first_over.date_text}) is day-first",
         )
+    contradiction = second_over if day_first else first_over
+    if day_first is not None and contradiction is not None:
+        given = "--day-first" if day_first else "--month-first"
+        raise ExportFormatError(label, contradiction.line,
+                                f"date {contradiction.date_text} cannot be read with {given}")
     if day_first is not None:
         return "dmy" if day_first else "mdy"
     if first_over is not None:
