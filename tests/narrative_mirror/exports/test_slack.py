@@ -1,0 +1,107 @@
+"""Slack exports (folder and zip): threads, mrkdwn, subtypes, bots, files, lazy day files, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+
+import pytest
+
+from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+
+USERS = [
+    {"id": "U1", "name": "ann", "real_name": "Ann Lee", "tz": "Europe/Paris",
+     "profile": {"display_name": "annie", "real_name": "Ann Lee"}},
+    {"id": "U2", "name": "bob", "real_name": "Bob Ray", "tz": "America/Chicago", "profile": {"display_name": ""}},
+    {"id": "B1", "name": "deploybot", "is_bot": True, "profile": {"real_name": "Deploy Bot"}},
+]
+CHANNELS = [{"id": "C1", "name": "general", "members": ["U1", "U2"]},
+            {"id": "C2", "name": "random", "members": ["U1"]}]
+DAY_1 = [
+    {"type": "message", "subtype": "channel_join", "user": "U2", "text": "<@U2> has joined the channel",
+     "ts": "1700000000.000100"},
+    {"type": "message", "user": "U1", "text": "Hi <@U2>, see <#C2|random> and <https://x.org/a?b=1&amp;c=2|the doc> &amp; <https://y.org>",
+     "ts": "1700000100.000200", "thread_ts": "1700000100.000200", "reply_count": 1},
+    {"type": "message", "user": "U2", "text": "&lt;3 thanks <!here>", "ts": "1700000200.000300",
+     "thread_ts": "1700000100.000200", "parent_user_id": "U1", "edited": {"user": "U2", "ts": "1700000300.000000"}},
+    {"type": "message", "subtype": "bot_message", "bot_id": "B9", "username": "CI", "text": "build green",
+     "ts": "1700000400.000000"},
+    {"type": "message", "subtype": "message_deleted", "ts": "1700000500.000000", "deleted_ts": "1700000100.000200"},
+    {"type": "message", "subtype": "file_share", "user": "U1", "text": "the plan", "ts": "1700000600.000000",
+     "files": [{"id": "F1", "name": "plan.pdf", "title": "Plan", "mimetype": "application/pdf"},
+               {"id": "F2", "name": "map.png", "mimetype": "image/png"}]},
+]
+DAY_2 = [{"type": "message", "user": "U1", "text": "next day", "ts": "1700090000.000000"},
+         {"type": "message", "user": "B1", "text": "deployed", "ts": "1700090001.000000"}]
+
+
+def _write(root):
+    (root / "general").mkdir(parents=True)
+    (root / "random").mkdir()
+    (root / "users.json").write_text(json.dumps(USERS), encoding="utf-8")
+    (root / "channels.json").write_text(json.dumps(CHANNELS), encoding="utf-8")
+    (root / "general" / "2023-11-14.json").write_text(json.dumps(DAY_1), encoding="utf-8")
+    (root / "general" / "2023-11-15.json").write_text(json.dumps(list(reversed(DAY_2))), encoding="utf-8")
+    (root / "random" / "2023-11-14.json").write_text(json.dumps([
+        {"type": "message", "user": "U1", "text": "lonely", "ts": "1700000000.000001"}]), encoding="utf-8")
+    return root
+
+
+def _read(path, **kwargs):
+    return [(c, list(c.messages())) for c in read_export(path, **kwargs)]
+
+
+def test_channels_threads_markup_subtypes_and_bots(tmp_path):
+    root = _write(tmp_path / "Acme Slack export")
+    assert detect(root) == "slack"
+    progress = []
+    [(general, messages), (random, lonely)] = _read(root, on_progress=lambda *p: progress.append(p))
+    assert progress == [(1, 2, "general"), (2, 2, "random")]
+    assert (general.key, general.title, general.participants) == ("slack_C1", "general", ("annie", "Bob Ray"))
+    assert (general.tz, general.tz_source) == ("UTC", "file")
+    assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
+        ("1700000000.000100", "Bob Ray", "@Bob Ray has joined the channel", True, False, None, False),
+        ("1700000100.000200", "annie", "Hi @Bob Ray, see #random and the doc & https://y.org", False, False, None, False),
+        ("1700000200.000300", "Bob Ray", "<3 thanks @here", False, False, "1700000100.000200", True),
+        ("1700000400.000000", "CI", "build green", False, True, None, False),
+        ("1700000600.000000", "annie", "the plan", False, False, None, False),
+        ("1700090000.000000", "annie", "next day", False, False, None, False),
+        ("1700090001.000000", "Deploy Bot", "deployed", False, True, None, False),
+    ]
+    assert messages[1].timestamp == datetime(2023, 11, 14, 22, 15, 0, 200, tzinfo=UTC)
+    assert [m.tz for m in messages[:3]] == ["America/Chicago", "Europe/Paris", "America/Chicago"]
+    assert messages[4].attachments == (Attachment("document", "plan.pdf", None), Attachment("photo", "map.png", None))
+    assert random.key == "slack_C2" and [m.text for m in lonely] == ["lonely"]
+
+
+def test_zip_export_with_a_top_folder_reads_the_same(tmp_path):
+    root = _write(tmp_path / "export" / "Acme")
+    archive = shutil.make_archive(str(tmp_path / "acme"), "zip", root_dir=tmp_path / "export")
+    assert detect(archive) == "slack"
+    from_zip = [(c.key, [(m.local_id, m.text) for m in ms]) for c, ms in _read(archive)]
+    from_folder = [(c.key, [(m.local_id, m.text) for m in ms]) for c, ms in _read(root)]
+    assert from_zip == from_folder and len(from_zip[0][1]) == 7
+
+
+def test_messages_are_read_lazily_one_day_file_at_a_time(tmp_path):
+    root = _write(tmp_path / "ws")
+    conversations = read_export(root)
+    general = next(conversations)
+    (root / "general" / "2023-11-15.json").write_text("[", encoding="utf-8")  # read only on iteration
+    with pytest.raises(ExportFormatError, match=r"general/2023-11-15.json: line 1: invalid JSON"):
+        list(general.messages())
+
+
+def test_missing_ts_and_bad_ts_name_file_and_path(tmp_path):
+    root = _write(tmp_path / "ws")
+    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"type": "message", "user": "U1", "text": "x"}]))
+    [_, random] = list(read_export(root))
+    with pytest.raises(ExportFormatError, match=r"random/2023-11-14.json: \[0\]\.ts: missing"):
+        list(random.messages())
+    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"user": "U1", "text": "x", "ts": "soon"}]))
+    with pytest.raises(ExportFormatError, match=r"random/2023-11-14.json: \[0\]\.ts: bad timestamp 'soon'"):
+        list(random.messages())
+    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"text": "x", "ts": "1.0"}]))
+    with pytest.raises(ExportFormatError, match=r"\[0\]\.user: missing"):
+        list(random.messages())
