@@ -1,0 +1,81 @@
+"""DiscordChatExporter JSON: replies by reference, bots, edits, system types, offsets, errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+
+
+def _message(id_, kind, when, name, content, **extra):
+    author = {"id": f"a{name}", "name": name.lower(), "nickname": name, "isBot": extra.pop("bot", False)}
+    return {"id": id_, "type": kind, "timestamp": when, "timestampEdited": extra.pop("edited", None),
+            "isPinned": False, "content": content, "author": author, "attachments": extra.pop("attachments", []),
+            "embeds": [], "stickers": extra.pop("stickers", []), "reactions": [], "mentions": [], **extra}
+
+
+EXPORT = {
+    "guild": {"id": "1", "name": "Makers"},
+    "channel": {"id": "55", "type": "GuildPublicThread", "categoryId": "50", "category": "projects", "name": "robot arm"},
+    "messages": [
+        _message("100", "GuildMemberJoin", "2024-02-01T09:00:00+01:00", "Ann", ""),
+        _message("101", "Default", "2024-02-01T09:01:00.500+01:00", "Ann", "servo arrived",
+                 attachments=[{"id": "9", "url": "https://cdn/x/servo.jpg", "fileName": "servo.jpg", "fileSizeBytes": 10}]),
+        _message("102", "Reply", "2024-02-01T09:02:00+01:00", "Bob", "nice!", edited="2024-02-01T09:03:00+01:00",
+                 reference={"messageId": "101", "channelId": "55", "guildId": "1"}),
+        _message("103", "Default", "2024-02-01T08:05:00+00:00", "Helper", "reminder set", bot=True,
+                 stickers=[{"id": "3", "name": "wave", "format": "Png"}]),
+        _message("104", "ChannelPinnedMessage", "2024-02-01T09:06:00+01:00", "Ann", "",
+                 reference={"messageId": "101", "channelId": "55"}),
+        _message("105", "Reply", "2024-02-01T09:07:00+01:00", "Bob", "from elsewhere",
+                 reference={"messageId": "999", "channelId": "77"}),
+    ],
+    "messageCount": 6,
+}
+
+
+def _read(path, **kwargs):
+    [conversation] = list(read_export(path, **kwargs))
+    return conversation, list(conversation.messages())
+
+
+def test_replies_bots_edits_and_system_types(tmp_path):
+    path = tmp_path / "Makers - projects - robot arm [55].json"
+    path.write_text(json.dumps(EXPORT), encoding="utf-8")
+    assert detect(path) == "discord"
+    conversation, messages = _read(path)
+    assert (conversation.key, conversation.title) == ("discord_55", "Makers / projects / robot arm")
+    assert (conversation.tz, conversation.tz_source) == ("UTC+01:00", "file")
+    assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
+        ("100", "Ann", "", True, False, None, False),
+        ("101", "Ann", "servo arrived", False, False, None, False),
+        ("102", "Bob", "nice!", False, False, "101", True),
+        ("103", "Helper", "reminder set", False, True, None, False),
+        ("104", "Ann", "", True, False, None, False),
+        ("105", "Bob", "from elsewhere", False, False, None, False),
+    ]
+    assert messages[1].timestamp == datetime(2024, 2, 1, 8, 1, 0, 500000, tzinfo=UTC)
+    assert [m.tz for m in messages[2:4]] == ["UTC+01:00", "UTC"]
+    assert messages[1].attachments == (Attachment("photo", "servo.jpg", None),)
+    assert messages[3].attachments == (Attachment("sticker", "wave", None),)
+    assert conversation.participants == ("Ann", "Bob", "Helper")
+
+
+def test_errors_name_the_json_path(tmp_path):
+    path = tmp_path / "c.json"
+    broken = json.loads(json.dumps(EXPORT))
+    del broken["messages"][2]["author"]
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"c.json: messages\[2\]\.author: missing"):
+        _read(path, format="discord")
+    broken["messages"][2]["author"] = {"name": "x"}
+    broken["messages"][3]["timestamp"] = "2024-02-01 09:00"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"c.json: messages\[3\]\.timestamp: timestamp '2024-02-01 09:00' has no offset"):
+        _read(path, format="discord")
+    path.write_text(json.dumps(EXPORT)[:200], encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"c.json: line 1: invalid JSON at column \d+"):
+        _read(path, format="discord")

@@ -1,0 +1,80 @@
+"""Messenger/Instagram JSON: mojibake repair, newest-first files, inbox trees, zips, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+
+import pytest
+
+from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+
+
+def _escaped(text):
+    return text.encode("utf-8").decode("latin-1")
+
+
+def _write_thread(folder, files):
+    folder.mkdir(parents=True)
+    for number, messages in enumerate(files, start=1):
+        data = {"participants": [{"name": _escaped("Zoë")}, {"name": "Max"}], "messages": messages,
+                "title": _escaped("Zoë & Max 💬"), "thread_path": f"inbox/{folder.name}"}
+        (folder / f"message_{number}.json").write_text(json.dumps(data, ensure_ascii=True), encoding="ascii")
+
+
+NEWEST = [
+    {"sender_name": "Max", "timestamp_ms": 1700000300000, "content": _escaped("très bien 👍"),
+     "photos": [{"uri": "messages/inbox/zoemax_1/photos/p1.jpg", "creation_timestamp": 1700000300}]},
+    {"sender_name": _escaped("Zoë"), "timestamp_ms": 1700000200000, "content": "ça va?", "is_unsent": False},
+    {"sender_name": "Max", "timestamp_ms": 1700000150000, "is_unsent": True},
+]
+OLDEST = [
+    {"sender_name": "Max", "timestamp_ms": 1700000100000, "content": "salut",
+     "share": {"link": "https://example.org", "share_text": "look"}},
+    {"sender_name": _escaped("Zoë"), "timestamp_ms": 1700000000000, "content": _escaped("Zoë added Max"),
+     "type": "Subscribe"},
+]
+
+
+def test_thread_files_mojibake_and_ordering(tmp_path):
+    folder = tmp_path / "inbox" / "zoemax_1"
+    _write_thread(folder, [NEWEST, OLDEST])
+    assert detect(folder / "message_1.json") == "messenger"
+    [conversation] = list(read_export(folder / "message_1.json"))
+    messages = list(conversation.messages())
+    assert (conversation.key, conversation.title) == ("messenger_zoemax_1", "Zoë & Max 💬")
+    assert conversation.participants == ("Zoë", "Max")
+    assert [(m.author, m.timestamp, m.text, m.system) for m in messages] == [
+        ("Zoë", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), "Zoë added Max", True),
+        ("Max", datetime(2023, 11, 14, 22, 15, tzinfo=UTC), "salut", False),
+        ("Zoë", datetime(2023, 11, 14, 22, 16, 40, tzinfo=UTC), "ça va?", False),
+        ("Max", datetime(2023, 11, 14, 22, 18, 20, tzinfo=UTC), "très bien 👍", False),
+    ]
+    assert messages[1].attachments == (Attachment("link", "https://example.org", "look"),)
+    assert messages[3].attachments == (Attachment("photo", "p1.jpg", None),)
+    assert all(m.reply_to is None and m.tz_source == "file" for m in messages)
+
+
+def test_inbox_tree_and_zip_yield_one_conversation_per_thread(tmp_path):
+    root = tmp_path / "facebook" / "your_activity_across_facebook" / "messages"
+    _write_thread(root / "inbox" / "zoemax_1", [NEWEST, OLDEST])
+    _write_thread(root / "archived_threads" / "old_2", [OLDEST])
+    progress = []
+    conversations = list(read_export(tmp_path / "facebook", on_progress=lambda *p: progress.append(p)))
+    assert [c.key for c in conversations] == ["messenger_old_2", "messenger_zoemax_1"]
+    assert [p[:2] for p in progress] == [(1, 2), (2, 2)]
+    archive = shutil.make_archive(str(tmp_path / "dyi"), "zip", root_dir=tmp_path / "facebook")
+    assert detect(archive) == "messenger"
+    zipped = [(c.key, [m.text for m in c.messages()]) for c in read_export(archive)]
+    assert zipped == [(c.key, [m.text for m in c.messages()]) for c in conversations]
+
+
+def test_missing_sender_and_bad_json_name_file_and_path(tmp_path):
+    folder = tmp_path / "t_1"
+    _write_thread(folder, [[{"timestamp_ms": 1, "content": "x"}]])
+    with pytest.raises(ExportFormatError, match=r"t_1/message_1.json: messages\[0\]\.sender_name: missing"):
+        list(read_export(folder, format="messenger"))
+    (folder / "message_1.json").write_text('{"messages": [', encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"t_1/message_1.json: line 1: invalid JSON"):
+        list(read_export(folder, format="messenger"))

@@ -1,0 +1,52 @@
+"""Signal exports: signal-export data.json (quotes resolved by text) and the text layout."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+
+
+def _rows(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+ROWS = [
+    {"date": "2024-06-01 10:00:00", "sender": "Ann", "body": "ok", "quote": "", "attachments": []},
+    {"date": "2024-06-01 10:01:00", "sender": "Bob", "body": "dinner at 8?", "quote": ""},
+    {"date": "2024-06-01 10:02:00", "sender": "Cy", "body": "ok", "quote": ""},
+    {"date": "2024-06-01 10:03:00", "sender": "Ann", "body": "yes!", "quote": "dinner at 8?"},
+    {"date": "2024-06-01 10:04:00", "sender": "Bob", "body": "which one?", "quote": "ok"},
+    {"date": "2024-06-01 10:05:00", "sender": "Cy", "body": "", "quote": "gone",
+     "attachments": [{"name": "pic.jpg", "path": "media/pic.jpg"}]},
+]
+
+
+def test_quotes_resolve_only_to_a_single_earlier_message(tmp_path):
+    path = _rows(tmp_path / "Dinner club" / "data.json", ROWS)
+    assert detect(path) == "signal"
+    [conversation] = list(read_export(path, tz="Europe/Madrid"))
+    messages = list(conversation.messages())
+    assert (conversation.key, conversation.title, conversation.tz) == ("signal_Dinner_club-" + conversation.key[-8:], "Dinner club", "Europe/Madrid")
+    assert [m.reply_to for m in messages] == [None, None, None, messages[1].local_id, None, None]
+    assert messages[0].timestamp == datetime(2024, 6, 1, 8, tzinfo=UTC)
+    assert messages[5].attachments == (Attachment("photo", "pic.jpg", None),)
+    assert conversation.participants == ("Ann", "Bob", "Cy")
+
+
+def test_text_layout_continuations_and_errors(tmp_path):
+    path = tmp_path / "chat.txt"
+    path.write_text("[2024-06-01, 10:00] Ann: line one\nline two\n[2024-06-01, 10:01] Bob: hi\n", encoding="utf-8")
+    [conversation] = list(read_export(path, tz="UTC"))
+    assert [(m.author, m.text) for m in conversation.messages()] == [("Ann", "line one\nline two"), ("Bob", "hi")]
+    path.write_text("[2024-06-01, 10:00] Ann: a\n[2024-13-01, 10:01] Bob: b\n", encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"chat.txt: line 2: bad date '2024-13-01 10:01'"):
+        list(read_export(path, tz="UTC"))
+    bad = _rows(tmp_path / "x" / "data.json", [ROWS[0], {"date": "2024-06-01 10:00:00", "body": "no sender"}])
+    with pytest.raises(ExportFormatError, match=r"data.json: line 2\.sender: missing"):
+        list(read_export(bad, format="signal", tz="UTC"))
