@@ -27,6 +27,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    optional_field,
 )
 from narrative_mirror.exports.timezones import file_zone_of
 
@@ -77,7 +78,7 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
     content = item.get("content") or ""
     if not isinstance(content, str):
         raise ExportFormatError(path, f"{where}.content", f"expected str, found {content!r}")
-    kind = item.get("type", "Default")
+    kind = optional_field(item, "type", where, path, str, "Default")
     system = kind not in MESSAGE_TYPES
     reference = item.get("reference") if isinstance(item.get("reference"), dict) else {}
     reply_to = reference.get("messageId")
@@ -87,18 +88,18 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
     return ExportedMessage(
         local_id=str(native), author=name, timestamp=moment.astimezone(UTC), tz=file_zone_of(moment),
         tz_source=TZ_FROM_FILE, text=content, reply_to=str(reply_to) if reply_to is not None else None,
-        attachments=_attachments(item), edited=bool(item.get("timestampEdited")), system=system,
+        attachments=_attachments(item, where, path), edited=bool(item.get("timestampEdited")), system=system,
         bot=bool(author.get("isBot")),
     )
 
 
-def _attachments(item: dict) -> tuple[Attachment, ...]:
+def _attachments(item: dict, where: str, path: Path) -> tuple[Attachment, ...]:
     found = []
-    for record in item.get("attachments") or []:
+    for record in optional_field(item, "attachments", where, path, list, []):
         if isinstance(record, dict):
             name = str(record.get("fileName") or record.get("url") or "").rsplit("/", 1)[-1]
             found.append(Attachment(kind_from_name(name), name, None))
-    for record in item.get("stickers") or []:
+    for record in optional_field(item, "stickers", where, path, list, []):
         if isinstance(record, dict):
             found.append(Attachment("sticker", str(record.get("name") or ""), None))
     return tuple(found)

@@ -31,6 +31,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    optional_field,
 )
 from narrative_mirror.exports.timezones import epoch_to_utc
 
@@ -134,15 +135,15 @@ def _message(item: Any, where: str, label: str, ids: StableIds) -> ExportedMessa
         raise ExportFormatError(label, f"{where}.content", f"expected str, found {text!r}")
     return ExportedMessage(
         local_id=ids.next_id(author, utc, text), author=author, timestamp=utc, tz="UTC",
-        tz_source=TZ_FROM_FILE, text=text, attachments=_attachments(item),
-        system=item.get("type") in SYSTEM_TYPES,
+        tz_source=TZ_FROM_FILE, text=text, attachments=_attachments(item, where, label),
+        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES,
     )
 
 
-def _attachments(item: dict) -> tuple[Attachment, ...]:
+def _attachments(item: dict, where: str, label: str) -> tuple[Attachment, ...]:
     found = []
     for field_name, kind in MEDIA_KINDS:
-        for record in item.get(field_name) or []:
+        for record in optional_field(item, field_name, where, label, list, []):
             if isinstance(record, dict):
                 name = str(record.get("uri") or "").rsplit("/", 1)[-1]
                 found.append(Attachment(kind if kind != "file" else kind_from_name(name), name, None))

@@ -178,3 +178,10 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 
 def _type_names(types: type | tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in _as_tuple(types))
+
+
+def optional_field(obj: dict, key: str, path: str, file: object, types: type | tuple[type, ...], default: Any) -> Any:
+    """``obj[key]`` when present and not null (checked like :func:`json_field`), else ``default``."""
+    if obj.get(key) is None:
+        return default
+    return json_field(obj, key, path, file, types)

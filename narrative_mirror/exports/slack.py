@@ -33,6 +33,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    optional_field,
 )
 
 FORMAT = "slack"
@@ -165,7 +166,7 @@ def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str])
 def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str]) -> ExportedMessage | None:
     if not isinstance(item, dict):
         raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
-    subtype = item.get("subtype")
+    subtype = optional_field(item, "subtype", where, label, str, None)
     if subtype in SKIPPED_SUBTYPES:
         return None
     ts = json_field(item, "ts", where, label, str)
