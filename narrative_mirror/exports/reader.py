@@ -10,7 +10,7 @@ from pathlib import Path
 import ijson
 
 from narrative_mirror.exports import discord, messenger, signal, slack, telegram, whatsapp
-from narrative_mirror.exports.archive import base_of
+from narrative_mirror.exports.archive import ExportTree, base_of
 from narrative_mirror.exports.records import FORMATS, Conversation, ExportFormatError, ProgressCallback
 from narrative_mirror.exports.timezones import choose_zone
 
@@ -26,7 +26,17 @@ def detect(path: Path | str) -> str:
         raise ExportFormatError(path, None, "no such file or folder")
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
-            return _detect_names(path, archive.namelist())
+            names = archive.namelist()
+        try:
+            return _detect_names(path, names)
+        except ExportFormatError:
+            tree = ExportTree(path)
+            try:
+                if whatsapp.find_chat_in_zip(tree) is not None:
+                    return "whatsapp"
+            finally:
+                tree.close()
+            raise
     with path.open("rb") as handle:
         head = handle.read(_SNIFF_BYTES)
     text = head.decode("utf-8-sig", errors="replace")

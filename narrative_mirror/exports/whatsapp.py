@@ -112,13 +112,29 @@ def _load(path: Path) -> tuple[str, str, str]:
             raise ExportFormatError(path, None, f"not UTF-8 text ({exc})") from exc
     tree = ExportTree(path)
     try:
-        texts = [n for n in tree.names() if n.lower().endswith(".txt")]
-        chosen = [n for n in texts if base_of(n) == "_chat.txt"] or texts
-        if len(chosen) != 1:
-            raise ExportFormatError(path, None, f"expected one chat .txt in the zip, found {texts or 'none'}")
-        return tree.read_text(chosen[0]), tree.label(chosen[0]), chat_title(path.name)
+        chosen = find_chat_in_zip(tree)
+        if chosen is None:
+            texts = [n for n in tree.names() if n.lower().endswith(".txt")]
+            raise ExportFormatError(path, None, f"expected one WhatsApp chat .txt in the zip, found {texts or 'none'}")
+        named_by = path.name if base_of(chosen) == "_chat.txt" else base_of(chosen)
+        return tree.read_text(chosen), tree.label(chosen), chat_title(named_by)
     finally:
         tree.close()
+
+
+def _first_lines(tree: ExportTree, name: str) -> list[str]:
+    with tree.open(name) as handle:
+        head = handle.read(4096).decode("utf-8-sig", errors="replace")
+    return head.splitlines()[:5]
+
+
+def find_chat_in_zip(tree: ExportTree) -> str | None:
+    """The member that is the chat text of a WhatsApp zip, if exactly one is."""
+    texts = [n for n in tree.names() if n.lower().endswith(".txt")]
+    chosen = ([n for n in texts if base_of(n) == "_chat.txt"]
+              or [n for n in texts if base_of(n).startswith(_TITLE_PREFIXES)]
+              or [n for n in texts if looks_like(_first_lines(tree, n))])
+    return chosen[0] if len(chosen) == 1 else None
 
 
 def parse_chat(text: str, *, label: str, title: str, zone: ZoneChoice, day_first: bool | None) -> Conversation:

@@ -79,3 +79,9 @@ def test_errors_name_the_json_path(tmp_path):
     path.write_text(json.dumps(EXPORT)[:200], encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"c.json: line 1: invalid JSON at column \d+"):
         _read(path, format="discord")
+
+    broken = json.loads(json.dumps(EXPORT))
+    broken["messages"][1]["attachments"] = 3
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"c.json: messages\[1\]\.attachments: expected list, found 3"):
+        _read(path, format="discord")

@@ -171,3 +171,19 @@ def test_keys_are_safe_for_any_chat_name(tmp_path):
     assert conversation.title == "Família 🎉 a_b, c"
     assert validate_partition_key(conversation.key) == conversation.key
     assert conversation.key.startswith("whatsapp_Familia_a_b_c-")
+
+
+def test_android_zip_with_media_and_a_localized_chat_name(tmp_path):
+    path = tmp_path / "export.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("WhatsApp-Chat mit Oma.txt", "24.12.23, 18:00 - Oma: Frohe Weihnachten\n"
+                                                       "24.12.23, 18:01 - Ann: DOC-20231224-WA0002.txt (Datei angehängt)\n")
+        archive.writestr("DOC-20231224-WA0002.txt", "a shared note, not the chat")
+    assert detect(path) == "whatsapp"
+    conversation, messages = _read(path, tz="Europe/Berlin")
+    assert [(m.author, m.timestamp, m.text) for m in messages] == [
+        ("Oma", _utc(2023, 12, 24, 17), "Frohe Weihnachten"), ("Ann", _utc(2023, 12, 24, 17, 1), ""),
+    ]
+    assert messages[1].attachments == (Attachment("document", "DOC-20231224-WA0002.txt", None),)
+    assert conversation.source.endswith("export.zip!WhatsApp-Chat mit Oma.txt")
+    assert (conversation.title, conversation.key) == ("Oma", "whatsapp_Oma")
