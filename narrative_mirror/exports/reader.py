@@ -96,12 +96,12 @@ def _detect_json(path: Path, lines: list[str]) -> str:
                 return "telegram"
     except ijson.JSONError as exc:
         raise ExportFormatError(path, None, f"invalid JSON ({str(exc).strip().splitlines()[0]})") from exc
-    if text_is_array(lines):
+    if _text_is_array(lines):
         raise _unknown(path, "a JSON array (a single Slack day file? pass the export's folder or zip)")
     raise _unknown(path, f"a JSON object with keys {keys[:8]}")
 
 
-def text_is_array(lines: list[str]) -> bool:
+def _text_is_array(lines: list[str]) -> bool:
     return bool(lines) and lines[0].lstrip().startswith("[")
 
 
