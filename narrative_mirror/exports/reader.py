@@ -12,7 +12,7 @@ import ijson
 from narrative_mirror.exports import discord, messenger, signal, slack, telegram, whatsapp
 from narrative_mirror.exports.archive import ExportTree, base_of
 from narrative_mirror.exports.records import FORMATS, Conversation, ExportFormatError, ProgressCallback
-from narrative_mirror.exports.timezones import choose_zone
+from narrative_mirror.exports.timezones import ZoneChoice, choose_zone
 
 _SNIFF_BYTES = 64 * 1024
 
@@ -114,7 +114,7 @@ def read_export(
     machine_tz: str | tzinfo | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> Iterator[Conversation]:
-    """Every conversation of the export at ``path``, one at a time.
+    """Every conversation of the export at ``path``, one at a time (format and zone checked now).
 
     ``format`` forces a reader (else :func:`detect`); ``tz`` is the zone for formats that write
     local times (recorded as "--tz"), ``machine_tz`` the caller's machine zone used when ``tz`` is
@@ -122,10 +122,15 @@ def read_export(
     cannot. ``on_progress(done, total_or_None, label)`` is called after each conversation.
     """
     path = Path(path)
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown export format {format!r} (one of {', '.join(FORMATS)})")
     chosen = format or detect(path)
-    if chosen not in FORMATS:
-        raise ValueError(f"unknown export format {chosen!r} (one of {', '.join(FORMATS)})")
     zone = choose_zone(tz, machine_tz)
+    return _read(path, chosen, zone, day_first, on_progress)
+
+
+def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
+          on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     if chosen == "whatsapp":
         yield from _single(whatsapp.read(_find(path, ("_chat.txt", ".txt"), "WhatsApp"), zone, day_first), on_progress)
     elif chosen == "signal":

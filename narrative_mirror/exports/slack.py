@@ -110,7 +110,8 @@ def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversat
     folders = sorted(day_files)
     for done, folder in enumerate(folders, start=1):
         record = channels.get(folder, {})
-        yield _conversation(path, folder, record, sorted(day_files[folder]), users, channel_ids)
+        label = tree.label(root + folder)
+        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids)
         if on_progress is not None:
             on_progress(done, len(folders), folder)
 
@@ -124,7 +125,7 @@ def _index(tree: ExportTree, name: str, names: list[str]) -> list:
     return records
 
 
-def _conversation(path: Path, folder: str, record: dict, files: list[str], users: Users,
+def _conversation(path: Path, label: str, folder: str, record: dict, files: list[str], users: Users,
                   channel_ids: dict[str, str]) -> Conversation:
     channel_id = record.get("id") if isinstance(record.get("id"), str) else None
     members = record.get("members") if isinstance(record.get("members"), list) else []
@@ -141,7 +142,7 @@ def _conversation(path: Path, folder: str, record: dict, files: list[str], users
     return Conversation(
         key=conversation_key(FORMAT, channel_id or folder), title=title,
         participants=tuple(users.name(m) for m in members if isinstance(m, str)),
-        source_format=FORMAT, tz="UTC", tz_source=TZ_FROM_FILE, source=f"{path}!{folder}",
+        source_format=FORMAT, tz="UTC", tz_source=TZ_FROM_FILE, source=label,
         _read=read_messages,
     )
 

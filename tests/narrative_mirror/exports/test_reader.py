@@ -95,13 +95,13 @@ def test_detection_errors_are_clear(tmp_path):
     unknown_json = tmp_path / "x.json"
     unknown_json.write_text('{"hello": 1}', encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"x.json: cannot tell the export format: a JSON object with keys \['hello'\]"):
-        list(read_export(unknown_json))
+        read_export(unknown_json)  # raised when called, before any conversation is read
     with pytest.raises(ExportFormatError, match=r"missing: no such file or folder"):
         detect(tmp_path / "missing")
     with pytest.raises(ValueError, match=r"unknown export format 'icq'"):
-        list(read_export(odd, format="icq"))
+        read_export(odd, format="icq")
     with pytest.raises(ValueError, match=r"unknown time zone 'Mars/Olympus'"):
-        list(read_export(odd, format="whatsapp", tz="Mars/Olympus"))
+        read_export(odd, format="whatsapp", tz="Mars/Olympus")
     assert issubclass(ExportFormatError, ValueError)
 
 

@@ -73,6 +73,7 @@ def test_channels_threads_markup_subtypes_and_bots(tmp_path):
     assert [m.tz for m in messages[:3]] == ["America/Chicago", "Europe/Paris", "America/Chicago"]
     assert messages[4].attachments == (Attachment("document", "plan.pdf", None), Attachment("photo", "map.png", None))
     assert random.key == "slack_C2" and [m.text for m in lonely] == ["lonely"]
+    assert general.source == str(root / "general")
 
 
 def test_zip_export_with_a_top_folder_reads_the_same(tmp_path):
