@@ -106,3 +106,15 @@ def test_missing_ts_and_bad_ts_name_file_and_path(tmp_path):
     (root / "random" / "2023-11-14.json").write_text(json.dumps([{"text": "x", "ts": "1.0"}]))
     with pytest.raises(ExportFormatError, match=r"\[0\]\.user: missing"):
         list(random.messages())
+
+
+def test_direct_messages_are_titled_by_their_members(tmp_path):
+    root = _write(tmp_path / "ws")
+    (root / "dms.json").write_text(json.dumps([{"id": "D9", "members": ["U1", "U2"]}]), encoding="utf-8")
+    (root / "D9").mkdir()
+    (root / "D9" / "2023-11-16.json").write_text(json.dumps([
+        {"type": "message", "user": "U2", "text": "psst", "ts": "1700100000.000000"}]), encoding="utf-8")
+    conversations = {c.key: c for c in read_export(root)}
+    dm = conversations["slack_D9"]
+    assert (dm.title, dm.participants) == ("annie, Bob Ray", ("annie", "Bob Ray"))
+    assert [(m.author, m.text) for m in dm.messages()] == [("Bob Ray", "psst")]
