@@ -296,7 +296,7 @@ def _collect(source_path: Path | str, function_name: str, root: Path | str) -> d
 
 def code_version_parts_for(source_path: Path | str, function_name: str, root: Path | str = ROOT) -> dict[str, str]:
     """What the version of top-level function ``function_name`` in ``source_path`` covers:
-    qualified name (``assets.layers._vectors``, ``narrative_mirror.embedding``) -> short hash."""
+    qualified name (``assets.layers.assets._vectors``, ``narrative_mirror.embedding``) -> short hash."""
     return {name: digest[:16] for name, digest in sorted(_collect(source_path, function_name, root).items())}
 
 

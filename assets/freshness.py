@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from assets.partitions import chat_files
-from assets.sources import DATA_VERSION_TAG
+from assets.versioning import DATA_VERSION_TAG
 
 
 class FreshnessQuery:

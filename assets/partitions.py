@@ -1,3 +1,5 @@
+"""The partitions every chat-file asset shares."""
+
 import dagster as dg
 
 # One partition per chat file; keys come from narrative_mirror.keys.partition_key_for.

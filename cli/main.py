@@ -20,11 +20,10 @@ LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lance
 EVAL = ["qa_eval", "arc_eval"]
 
 
-def _runner(args, eval_profile: str = ""):
+def _runner(args):
     from cli.runner import Runner
 
-    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), eval_profile=eval_profile,
-                  verbose=getattr(args, "verbose", False))
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), verbose=getattr(args, "verbose", False))
 
 
 def _outcome(runner, *reports) -> dict:
@@ -140,34 +139,29 @@ def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list
     return chosen
 
 
-def _current_fingerprint(runner) -> dict:
-    from narrative_mirror import evaluation as ev
-
-    cfg = runner.resource("evaluation").config()
-    llm = runner.resource("llm").get()
-    return ev.config_fingerprint(runner.resource("embedder").get().fingerprint,
-                                 getattr(llm, "fingerprint", None), cfg["run"]["profile"], cfg["run"]["mode"])
-
-
 def cmd_eval(args) -> dict:
-    from assets.evaluation import TEST_TAG
+    from assets.evaluation.assets import TEST_TAG, eval_fingerprint
+    from assets.evaluation.run_config import eval_run_config, evaluated_under_another_profile
 
-    with _runner(args, eval_profile=args.profile or "") as runner:
+    profile = args.profile or ""
+    with _runner(args) as runner:
         keys = runner.register()
         chosen = _split_keys(keys, args.split, args.allow_test)
         _, memory = _build_memory(runner, [k for ks in chosen.values() for k in ks])
         chosen = {which: [k for k in ks if k not in memory.failed] for which, ks in chosen.items()}
-        fingerprint = _current_fingerprint(runner)["fingerprint"]
+        fingerprint = eval_fingerprint(runner.resource("embedder").get(), runner.resource("llm").get(),
+                                       runner.resource("evaluation").config(profile))["fingerprint"]
+        config = eval_run_config(profile, [*EVAL, "eval_summary"])
         reports = [memory]
         for which, split_keys in chosen.items():
-            # Evaluated under another config (e.g. --profile): Dagster does not track the profile
-            # chosen on the command line, so those are run again explicitly.
-            other = [k for k in split_keys if (stored := runner.stored("qa_eval", k)) is not None
-                     and stored.height > 0 and stored["fingerprint"][0] != fingerprint]
+            # Evaluated with another profile (the run config Dagster recorded): run again.
+            other = evaluated_under_another_profile(runner.instance, EVAL, split_keys, profile)
             if other:
-                reports.append(runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation"))
-            reports.append(runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation"))
-        reports.append(runner.materialize(["eval_summary"], None, force=True, what="summary"))
+                reports.append(runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation",
+                                                  run_config=config))
+            reports.append(runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation",
+                                              run_config=config))
+        reports.append(runner.materialize(["eval_summary"], None, force=True, what="summary", run_config=config))
         evaluated = {which: [k for k in ks if not any(k in r.failed for r in reports)] for which, ks in chosen.items()}
         targets = [k for ks in evaluated.values() for k in ks]
         result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint,
@@ -385,7 +379,7 @@ def cmd_backfill_test(args) -> dict:
     import os
     import subprocess
 
-    from cli.instance import dagster_home
+    from jobs.instance import dagster_home
     from narrative_mirror import split as split_lib
 
     with _runner(args) as runner:

@@ -22,10 +22,10 @@ import dagster as dg
 import polars as pl
 
 from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_run
-from assets.ingest import INPUT_PROBLEM
+from assets.ingest.assets import INPUT_PROBLEM
 from assets.partitions import chat_files
-from assets.sources import observe_sources
-from cli.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
+from assets.sources.assets import observe_sources
+from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror import settings
 
 # Progress goes through Runner.progress. Dagster's own console log stays silent (its run logs in
@@ -80,7 +80,7 @@ class Runner:
     """One command's session with the instance: holds the home lock until ``close``."""
 
     def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
-                 progress: Callable[[str], None] = _stderr, eval_profile: str = "", verbose: bool = False):
+                 progress: Callable[[str], None] = _stderr, verbose: bool = False):
         from definitions import build_definitions
         from resources import default_resources
 
@@ -88,8 +88,7 @@ class Runner:
         self.verbose = verbose
         self.problems: list[str] = []  # files that could not become partitions (bad names, links out)
         self.data_dir = Path(data_dir).resolve() if data_dir else settings.data_dir()
-        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
-                                           eval_profile=eval_profile)
+        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""))
         self.state = self.resources["state"]
         self._resolved: dict = {}
         self.defs = build_definitions(self.resources)
@@ -185,11 +184,14 @@ class Runner:
 
     # -- running ----------------------------------------------------------------------------
     def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
-                    tags: dict[str, str] | None = None, force: bool = False, what: str = "") -> BuildReport:
+                    tags: dict[str, str] | None = None, force: bool = False, what: str = "",
+                    run_config: dict | None = None) -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
-        lines. A failed partition is left alone (the others go on) and reported in the result."""
+        lines; ``run_config`` holds the ``ops`` config of assets of the selection (each run gets
+        that of the assets it runs). A failed partition is left alone (the others go on) and
+        reported in the result."""
         targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
         ran: set[tuple[str | None, dg.AssetKey]] = set()
@@ -213,7 +215,7 @@ class Runner:
                 self.progress(f"{label}: {why}")
                 result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
                                         resources=self.resources, tags={**run_tags(), **(tags or {})},
-                                        raise_on_error=False, run_config=VERBOSE if self.verbose else QUIET)
+                                        raise_on_error=False, run_config=self._run_config(run_config, keys))
                 ran.update((partition, k) for k in keys)
                 if _interrupted(result):
                     self.instance.report_run_canceled(
@@ -231,6 +233,13 @@ class Runner:
             if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
+
+    def _run_config(self, run_config: dict | None, keys: Sequence[dg.AssetKey]) -> dict:
+        """The logging config, plus the ops config of the assets this run runs."""
+        logging = VERBOSE if self.verbose else QUIET
+        ops = {key.to_user_string(): config for key in keys
+               if (config := (run_config or {}).get("ops", {}).get(key.to_user_string())) is not None}
+        return {**logging, "ops": ops} if ops else logging
 
     def _wait_for_other_runs(self, partition: str | None) -> None:
         """Runs of another process (the daemon, the UI) on this partition finish first: the

@@ -1,5 +1,5 @@
 """The one module that builds the Dagster Definitions (dg, dagster-webserver, CLI, tests):
-the domains' own Definitions merged, plus the resources and the executor.
+every domain package's ``defs`` (assets/<domain>/) merged, plus the resources and the executor.
 
 The executor: Dagster's default (steps in processes of the run's own machine) unless
 ``NM_CELERY_BROKER_URL`` names a Celery broker; then every job launched through the instance
@@ -14,11 +14,11 @@ import os
 
 import dagster as dg
 
-from jobs import evaluation, ingest, layers, operations
+from assets import evaluation, events, index, ingest, layers, sources
 from narrative_mirror import settings
 from resources import default_resources
 
-DOMAINS = [ingest.defs, layers.defs, evaluation.defs, operations.defs]
+DOMAINS = [sources, ingest, layers, index, evaluation, events]
 
 
 def executor_from_env() -> dg.ExecutorDefinition | None:
@@ -42,8 +42,8 @@ def executor_from_env() -> dg.ExecutorDefinition | None:
 
 
 def build_definitions(resources: dict | None = None) -> dg.Definitions:
-    return dg.Definitions.merge(*DOMAINS, dg.Definitions(resources=resources or default_resources(),
-                                                         executor=executor_from_env()))
+    return dg.Definitions.merge(*[domain.defs for domain in DOMAINS],
+                                dg.Definitions(resources=resources or default_resources(), executor=executor_from_env()))
 
 
 defs = build_definitions()

@@ -1,1 +1,3 @@
-"""Jobs, schedules and sensors, one module per domain (each exposes its ``defs``)."""
+"""How runs are launched on the Dagster instance: the instance in ``$NM_HOME/dagster``
+(``instance``) and its storage class (``instance_storage``, named in dagster.yaml).
+The domains' own jobs, schedules and sensors live beside their assets (assets/<domain>/jobs.py)."""

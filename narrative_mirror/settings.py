@@ -16,7 +16,7 @@ Beyond one machine (all optional; unset = everything in ``NM_HOME`` on this mach
   ``AWS_SECRET_ACCESS_KEY`` and ``AWS_ALLOW_HTTP`` (LanceDB reads them too).
 - ``NM_DAGSTER_PG_URL``: PostgreSQL URL of the Dagster instance's run, event-log and schedule
   storage (``postgresql://user:password@host:5432/db``) instead of SQLite files in
-  ``NM_HOME/dagster``; read where the instance is loaded (cli/sqlite_storage.py).
+  ``NM_HOME/dagster``; read where the instance is loaded (jobs/instance_storage.py).
 - ``NM_CELERY_BROKER_URL``: a Celery broker (``redis://host:6379/0``): the asset jobs run each
   step as a task on Celery workers (``scripts/worker.sh``) instead of in the launching process;
   ``NM_CELERY_BACKEND_URL`` is the result backend (default: the broker).

@@ -179,14 +179,13 @@ class LLMResource(dg.ConfigurableResource):
 
 
 class EvaluationResource(dg.ConfigurableResource):
-    """config/evaluation.toml, with the agent profile optionally overridden (``eval --profile``)."""
+    """config/evaluation.toml; the agent profile an evaluation run asks for (its run config,
+    assets/evaluation/run_config.py) overrides the configured one."""
 
-    profile: str = ""
-
-    def config(self) -> dict:
+    def config(self, profile: str = "") -> dict:
         from narrative_mirror import evaluation as ev
 
-        return ev.load_eval_config(profile=self.profile or None)
+        return ev.load_eval_config(profile=profile or None)
 
 
 class AlertsResource(dg.ConfigurableResource):
@@ -234,7 +233,7 @@ def lancedb_resource(state: StateResource) -> LanceDBResource:
     )
 
 
-def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "", eval_profile: str = "") -> dict:
+def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "") -> dict:
     """The resources of a process: explicit arguments first, then the environment
     (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL,
     NM_LANCEDB_URI and the AWS_* object-store settings)."""
@@ -251,7 +250,7 @@ def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
         "lancedb": lancedb_resource(state),
         "llm": LLMResource(base_url=_env("OPENAI_BASE_URL"), api_key=_env("OPENAI_API_KEY"),
                            model=_env("NM_LLM_MODEL"), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
-        "evaluation": EvaluationResource(profile=eval_profile),
+        "evaluation": EvaluationResource(),
         "alerts": AlertsResource(state=state, slack_token=_env("SLACK_BOT_TOKEN"),
                                  slack_channel=os.environ.get("NM_SLACK_CHANNEL") or "#narrative-mirror"),
     }

@@ -49,7 +49,7 @@ def _graphql(port: int, query: str) -> dict:
 
 
 def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch):
-    from cli.instance import dagster_home
+    from jobs.instance import dagster_home
 
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     home = dagster_home()  # the instance settings `narrative-mirror` writes (pooled SQLite storage)

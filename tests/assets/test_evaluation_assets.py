@@ -7,15 +7,16 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.sources import SOURCES
-from assets.evaluation import EVAL_ASSETS, TEST_TAG, qa_eval
-from assets.ingest import INGEST_ASSETS
-from assets.layers import LAYER_ASSETS
-from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
+from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, qa_eval
+from assets.evaluation.jobs import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
+from assets.index.assets import INDEX_ASSETS
+from assets.ingest.assets import INGEST_ASSETS
+from assets.layers.assets import LAYER_ASSETS
+from assets.sources.assets import SOURCES
 from narrative_mirror import experiments, settings
 from resources import default_resources
 
-ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *EVAL_ASSETS]
+ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS, *EVAL_ASSETS]
 TRAIN_KEY, TEST_KEY = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"
 QA = dg.AssetKey("qa_eval")
 
@@ -45,7 +46,7 @@ def _worse_retrieval_config(folder):
 def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
-        built = _run(instance, ["messages", "gold_qa", "arc_cases", "split", *[a.key.path[0] for a in LAYER_ASSETS],
+        built = _run(instance, ["messages", "gold_qa", "arc_cases", "split", *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]],
                                 "qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
         assert built.success
         rows = built.asset_value("qa_eval")
@@ -150,7 +151,7 @@ def test_test_eval_job_tags_its_runs_as_test():
 def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_path):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
-        built = _run(instance, ["messages", "gold_qa", "split", *[a.key.path[0] for a in LAYER_ASSETS]], TRAIN_KEY,
+        built = _run(instance, ["messages", "gold_qa", "split", *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]]], TRAIN_KEY,
                      tmp_path)
         assert built.success
         result = dg.materialize(ALL, selection=["profile_protocol"], instance=instance,

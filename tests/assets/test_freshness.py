@@ -8,7 +8,7 @@ import pytest
 from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
-from assets.sources import observe_sources
+from assets.sources.assets import observe_sources
 from cli.main import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings

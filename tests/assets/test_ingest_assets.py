@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from chat_factory import small_chat, write_chat
 
-from assets.sources import SOURCES
-from assets.ingest import INGEST_ASSETS, split
+from assets.ingest.assets import INGEST_ASSETS, split
+from assets.sources.assets import SOURCES
 from resources import default_resources
 
 

@@ -5,12 +5,13 @@ import pytest
 from chat_factory import small_chat, write_chat
 from llm_servers import fault_server
 
-from assets.sources import SOURCES
-from assets.ingest import INGEST_ASSETS
-from assets.layers import LAYER_ASSETS
+from assets.index.assets import INDEX_ASSETS
+from assets.ingest.assets import INGEST_ASSETS
+from assets.layers.assets import LAYER_ASSETS
+from assets.sources.assets import SOURCES
 from resources import default_resources
 
-ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS]
+ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS]
 KEY = "chat_a"
 
 

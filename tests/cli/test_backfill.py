@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from cli.instance import dagster_home
+from jobs.instance import dagster_home
 from cli.main import main
 
 

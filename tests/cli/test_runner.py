@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from cli.instance import dagster_home
+from jobs.instance import dagster_home
 from cli.main import main
 from definitions import build_definitions
-from jobs.ingest import source_files_sensor
+from assets.sources.jobs import source_files_sensor
 from narrative_mirror import settings
 from resources import default_resources
 

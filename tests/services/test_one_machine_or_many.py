@@ -10,14 +10,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from cli.instance import (
+from jobs.instance import (
     INSTANCE_YAML,
     PREVIOUS_DEFAULT_YAML,
     _previous_path_yaml,
     dagster_home,
     generated_by_us,
 )
-from cli.sqlite_storage import (
+from jobs.instance_storage import (
     NarrativeMirrorInstance,
     PooledSqliteEventLogStorage,
     PooledSqliteRunStorage,
@@ -50,7 +50,7 @@ def _materialize_in(home: Path, monkeypatch, times: int = 1) -> int:
 def test_generated_settings_hold_no_path(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     text = (dagster_home() / "dagster.yaml").read_text()
-    assert text == INSTANCE_YAML.format(module="cli.sqlite_storage")
+    assert text == INSTANCE_YAML.format(module="jobs.instance_storage")
     assert str(tmp_path) not in text and "base_dir" not in text
 
 
@@ -73,7 +73,7 @@ def test_a_moved_home_works_and_the_old_place_is_not_recreated(tmp_path, monkeyp
     assert not old.exists()
 
 
-@pytest.mark.parametrize("module", ["cli.sqlite_storage", "jobs.sqlite_storage"])
+@pytest.mark.parametrize("module", ["jobs.instance_storage", "cli.sqlite_storage", "jobs.sqlite_storage"])
 def test_settings_written_by_earlier_versions_are_upgraded_wherever_they_were_written(tmp_path, monkeypatch, module):
     old, new = tmp_path / "old home: odd # chars", tmp_path / "new"
     _materialize_in(old, monkeypatch)
@@ -82,24 +82,32 @@ def test_settings_written_by_earlier_versions_are_upgraded_wherever_they_were_wr
     (new / "dagster" / "dagster.yaml").write_text(_previous_path_yaml(old / "dagster", module))
     before = _snapshot(old)
     assert _materialize_in(new, monkeypatch) == 2
-    assert (new / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="cli.sqlite_storage")
+    assert (new / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
     assert _snapshot(old) == before
     # ... and in its own place, as before.
     (old / "dagster" / "dagster.yaml").write_text(_previous_path_yaml(old / "dagster", module))
     assert _materialize_in(old, monkeypatch) == 2
-    assert (old / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="cli.sqlite_storage")
+    assert (old / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
+
+
+def test_settings_naming_the_storage_module_of_an_earlier_version_are_upgraded(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    _materialize_in(home, monkeypatch)
+    (home / "dagster" / "dagster.yaml").write_text(INSTANCE_YAML.format(module="cli.sqlite_storage"))
+    assert _materialize_in(home, monkeypatch) == 2
+    assert (home / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
 
 
 def test_edited_settings_are_left_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     config = dagster_home() / "dagster.yaml"
-    generated = _previous_path_yaml(tmp_path / "home" / "dagster", "cli.sqlite_storage")
+    generated = _previous_path_yaml(tmp_path / "home" / "dagster", "jobs.instance_storage")
     for edited in [
         generated + "# mine\n",
         generated.replace("enabled: false", "enabled: true"),
         # Storage deliberately put somewhere that is not a home's dagster/history folder.
-        _previous_path_yaml(tmp_path / "shared", "cli.sqlite_storage"),
-        INSTANCE_YAML.format(module="cli.sqlite_storage") + "storage:\n  postgres:\n    postgres_url: x\n",
+        _previous_path_yaml(tmp_path / "shared", "jobs.instance_storage"),
+        INSTANCE_YAML.format(module="jobs.instance_storage") + "storage:\n  postgres:\n    postgres_url: x\n",
     ]:
         config.write_text(edited)
         dagster_home()
@@ -115,7 +123,7 @@ def test_the_postgres_url_setting_selects_postgres_and_is_never_written(tmp_path
     assert sqlite["run_storage"].class_name == "PooledSqliteRunStorage" and base in sqlite["run_storage"].config_yaml
     monkeypatch.setenv("NM_DAGSTER_PG_URL", "postgresql://nm:secret@db.internal:5432/nm")
     pg = NarrativeMirrorInstance.config_defaults(base)
-    assert pg["storage"].class_name == "DagsterPostgresStorage" and pg["storage"].module_name == "cli.sqlite_storage"
+    assert pg["storage"].class_name == "DagsterPostgresStorage" and pg["storage"].module_name == "jobs.instance_storage"
     assert all("NM_DAGSTER_PG_URL" in pg[k].config_yaml and "secret" not in pg[k].config_yaml
                for k in ("storage", "run_storage", "event_log_storage", "schedule_storage"))
     assert pg["compute_logs"].config_yaml == sqlite_compute_logs(base)

@@ -1,9 +1,8 @@
-"""Operations domain: how answers use what retrieval returned (retrieval events), and the
-LanceDB store's upkeep (compaction, full-text index, old versions)."""
+"""Jobs of the index domain: the LanceDB store's upkeep (compaction, full-text index, old
+versions) and its nightly schedule."""
 
 import dagster as dg
 
-from assets.events import retrieval_event_stats
 from resources import LanceDBResource
 
 
@@ -26,6 +25,3 @@ def index_maintenance_job():
 index_maintenance_schedule = dg.ScheduleDefinition(
     job=index_maintenance_job, cron_schedule="30 4 * * *", default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Nightly LanceDB upkeep (after the nightly train evaluation).")
-
-defs = dg.Definitions(assets=[retrieval_event_stats], jobs=[index_maintenance_job],
-                      schedules=[index_maintenance_schedule])

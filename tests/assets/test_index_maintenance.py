@@ -6,7 +6,7 @@ import dagster as dg
 from chat_factory import small_chat, write_chat
 
 from cli.main import main
-from jobs.operations import index_maintenance_job, index_maintenance_schedule
+from assets.index.jobs import index_maintenance_job, index_maintenance_schedule
 from narrative_mirror.index_store import IndexStore
 from resources import LanceDBResource, StateResource
 

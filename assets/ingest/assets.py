@@ -5,19 +5,16 @@ from contextlib import contextmanager
 import dagster as dg
 import polars as pl
 
-from assets import versioned_asset
 from assets.freshness import PARTITION_AUTOMATION
+from assets.ingest.checks import GOLD_QA_CHECKS, gold_oddities_check, unresolved_gold_share_check
 from assets.partitions import chat_files
-from assets.sources import arc_file, chat_file, split_config
+from assets.sources.assets import arc_file, chat_file, split_config
+from assets.versioning import versioned_asset, versioned_output
 from narrative_mirror import schema, split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.storage import frame_hash
 from resources import ChatDataResource
-
-UNRESOLVED_WARN_SHARE = 0.05  # more than 5% unresolved gold strings in a file deserves a look
-
 
 # Marks a failure caused by a bad input file (the command line exits 2 for those, 1 for the rest).
 INPUT_PROBLEM = "narrative_mirror/input_problem"
@@ -34,11 +31,6 @@ def input_problems_as_failures():
                          allow_retries=False) from None
 
 
-def _versioned(df: pl.DataFrame, metadata: dict) -> dg.Output:
-    metadata = {"dagster/row_count": dg.MetadataValue.int(df.height), **metadata}
-    return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata=metadata)
-
-
 @versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file],
           automation_condition=PARTITION_AUTOMATION)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
@@ -48,7 +40,7 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
     df = chat.messages
     for note in chat.notes:
         context.log.warning(note)
-    return _versioned(
+    return versioned_output(
         df,
         {
             "format": chat.format,
@@ -65,8 +57,7 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
     group_name="ingest",
     kinds={"polars"},
     deps=[chat_file],
-    check_specs=[dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa"),
-                 dg.AssetCheckSpec("gold_oddities", asset="gold_qa")],
+    check_specs=GOLD_QA_CHECKS,
     automation_condition=PARTITION_AUTOMATION,
 )
 def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
@@ -80,7 +71,7 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
     oddities = {row["question_id"]: row["oddities"] + [f"not in the chat: {part}" for part in row["unresolved"]]
                 for row in df.select("question_id", "oddities", "unresolved").iter_rows(named=True)
                 if row["oddities"] or row["unresolved"]}
-    yield _versioned(
+    yield versioned_output(
         df,
         {
             "questions": dg.MetadataValue.int(df.height),
@@ -91,23 +82,8 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
             "gold_oddities": dg.MetadataValue.json(oddities),
         },
     )
-    yield dg.AssetCheckResult(
-        check_name="gold_oddities", passed=not oddities, severity=dg.AssetCheckSeverity.WARN,
-        metadata={"questions": dg.MetadataValue.int(len(oddities)), "oddities": dg.MetadataValue.json(oddities)},
-        description=f"{len(oddities)} of {df.height} questions have gold evidence read with a guess or not found",
-    )
-    share = len(unresolved) / raw_total if raw_total else 0.0
-    yield dg.AssetCheckResult(
-        check_name="unresolved_gold_share",
-        passed=share <= UNRESOLVED_WARN_SHARE,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "unresolved_share": dg.MetadataValue.float(share),
-            "unresolved": dg.MetadataValue.int(len(unresolved)),
-            "raw_evidence_strings": dg.MetadataValue.int(raw_total),
-        },
-        description=f"{len(unresolved)} of {raw_total} gold evidence parts could not be resolved",
-    )
+    yield gold_oddities_check(oddities, df.height)
+    yield unresolved_gold_share_check(len(unresolved), raw_total)
 
 
 @versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[arc_file],
@@ -118,11 +94,11 @@ def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, me
     path = arcs_file_for(arcs_dir, context.partition_key) if arcs_dir else None
     if path is None:
         df = schema.empty_frame(schema.ARC_CASES)
-        return _versioned(df, {"source": "none (no arcs file for this chat)"})
+        return versioned_output(df, {"source": "none (no arcs file for this chat)"})
     with input_problems_as_failures():
         df = load_arc_cases(path, messages)
     phases = int(df["phase_names"].list.len().sum() or 0) if df.height else 0
-    return _versioned(df, {"source": dg.MetadataValue.path(str(path)), "phases": dg.MetadataValue.int(phases)})
+    return versioned_output(df, {"source": dg.MetadataValue.path(str(path)), "phases": dg.MetadataValue.int(phases)})
 
 
 @versioned_asset(partitions_def=chat_files, group_name="ingest", deps=[split_config], kinds={"polars"},
@@ -136,7 +112,7 @@ def split(context: dg.AssetExecutionContext) -> dg.Output[pl.DataFrame]:
     df = pl.DataFrame({"chat_file": [assignment.chat_file], "split": [assignment.split],
                        "configured": [assignment.configured]},
                       schema={"chat_file": pl.String, "split": pl.String, "configured": pl.Boolean})
-    return _versioned(df, {"split": assignment.split, "configured": assignment.configured})
+    return versioned_output(df, {"split": assignment.split, "configured": assignment.configured})
 
 
 INGEST_ASSETS = [messages, gold_qa, arc_cases, split]

@@ -19,11 +19,9 @@ from pathlib import Path
 import dagster as dg
 
 from assets.partitions import chat_files
+from assets.versioning import DATA_VERSION_TAG
 from narrative_mirror import sources as source_versions
 from resources import ChatDataResource
-
-# The tag under which Dagster stores an event's data version.
-DATA_VERSION_TAG = "dagster/data_version"
 
 
 @dg.observable_source_asset(partitions_def=chat_files, group_name="sources",

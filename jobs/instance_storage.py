@@ -2,12 +2,11 @@
 file (one machine), or PostgreSQL (many), chosen where the instance is loaded.
 
 The stock SQLite classes create (and for the event log, dispose) a SQLAlchemy engine for every
-statement: ~6,700 of them for a build of the 10 RealTalk chats, whose time beside encoding
-fell from 16-21 s to 9-10 s with these classes. Files, schema and locking stay Dagster's own;
-only connection reuse changes.
+statement; these keep one (measurements: docs/decisions.md, "Dagster layer"). Files, schema and
+locking stay Dagster's own; only connection reuse changes.
 
 ``NarrativeMirrorInstance`` is the instance class the generated ``dagster.yaml`` names
-(``cli/instance.py``): it writes no path into that file. Its storage defaults are worked out
+(``jobs/instance.py``): it writes no path into that file. Its storage defaults are worked out
 each time the instance is loaded, from the folder it is loaded from (so a copied or moved home
 uses its own files) and from ``NM_DAGSTER_PG_URL``: set, run, event-log and schedule storage
 are Dagster's PostgreSQL storage (``dagster-postgres``) at that URL, read from the environment

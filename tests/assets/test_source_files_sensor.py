@@ -3,8 +3,8 @@
 import dagster as dg
 from chat_factory import small_chat, write_chat
 
-from assets.sources import DATA_VERSION_TAG
-from jobs.ingest import source_files_sensor
+from assets.sources.jobs import source_files_sensor
+from assets.versioning import DATA_VERSION_TAG
 from resources import ChatDataResource
 
 

@@ -1,9 +1,9 @@
-"""Runner's Dagster instance folder."""
+"""The Dagster instance folder in NM_HOME and its pooled SQLite storage."""
 
 import dagster as dg
 
-from cli.instance import PREVIOUS_DEFAULT_YAML, dagster_home
-from cli.sqlite_storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
+from jobs.instance import PREVIOUS_DEFAULT_YAML, dagster_home
+from jobs.instance_storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
 
 
 @dg.asset
@@ -46,9 +46,9 @@ def test_instance_uses_pooled_sqlite_storage_in_the_default_folders(tmp_path, mo
 
 
 def test_event_log_keeps_few_run_shards_open_and_reopens_evicted_ones(tmp_path, monkeypatch):
-    import cli.sqlite_storage as sqlite_storage
+    import jobs.instance_storage as instance_storage
 
-    monkeypatch.setattr(sqlite_storage, "OPEN_RUN_SHARDS", 2)
+    monkeypatch.setattr(instance_storage, "OPEN_RUN_SHARDS", 2)
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
         run_ids = [dg.materialize([numbers], instance=instance).run_id for _ in range(5)]

@@ -1,18 +1,11 @@
-"""Ingest domain: the source files, messages / gold QA / ARC cases / split, and the sensor that
-watches the data folder."""
+"""The sensor that watches the data folder: new chat files become partitions, changed source
+files (chats, ARC cases, config, prompts) get a new observed version."""
 
 import dagster as dg
 
-from assets.ingest import INGEST_ASSETS
 from assets.partitions import chat_files
-from assets.sources import SOURCES, observe_sources
+from assets.sources.assets import observe_sources
 from resources import ChatDataResource
-
-ingest_job = dg.define_asset_job(
-    "ingest_job",
-    selection=dg.AssetSelection.assets(*INGEST_ASSETS),
-    description="Read chat files: messages, gold QA, ARC cases and the split of one chat file.",
-)
 
 
 @dg.sensor(
@@ -33,6 +26,3 @@ def source_files_sensor(context: dg.SensorEvaluationContext, chat_data: ChatData
         dynamic_partitions_requests=[chat_files.build_add_request(found.new_keys)] if found.new_keys else [],
         asset_events=found.observations,
     )
-
-
-defs = dg.Definitions(assets=[*SOURCES, *INGEST_ASSETS], jobs=[ingest_job], sensors=[source_files_sensor])

@@ -1,5 +1,5 @@
-"""Memory layers per chat file: message embeddings, L1 topic blocks, L1.5 signals, L2 threads,
-and the LanceDB index. Each returns a content-hash data version, so re-running an asset with
+"""Memory layers per chat file: message embeddings, L1 topic blocks, L1.5 signals and L2
+threads. Each returns a content-hash data version, so re-running an asset with
 an unchanged output leaves everything downstream fresh."""
 
 import time
@@ -8,15 +8,13 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets import EMBEDDER_POOL, LLM_POOL, versioned_asset
 from assets.freshness import PARTITION_AUTOMATION
-from assets.ingest import _versioned
 from assets.partitions import chat_files
-from assets.sources import PROMPTS, embedding_config, layers_config
+from assets.sources.assets import PROMPTS, embedding_config, layers_config
+from assets.versioning import EMBEDDER_POOL, LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import encode_reusing, message_texts, vector_matrix
-from narrative_mirror.storage import frame_hash
-from resources import EmbedderResource, LanceDBResource, LLMResource, StateResource
+from resources import EmbedderResource, LLMResource, StateResource
 
 
 def _vectors(embeddings: pl.DataFrame) -> np.ndarray:
@@ -76,7 +74,7 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
     )
     df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings").with_columns(
         vector_key=pl.Series(keys, dtype=pl.String))
-    return _versioned(df, {
+    return versioned_output(df, {
         "model": model.model_name,
         "dimension": dg.MetadataValue.int(model.dimension),
         "encoded_messages": dg.MetadataValue.int(encoded),
@@ -97,7 +95,7 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
     summarizer, client = _summarizer(llm, config)
     blocks = build_topic_blocks(messages, _vectors(message_embeddings), config, summarizer=summarizer)
     covered = int(blocks["message_ids"].list.len().sum() or 0)
-    return _versioned(blocks, {
+    return versioned_output(blocks, {
         "blocks": dg.MetadataValue.int(blocks.height),
         "messages_in_blocks": dg.MetadataValue.int(covered),
         "messages": dg.MetadataValue.int(messages.height),
@@ -116,7 +114,7 @@ def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
 
     signals = compute_signals(messages, l1_topics, settings.load_config("layers"))
     tiers = signals.group_by("importance_tier").len().sort("importance_tier")
-    return _versioned(signals, {
+    return versioned_output(signals, {
         "plans": dg.MetadataValue.int(int(signals["is_plan"].sum())),
         "questions": dg.MetadataValue.int(int(signals["is_question"].sum())),
         "messages_with_refs": dg.MetadataValue.int(int((signals["ref_block_ids"].list.len() > 0).sum())),
@@ -136,7 +134,7 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
     vectors = block_vectors(l1_topics, messages, _vectors(message_embeddings))
     threads = build_threads(l1_topics, l15_signals, vectors, config, summarizer=summarizer)
     in_threads = {b for ids in threads["block_ids"].to_list() for b in ids}
-    return _versioned(threads, {
+    return versioned_output(threads, {
         "threads": dg.MetadataValue.int(threads.height),
         "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
         "blocks": dg.MetadataValue.int(l1_topics.height),
@@ -145,28 +143,4 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
     })
 
 
-@versioned_asset(partitions_def=chat_files, group_name="index", kinds={"lancedb"},
-          automation_condition=PARTITION_AUTOMATION)
-def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-                  l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, l2_threads: pl.DataFrame,
-                  lancedb: LanceDBResource) -> dg.MaterializeResult:
-    """Messages, blocks and threads of the chat in LanceDB (vectors + full-text index),
-    replacing the chat's previous rows in one commit per table."""
-    from narrative_mirror.index_store import build_rows
-
-    store = lancedb.get()
-    key = context.partition_key
-    rows = build_rows(messages, message_embeddings, signals=l15_signals, blocks=l1_topics, threads=l2_threads)
-    versions = {table: store.replace_partition(table, key, table_rows) for table, table_rows in rows.items()}
-    content = frame_hash(pl.DataFrame({"h": [frame_hash(pl.from_arrow(t)) for t in rows.values()]}))
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(content),
-        metadata={
-            "uri": lancedb.resolved_uri(),
-            **{f"{t}_rows": dg.MetadataValue.int(r.num_rows) for t, r in rows.items()},
-            **{f"{t}_version": dg.MetadataValue.int(v) for t, v in versions.items()},
-        },
-    )
-
-
-LAYER_ASSETS = [message_embeddings, l1_topics, l15_signals, l2_threads, lancedb_index]
+LAYER_ASSETS = [message_embeddings, l1_topics, l15_signals, l2_threads]

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from assets import versioned_asset
+from assets.versioning import versioned_asset
 from narrative_mirror.evaluation import markdown_table
 from narrative_mirror.storage import frame_hash
 from resources import LanceDBResource, StateResource

@@ -1,9 +1,9 @@
-"""Evaluation domain: QA/ARC evaluation assets with their checks, the nightly train schedule,
-the explicit test backfill, train-only automation, and alerts for failed evaluation runs."""
+"""Jobs of the evaluation domain: the train and test evaluation jobs, the nightly train
+schedule, and the alert sensor for evaluation runs that failed."""
 
 import dagster as dg
 
-from assets.evaluation import EVAL_ASSETS, TEST_TAG, arc_eval, qa_eval
+from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, arc_eval, qa_eval
 from assets.partitions import chat_files
 from narrative_mirror import split as split_lib
 from resources import AlertsResource
@@ -30,15 +30,6 @@ def nightly_train_eval(context: dg.ScheduleEvaluationContext):
         yield dg.RunRequest(partition_key=key, run_key=f"{day}:{key}")
 
 
-# Re-evaluates TRAIN partitions whose index, config, prompts or code changed (assets/evaluation.py).
-eval_automation_sensor = dg.AutomationConditionSensorDefinition(
-    "eval_automation_sensor",
-    target=dg.AssetSelection.assets(*EVAL_ASSETS),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=300,
-    use_user_code_server=True,
-)
-
 EVAL_KEYS = {a.key for a in EVAL_ASSETS}
 
 
@@ -57,11 +48,3 @@ def eval_failure_alert_sensor(context: dg.RunFailureSensorContext, alerts: Alert
     alerts.send({"run_id": run.run_id, "job": run.job_name, "partition": run.tags.get("dagster/partition"),
                  "check": None, "severity": "ERROR", "description": message},
                 text=f"Evaluation run {run.run_id[:8]} failed ({run.tags.get('dagster/partition')}): {message}")
-
-
-defs = dg.Definitions(
-    assets=EVAL_ASSETS,
-    jobs=[train_eval_job, test_eval_job],
-    schedules=[nightly_train_eval],
-    sensors=[eval_automation_sensor, eval_failure_alert_sensor],
-)

@@ -19,7 +19,7 @@ from narrative_mirror import settings
 
 # Written when the instance has no settings yet (or still has one of our previous defaults); an
 # edited dagster.yaml is left alone. Telemetry off: this runs offline, and every step would append
-# to logs/event.log. No path in it: the instance class (cli/sqlite_storage.py) puts Dagster's SQLite
+# to logs/event.log. No path in it: the instance class (jobs/instance_storage.py) puts Dagster's SQLite
 # files in their default places under the folder the instance is loaded from, through classes that
 # keep their database connections open, or uses PostgreSQL when NM_DAGSTER_PG_URL is set. A copied
 # or moved home therefore works where it is and never writes into the old one.
@@ -32,8 +32,11 @@ instance_class:
   module: {module}
   class: NarrativeMirrorInstance
 """
-STORAGE_MODULE = "cli.sqlite_storage"
-PREVIOUS_STORAGE_MODULES = ["jobs.sqlite_storage"]
+STORAGE_MODULE = "jobs.instance_storage"
+# Where the storage classes lived before; settings an earlier version wrote naming them are upgraded.
+PREVIOUS_STORAGE_MODULES = ["cli.sqlite_storage", "jobs.sqlite_storage"]
+# The earlier modules that INSTANCE_YAML (no path) was written with; all wrote PREVIOUS_PATH_YAML.
+PREVIOUS_INSTANCE_MODULES = ["cli.sqlite_storage"]
 PREVIOUS_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
 # What earlier versions wrote: the pooled SQLite storages with the home's absolute paths baked in.
 PREVIOUS_PATH_YAML = """telemetry:
@@ -72,7 +75,8 @@ def generated_by_us(text: str) -> bool:
     wherever the home it was written for was then (a copied or moved home keeps the old paths)."""
     text = text.strip()
     modules = [STORAGE_MODULE, *PREVIOUS_STORAGE_MODULES]
-    if text in ("", PREVIOUS_DEFAULT_YAML.strip(), _instance_yaml().strip()):
+    instance_yamls = (INSTANCE_YAML.format(module=m).strip() for m in [STORAGE_MODULE, *PREVIOUS_INSTANCE_MODULES])
+    if text in ("", PREVIOUS_DEFAULT_YAML.strip(), *instance_yamls):
         return True
     match = _BASE_DIR_RE.search(text)  # the first: the run storage's <home>/dagster/history
     try:

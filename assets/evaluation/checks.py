@@ -1,0 +1,96 @@
+"""Checks of the evaluation domain: regression against the partition's previous evaluation,
+the recall floor and seed 002's adoption gate, and the alert sent for every failed check.
+
+The checks are declared on their assets (``check_specs``, blocking where a regression must stop
+the run) and their results yielded by the asset that computed the metrics they judge."""
+
+import dagster as dg
+
+from resources import AlertsResource
+
+# The command line tags its runs with this (value: "cli"), so alerts can say who ran them.
+LAUNCHER_TAG = "narrative_mirror/launched_by"
+QA_CHECKS = ["qa_recall_regression", "qa_recall_floor"]
+QA_CHECK_SPECS = [dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS]
+ARC_CHECK_SPECS = [dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)]
+PROTOCOL_CHECK_SPECS = [dg.AssetCheckSpec("adoption_gate", asset="profile_protocol",
+                                          description="Seed 002: balanced supported-claim rate >= 0.90, claim citation "
+                                                      "precision >= 0.95, p95 latency within the balanced deadline")]
+# Seed 002's adoption gate, for the balanced profile; its latency SLO is the profile's deadline.
+ADOPTION_GATE = {"supported_claim_rate": 0.90, "claim_citation_precision": 0.95}
+
+
+def previous_metadata(context: dg.AssetExecutionContext, asset: str) -> dict | None:
+    """Metadata of the previous materialization of THIS partition (not the latest of any)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[context.partition_key]), limit=1
+    ).records
+    if not records:
+        return None
+    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+
+
+def regression_check(check_name: str, asset: str, metric: str, current: float | None,
+                     previous: dict | None, cfg: dict) -> dg.AssetCheckResult:
+    reg = cfg["regression"]
+    before = (previous or {}).get(metric)
+    if current is None or before is None:
+        return dg.AssetCheckResult(check_name=check_name, asset_key=asset, passed=True,
+                                   description="no previous value of this partition to compare with",
+                                   metadata={"current": dg.MetadataValue.float(current or 0.0)})
+    drop = before - current
+    severity = dg.AssetCheckSeverity.ERROR if drop > reg["error_drop"] else dg.AssetCheckSeverity.WARN
+    passed = drop <= reg["warn_drop"]
+    return dg.AssetCheckResult(
+        check_name=check_name, asset_key=asset, passed=passed, severity=severity,
+        description=f"{metric} {before:.3f} -> {current:.3f} (drop {drop:+.3f}; warn > {reg['warn_drop']}, error > {reg['error_drop']})",
+        metadata={"previous": dg.MetadataValue.float(before), "current": dg.MetadataValue.float(current),
+                  "drop": dg.MetadataValue.float(drop)},
+    )
+
+
+def recall_floor_check(metric: str, current: float | None, cfg: dict) -> dg.AssetCheckResult:
+    """ERROR when the partition's ``metric`` is under the floor of config/evaluation.toml."""
+    return dg.AssetCheckResult(
+        check_name="qa_recall_floor", passed=current is None or current >= cfg["regression"]["floor"],
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"{metric} = {current} (floor {cfg['regression']['floor']})",
+    )
+
+
+def adoption_gate_check(table: list[dict]) -> dg.AssetCheckResult:
+    """Seed 002's gate on the balanced row of the protocol ``table`` (WARN: which thresholds the
+    offline path holds is a finding, not a failure)."""
+    from narrative_mirror.agent.profiles import PROFILES
+
+    balanced = next(row for row in table if row["profile"] == "balanced")
+    slo_ms = PROFILES["balanced"].deadline_s * 1000
+    held = {k: (balanced[k] is not None and balanced[k] >= bound) for k, bound in ADOPTION_GATE.items()}
+    held["p95_latency_ms"] = balanced["p95_latency_ms"] is not None and balanced["p95_latency_ms"] <= slo_ms
+    return dg.AssetCheckResult(
+        check_name="adoption_gate", asset_key="profile_protocol", passed=all(held.values()),
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(
+            [f"{k} {balanced[k] if balanced[k] is None else round(balanced[k], 3)} {'>=' if ok else '<'} {ADOPTION_GATE[k]}"
+             for k, ok in held.items() if k in ADOPTION_GATE]
+            + [f"p95 latency {round(balanced['p95_latency_ms'] or 0)} ms {'<=' if held['p95_latency_ms'] else '>'} {slo_ms:.0f} ms"]),
+        metadata={k: dg.MetadataValue.bool(ok) for k, ok in held.items()},
+    )
+
+
+def alert_failed_checks(context: dg.AssetExecutionContext, alerts: AlertsResource,
+                        results: list[dg.AssetCheckResult]) -> list[dg.AssetCheckResult]:
+    """Report every failed check (ERROR or WARN), whoever launched the run: the CLI, the UI, a schedule or the automation. Returns ``results`` to yield."""
+    run = context.run
+    partition = context.partition_key if context.has_partition_key else "all partitions"
+    launched_by = (run.tags.get("dagster/sensor_name") or run.tags.get("dagster/schedule_name")
+                   or run.tags.get(LAUNCHER_TAG) or "ui or api")
+    for result in results:
+        if result.passed:
+            continue
+        severity = result.severity.value if result.severity else "ERROR"
+        check = f"{result.asset_key.to_user_string() if result.asset_key else context.asset_key.to_user_string()}:{result.check_name}"
+        alerts.send({"run_id": run.run_id, "partition": partition, "check": check,
+                     "severity": severity, "description": result.description or "", "launched_by": launched_by},
+                    text=f"{severity} {check} on {partition}: {result.description} (run {run.run_id[:8]}, {launched_by})")
+    return results

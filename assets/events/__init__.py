@@ -1,0 +1,8 @@
+"""Events domain: how answers use what retrieval returned (the retrieval event log's statistics
+and training-example export)."""
+
+import dagster as dg
+
+from assets.events.assets import retrieval_event_stats
+
+defs = dg.Definitions(assets=[retrieval_event_stats])

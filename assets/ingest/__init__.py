@@ -1,0 +1,8 @@
+"""Ingest domain: messages, gold QA (with its checks), ARC cases and the split of each chat file."""
+
+import dagster as dg
+
+from assets.ingest.assets import INGEST_ASSETS
+from assets.ingest.jobs import ingest_job
+
+defs = dg.Definitions(assets=INGEST_ASSETS, jobs=[ingest_job])
