@@ -6,14 +6,8 @@ import pyarrow as pa
 import pytest
 
 from narrative_mirror import schema
-from narrative_mirror.index_store import (
-    IndexStore,
-    block_rows,
-    build_rows,
-    message_rows,
-    thread_rows,
-    validate_chat_file,
-)
+from narrative_mirror.index_rows import block_rows, build_rows, message_rows, thread_rows
+from narrative_mirror.index_store import IndexStore, validate_chat_file
 
 DIM = 4
 
@@ -236,7 +230,7 @@ def test_reads_of_unknown_chats_and_tables_are_empty(tmp_path):
 
 
 def test_empty_partition_creates_and_clears(tmp_path):
-    from narrative_mirror.index_store import thread_schema
+    from narrative_mirror.index_rows import thread_schema
 
     store = IndexStore(str(tmp_path / "db"))
     store.replace_partition("threads", "chat_a", thread_schema(DIM).empty_table())
