@@ -62,7 +62,6 @@ class _StampArrival:
         await self.app(scope, receive, send)
 
 
-
 def create_app(
     retriever: Retriever,
     event_log: EventLog,

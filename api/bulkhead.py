@@ -187,4 +187,3 @@ def check_deadlines(deadlines: Mapping[str, float] | None) -> dict[str, float]:
             raise ValueError(f"deadlines[{name!r}] must be a number of seconds > 0, got {seconds!r}")
         merged[name] = float(seconds)
     return merged
-

@@ -188,4 +188,3 @@ async def ask_request(request: Request) -> AskRequest:
         return AskRequest.model_validate_json(bytes(body))
     except ValidationError as exc:
         raise bad_request(exc.errors(), "field", ASK_FIELDS) from None
-

@@ -72,7 +72,6 @@ def thread_schema(dim: int) -> pa.Schema:
     )
 
 
-
 def _vector_lookup(embeddings: pl.DataFrame) -> tuple[dict[str, int], np.ndarray]:
     emb = schema.conform(embeddings, schema.MESSAGE_EMBEDDINGS, "message embeddings")
     if emb.height == 0:
@@ -223,4 +222,3 @@ def build_rows(
     elif threads is not None:
         raise ValueError("threads given without their blocks")
     return rows
-

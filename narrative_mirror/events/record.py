@@ -70,7 +70,6 @@ def check_unit(value: object, name: str) -> None:
         raise ValueError(f"retrieval event: {name} must be null or in [0, 1], got {value!r}")
 
 
-
 @dataclass
 class RetrievalEvent:
     """One retrieval. ``cited_ids`` / ``citation_confidence`` may be filled later (``mark_cited``)."""
