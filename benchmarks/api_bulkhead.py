@@ -44,10 +44,10 @@ from common import free_port, latency_stats  # noqa: E402
 from llm_servers import fault_server  # noqa: E402
 from memory_api_chat import CHAT, build_retriever  # noqa: E402
 
+from api.app import create_app  # noqa: E402
 from narrative_mirror.agent.profiles import PROFILES  # noqa: E402
-from narrative_mirror.api_server import create_app  # noqa: E402
 from narrative_mirror.embedding import Embedder  # noqa: E402
-from narrative_mirror.events import EventLog  # noqa: E402
+from narrative_mirror.events.writer import EventLog  # noqa: E402
 from narrative_mirror.index_store import IndexStore  # noqa: E402
 from narrative_mirror.llm import LLMClient  # noqa: E402
 from narrative_mirror.retrieval.engine import Retriever  # noqa: E402

@@ -19,7 +19,8 @@ import polars as pl
 
 from narrative_mirror import schema, settings, split
 from narrative_mirror.embedding import Embedder, message_texts
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_rows import build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ chat made of every RealTalk session ``--copies`` times over (5 -> 44,720 message
    ``chats.load_chat`` (the big chat renumbers the sessions of its copies and moves copy c
    ``c * 730`` days later), vectors from ``embedding.Embedder`` (each distinct text encoded once:
    the copies share their vectors), L1 / L1.5 / L2 from ``narrative_mirror.layers`` and rows
-   through ``index_store.build_rows`` / ``replace_partition`` (``benchmarks/common.index_chat``).
+   through ``index_rows.build_rows`` / ``replace_partition`` (``benchmarks/common.index_chat``).
 2. Serves both from a separate server process (``create_app`` under uvicorn on loopback, offline,
    as ``narrative-mirror serve`` builds it), so its memory is the serving memory only.
 3. Measures per chat: the cold load (the server's ``Retriever.chat`` on first use, and the first
@@ -136,10 +136,10 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
     """The server side: ``narrative-mirror serve``'s app over ``home`` (offline), plus ``/bench/stats``."""
     import uvicorn
 
+    from api.app import create_app
     from narrative_mirror import settings
-    from narrative_mirror.api_server import create_app
     from narrative_mirror.embedding import Embedder
-    from narrative_mirror.events import EventLog
+    from narrative_mirror.events.writer import EventLog
     from narrative_mirror.index_store import IndexStore
     from narrative_mirror.retrieval.engine import Retriever
 

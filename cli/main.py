@@ -282,7 +282,7 @@ def _retriever_for(args):
 
 def _event_log(retriever):
     """The retrieval event log, in the retriever's LanceDB (same place, same object-store options)."""
-    from narrative_mirror.events import EventLog
+    from narrative_mirror.events.writer import EventLog
 
     store = retriever.store
     return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options)
@@ -314,9 +314,9 @@ def cmd_ask(args) -> dict:
 
 
 def cmd_serve(args) -> dict:
+    from api.access import load_tokens
+    from api.app import check_host, create_app, serve
     from narrative_mirror import settings
-    from narrative_mirror.access import load_tokens
-    from narrative_mirror.api_server import check_host, create_app, serve
     from narrative_mirror.retrieval.engine import Retriever
 
     tokens = load_tokens(args.tokens) if args.tokens else None
@@ -345,7 +345,7 @@ def cmd_maintain(args) -> dict:
 
 def cmd_token(args) -> dict:
     """Create or revoke an API token of `serve --tokens FILE` (the file keeps only its hash)."""
-    from narrative_mirror.access import add_token, remove_token
+    from api.access import add_token, remove_token
 
     if args.action == "add":
         if not args.chat:

@@ -11,7 +11,8 @@ import time
 from narrative_mirror.agent.contract import AgentAnswer
 from narrative_mirror.agent.profiles import PROFILES
 from narrative_mirror.citations import detect_citations
-from narrative_mirror.events import VARIANT_METHODS, EventLog, RetrievalEvent, approx_tokens
+from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens
+from narrative_mirror.events.writer import EventLog
 from narrative_mirror.query import ask
 
 DEFAULT_USER = "anonymous"

@@ -11,7 +11,8 @@ import polars as pl
 
 from narrative_mirror import schema
 from narrative_mirror.embedding import message_texts
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_rows import build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval.engine import Retriever
 
 CHAT = "tiny_bakery_Ana_Ben"

@@ -17,7 +17,8 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
                           state: StateResource) -> dg.Output[pl.DataFrame]:
     """Per retrieval method: share of returned messages cited, follow-up rate, latency; plus a JSONL
     export of training examples (query, returned, cited, not cited) for ranking optimization."""
-    from narrative_mirror.events import event_stats, export_training_examples, follow_ups_by_query, read_events
+    from narrative_mirror.events.analytics import event_stats, export_training_examples, follow_ups_by_query
+    from narrative_mirror.events.table import read_events
 
     events = read_events(lancedb.resolved_uri(), storage_options=lancedb.storage_options())
     stats = event_stats(events) if events.height else {"events": 0, "per_method": {}}

@@ -18,7 +18,7 @@ def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, mes
                   lancedb: LanceDBResource) -> dg.MaterializeResult:
     """Messages, blocks and threads of the chat in LanceDB (vectors + full-text index),
     replacing the chat's previous rows in one commit per table."""
-    from narrative_mirror.index_store import build_rows
+    from narrative_mirror.index_rows import build_rows
 
     store = lancedb.get()
     key = context.partition_key

@@ -1,125 +1,10 @@
-from datetime import datetime
-
-import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from index_frames import DIM, TEXTS, chat_frames
 
-from narrative_mirror import schema
-from narrative_mirror.index_store import (
-    IndexStore,
-    block_rows,
-    build_rows,
-    message_rows,
-    thread_rows,
-    validate_chat_file,
-)
-
-DIM = 4
-
-
-def chat_frames(chat_file: str, texts: list[str]):
-    """Hand-made layers: messages alternate speakers A/B, blocks of 2 messages, one thread of all."""
-    n = len(texts)
-    local_ids = [f"D1:{i + 1}" for i in range(n)]
-    messages = pl.DataFrame({
-        "message_id": [f"{chat_file}/{lid}" for lid in local_ids],
-        "chat_file": [chat_file] * n,
-        "local_id": local_ids,
-        "position": list(range(n)),
-        "session": [1] * n,
-        "speaker": ["A" if i % 2 == 0 else "B" for i in range(n)],
-        "text": texts,
-        "timestamp": [datetime(2024, 1, 1, 10, i) for i in range(n)],
-        "image_urls": [[] for _ in range(n)],
-        "image_caption": ["a red bike" if i == 1 else "" for i in range(n)],
-    }, schema=schema.MESSAGES)
-    # message i's vector: unit vector on axis i % DIM
-    vectors = np.eye(DIM, dtype=np.float32)[[i % DIM for i in range(n)]]
-    embeddings = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-        "local_id": messages["local_id"], "vector": list(vectors),
-    }, schema=schema.MESSAGE_EMBEDDINGS)
-    blocks = pl.DataFrame({
-        "block_id": [f"{chat_file}/S1/B{b}" for b in range(n // 2)],
-        "chat_file": [chat_file] * (n // 2),
-        "session": [1] * (n // 2),
-        "block_index": list(range(n // 2)),
-        "first_position": [2 * b for b in range(n // 2)],
-        "last_position": [2 * b + 1 for b in range(n // 2)],
-        "message_ids": [local_ids[2 * b: 2 * b + 2] for b in range(n // 2)],
-        "start_time": [datetime(2024, 1, 1, 10, 2 * b) for b in range(n // 2)],
-        "end_time": [datetime(2024, 1, 1, 10, 2 * b + 1) for b in range(n // 2)],
-        "speakers": [["A", "B"]] * (n // 2),
-        "keywords": [["kw"]] * (n // 2),
-        "label": [f"label {b}" for b in range(n // 2)],
-        "summary": [f"summary {b}" for b in range(n // 2)],
-    }, schema=schema.BLOCKS)
-    signals = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-        "local_id": messages["local_id"],
-        "block_id": [f"{chat_file}/S1/B{i // 2}" for i in range(n)],
-        "entities": [["bike"] if i == 1 else [] for i in range(n)],
-        "temporal": [[] for _ in range(n)], "is_plan": [False] * n, "is_question": [False] * n,
-        "sentiment": [0.0] * n, "emotion": [""] * n, "has_image": [i == 1 for i in range(n)],
-        "ref_block_ids": [[] for _ in range(n)],
-        "refs": [0.5 if i == 2 else 0.0 for i in range(n)],
-        "importance_tier": [3 if i == 0 else 1 for i in range(n)],
-    }, schema=schema.MESSAGE_SIGNALS)
-    threads = pl.DataFrame({
-        "thread_id": [f"{chat_file}/T0"], "chat_file": [chat_file],
-        "block_ids": [[f"{chat_file}/S1/B{b}" for b in range(n // 2)]],
-        "start_time": [datetime(2024, 1, 1, 10, 0)], "end_time": [datetime(2024, 1, 1, 10, 3)],
-        "participants": [["A", "B"]], "entities": [["bike"]], "title": ["Bikes"], "summary": ["About bikes"],
-    }, schema=schema.THREADS)
-    return messages, embeddings, blocks, signals, threads
-
-
-TEXTS = ["hello there", "look at my bike", "nice bike", "thanks"]
-
-
-def test_message_rows_text_signals_and_vectors():
-    messages, embeddings, blocks, signals, threads = chat_frames("chat_a", TEXTS)
-    rows = message_rows(messages, embeddings, signals)
-    assert rows.num_rows == 4
-    assert rows.column("text").to_pylist() == [
-        "A: hello there", "B: look at my bike [image: a red bike]", "A: nice bike", "B: thanks"]
-    assert rows.column("raw_text").to_pylist() == TEXTS
-    assert rows.column("block_id").to_pylist() == ["chat_a/S1/B0", "chat_a/S1/B0", "chat_a/S1/B1", "chat_a/S1/B1"]
-    assert rows.column("refs").to_pylist() == [0.0, 0.0, 0.5, 0.0]
-    assert rows.column("importance_tier").to_pylist() == [3, 1, 1, 1]
-    assert rows.column("entities").to_pylist() == [[], ["bike"], [], []]
-    assert rows.schema.field("vector").type == pa.list_(pa.float32(), DIM)
-    assert rows.column("vector").to_pylist()[1] == [0.0, 1.0, 0.0, 0.0]
-    # without signals: defaults, no block
-    bare = message_rows(messages, embeddings)
-    assert bare.column("block_id").to_pylist() == [None] * 4
-    assert bare.column("refs").to_pylist() == [0.0] * 4
-
-
-def test_block_and_thread_vectors_are_normalized_member_means():
-    messages, embeddings, blocks, signals, threads = chat_frames("chat_a", TEXTS)
-    brows = block_rows(blocks, embeddings)
-    h = 1 / np.sqrt(2)
-    assert np.allclose(brows.column("vector").to_pylist(), [[h, h, 0, 0], [0, 0, h, h]])
-    assert brows.column("message_ids").to_pylist() == [["D1:1", "D1:2"], ["D1:3", "D1:4"]]
-    assert brows.column("text").to_pylist() == ["label 0 summary 0 kw", "label 1 summary 1 kw"]
-    trows = thread_rows(threads, blocks, embeddings)
-    assert np.allclose(trows.column("vector").to_pylist(), [[0.5, 0.5, 0.5, 0.5]])
-    assert trows.column("text").to_pylist() == ["Bikes. About bikes"]
-
-
-def test_build_rows_errors_name_the_problem():
-    messages, embeddings, blocks, signals, threads = chat_frames("chat_a", TEXTS)
-    with pytest.raises(ValueError, match=r"no vector for 1 messages, e.g. \['chat_a/D1:4'\]"):
-        message_rows(messages, embeddings.head(3))
-    with pytest.raises(ValueError, match="messages: missing columns \\['speaker'\\]"):
-        message_rows(messages.drop("speaker"), embeddings)
-    with pytest.raises(ValueError, match="threads given without their blocks"):
-        build_rows(messages, embeddings, threads=threads)
-    bad_thread = threads.with_columns(pl.lit(["chat_a/S1/B9"]).alias("block_ids"))
-    with pytest.raises(ValueError, match=r"thread chat_a/T0: unknown block ids \['chat_a/S1/B9'\]"):
-        thread_rows(bad_thread, blocks, embeddings)
+from narrative_mirror.index_rows import build_rows, message_rows
+from narrative_mirror.index_store import IndexStore, validate_chat_file
 
 
 @pytest.mark.parametrize("bad", ["", "a'b", 'a"b', "a\\b", "a\nb"])
@@ -236,7 +121,7 @@ def test_reads_of_unknown_chats_and_tables_are_empty(tmp_path):
 
 
 def test_empty_partition_creates_and_clears(tmp_path):
-    from narrative_mirror.index_store import thread_schema
+    from narrative_mirror.index_rows import thread_schema
 
     store = IndexStore(str(tmp_path / "db"))
     store.replace_partition("threads", "chat_a", thread_schema(DIM).empty_table())

@@ -9,7 +9,8 @@ from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, DebugTrace
 from narrative_mirror.agent.narrative import MAX_IDS
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import message_search_text
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_rows import build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.layers import build_topic_blocks, compute_signals
 from narrative_mirror.query import arc, ask, trace
 from narrative_mirror.retrieval.engine import Retriever

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from narrative_mirror import index_store
-from narrative_mirror.index_store import IndexStore, message_schema
+from narrative_mirror.index_rows import message_schema
+from narrative_mirror.index_store import IndexStore
 
 BASE = 30
 DIM = 4

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from narrative_mirror import schema
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_rows import build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval.engine import Retriever
 
 CHAT = "tiny_garden_Ana_Ben"

@@ -10,7 +10,8 @@ import pytest
 
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import message_search_text
-from narrative_mirror.index_store import IndexStore, build_rows
+from narrative_mirror.index_rows import build_rows
+from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval.engine import VARIANTS, Retriever
 from narrative_mirror.retrieval.rerank import HybridScoreReranker
 

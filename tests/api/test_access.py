@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from narrative_mirror.access import (
+from api.access import (
     TOKEN_PREFIX,
     TokenFileError,
     add_token,

@@ -12,9 +12,9 @@ from llm_servers import fault_server
 from memory_api_chat import CHAT, build_retriever
 from starlette.testclient import TestClient
 
-from narrative_mirror.access import add_token, load_tokens
-from narrative_mirror.api_server import check_host, create_app, serve
-from narrative_mirror.events import EventLog
+from api.access import add_token, load_tokens
+from api.app import check_host, create_app, serve
+from narrative_mirror.events.writer import EventLog
 from narrative_mirror.llm import LLMClient
 
 SEARCH = "/api/memory/search"
@@ -364,7 +364,7 @@ def test_tokens_scope_every_endpoint(setup, tmp_path):
         assert client.get("/api/health", headers=bearer(cy)).json() == {
             "status": "degraded", "chats": [OTHER], "unavailable": {"nobody_y": "bad too"}}
 
-        from narrative_mirror.access import remove_token
+        from api.access import remove_token
 
         remove_token(path, "ana")  # revoked while serving
         assert [r.status_code for r in calls(bearer(ana), CHAT)] == [401, 401]

@@ -1,0 +1,35 @@
+"""The memory HTTP API (seed 004), a FastAPI app over one retriever, outside the domain library:
+
+- ``GET /api/memory/search?q=...&chat=...&k=5&need_fresh=0|1&halflife_days=7&fresh_weight=0.9&self_rag=0|1``
+  (optional ``user_id``, ``session_id``) -> ``{hits, meta, evidence_path}``; every call writes a
+  recall-run record (``evidence_path``) and a retrieval event (``meta.event_id``).
+- ``POST /api/ask`` with JSON ``{chat, question, profile?, mode?, user_id?, session_id?}`` ->
+  the agent answer contract (``AgentAnswer`` by alias); the event id is in the
+  ``X-Retrieval-Event-Id`` header. The agent's evidence ids are the event's cited ids.
+- ``GET /api/health`` -> ``{status: "ok"|"degraded", chats: [...], unavailable: {chat: reason}}``:
+  the chats served and those that failed to build (``create_app(unavailable=...)``: such a chat
+  is not served, even from an older index: its requests get 503).
+
+Requests are validated by pydantic models (``SearchQuery``, ``AskRequest``); errors are JSON
+``{"error": {"field", "message"}}`` with 400 (bad value or type, unknown or repeated parameter),
+401 (no or unknown token), 403 (chat outside the token's scope), 404 (unknown chat), 413 (body
+larger than 16 KiB), 503 (chat whose build failed). No error body names a chat.
+
+Bulkheads: searches run in their own thread pool, asks without the LLM (and the offline answer
+of an ask) in another, the LLM-calling ask work in a bounded pool (``llm_workers`` threads, at
+most ``llm_queue`` waiting). Every ask with an LLM has a total deadline, its profile's
+``deadline_s`` (``deadlines`` overrides), counted from the request's arrival: if the LLM answer
+is not there by then, or the pool is full at arrival, the request returns the offline answer
+(``ask_logged`` with ``llm=None``) marked ``degraded`` with the reason. The offline answer is
+started ``offline_reserve_s`` before the deadline so it is ready in time; the LLM calls of the
+ask end by the same deadline, so a hung LLM frees its worker when the request gives up on it. Exactly one retrieval
+event is logged per ask: the one of the answer returned (a late LLM answer is dropped).
+
+Access: with a token store (``api.access.load_tokens``) every endpoint needs
+``Authorization: Bearer <token>`` and sees only the chats of the token's scope (403 for any other
+chat, existing or not). Without one the API is open: ``serve`` then refuses a non-loopback host.
+
+One job per module: ``requests`` (request models, checks, error shape), ``bulkhead`` (the LLM
+pool and the deadline / late-drop rule), ``service`` (the endpoints), ``app`` (``create_app``,
+``check_host``, ``serve``), ``access`` (the token store).
+"""

@@ -1,0 +1,190 @@
+"""The API's requests: the pydantic models of a search query and an ask body, their field checks,
+and the JSON error shape every refusal takes (``{"error": {"field", "message"}}``).
+
+``search_query`` and ``ask_request`` are the FastAPI dependencies that turn a request into a
+checked model or raise ``ApiError`` (400 for a bad, unknown or repeated name; 413 for a body
+larger than ``MAX_BODY_BYTES``). No error message repeats a chat key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
+from narrative_mirror.index_store import validate_chat_file
+from narrative_mirror.query import MODES
+
+MAX_QUERY_CHARS = 1000
+MAX_K = 50
+MAX_ID_CHARS = 200
+MAX_HALF_LIFE_DAYS = 36500.0
+MAX_FRESH_WEIGHT = 100.0
+MAX_BODY_BYTES = 16_384
+DEFAULT_USER = "anonymous"
+SEARCH_PARAMS = ("q", "chat", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "user_id", "session_id")
+ASK_FIELDS = ("chat", "question", "profile", "mode", "user_id", "session_id")
+_INT = re.compile(r"^[0-9]{1,4}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class ApiError(Exception):
+    """A refused request: its status, the field at fault (None: the request as a whole) and why."""
+
+    def __init__(self, status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.field, self.message, self.headers = status, field, message, headers
+
+
+def error_response(status: int, field: str | None, message: str,
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The body of every error: ``{"error": {"field", "message"}}``."""
+    return JSONResponse({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
+
+
+def _text(max_chars: int) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("must not be empty")
+        if len(value) > max_chars:
+            raise ValueError(f"is {len(value)} characters long; at most {max_chars} are allowed")
+        return value
+
+    return check
+
+
+def _no_control(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _chat_key(value: str) -> str:
+    try:
+        return validate_chat_file(value)
+    except ValueError:  # its message repeats the value: no chat names in error bodies
+        raise ValueError("must be a chat key without quotes, backslashes or control characters") from None
+
+
+def _one_of(allowed: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {list(allowed)}")
+        return value
+
+    return check
+
+
+def _flag(value: Any) -> Any:
+    if isinstance(value, str):
+        if value not in ("0", "1"):
+            raise ValueError(f"must be 0 or 1, got {value!r}")
+        return value == "1"
+    return value
+
+
+def _k(value: Any) -> Any:
+    if isinstance(value, str) and not (_INT.match(value) and 1 <= int(value) <= MAX_K):
+        raise ValueError(f"must be an integer from 1 to {MAX_K}, got {value!r}")
+    return value
+
+
+def _positive(upper: float) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"must be a number, got {value!r}") from None
+            if not math.isfinite(number) or not 0 < number <= upper:
+                raise ValueError(f"must be > 0 and <= {upper:g}, got {value!r}")
+            return number
+        return value
+
+    return check
+
+
+QueryText = Annotated[str, AfterValidator(_text(MAX_QUERY_CHARS))]
+Identifier = Annotated[str, AfterValidator(_text(MAX_ID_CHARS)), AfterValidator(_no_control)]
+ChatKey = Annotated[str, AfterValidator(_text(MAX_ID_CHARS)), AfterValidator(_chat_key)]
+Flag = Annotated[bool, BeforeValidator(_flag)]
+
+
+class SearchQuery(BaseModel):
+    """The query parameters of ``GET /api/memory/search`` (each a string in the URL)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    q: QueryText
+    chat: ChatKey
+    k: Annotated[int, BeforeValidator(_k)] = 5
+    need_fresh: Flag = False
+    halflife_days: Annotated[float, BeforeValidator(_positive(MAX_HALF_LIFE_DAYS))] | None = None
+    fresh_weight: Annotated[float, BeforeValidator(_positive(MAX_FRESH_WEIGHT))] | None = None
+    self_rag: Flag = False
+    user_id: Identifier = DEFAULT_USER
+    session_id: Identifier | None = None
+
+
+class AskRequest(BaseModel):
+    """The JSON body of ``POST /api/ask``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chat: ChatKey
+    question: QueryText
+    profile: Annotated[str, AfterValidator(_one_of(tuple(sorted(PROFILES))))] = DEFAULT_PROFILE
+    mode: Annotated[str, AfterValidator(_one_of(tuple(MODES)))] = "agent"
+    user_id: Identifier = DEFAULT_USER
+    session_id: Identifier | None = None
+
+
+_MESSAGES = {"missing": "is required", "extra_forbidden": "is not allowed"}
+
+
+def bad_request(errors: list[dict], where: str, allowed: tuple[str, ...]) -> ApiError:
+    """One 400 for pydantic errors: unknown names first, then the first field in model order."""
+    errors = sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
+    loc = [part for part in first["loc"] if part not in ("query", "body")]
+    field = str(loc[0]) if loc else None
+    if first["type"] == "extra_forbidden":
+        return ApiError(400, field, f"unknown {where} {field!r}; allowed: {list(allowed)}")
+    if not field:
+        return ApiError(400, None, f"body must be a JSON object: {first['msg']}")
+    if first["type"] in _MESSAGES or first["type"] == "value_error":  # ours: "k must be ..."
+        return ApiError(400, field, f"{field} {_MESSAGES.get(first['type'], first['msg'].removeprefix('Value error, '))}")
+    return ApiError(400, field, f"{field}: {first['msg'][:1].lower()}{first['msg'][1:]}")  # pydantic's type errors
+
+
+async def search_query(request: Request) -> SearchQuery:
+    params = request.query_params
+    repeated = sorted(name for name in params.keys() if len(params.getlist(name)) > 1)
+    if repeated:
+        raise ApiError(400, repeated[0], f"parameters given more than once: {repeated}")
+    try:
+        return SearchQuery.model_validate(dict(params))
+    except ValidationError as exc:
+        raise bad_request(exc.errors(), "parameter", SEARCH_PARAMS) from None
+
+
+async def ask_request(request: Request) -> AskRequest:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():  # also bounds bodies sent without a length
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
+    try:
+        return AskRequest.model_validate_json(bytes(body))
+    except ValidationError as exc:
+        raise bad_request(exc.errors(), "field", ASK_FIELDS) from None

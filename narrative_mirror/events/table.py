@@ -1,0 +1,62 @@
+"""The stored ``retrieval_events`` table: connecting to it (always at its newest version), SQL
+literals for its filters, and ``read_events`` for analysis jobs that do not log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import lancedb
+import polars as pl
+
+from narrative_mirror.events.record import EVENT_SCHEMA
+
+TABLE = "retrieval_events"
+
+
+def quote(value: str) -> str:
+    """A SQL string literal (LanceDB filters): quotes doubled."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_time(moment: datetime) -> str:
+    return f"timestamp '{moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
+
+
+def connect(uri: str, storage_options: Mapping[str, str] | None = None):
+    # Always read the latest version: another process (CLI, Dagster) may append too.
+    return lancedb.connect(uri, read_consistency_interval=timedelta(0),
+                           storage_options=dict(storage_options) if storage_options else None)
+
+
+def read_events(
+    uri: str | Path,
+    *,
+    user_id: str | None = None,
+    chat_file: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """The stored events at ``uri``, oldest first (empty if none yet); filters combine with AND.
+    Read-only: for analysis jobs that do not log. ``storage_options``: as for ``EventLog``."""
+    try:
+        table = connect(str(uri), storage_options).open_table(TABLE)
+    except ValueError:  # lancedb: "Table '...' was not found"
+        return pl.from_arrow(EVENT_SCHEMA.empty_table())
+    clauses = []
+    if user_id is not None:
+        clauses.append(f"user_id = {quote(user_id)}")
+    if chat_file is not None:
+        clauses.append(f"chat_file = {quote(chat_file)}")
+    if since is not None:
+        clauses.append(f"created_at >= {sql_time(since)}")
+    if until is not None:
+        clauses.append(f"created_at < {sql_time(until)}")
+    query = table.search()
+    if clauses:
+        query = query.where(" AND ".join(clauses))
+    rows = query.select(EVENT_SCHEMA.names).limit(None).to_arrow()
+    return pl.from_arrow(rows).sort("created_at", "event_id")
