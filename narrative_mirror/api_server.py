@@ -64,7 +64,8 @@ from narrative_mirror.recall_runs import recorded_search
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
     from narrative_mirror.llm import LLMClient
-    from narrative_mirror.retrieval.engine import Hit, Retriever
+    from narrative_mirror.retrieval.engine import Retriever
+    from narrative_mirror.retrieval.records import Hit
 
 log = logging.getLogger(__name__)
 
