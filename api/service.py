@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.llm import LLMClient
-    from narrative_mirror.retrieval.engine import Hit, Retriever
+    from narrative_mirror.retrieval.engine import Retriever
+    from narrative_mirror.retrieval.records import Hit
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,8 @@ from narrative_mirror.index_store import IndexStore
 from narrative_mirror.metrics.ndcg_at_k import ndcg_at_k
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval import dense
-from narrative_mirror.retrieval.engine import VARIANTS, Retriever
+from narrative_mirror.retrieval.config import VARIANTS
+from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.fusion import rrf
 
 CATEGORIES = (1, 2, 3)

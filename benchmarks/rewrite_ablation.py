@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from narrative_mirror.agent.graph import LEAF_CONTEXT  # noqa: E402
+from narrative_mirror.agent.search_nodes import LEAF_CONTEXT  # noqa: E402
 from narrative_mirror.agent.rewrite import feedback_terms  # noqa: E402
 from narrative_mirror.agent.text import tokens  # noqa: E402
 

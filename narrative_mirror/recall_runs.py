@@ -26,7 +26,8 @@ from narrative_mirror import settings
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext
 
 if TYPE_CHECKING:
-    from narrative_mirror.retrieval.engine import Hit, Retriever, SearchResult
+    from narrative_mirror.retrieval.engine import Retriever
+    from narrative_mirror.retrieval.records import Hit, SearchResult
 
 SNIPPET_CHARS = 400
 REASON_KEYS = ("kw", "recency", "refs", "tier_weight")

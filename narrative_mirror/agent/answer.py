@@ -17,22 +17,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from narrative_mirror.agent import slots
+from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import stems
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, format_messages_as_data
+from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
 
-SUPPORT_MIN = 0.5  # share of an LLM claim's content words that must appear in its cited messages
+SUPPORT_MIN = agent_config()["answer"]["support_min"]  # share of an LLM claim's content words in its cited messages
 # Cosine (MiniLM) between the question and the message a claim cites, below which the message is
-# not about the question. Low on purpose (it must not cost answers): on the 7 train chats (502
-# questions, balanced) it turned 8 answers into "not found", 2 of them citing a gold message.
-RELEVANCE_MIN = 0.15
+# not about the question; low on purpose: it must not cost answers.
+RELEVANCE_MIN = agent_config()["answer"]["relevance_min"]
 NO_ANSWER = "Not found in this chat."
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
@@ -40,11 +40,9 @@ LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
 
 @dataclass
 class EvidenceMessage:
-    local_id: str
-    position: int
-    speaker: str
-    text: str
-    timestamp: datetime | None
+    """A chat message chosen as evidence, with how the agent judged it."""
+
+    message: ChatMessage
     grade: float
     match: FacetMatch
     reply_to: str | None = None  # the evidence message (a question) this one answers
@@ -61,7 +59,7 @@ class Claim:
 def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str] = (),
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot."""
-    slot = slots.answer_slot(question, intent, evidence, entities=entities, speakers=speakers)
+    slot = slots.answer_slot(question, intent, [e.message for e in evidence], entities=entities, speakers=speakers)
     if slot is None:
         return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({intent})"]
     return slot.text, [Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence)], []
@@ -78,14 +76,15 @@ def support(claim: Claim, cited_texts: Sequence[str]) -> float:
 
 def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     """An extracted claim is found in its cited message as it was read; an LLM claim by its words."""
+    messages = [e.message for e in cited]
     if claim.kind == "llm":
-        return support(claim, [f"{e.speaker}: {e.text}" for e in cited]) >= SUPPORT_MIN
+        return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= SUPPORT_MIN
     if claim.kind == "date":
-        return any(slots.resolve_date(claim.sentence, e.timestamp) == claim.text
-                   or (e.timestamp and slots.fmt_day(e.timestamp) == claim.text) for e in cited)
+        return any(slots.resolve_date(claim.sentence, m.timestamp) == claim.text
+                   or (m.timestamp and slots.fmt_day(m.timestamp) == claim.text) for m in messages)
     if claim.kind == "yes_no":
-        return any(claim.sentence in e.text for e in cited)
-    return any(claim.text.lower() in e.text.lower() for e in cited)
+        return any(claim.sentence in m.text for m in messages)
+    return any(claim.text.lower() in m.text.lower() for m in messages)
 
 
 def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
@@ -93,9 +92,8 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
     """(verified claims, reasons for each claim that could not be verified); ``relevance`` maps an
     evidence id to its similarity with the question, ``topic`` is what the question asks about
     (its artifact terms): when no evidence message mentions any of them, the search found
-    something else and no claim is verified. (Checking each claim's own cited messages instead
-    abstained on 51 of 502 train questions whose answers scored F1 .177, close to the .233 of
-    all; over all the evidence it abstains on 26, F1 .133: answer F1 .233 -> .226.)"""
+    something else and no claim is verified (all the evidence, not each claim's own cited
+    messages: docs/decisions.md)."""
     verified: list[Claim] = []
     problems: list[str] = []
     for claim in claims:
@@ -150,7 +148,7 @@ class GenerateReply(BaseModel):
 def llm_claims(llm: LLMClient, question: str, evidence: Sequence[EvidenceMessage]) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) written by the LLM from the evidence only."""
     system = load_prompt("agent_generator") + "\n" + DATA_BLOCK_NOTICE
-    rows = [(e.local_id, e.speaker, e.text) for e in evidence]
+    rows = [(e.message.local_id, e.message.speaker, e.message.text) for e in evidence]
     user = f"Question: {question}\n\nEvidence messages:\n{format_messages_as_data(rows)}"
     reply = llm.complete_json(system, user, GenerateReply)
     claims = [Claim(item.text.strip(), list(item.ids)) for item in reply.claims]
@@ -174,7 +172,8 @@ def llm_verify(llm: LLMClient, question: str, claims: Sequence[Claim],
     """Chain-of-Verification: per claim, None when the LLM's check of its cited messages supports
     it, else why not. A claim the reply leaves out is not supported."""
     cited = {i for c in claims for i in c.ids if i in evidence}
-    rows = [(i, evidence[i].speaker, evidence[i].text) for i in sorted(cited, key=lambda i: evidence[i].position)]
+    messages = {i: evidence[i].message for i in cited}
+    rows = [(i, messages[i].speaker, messages[i].text) for i in sorted(cited, key=lambda i: messages[i].position)]
     listed = "\n".join(f"{n}. {c.text} (cites {', '.join(c.ids)})" for n, c in enumerate(claims, 1))
     user = (f"Question: {question}\n\nClaims:\n{listed}\n\nCited messages:\n{format_messages_as_data(rows)}")
     reply = llm.complete_json(load_prompt("agent_verifier") + "\n" + DATA_BLOCK_NOTICE, user, VerifyReply)

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.text import stem, stems, tokens
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, Number, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
-# On 210 TRAIN questions (balanced): 1.0 (scores only) -> exact recall .443, precision .104;
-# 0.5 -> .484 / .147; 0.3 -> .468 / .170.
-SCORE_WEIGHT = 0.5
-TARGET_WEIGHT = 0.25  # share of coverage that is "the target is involved" when both facets exist
-MUST_HAVE_MIN_GRADE = 0.5  # a must-have hit must also be a good candidate
+_GRADING = agent_config()["grading"]
+SCORE_WEIGHT = _GRADING["score_weight"]  # the score part ranks; the coverage part is absolute
+TARGET_WEIGHT = _GRADING["target_weight"]  # share of coverage that is "the target is involved" when both facets exist
+MUST_HAVE_MIN_GRADE = _GRADING["must_have_min_grade"]  # a must-have hit must also be a good candidate
 
 
 @dataclass(frozen=True)

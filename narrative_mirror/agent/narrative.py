@@ -21,38 +21,29 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
+from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.contract import Phase
 from narrative_mirror.agent.text import content_tokens, stem
 from narrative_mirror.layers.text import truncate
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, MessageId, format_messages_as_data
+from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
 
-MIN_IDS = 3
-MAX_IDS = 15
-MAX_PHASES = 6
-PHASE_GAP = timedelta(hours=12)
-# The best-scored messages a story keeps (before each block's best is added). On the 42 TRAIN arc
-# cases (balanced, offline, learned fusion fitted without the case's chat; 8 blocks from the block
-# search) global recall / phase coverage / ids a story: 30 -> .688 / .838 / 31.8, 40 -> .711 / .838
-# / 39.1, 50 -> .721 / .843 / 45.9; the earlier pull of the hit blocks: .613 / .754 / 31.4. With
-# 12 blocks (profiles.py) 40 ids give .721 / .869 / 40.2.
-STORY_IDS = 40
-PREVIEW = 4  # messages per block shown to the LLM beside the full id list
-
-
-@dataclass(frozen=True)
-class Member:
-    local_id: str
-    position: int
-    speaker: str
-    text: str
-    timestamp: datetime | None
+_NARRATIVE = agent_config()["narrative"]
+MIN_IDS = _NARRATIVE["min_ids"]
+MAX_IDS = _NARRATIVE["max_ids"]
+MAX_PHASES = _NARRATIVE["max_phases"]
+PHASE_GAP = timedelta(hours=_NARRATIVE["phase_gap_hours"])
+# The best-scored messages a story keeps (before each block's best is added): more ids raise
+# recall, spread over more phases.
+STORY_IDS = _NARRATIVE["story_ids"]
+PREVIEW = _NARRATIVE["preview"]  # messages per block shown to the LLM beside the full id list
 
 
 @dataclass
 class Block:
     block_id: str
-    members: list[Member]  # ALL messages of the block, file order
+    members: list[ChatMessage]  # ALL messages of the block, file order
 
     @property
     def first_position(self) -> int:
@@ -145,7 +136,7 @@ def select_phase_ids(
     return sorted(picked, key=lambda lid: position[lid])
 
 
-def describe(members: Sequence[Member], scores: Mapping[str, float], exclude_words: Sequence[str]) -> tuple[str, str]:
+def describe(members: Sequence[ChatMessage], scores: Mapping[str, float], exclude_words: Sequence[str]) -> tuple[str, str]:
     """Offline (name, summary): the phase's date and most frequent new terms; its best message."""
     excluded = {stem(w.lower()) for w in exclude_words}
     counts: Counter[str] = Counter()

@@ -10,9 +10,12 @@ from typing import Any
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.contract import AgentAnswer, EvidenceItem
 from narrative_mirror.agent.grading import FacetMatcher
-from narrative_mirror.agent.graph import Run, arc_phases, grade_offline, pull_story, run_info
+from narrative_mirror.agent.arc_mode import arc_phases
 from narrative_mirror.agent.planner import plan_offline
 from narrative_mirror.agent.profiles import Profile
+from narrative_mirror.agent.result import run_info
+from narrative_mirror.agent.search_nodes import grade_offline, pull_story
+from narrative_mirror.agent.state import Run
 from narrative_mirror.llm import LLMClient
 
 DEPRECATION = "mode='oneshot' is deprecated and kept only for comparison; use mode='agent'"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from narrative_mirror.agent.config import agent_config
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -38,18 +40,14 @@ class Profile:
             raise ValueError(f"profile {self.name!r}: deadline_s must be > 0")
 
 
+def load_profiles(config: dict) -> dict[str, Profile]:
+    """The profiles of agent.toml's ``[profiles.<name>]`` tables, in file order."""
+    return {name: Profile(name, **values) for name, values in config["profiles"].items()}
+
+
 # Deadlines (not in seed 002, which leaves the latency SLO to operations): an instant answer in
-# chat, a normal question, an investigation; the offline path itself answers in < 0.5 s.
-# Story blocks: a story keeps its STORY_IDS best messages whichever blocks they sit in, so more
-# blocks spread the same ids over more phases. On the 42 TRAIN arc cases (balanced, offline,
-# learned fusion fitted without the case's chat) global recall / phase coverage by blocks:
-# 6 -> .673 / .773, 8 -> .711 / .838, 10 -> .719 / .857, 12 -> .721 / .869, 14 -> .720 / .869,
-# 16 -> .713 / .865; picked leave-one-chat-out (12 in 5 folds, 14 in 2): .720 / .865 held out.
-PROFILES: dict[str, Profile] = {
-    "fast": Profile("fast", 1, 8, 4, 8, 2, 0.60, 1, deadline_s=8.0, story_blocks=4),
-    "balanced": Profile("balanced", 2, 16, 8, 16, 4, 0.75, 2, deadline_s=20.0, story_blocks=12),
-    "deep": Profile("deep", 3, 24, 16, 28, 7, 0.85, 2, deadline_s=45.0, story_blocks=16),
-}
+# chat, a normal question, an investigation. Values in config/agent.toml.
+PROFILES: dict[str, Profile] = load_profiles(agent_config())
 DEFAULT_PROFILE = "balanced"
 
 

@@ -14,10 +14,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
+from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
+from narrative_mirror.retrieval.records import ChatMessage
 
 MONTH_NUMBERS = {name: i + 1 for i, names in enumerate(
     [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -29,7 +30,7 @@ WEEKDAY_NUMBERS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                 "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1}
-SPAN_WORDS = 10  # an open answer ("what", "why") keeps at most this many words
+SPAN_WORDS = agent_config()["answer"]["span_words"]  # an open answer ("what", "why") keeps at most this many words
 
 _MONTH = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
@@ -82,13 +83,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NOT_PLACES = {m.lower() for m in MONTH_NAMES} | set(WEEKDAY_NUMBERS) | {"i", "i'm", "i've", "i'll", "ok", "okay",
                                                                           "lol", "omg", "haha", "yes", "no"}
 _SEASON_MONTH = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
-
-
-class Evidence(Protocol):
-    local_id: str
-    speaker: str
-    text: str
-    timestamp: datetime | None
 
 
 @dataclass(frozen=True)
@@ -281,7 +275,7 @@ def _quantity(sentence: str, question: str) -> str | None:
     return f"{found[0][0]} {found[0][1]}" if found else None
 
 
-def answer_slot(question: str, intent: str, evidence: Sequence[Evidence], entities: Iterable[str] = (),
+def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], entities: Iterable[str] = (),
                 speakers: Iterable[str] = (), look_at: int = 3) -> SlotAnswer | None:
     """The answer span for a question of type ``intent`` (planner.question_intent) from the
     ``look_at`` best evidence messages (best first); None when none of them fills the slot."""
@@ -303,7 +297,7 @@ def answer_slot(question: str, intent: str, evidence: Sequence[Evidence], entiti
     return None
 
 
-def _fill(question: str, intent: str, sentence: str, message: Evidence, entities: set[str],
+def _fill(question: str, intent: str, sentence: str, message: ChatMessage, entities: set[str],
           speakers: set[str]) -> tuple[str, str] | None:
     if intent == "when":
         date = resolve_date(sentence, message.timestamp)

@@ -4,20 +4,19 @@ span of the story (arc mode, the ``global`` route) rather than a few messages.
 A block ranks by the RRF of four lists: BM25 of its text (label, summary, keywords, messages),
 cosine of its vector, its best message and the sum of its ``TOP_MEMBERS`` best messages in the
 message ranking (Retriever.search_blocks: the default variant's order of the candidate pool, then
-hybrid order). Unweighted: weights chosen leave-one-chat-out did worse held out. Measured on the
-42 TRAIN arc cases (Chat_1..7, learned fusion fitted without the case's chat), whole blocks, 8
-per case: gold ids inside the chosen blocks .819 and gold phases touched .865; with hybrid
-message ranks .797 / .837; the blocks of the agent's best hits .729 / .774; one list alone: best
-message .765, BM25 .710, cosine .662 (hybrid ranks); the L2 thread's cosine as a fifth list, or
-favouring the threads or neighbours of the first blocks, lowered it (.780 and below).
+hybrid order). Unweighted: weights chosen leave-one-chat-out did worse held out (measurements:
+docs/decisions.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from narrative_mirror.retrieval import dense
+from narrative_mirror.retrieval.chat_index import ChatIndex
 from narrative_mirror.retrieval.fusion import order_desc, rrf_fuse
 from narrative_mirror.retrieval.lexical import positive_order
+from narrative_mirror.retrieval.records import BlockHit
 
 TOP_MEMBERS = 3
 
@@ -54,3 +53,26 @@ def rank_blocks(message_scores: np.ndarray, block_of: np.ndarray, block_bm25: np
     fused = rrf_fuse(list(lists.values()), blocks, [1.0] * len(lists), k=rrf_k)
     order = fused.order
     return order, fused.scores[order], lists
+
+
+def search_blocks(chat: ChatIndex, ranked_rows: np.ndarray, hybrid_order: np.ndarray, search_query: str,
+                  qvec: np.ndarray, rrf_k: int, k: int) -> list[BlockHit]:
+    """The ``k`` best blocks of ``chat``, each with every message it holds. A message scores by its
+    rank in the message ranking (``ranked_rows``, the search's pool, then the other rows in
+    ``hybrid_order``) as (rrf_k + 1) / (rrf_k + rank): 1 for the best, 0 for a message no list found."""
+    rows = np.concatenate([ranked_rows, hybrid_order[~np.isin(hybrid_order, ranked_rows)]])
+    message_scores = np.zeros(chat.size)
+    message_scores[rows] = (rrf_k + 1) / (rrf_k + 1 + np.arange(rows.size))
+    order, block_scores, lists = rank_blocks(
+        message_scores, chat.block_of, chat.block_bm25.scores(search_query),
+        dense.cosine_scores(chat.block_vectors, qvec), rrf_k)
+    ranked_by = {name: set(blocks[:k].tolist()) for name, blocks in lists.items()}
+    out = []
+    for b, score in zip(order[:k].tolist(), block_scores[:k].tolist()):
+        thread = int(chat.thread_of[b])
+        out.append(BlockHit(
+            block_id=chat.block_names[b], score=score,
+            thread_id=chat.thread_names[thread] if thread >= 0 else None,
+            members=[chat.hit(r, float(message_scores[r]), sources=["blocks"]) for r in sorted(chat.block_rows[b])],
+            sources=[name for name, top in ranked_by.items() if b in top]))
+    return out

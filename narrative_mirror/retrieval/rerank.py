@@ -27,11 +27,11 @@ from pydantic import BaseModel
 
 from narrative_mirror import settings
 from narrative_mirror.retrieval.fusion import rrf
+from narrative_mirror.retrieval.records import Hit
 
 if TYPE_CHECKING:
     from narrative_mirror.embedding import Embedder
     from narrative_mirror.llm import LLMClient
-    from narrative_mirror.retrieval.engine import Hit
 
 
 @dataclass

@@ -8,7 +8,7 @@ import pytest
 from memory_api_chat import CHAT, MESSAGES, START, build_retriever
 
 from narrative_mirror.recall_runs import compare_run, recorded_search, run_item, write_run
-from narrative_mirror.retrieval.engine import Hit
+from narrative_mirror.retrieval.records import Hit
 
 NOW = datetime(2025, 8, 26, 1, 30, 0, 250000, tzinfo=timezone(timedelta(hours=2)))  # 2025-08-25 23:30:00.250 UTC
 NOW_MS = int(NOW.timestamp() * 1000)

@@ -10,13 +10,14 @@ from narrative_mirror.agent.answer import (
     verify,
 )
 from narrative_mirror.agent.grading import FacetMatch
+from narrative_mirror.retrieval.records import ChatMessage
 
 
 def message(local_id, position, text, terms=(), speaker="Ana", day=None):
     return EvidenceMessage(
-        local_id=local_id, position=position, speaker=speaker, text=text,
-        timestamp=day or datetime(2024, 3, 1 + position), grade=0.9,
-        match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
+        ChatMessage(local_id=local_id, message_id=f"c/{local_id}", position=position, session=1, speaker=speaker,
+                    text=text, timestamp=day or datetime(2024, 3, 1 + position)),
+        grade=0.9, match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
     )
 
 

@@ -5,7 +5,7 @@ import pytest
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.contract import Facets
-from narrative_mirror.agent.graph import Run
+from narrative_mirror.agent.state import Run
 from narrative_mirror.agent.profiles import PROFILES, Profile
 from narrative_mirror.query import arc, ask
 
@@ -217,7 +217,7 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
 def _search(scored):
     from datetime import datetime
 
-    from narrative_mirror.retrieval.engine import Hit, SearchResult, SearchTrace
+    from narrative_mirror.retrieval.records import Hit, SearchResult, SearchTrace
 
     hits = [Hit(local_id=lid, message_id=f"c/{lid}", position=i, session=1, speaker="Ana", text="t",
                 timestamp=datetime(2024, 1, 1), score=score) for i, (lid, score) in enumerate(scored)]

@@ -215,8 +215,7 @@ def test_real_llm_verification_leaves_a_contradicted_claim_out(retriever, chat_f
             return None
 
     hits = {h.local_id: h for h in retriever.messages(chat_file, ["D1:3", "D20:1"])}
-    evidence = {i: EvidenceMessage(i, h.position, h.speaker, h.text, h.timestamp, 0.9, FacetMatch(frozenset(), 0.0, True))
-                for i, h in hits.items()}
+    evidence = {i: EvidenceMessage(h, 0.9, FacetMatch(frozenset(), 0.0, True)) for i, h in hits.items()}
     claims = [Claim("Ana bought roses in Paris", ["D1:3"]),
               Claim("Ana harvested the first cherry tomatoes from the balcony", ["D20:1"])]
     with llama_server(timeout_s=60) as settings:

@@ -6,8 +6,9 @@ import pytest
 from llm_servers import fault_server
 
 from narrative_mirror.agent import narrative
-from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS, Block, Member
+from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS, Block
 from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient, LLMError
+from narrative_mirror.retrieval.records import ChatMessage
 
 T0 = datetime(2024, 3, 1, 9, 0)
 
@@ -15,8 +16,9 @@ T0 = datetime(2024, 3, 1, 9, 0)
 def block(name: str, day: int, n: int, first_position: int, hour: int = 9) -> Block:
     start = T0 + timedelta(days=day - 1, hours=hour - 9)
     return Block(name, [
-        Member(f"{name}:{i}", first_position + i, "Ana" if i % 2 == 0 else "Ben", f"{name} message {i}",
-               start + timedelta(minutes=i))
+        ChatMessage(local_id=f"{name}:{i}", message_id=f"c/{name}:{i}", position=first_position + i, session=1,
+                    speaker="Ana" if i % 2 == 0 else "Ben", text=f"{name} message {i}",
+                    timestamp=start + timedelta(minutes=i))
         for i in range(n)
     ])
 

@@ -12,7 +12,8 @@ from narrative_mirror import schema, settings
 from narrative_mirror.embedding import message_search_text
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.retrieval.engine import VARIANTS, Retriever
+from narrative_mirror.retrieval.config import VARIANTS
+from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.rerank import HybridScoreReranker
 
 CHAT = "tiny_chat"
@@ -246,7 +247,7 @@ def test_cache_is_refreshed_by_invalidate(store, embedder, retriever):
 
 def test_concurrent_queries_load_a_cold_chat_once(store, embedder, monkeypatch):
     r = Retriever(store, embedder, settings.load_config("retrieval"))
-    r.REFRESH_SECONDS = 0.0  # every call also checks the store's versions
+    r.cache.REFRESH_SECONDS = 0.0  # every call also checks the store's versions
     loads = []
     read_messages = store.messages_for
     monkeypatch.setattr(store, "messages_for", lambda chat_file: loads.append(chat_file) or read_messages(chat_file))
@@ -271,7 +272,7 @@ def test_reindexed_chat_is_reread(tmp_path, embedder):
     own = IndexStore(str(tmp_path / "lancedb"))
     own.replace_partition("messages", CHAT, build_rows(messages, embeddings)["messages"])
     r = Retriever(own, embedder, settings.load_config("retrieval"))
-    r.REFRESH_SECONDS = 0.0
+    r.cache.REFRESH_SECONDS = 0.0
     assert ids(r.search(CHAT, "pottery", k=5, variant="bm25")) == ["D2:4", "D2:3"]
     shorter = build_rows(messages.head(8), embeddings.head(8))["messages"]
     own.replace_partition("messages", CHAT, shorter)
@@ -333,15 +334,16 @@ def test_hybrid_learned_reorders_the_hybrid_pool_by_the_model(store, embedder):
 
 
 def test_pool_features_respect_session_boundaries(retriever, embedder):
-    from narrative_mirror.retrieval.engine import QueryScores
+    from narrative_mirror.retrieval.chat_index import QueryScores
     from narrative_mirror.retrieval.learned_fusion import FEATURES
+    from narrative_mirror.retrieval.pool_features import pool_features
 
     chat = retriever.chat(CHAT)
     query, info, search_query = retriever._parse(chat, "Did Biscuit chew anything?")
     scores = QueryScores(chat, search_query, embedder.encode([search_query])[0])
     fused, _, lists = retriever._first_stage(chat, "hybrid", info, scores)
     rows = list(range(chat.size))
-    x = retriever.pool_features(chat, info, lists, fused, rows, scores)
+    x = pool_features(chat, info, lists, fused, rows, scores, retriever.rrf_k)
     column = {name: x[:, j] for j, name in enumerate(FEATURES)}
     row = {lid: i for i, lid in enumerate(chat.local_ids)}
     assert column["is_question"][row["D1:4"]] == 1.0 and column["after_question"][row["D1:5"]] == 1.0
@@ -358,7 +360,7 @@ def test_pool_features_respect_session_boundaries(retriever, embedder):
     query, info, search_query = retriever._parse(chat, "When did Biscuit chew the shoes?")
     scores = QueryScores(chat, search_query, embedder.encode([search_query])[0])
     fused, _, lists = retriever._first_stage(chat, "hybrid", info, scores)
-    when = retriever.pool_features(chat, info, lists, fused, rows, scores)
+    when = pool_features(chat, info, lists, fused, rows, scores, retriever.rrf_k)
     assert info.question_type == "when" and when[:, list(FEATURES).index("first_person")].sum() == 0
 
 

@@ -5,7 +5,7 @@ import pytest
 from llm_servers import fault_server
 
 from narrative_mirror.llm import LLMClient
-from narrative_mirror.retrieval.engine import Hit
+from narrative_mirror.retrieval.records import Hit
 from narrative_mirror.retrieval.rerank import (
     HybridScoreReranker,
     LLMGrader,

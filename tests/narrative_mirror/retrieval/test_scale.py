@@ -19,8 +19,10 @@ from narrative_mirror import settings
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.retrieval import dense, engine
-from narrative_mirror.retrieval.engine import Retriever, _spread, _window_means
+from narrative_mirror.retrieval import chat_index, dense
+from narrative_mirror.retrieval.chat_index import _window_means
+from narrative_mirror.retrieval.engine import Retriever
+from narrative_mirror.retrieval.hybrid import spread
 from narrative_mirror.retrieval.learned_fusion import neighbour_max, neighbour_max_at
 
 DIM = 32
@@ -98,7 +100,7 @@ def test_normalize_rows_in_chunks_and_in_place_equals_one_whole_matrix_call():
 @pytest.mark.parametrize("size", [1, 3, 6, 7, 8, 600])
 def test_window_means_equal_per_row_means_bit_for_bit(size):
     vectors = np.random.default_rng(size).standard_normal((size, 48)).astype(np.float32)
-    expected = np.stack([vectors[list(w)].mean(axis=0) for w in engine._window_rows(size, 3)])
+    expected = np.stack([vectors[list(w)].mean(axis=0) for w in chat_index._window_rows(size, 3)])
     assert bits(_window_means(vectors, 3, chunk=64)) == bits(expected)
     norms = _window_means(vectors, 3, chunk=64, norms_only=True)
     assert norms == pytest.approx(np.linalg.norm(expected, axis=1), rel=1e-6)
@@ -117,7 +119,7 @@ def test_spread_equals_the_two_key_sort():
         tie_break = rng.permutation(rows)
         kept = tie_break[group_of[tie_break] >= 0]
         expected = kept[np.lexsort((np.arange(kept.size), -scores[group_of[kept]]))]
-        assert _spread(scores, group_of, tie_break).tolist() == expected.tolist()
+        assert spread(scores, group_of, tie_break).tolist() == expected.tolist()
 
 
 def test_neighbour_max_at_equals_neighbour_max_of_the_rows():
@@ -133,8 +135,8 @@ def test_neighbour_max_at_equals_neighbour_max_of_the_rows():
 
 
 def test_search_many_with_chunked_cosines_equals_single_searches(store, questions, monkeypatch):
-    monkeypatch.setattr(engine, "CHUNKED_COSINES_FROM", 470)  # as for a big chat ...
-    monkeypatch.setattr(engine, "COSINE_CHUNK", 64)  # ... Chat_1 (476 messages) in 8 stretches
+    monkeypatch.setattr(chat_index, "CHUNKED_COSINES_FROM", 470)  # as for a big chat ...
+    monkeypatch.setattr(chat_index, "COSINE_CHUNK", 64)  # ... Chat_1 (476 messages) in 8 stretches
     retriever = Retriever(store, HashEmbedder(), settings.load_config("retrieval"))
     assert retriever.chat(CHATS[0]).chunked_cosines and not retriever.chat(CHATS[2]).chunked_cosines  # 422
     for variant in ("hybrid_learned", "hybrid", "dense"):
@@ -145,13 +147,13 @@ def test_search_many_with_chunked_cosines_equals_single_searches(store, question
 
 def test_big_chat_cosines_round_like_the_direct_ones(store, questions, monkeypatch):
     direct = Retriever(store, HashEmbedder()).chat(CHATS[0])
-    monkeypatch.setattr(engine, "CHUNKED_COSINES_FROM", 470)
-    monkeypatch.setattr(engine, "COSINE_CHUNK", 64)
+    monkeypatch.setattr(chat_index, "CHUNKED_COSINES_FROM", 470)
+    monkeypatch.setattr(chat_index, "COSINE_CHUNK", 64)
     big = Retriever(store, HashEmbedder()).chat(CHATS[0])
     assert big.window_vectors is None and direct.window_vectors is not None
     qvecs = list(HashEmbedder().encode(questions))
-    for batch, q, qvec in zip(engine.QueryScores.batch(big, questions, qvecs), questions, qvecs):
-        alone, exact = engine.QueryScores(big, q, qvec), engine.QueryScores(direct, q, qvec)
+    for batch, q, qvec in zip(chat_index.QueryScores.batch(big, questions, qvecs), questions, qvecs):
+        alone, exact = chat_index.QueryScores(big, q, qvec), chat_index.QueryScores(direct, q, qvec)
         assert bits(batch.cosine) == bits(alone.cosine) and bits(batch.cosine_window) == bits(alone.cosine_window)
         assert np.abs(batch.cosine - exact.cosine).max() <= 1e-6
         assert np.abs(batch.cosine_window - exact.cosine_window).max() <= 1e-6
@@ -190,7 +192,7 @@ def test_a_chat_larger_than_the_bound_still_answers_and_is_not_kept(store, quest
         Retriever(store, HashEmbedder(), cache_mb=0)
     config = settings.load_config("retrieval")
     config["cache"] = {"max_mb": 0.01}
-    assert Retriever(store, HashEmbedder(), config).cache_bytes == int(0.01 * 2**20)
+    assert Retriever(store, HashEmbedder(), config).cache.max_bytes == int(0.01 * 2**20)
 
 
 def test_a_cached_chat_answers_while_another_one_loads(store, questions, monkeypatch):

@@ -1,0 +1,141 @@
+"""The agent's answer nodes: generator (pulls the selected evidence by id and drafts claims,
+extractive offline or by the LLM; arc mode builds its phases instead) and verification (keeps
+the claims the evidence supports, the rest go to Unknowns)."""
+
+from __future__ import annotations
+
+from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent.arc_mode import build_arc
+from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
+from narrative_mirror.agent.result import run_info
+from narrative_mirror.agent.state import AgentState, Run
+from narrative_mirror.agent.text import looks_like_injection, stem
+
+
+def generator(state: AgentState, run: Run) -> dict:
+    if run.task == "arc":
+        build_arc(state, run)
+        return {}
+    # The answer reads the evidence in order: best grade first.
+    chosen = sorted(run.select(run.profile.max_evidence_fetches), key=lambda p: -p.grade)
+    run.selection = [p.hit.local_id for p in chosen]
+    for search in run.searches:
+        search.selected = [i for i in search.found if i in run.selection]
+    ranking = run.ranking_scores()
+    run.selection_scores = {p.hit.local_id: ranking[p.hit.local_id] for p in chosen}
+    stored = {}
+    if run.selection and run.can_call(final=True):
+        run.calls += 1
+        run.fetches += len(run.selection)
+        stored = {h.local_id: h for h in run.retriever.messages(run.chat_file, run.selection)}
+    run.evidence = [answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match)
+                    for p in chosen]
+    drafted = None
+    if run.evidence:
+        drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
+    if drafted is None:
+        drafted = _offline_answer(run, run.evidence)
+        if not drafted[1] and (replies := _replies(run)):
+            run.evidence += replies
+            drafted = _offline_answer(run, replies)
+            run.step(f"generator: replies {[e.message.local_id for e in replies]} to the questions in the evidence")
+    run.draft = drafted
+    run.step(f"generator: {len(run.evidence)} evidence messages, {len(drafted[1])} claims")
+    return {}
+
+
+def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tuple[str, list[answer_mod.Claim], list[str]]:
+    entities, speakers = run.retriever.names(run.chat_file)
+    return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=entities, speakers=speakers)
+
+
+def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
+    """The next message (other speaker, same session) after each of the best evidence messages
+    that asks a question: "where do you run?" is answered by the reply, which shares few words
+    with the user's question. Within the evidence budget; one lookup call."""
+    have = {e.message.local_id for e in run.evidence}
+    asking = [e for e in run.evidence[:look_at] if "?" in e.message.text]
+    reply_of = run.retriever.replies(run.chat_file, [e.message.local_id for e in asking])
+    wanted: dict[str, answer_mod.EvidenceMessage] = {}
+    for e in asking:
+        if e.message.local_id in reply_of:
+            wanted.setdefault(reply_of[e.message.local_id], e)
+    room = run.profile.max_evidence_fetches - len(run.evidence)
+    ids = [i for i in wanted if i not in have][:max(0, room)]
+    if not ids or not run.can_call(final=True):
+        return []
+    run.calls += 1
+    run.fetches += len(ids)
+    replies = []
+    for hit in run.retriever.messages(run.chat_file, ids):
+        if looks_like_injection(hit.text):
+            continue
+        asked = wanted[hit.local_id]
+        replies.append(answer_mod.EvidenceMessage(
+            hit, grade=asked.grade, match=run.matcher.match(hit.speaker, hit.text), reply_to=asked.message.local_id))
+    return replies
+
+
+def _relevance(run: Run, claims: list[answer_mod.Claim]) -> dict[str, float]:
+    """Similarity of the question with each evidence message a claim cites (the embedder's)."""
+    by_id = {e.message.local_id: e.message for e in run.evidence}
+    cited = sorted({i for c in claims for i in c.ids if i in by_id})
+    if not cited:
+        return {}
+    vectors = run.retriever.embedder.encode([run.question] + [f"{by_id[i].speaker}: {by_id[i].text}" for i in cited])
+    return {i: float(v @ vectors[0]) for i, v in zip(cited, vectors[1:])}
+
+
+def verification(state: AgentState, run: Run) -> dict:
+    if run.task == "arc":
+        return {}
+    text, claims, llm_unknowns = run.draft
+    evidence = {e.message.local_id: e for e in run.evidence}
+    verified, notes, verifier = answer_mod.check_claims(
+        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact,
+        llm_check=lambda kept: run.ask_llm("verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence),
+                                           final=True))
+    problems = [note for note in notes if note]
+    if verified and len(verified) == len(claims):
+        final_text = text
+    elif verified:
+        final_text = " ".join(c.text for c in verified)
+    else:
+        final_text = answer_mod.NO_ANSWER
+    unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
+    # Best first; a story reads in time order.
+    ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
+    items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run))
+             for e in ordered]
+    run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
+    run.result = AgentAnswer(
+        Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
+        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note) for c, note in zip(claims, notes)],
+        verifier=verifier, abstained=not verified,
+    )
+    return {}
+
+
+def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
+    parts = [f"reply to {e.reply_to}"] if e.reply_to else []
+    if e.match.artifact_terms:
+        parts.append(f"mentions {', '.join(e.match.matched)}")
+    if e.match.target:
+        parts.append(f"involves {', '.join(run.facets.target or run.persons)}")
+    parts.append(f"grade {e.grade:.2f}")
+    return "; ".join(parts)
+
+
+def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
+    out = []
+    if state.get("stop_reason") != "coverage_met" and run.pool:
+        top5, must = run.coverage.get("top5_relevance", 0.0), run.coverage.get("must_have_hits", 0)
+        short = ([f"top-5 relevance {top5:.2f} < {run.profile.min_top5_relevance}"]
+                 if top5 < run.profile.min_top5_relevance else [])
+        short += [f"must-have hits {must} < {run.profile.min_must_have_hits}"] if must < run.profile.min_must_have_hits else []
+        out.append(f"Evidence may be incomplete ({state.get('stop_reason')}): {', '.join(short)}")
+    covered = set().union(*(e.match.artifact_terms for e in run.evidence)) if run.evidence else set()
+    missing = [a for a in run.facets.artifact if stem(a) not in covered]
+    if missing and run.evidence:
+        out.append(f"No selected evidence mentions: {', '.join(missing)}")
+    return out

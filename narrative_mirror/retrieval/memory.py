@@ -1,0 +1,62 @@
+"""Memory of the in-memory chat indexes: how much one holds (estimated), and handing what a load
+or an eviction freed back to the system."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim`` (None elsewhere): hands freed heap memory back to the system."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> None:
+    """Return memory freed by a chat load or eviction to the system: a load's temporaries
+    (~230 MB for 44,720 messages) otherwise stay in the allocators' free lists and in RSS."""
+    try:
+        import pyarrow
+
+        pyarrow.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - an optimization only
+        pass
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _items_size(items: Sequence) -> int:
+    """Bytes of the objects in ``items``: exact up to 2,000 of them, else from every k-th one."""
+    if len(items) <= 2000:
+        return sum(map(sys.getsizeof, items))
+    step = len(items) // 1000
+    return int(sum(map(sys.getsizeof, items[::step])) * len(items) / len(range(0, len(items), step)))
+
+
+def deep_size(value, depth: int = 1) -> int:
+    """Bytes of ``value`` and, ``depth`` levels down, of what its lists / dict values hold
+    (dict keys are the chat's id strings, counted in their lists)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, list | tuple):
+        if depth <= 0:
+            return sys.getsizeof(value)
+        return sys.getsizeof(value) + (_items_size(value) if depth == 1
+                                       else sum(deep_size(v, depth - 1) for v in value))
+    if isinstance(value, dict):
+        values = list(value.values())
+        return sys.getsizeof(value) + (_items_size(values) if depth == 1
+                                       else sum(deep_size(v, depth - 1) for v in values))
+    return sys.getsizeof(value)
