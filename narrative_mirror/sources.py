@@ -14,7 +14,7 @@ from narrative_mirror import settings
 from narrative_mirror.keys import find_chat_files
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
-CONFIG_NAMES = ("embedding", "layers", "retrieval", "split", "evaluation")
+CONFIG_NAMES = ("embedding", "layers", "retrieval", "agent", "split", "evaluation")
 
 
 def file_version(path: Path) -> str:

@@ -50,9 +50,10 @@ def _config_source(name: str, description: str) -> dg.SourceAsset:
 embedding_config = _config_source("embedding", "Embedder model (config/embedding.toml).")
 layers_config = _config_source("layers", "L1/L1.5/L2 parameters (config/layers.toml).")
 retrieval_config = _config_source("retrieval", "Retrieval and reranker settings (config/retrieval.toml).")
+agent_config = _config_source("agent", "The agent's thresholds, budgets and profiles (config/agent.toml).")
 split_config = _config_source("split", "Train/test assignment patterns (config/split.toml).")
 evaluation_config = _config_source("evaluation", "Evaluation profile and regression tolerances (config/evaluation.toml).")
-CONFIG_SOURCES = [embedding_config, layers_config, retrieval_config, split_config, evaluation_config]
+CONFIG_SOURCES = [embedding_config, layers_config, retrieval_config, agent_config, split_config, evaluation_config]
 
 
 def _prompt_source(name: str) -> dg.SourceAsset:

