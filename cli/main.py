@@ -253,12 +253,12 @@ def _fresh_memory(args) -> None:
     (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
     stale, with progress, and the stamp is renewed."""
     from cli import stamp
-    from narrative_mirror import settings
     from narrative_mirror.keys import find_chat_files
+    from resources import environment
 
-    data_dir = args.data.resolve() if args.data else settings.data_dir()
+    data_dir = args.data.resolve() if args.data else environment.data_dir()
     path = find_chat_files(data_dir)[0].get(args.chat)
-    if path is not None and stamp.is_fresh(settings.nm_home(), args.chat, path):
+    if path is not None and stamp.is_fresh(environment.nm_home(), args.chat, path):
         return
     with _runner(args) as runner:
         _, report = _build_memory(runner, [args.chat])
@@ -268,37 +268,22 @@ def _fresh_memory(args) -> None:
         raise RuntimeError(f"the memory of {args.chat} could not be built: {report.failures[args.chat]}")
 
 
-def _retriever_for(args):
-    """A retriever over the chat's fresh memory, and the LLM client (None = offline)."""
-    from narrative_mirror import settings
-    from narrative_mirror.embedding import Embedder
-    from narrative_mirror.index_store import IndexStore
-    from narrative_mirror.llm import LLMClient, LLMSettings
-    from narrative_mirror.retrieval.engine import Retriever
+def _memory_for(args):
+    """The chat's fresh memory: a retriever and the LLM client (None = offline), built from the
+    process's resources as the asset graph builds them."""
+    from resources import default_resources, resolved, retriever
 
     _fresh_memory(args)
-    config = settings.load_config("embedding")
-    embedder = Embedder(config["model"], batch_size=int(config["batch_size"]))
-    llm_settings = LLMSettings.from_env()
-    uri = settings.lancedb_uri()
-    options = {"allow_http": "true"} if settings.is_remote_uri(uri) and settings.s3_allow_http() else None
-    retriever = Retriever(IndexStore(uri, storage_options=options), embedder, settings.load_config("retrieval"))
-    return retriever, LLMClient(llm_settings) if llm_settings else None
-
-
-def _event_log(retriever):
-    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options)."""
-    from narrative_mirror.events import EventLog
-
-    store = retriever.store
-    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options)
+    resources = default_resources()
+    return retriever(resolved(resources["lancedb"]), resources["embedder"]), resolved(resources["llm"]).get()
 
 
 def cmd_ask(args) -> dict:
     from narrative_mirror.logged_query import ask_logged
+    from resources import event_log as event_log_of
 
-    retriever, llm = _retriever_for(args)
-    event_log = _event_log(retriever)
+    retriever, llm = _memory_for(args)
+    event_log = event_log_of(retriever)
     try:
         answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
                                       "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
@@ -320,10 +305,10 @@ def cmd_ask(args) -> dict:
 
 
 def cmd_serve(args) -> dict:
-    from narrative_mirror import settings
     from narrative_mirror.access import load_tokens
     from narrative_mirror.api_server import check_host, create_app, serve
-    from narrative_mirror.retrieval.engine import Retriever
+    from resources import event_log as event_log_of
+    from resources import retriever as retriever_of
 
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
@@ -332,9 +317,8 @@ def cmd_serve(args) -> dict:
     unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
     for line in runner.problems:
         runner.progress(f"skipped: {line}")
-    retriever = Retriever(runner.resource("lancedb").get(), runner.resource("embedder").get(),
-                          settings.load_config("retrieval"))
-    event_log = _event_log(retriever)  # where `ask` logs too
+    retriever = retriever_of(runner.resource("lancedb"), runner.resource("embedder"))
+    event_log = event_log_of(retriever)  # where `ask` logs too
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)
@@ -372,21 +356,23 @@ def cmd_compare_run(args) -> dict:
 
 def cmd_experiments(args) -> dict:
     from narrative_mirror import experiments
+    from resources import StateResource, environment
 
+    log = StateResource(home=str(environment.nm_home())).experiments_log
     if args.csv:
-        experiments.export_csv(args.csv)
-    rows = experiments.flat_rows(experiments.read())
-    return {"experiments": len(rows), "log": str(experiments.log_path()),
+        experiments.export_csv(args.csv, log)
+    rows = experiments.flat_rows(experiments.read(log))
+    return {"experiments": len(rows), "log": str(log),
             "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 
 def cmd_backfill_test(args) -> dict:
     """Launch the test evaluation as a Dagster backfill over exactly the test chat files."""
-    import os
     import subprocess
 
     from cli.instance import dagster_home
     from narrative_mirror import split as split_lib
+    from resources import environment
 
     with _runner(args) as runner:
         keys = split_lib.keys_in("test", runner.register())
@@ -396,7 +382,7 @@ def cmd_backfill_test(args) -> dict:
                "-j", "test_eval_job", "--partitions", ",".join(keys), "--noprompt"]
     if not args.launch:
         return {"test_partitions": keys, "command": " ".join(command), "launched": False}
-    env = {**os.environ, "NM_DATA_DIR": str(runner.data_dir), "DAGSTER_HOME": str(dagster_home())}
+    env = environment.child_env(NM_DATA_DIR=str(runner.data_dir), DAGSTER_HOME=str(dagster_home()))
     proc = subprocess.run(command, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ValueError(f"dagster job backfill failed: {proc.stderr.strip()[-2000:]}")
@@ -407,7 +393,7 @@ def cmd_backfill_test(args) -> dict:
 def cmd_arc(args) -> dict:
     from narrative_mirror import query
 
-    retriever, llm = _retriever_for(args)
+    retriever, llm = _memory_for(args)
     answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
     return {"question": args.question, "route": answer.route, "profile": answer.profile,
             "phases": [p.model_dump() for p in answer.phases], "unknowns": answer.unknowns,
@@ -417,7 +403,7 @@ def cmd_arc(args) -> dict:
 def cmd_trace(args) -> dict:
     from narrative_mirror import query
 
-    retriever, llm = _retriever_for(args)
+    retriever, llm = _memory_for(args)
     def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
         for line in lines or [f"{node}: -"]:
             print(f"[{node}] {line.removeprefix(node + ': ')}", file=sys.stderr, flush=True)

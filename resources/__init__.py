@@ -1,14 +1,15 @@
 """Dagster resources: the one door between the asset graph and the outside world.
 
 Paths, the chat folder, the LLM endpoint, Slack and the evaluation profile reach assets,
-sensors and checks only through these resources; ``default_resources`` reads the environment
-once, where the Definitions are built. Assets never read ``os.environ``.
+sensors and checks only through these resources; ``default_resources`` takes the environment
+(``resources/environment.py``, the only reader) once, where the Definitions are built. The
+command line, the HTTP service and the benchmarks build their embedder, index, retriever, LLM
+client and event log from these same resources (``retriever``, ``event_log``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import polars as pl
 
 from narrative_mirror import settings, storage
 from narrative_mirror.keys import find_chat_files
+from resources import environment
 
 
 class StateResource(dg.ConfigurableResource):
@@ -216,10 +218,35 @@ class AlertsResource(dg.ConfigurableResource):
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def resolved(resource: dg.ConfigurableResource) -> dg.ConfigurableResource:
+    """``resource`` as a run sees it, its ``EnvVar`` fields replaced by their values (the
+    resources of ``default_resources`` keep the variables: definitions show names, not values).
+    For code that uses a resource outside a run: the command line, the HTTP service."""
+    fields = {name: getattr(resource, name) for name in type(resource).model_fields}
+    return resource.model_copy(update={name: value.get_value() for name, value in fields.items()
+                                       if isinstance(value, dg.EnvVar)})
+
+
+def retriever(lancedb: LanceDBResource, embedder: EmbedderResource, config: dict | None = None):
+    """The retriever over the index of ``lancedb``, encoding with ``embedder``, tuned by
+    config/retrieval.toml (or ``config``)."""
+    from narrative_mirror.retrieval.engine import Retriever
+
+    return Retriever(lancedb.get(), embedder.get(), config if config is not None else settings.load_config("retrieval"))
+
+
+def event_log(retriever):
+    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options)."""
+    from narrative_mirror.events import EventLog
+
+    store = retriever.store
+    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options)
+
+
 def _env(name: str, default=None):
     """An ``EnvVar`` when the variable is set (resolved where the run executes, shown as such in
     the UI), else the default: unset settings mean "not configured", not an error."""
-    return dg.EnvVar(name) if os.environ.get(name) else default
+    return dg.EnvVar(name) if environment.is_set(name) else default
 
 
 def lancedb_resource(state: StateResource) -> LanceDBResource:
@@ -227,10 +254,10 @@ def lancedb_resource(state: StateResource) -> LanceDBResource:
     settings from the standard AWS_* variables (the keys as ``EnvVar``: resolved where the step
     runs, never stored with the run)."""
     return LanceDBResource(
-        state=state, uri=os.environ.get(settings.LANCEDB_URI_ENV, ""), endpoint=os.environ.get(settings.S3_ENDPOINT_ENV) or None,
-        region=os.environ.get(settings.S3_REGION_ENV) or None,
-        access_key_id=_env(settings.S3_ACCESS_KEY_ENV), secret_access_key=_env(settings.S3_SECRET_KEY_ENV),
-        allow_http=settings.s3_allow_http(),
+        state=state, uri=environment.lancedb_uri(), endpoint=environment.s3_endpoint(),
+        region=environment.s3_region(),
+        access_key_id=_env(environment.S3_ACCESS_KEY_ENV), secret_access_key=_env(environment.S3_SECRET_KEY_ENV),
+        allow_http=environment.s3_allow_http(),
     )
 
 
@@ -238,20 +265,19 @@ def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
     """The resources of a process: explicit arguments first, then the environment
     (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL,
     NM_LANCEDB_URI and the AWS_* object-store settings)."""
-    from narrative_mirror.llm import LLMSettings
-
-    state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(settings.nm_home()))
-    llm_settings = LLMSettings.from_env()  # validates NM_LLM_TIMEOUT once, here
+    environment.hand_to_library()
+    state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(environment.nm_home()))
+    llm_settings = environment.llm_settings()  # validates NM_LLM_TIMEOUT once, here
     return {
         "state": state,
         "io_manager": ParquetIOManager(state=state),
-        "chat_data": ChatDataResource(data_dir=data_dir or os.environ.get("NM_DATA_DIR", ""),
-                                      arcs_dir=arcs_dir or os.environ.get("NM_ARCS_DIR", "")),
+        "chat_data": ChatDataResource(data_dir=data_dir or environment.value(environment.DATA_DIR_ENV),
+                                      arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV)),
         "embedder": EmbedderResource(),
         "lancedb": lancedb_resource(state),
-        "llm": LLMResource(base_url=_env("OPENAI_BASE_URL"), api_key=_env("OPENAI_API_KEY"),
-                           model=_env("NM_LLM_MODEL"), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
+        "llm": LLMResource(base_url=_env(environment.LLM_BASE_URL_ENV), api_key=_env(environment.LLM_API_KEY_ENV),
+                           model=_env(environment.LLM_MODEL_ENV), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
         "evaluation": EvaluationResource(profile=eval_profile),
-        "alerts": AlertsResource(state=state, slack_token=_env("SLACK_BOT_TOKEN"),
-                                 slack_channel=os.environ.get("NM_SLACK_CHANNEL") or "#narrative-mirror"),
+        "alerts": AlertsResource(state=state, slack_token=_env(environment.SLACK_TOKEN_ENV),
+                                 slack_channel=environment.slack_channel()),
     }
