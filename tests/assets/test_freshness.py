@@ -9,7 +9,7 @@ from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
 from assets.sources import observe_sources
-from cli.main import INGEST, LAYERS
+from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings
 from resources import default_resources
