@@ -14,7 +14,7 @@ from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.storage import frame_hash
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 UNRESOLVED_WARN_SHARE = 0.05  # more than 5% unresolved gold strings in a file deserves a look
 

@@ -16,7 +16,7 @@ from assets.sources import PROMPTS, embedding_config, layers_config
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import encode_reusing, message_texts, vector_matrix
 from narrative_mirror.storage import frame_hash
-from resources import EmbedderResource, LanceDBResource, LLMResource, StateResource
+from resources.dagster_resources import EmbedderResource, LanceDBResource, LLMResource, StateResource
 
 
 def _vectors(embeddings: pl.DataFrame) -> np.ndarray:

@@ -20,7 +20,7 @@ import dagster as dg
 
 from assets.partitions import chat_files
 from narrative_mirror import sources as source_versions
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 # The tag under which Dagster stores an event's data version.
 DATA_VERSION_TAG = "dagster/data_version"

@@ -39,13 +39,13 @@ def main() -> int:
     from narrative_mirror.chats import load_chat
     from narrative_mirror.embedding import message_texts
     from narrative_mirror.keys import find_chat_files
-    from resources import EmbedderResource, environment
+    from resources import environment, runtime
 
     environment.set_for_process(environment.HOME_ENV, tempfile.mkdtemp(prefix="nm_bench_"))
 
     files, _ = find_chat_files(args.data)
     texts = [t for path in files.values() for t in message_texts(load_chat(path).messages)]
-    embedder = EmbedderResource().get()
+    embedder = runtime.embedder()
     model = embedder.model
     model.encode(texts[:64], batch_size=embedder.batch_size)  # load and warm up, outside both timings
     # Imports stay outside the timings too, as the model load does (a process pays them once):

@@ -22,7 +22,7 @@ from narrative_mirror import schema, settings, split
 from narrative_mirror.embedding import Embedder, message_texts
 from narrative_mirror.index_store import IndexStore, build_rows
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
-from resources import EmbedderResource, LanceDBResource, StateResource, environment
+from resources import environment, runtime
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "realtalk"
@@ -33,14 +33,13 @@ environment.hand_to_library()
 
 
 def build_embedder() -> Embedder:
-    """The embedder of config/embedding.toml (the ``embedder`` resource)."""
-    return EmbedderResource().get()
+    """The embedder of config/embedding.toml, as the ``embedder`` resource builds it."""
+    return runtime.embedder()
 
 
 def open_index(folder: Path) -> IndexStore:
     """The LanceDB index in ``folder``, opened as the ``lancedb`` resource opens one."""
-    folder = Path(folder)
-    return LanceDBResource(state=StateResource(home=str(folder.parent)), uri=str(folder)).get()
+    return runtime.index_store(str(folder))
 
 
 def train_files(data_dir: Path) -> list[Path]:

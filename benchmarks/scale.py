@@ -36,7 +36,7 @@ def main() -> int:
     from narrative_mirror import settings
     from narrative_mirror.chats import load_chat
     from narrative_mirror.embedding import message_texts
-    from resources import EmbedderResource, environment
+    from resources import environment, runtime
 
     environment.set_for_process(environment.HOME_ENV, work / "home")
 
@@ -47,7 +47,7 @@ def main() -> int:
         shutil.copy(demo[i % len(demo)], data / f"chat_{i:04d}.json")
     texts = [t for p in sorted(data.glob("*.json")) for t in message_texts(load_chat(p).messages)]
 
-    embedder = EmbedderResource().get()
+    embedder = runtime.embedder()
     embedder.encode(texts[:64])  # load and warm up outside the timings
     started = time.perf_counter()
     embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)

@@ -15,6 +15,7 @@ import sys
 
 from cli.parser import build_parser
 from cli.printers import print_human
+from resources import environment
 
 
 def _one_line(exc: BaseException) -> str:
@@ -22,6 +23,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    environment.hand_to_library()  # before any command: the library reads NM_HOME / NM_CONFIG_DIR through it
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = getattr(args, "verbose", False)

@@ -26,7 +26,8 @@ from assets.ingest import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources import observe_sources
 from cli.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
-from resources import default_resources, environment, resolved
+from resources import environment
+from resources.dagster_resources import default_resources, resolved
 
 # Progress goes through Runner.progress. Dagster's own console log stays silent (its run logs in
 # the instance keep everything, tracebacks included) unless the command runs with --verbose.

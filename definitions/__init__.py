@@ -13,7 +13,8 @@ from __future__ import annotations
 import dagster as dg
 
 from jobs import evaluation, ingest, layers, operations
-from resources import default_resources, environment
+from resources import environment
+from resources.dagster_resources import default_resources
 
 DOMAINS = [ingest.defs, layers.defs, evaluation.defs, operations.defs]
 

@@ -6,7 +6,7 @@ import dagster as dg
 from assets.ingest import INGEST_ASSETS
 from assets.partitions import chat_files
 from assets.sources import SOURCES, observe_sources
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 ingest_job = dg.define_asset_job(
     "ingest_job",

@@ -4,7 +4,7 @@ LanceDB store's upkeep (compaction, full-text index, old versions)."""
 import dagster as dg
 
 from assets.events import retrieval_event_stats
-from resources import LanceDBResource
+from resources.dagster_resources import LanceDBResource
 
 
 @dg.op(description="Compact the LanceDB tables, bring their full-text indexes up to date and remove old "

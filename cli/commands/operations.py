@@ -18,7 +18,8 @@ def cmd_maintain(args) -> dict:
 
 def cmd_experiments(args) -> dict:
     from narrative_mirror import experiments
-    from resources import StateResource, environment
+    from resources import environment
+    from resources.dagster_resources import StateResource
 
     log = StateResource(home=str(environment.nm_home())).experiments_log
     if args.csv:

@@ -28,21 +28,20 @@ def _fresh_memory(args) -> None:
 
 
 def _memory_for(args):
-    """The chat's fresh memory: a retriever and the LLM client (None = offline), built from the
-    process's resources as the asset graph builds them."""
-    from resources import default_resources, resolved, retriever
+    """The chat's fresh memory: a retriever and the LLM client (None = offline), built as the
+    asset graph's resources build them, without loading Dagster when the memory is fresh."""
+    from resources import runtime
 
     _fresh_memory(args)
-    resources = default_resources()
-    return retriever(resolved(resources["lancedb"]), resources["embedder"]), resolved(resources["llm"]).get()
+    return runtime.retriever(runtime.index_from_environment(), runtime.embedder()), runtime.llm_from_environment()
 
 
 def cmd_ask(args) -> dict:
     from narrative_mirror.logged_query import ask_logged
-    from resources import event_log as event_log_of
+    from resources import runtime
 
     retriever, llm = _memory_for(args)
-    event_log = event_log_of(retriever)
+    event_log = runtime.event_log(retriever)
     try:
         answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
                                       "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)

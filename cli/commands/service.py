@@ -8,8 +8,7 @@ from cli.session import build_memory, runner_for
 def cmd_serve(args) -> dict:
     from narrative_mirror.access import load_tokens
     from narrative_mirror.api_server import check_host, create_app, serve
-    from resources import event_log as event_log_of
-    from resources import retriever as retriever_of
+    from resources import runtime
 
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
@@ -18,8 +17,8 @@ def cmd_serve(args) -> dict:
     unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
     for line in runner.problems:
         runner.progress(f"skipped: {line}")
-    retriever = retriever_of(runner.resource("lancedb"), runner.resource("embedder"))
-    event_log = event_log_of(retriever)  # where `ask` logs too
+    retriever = runtime.retriever(runner.resource("lancedb").get(), runner.resource("embedder").get())
+    event_log = runtime.event_log(retriever)  # where `ask` logs too
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)

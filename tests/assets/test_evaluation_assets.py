@@ -13,7 +13,7 @@ from assets.ingest import INGEST_ASSETS
 from assets.layers import LAYER_ASSETS
 from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
 from narrative_mirror import experiments, settings
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *EVAL_ASSETS]
 TRAIN_KEY, TEST_KEY = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"

@@ -12,7 +12,7 @@ from assets.sources import observe_sources
 from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 KEY = "chat_a"  # not in split.toml: counts as train
 

@@ -8,7 +8,7 @@ from llm_servers import fault_server
 from assets.sources import SOURCES
 from assets.ingest import INGEST_ASSETS
 from assets.layers import LAYER_ASSETS
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS]
 KEY = "chat_a"

@@ -5,7 +5,7 @@ from chat_factory import small_chat, write_chat
 
 from assets.sources import DATA_VERSION_TAG
 from jobs.ingest import source_files_sensor
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 
 def _tick(instance, data):
