@@ -1,8 +1,8 @@
 """The one place the process environment is read: every variable the project understands.
 
 Dagster resources take what they need from here as ``EnvVar`` fields or plain values
-(``resources/__init__.py``); the command line, the benchmarks and the instance code call these
-functions; the library (``narrative_mirror/``) never reads the environment and takes values as
+(``resources/dagster_resources.py``); the command line, the benchmarks and the instance code call
+these functions; the library (``narrative_mirror/``) never reads the environment and takes values as
 arguments.
 
 Two values the library needs deep inside (the state folder's defaults, e.g. recall-run files,

@@ -18,14 +18,11 @@ def cmd_maintain(args) -> dict:
 
 def cmd_experiments(args) -> dict:
     from narrative_mirror import experiments
-    from resources import environment
-    from resources.dagster_resources import StateResource
 
-    log = StateResource(home=str(environment.nm_home())).experiments_log
     if args.csv:
-        experiments.export_csv(args.csv, log)
-    rows = experiments.flat_rows(experiments.read(log))
-    return {"experiments": len(rows), "log": str(log),
+        experiments.export_csv(args.csv)
+    rows = experiments.flat_rows(experiments.read())
+    return {"experiments": len(rows), "log": str(experiments.log_path()),
             "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 
