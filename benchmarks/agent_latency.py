@@ -26,12 +26,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from common import DEFAULT_DATA, index_chat, message_vectors, train_files
+from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, train_files
 
 from narrative_mirror.chats import load_chat
-from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
 
@@ -49,10 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the per-profile summary here")
     args = parser.parse_args(argv)
 
-    embedder = Embedder()
+    embedder = build_embedder()
     embedder.encode(["load the model once, before any timing"])
     store_dir = args.store or Path(tempfile.mkdtemp(prefix="agent_latency_"))
-    store = IndexStore(str(store_dir))
+    store = open_index(store_dir)
     questions: list[tuple[str, str, int, list[str]]] = []
     indexed = set(store.chat_files())
     for path in train_files(args.data):

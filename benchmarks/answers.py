@@ -45,22 +45,20 @@ def main() -> int:
     args = parser.parse_args()
 
     import polars as pl
-    from common import DEFAULT_DATA, index_chat, message_vectors, run_at_commit, train_files
+    from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, run_at_commit, train_files
 
     from narrative_mirror import evaluation as ev
     from narrative_mirror import query, settings
     from narrative_mirror.chats import load_chat
-    from narrative_mirror.embedding import Embedder
     from narrative_mirror.gold import gold_qa_frame
-    from narrative_mirror.index_store import IndexStore
     from narrative_mirror.metrics.answer_contains import answer_contains
     from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
     from narrative_mirror.retrieval.engine import Retriever
 
     files = train_files(args.data or DEFAULT_DATA)
-    embedder = Embedder()
+    embedder = build_embedder()
     store_dir = Path(tempfile.mkdtemp(prefix="nm_answers_")) / "lancedb"
-    store = IndexStore(str(store_dir))
+    store = open_index(store_dir)
     chats = {p.stem: load_chat(p) for p in files}
     for chat in chats.values():
         index_chat(store, chat.messages, message_vectors(chat.messages, embedder, args.cache))

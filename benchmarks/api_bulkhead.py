@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -31,8 +30,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 for folder in (REPO, REPO / "tests"):
     if str(folder) not in sys.path:
@@ -40,15 +37,13 @@ for folder in (REPO, REPO / "tests"):
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
-from common import free_port, latency_stats  # noqa: E402
+from common import build_embedder, free_port, latency_stats, open_index  # noqa: E402
 from llm_servers import fault_server  # noqa: E402
 from memory_api_chat import CHAT, build_retriever  # noqa: E402
 
 from api.app import create_app  # noqa: E402
 from narrative_mirror.agent.profiles import PROFILES  # noqa: E402
-from narrative_mirror.embedding import Embedder  # noqa: E402
 from narrative_mirror.events.writer import EventLog  # noqa: E402
-from narrative_mirror.index_store import IndexStore  # noqa: E402
 from narrative_mirror.llm import LLMClient  # noqa: E402
 from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
 
@@ -72,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     deadline = args.deadline or PROFILES[args.profile].deadline_s
 
-    embedder = Embedder()
+    embedder = build_embedder()
     uri = args.store / "lancedb"
-    store = IndexStore(str(uri))
+    store = open_index(uri)
     retriever = Retriever(store, embedder) if CHAT in store.chat_files() else build_retriever(uri, embedder)
     work = Path(tempfile.mkdtemp(prefix="api_bulkhead_"))
     event_log = EventLog(work / "events")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -33,18 +32,20 @@ def main() -> int:
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
     sys.path.insert(0, str(REPO))
 
-    from cli.main import INGEST, LAYERS
     from cli.runner import Runner
+    from cli.session import INGEST, LAYERS
     from narrative_mirror.chats import load_chat
-    from narrative_mirror.embedding import Embedder, message_texts
+    from narrative_mirror.embedding import message_texts
     from narrative_mirror.keys import find_chat_files
+    from resources import environment, runtime
+
+    environment.set_for_process(environment.HOME_ENV, tempfile.mkdtemp(prefix="nm_bench_"))
 
     files, _ = find_chat_files(args.data)
     texts = [t for path in files.values() for t in message_texts(load_chat(path).messages)]
-    embedder = Embedder()
+    embedder = runtime.embedder()
     model = embedder.model
     model.encode(texts[:64], batch_size=embedder.batch_size)  # load and warm up, outside both timings
     # Imports stay outside the timings too, as the model load does (a process pays them once):
@@ -60,7 +61,7 @@ def main() -> int:
         return time.perf_counter() - started
 
     def build() -> tuple[dict[str, float], float]:
-        os.environ["NM_HOME"] = tempfile.mkdtemp(prefix="nm_bench_")
+        environment.set_for_process(environment.HOME_ENV, tempfile.mkdtemp(prefix="nm_bench_"))
         with Runner(data_dir=args.data, progress=lambda m: None) as runner:
             keys = runner.register()
             started = time.perf_counter()

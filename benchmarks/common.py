@@ -1,4 +1,5 @@
-"""What the RealTalk benchmarks share: the train chats (test chats refused) and cached vectors."""
+"""What the RealTalk benchmarks share: the train chats (test chats refused), cached vectors, and
+the embedder and index built by the resources as the asset graph builds them."""
 
 from __future__ import annotations
 
@@ -22,10 +23,24 @@ from narrative_mirror.embedding import Embedder, message_texts
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+from resources import environment, runtime
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "realtalk"
 TRAIN_FILE = re.compile(r"^Chat_[1-7]_")
+
+# A benchmark is a process of its own: the library's folders (NM_HOME, NM_CONFIG_DIR) as the environment says.
+environment.hand_to_library()
+
+
+def build_embedder() -> Embedder:
+    """The embedder of config/embedding.toml, as the ``embedder`` resource builds it."""
+    return runtime.embedder()
+
+
+def open_index(folder: Path) -> IndexStore:
+    """The LanceDB index in ``folder``, opened as the ``lancedb`` resource opens one."""
+    return runtime.index_store(str(folder))
 
 
 def train_files(data_dir: Path) -> list[Path]:

@@ -39,7 +39,7 @@ import nm_services as svc  # noqa: E402
 
 from narrative_mirror import settings  # noqa: E402
 
-from cli.main import INGEST, LAYERS  # noqa: E402
+from cli.session import INGEST, LAYERS  # noqa: E402
 
 MEMORY = INGEST + LAYERS
 TIMEOUT_S = 900

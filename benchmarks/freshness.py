@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -24,6 +23,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from resources import environment  # noqa: E402
+
 BIN = Path(sys.executable).parent
 CHAT = "demo_harbor_Lena_Sam"
 QUESTION = "Where was Lena's dad operated on?"
@@ -58,8 +62,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="nm_freshness_"))
     shutil.copytree(REPO / "narrative_mirror" / "demo_data" / "chats", work / "chats")
     shutil.copytree(REPO / "narrative_mirror" / "demo_data" / "chats_arcs", work / "chats_arcs")
-    env = {**os.environ, "NM_HOME": str(work / "home"), "NM_DATA_DIR": str(work / "chats"),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = environment.child_env(NM_HOME=str(work / "home"), NM_DATA_DIR=str(work / "chats"),
+                                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     cli = [str(BIN / "narrative-mirror")]
 
     first_build, proc = timed([*cli, "build", "--json"], env)

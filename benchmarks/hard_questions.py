@@ -60,23 +60,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import polars as pl
-    from common import DEFAULT_DATA, run_at_commit
+    from common import DEFAULT_DATA, build_embedder, open_index, run_at_commit
     from retrieval_variants import load_train
     from train_fusion import TrainingPools
 
     from narrative_mirror import query, settings
     from narrative_mirror.arcs import arcs_file_for, load_arc_cases
-    from narrative_mirror.embedding import Embedder
-    from narrative_mirror.index_store import IndexStore
     from narrative_mirror.metrics.arc import arc_case_metrics
     from narrative_mirror.metrics.per_question import question_metrics
     from narrative_mirror.metrics.recall_at_k import recall_at_k
     from narrative_mirror.retrieval.engine import Retriever
     from narrative_mirror.retrieval.learned_fusion import FEATURES
 
-    embedder = Embedder()
+    embedder = build_embedder()
     store_dir = Path(tempfile.mkdtemp(prefix="nm_hard_")) / "lancedb"
-    store = IndexStore(str(store_dir))
+    store = open_index(store_dir)
     chats = load_train(args.data or DEFAULT_DATA, embedder, store, args.cache)
     base_config = settings.load_config("retrieval")
     pools = TrainingPools.collect(Retriever(store, embedder, base_config), chats)

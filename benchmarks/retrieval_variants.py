@@ -27,7 +27,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import polars as pl
-from common import DEFAULT_DATA, index_chat, message_vectors, train_files
+from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, train_files
 
 from narrative_mirror import settings
 from narrative_mirror.chats import load_chat
@@ -159,11 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown variants {unknown}; known: {list(VARIANTS)}")
 
-    embedder = Embedder()
+    embedder = build_embedder()
     embedder.encode(["warm up"])  # model load is not query latency
     config = with_overrides(settings.load_config("retrieval"), args.overrides)
     with tempfile.TemporaryDirectory(prefix="nm_bench_") as tmp:
-        store = IndexStore(str(Path(tmp) / "lancedb"))
+        store = open_index(Path(tmp) / "lancedb")
         t = time.perf_counter()
         chats = load_train(args.data, embedder, store, args.cache)
         print(f"indexed {len(chats)} train chats in {time.perf_counter() - t:.1f} s")

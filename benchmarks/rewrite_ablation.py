@@ -71,19 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import polars as pl
-    from common import DEFAULT_DATA
+    from common import DEFAULT_DATA, build_embedder, open_index
     from retrieval_variants import format_table, load_train, scores_of, with_overrides
 
     from narrative_mirror import settings
-    from narrative_mirror.embedding import Embedder
-    from narrative_mirror.index_store import IndexStore
     from narrative_mirror.retrieval.engine import Retriever
 
-    embedder = Embedder()
+    embedder = build_embedder()
     config = settings.load_config("retrieval")
     default = config["default_variant"]
     with tempfile.TemporaryDirectory(prefix="nm_ablation_") as tmp:
-        store = IndexStore(str(Path(tmp) / "lancedb"))
+        store = open_index(Path(tmp) / "lancedb")
         chats = load_train(args.data or DEFAULT_DATA, embedder, store, args.cache)
         gold = pl.concat([c.questions for c in chats])
         questions = [(c.chat_file, q) for c in chats for q in c.questions["question"].to_list()]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import sys
@@ -30,14 +29,16 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=100)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nm_scale_"))
-    os.environ["NM_HOME"] = str(work / "home")
     sys.path.insert(0, str(REPO))
 
-    from cli.main import INGEST, LAYERS
     from cli.runner import Runner
+    from cli.session import INGEST, LAYERS
     from narrative_mirror import settings
     from narrative_mirror.chats import load_chat
-    from narrative_mirror.embedding import Embedder, message_texts
+    from narrative_mirror.embedding import message_texts
+    from resources import environment, runtime
+
+    environment.set_for_process(environment.HOME_ENV, work / "home")
 
     demo = sorted(settings.DEMO_DATA_DIR.glob("*.json"))
     data = work / "chats"
@@ -46,7 +47,7 @@ def main() -> int:
         shutil.copy(demo[i % len(demo)], data / f"chat_{i:04d}.json")
     texts = [t for p in sorted(data.glob("*.json")) for t in message_texts(load_chat(p).messages)]
 
-    embedder = Embedder()
+    embedder = runtime.embedder()
     embedder.encode(texts[:64])  # load and warm up outside the timings
     started = time.perf_counter()
     embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)

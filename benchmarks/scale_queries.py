@@ -39,8 +39,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 for folder in (REPO, HERE):
@@ -49,7 +47,9 @@ for folder in (REPO, HERE):
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from common import free_port, latency_stats  # noqa: E402
+from common import build_embedder, free_port, latency_stats, open_index  # noqa: E402
+
+from resources import environment  # noqa: E402
 
 SMALL = "Chat_1_Emi_Elise"
 BIG = "RealTalk_all_x{copies}"
@@ -105,14 +105,13 @@ def build_index(uri: str, data_dir: Path, copies: int, cache: Path | None) -> di
     from common import index_chat
 
     from narrative_mirror.chats import load_chat
-    from narrative_mirror.embedding import Embedder, message_texts
-    from narrative_mirror.index_store import IndexStore
+    from narrative_mirror.embedding import message_texts
 
     started = time.perf_counter()
-    store = IndexStore(uri)
+    store = open_index(Path(uri))
     small = load_chat(Path(data_dir) / f"{SMALL}.json").messages.sort("position")
     big = big_chat_messages(data_dir, copies)
-    embedder = Embedder()
+    embedder = build_embedder()
     small_texts, big_texts = message_texts(small), message_texts(big)
     vectors = encode_once(embedder, big_texts + small_texts, cache)
     encoded = time.perf_counter()
@@ -138,18 +137,15 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
 
     from api.app import create_app
     from narrative_mirror import settings
-    from narrative_mirror.embedding import Embedder
     from narrative_mirror.events.writer import EventLog
-    from narrative_mirror.index_store import IndexStore
     from narrative_mirror.retrieval.engine import Retriever
 
-    config = settings.load_config("embedding")
-    embedder = Embedder(config["model"], batch_size=int(config["batch_size"]))
+    embedder = build_embedder()
     embedder.encode(["warm up"])  # the model load is start-up, not a chat's cold load
     retrieval = settings.load_config("retrieval")
     if cache_mb is not None:
         retrieval.setdefault("cache", {})["max_mb"] = cache_mb
-    retriever = Retriever(IndexStore(str(home / "lancedb")), embedder, retrieval)
+    retriever = Retriever(open_index(home / "lancedb"), embedder, retrieval)
     loads: dict[str, float] = {}
     sizes: dict[str, int] = {}
     chat = retriever.chat
@@ -283,20 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        os.environ["NM_HOME"] = str(args.serve)
+        environment.set_for_process(environment.HOME_ENV, args.serve)
         serve(args.serve, args.port, args.cache_mb)
         return 0
 
     home = args.home or Path(tempfile.mkdtemp(prefix="nm_scale_"))
     home.mkdir(parents=True, exist_ok=True)
-    os.environ["NM_HOME"] = str(home)
+    environment.set_for_process(environment.HOME_ENV, home)
     big = BIG.format(copies=args.copies)
     uri = str(home / "lancedb")
     result: dict = {"home": str(home) if args.home else None, "profile": args.profile}
     try:
-        from narrative_mirror.index_store import IndexStore
-
-        present = set(IndexStore(uri).chat_files()) if (home / "lancedb").exists() else set()
+        present = set(open_index(Path(uri)).chat_files()) if (home / "lancedb").exists() else set()
         if {SMALL, big} <= present:
             result["build"] = "reused"
         else:
@@ -306,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(home), "--port", str(port)]
         if args.cache_mb is not None:
             command += ["--cache-mb", str(args.cache_mb)]
-        server = subprocess.Popen(command, env={**os.environ, "NM_HOME": str(home)})
+        server = subprocess.Popen(command, env=environment.child_env(NM_HOME=str(home)))
         try:
             import httpx
 

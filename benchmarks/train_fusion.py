@@ -27,12 +27,10 @@ from functools import cached_property
 
 import numpy as np
 
-from common import DEFAULT_DATA
+from common import DEFAULT_DATA, build_embedder, open_index
 from retrieval_variants import CATEGORIES, ChatData, load_train
 
 from narrative_mirror import settings
-from narrative_mirror.embedding import Embedder
-from narrative_mirror.index_store import IndexStore
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, fit_listwise, inputs_fingerprint
@@ -109,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write the [learned] section into retrieval.toml")
     args = parser.parse_args(argv)
 
-    embedder = Embedder()
+    embedder = build_embedder()
     with tempfile.TemporaryDirectory(prefix="nm_fusion_") as tmp:
-        store = IndexStore(str(Path(tmp) / "lancedb"))
+        store = open_index(Path(tmp) / "lancedb")
         chats = load_train(args.data, embedder, store, args.cache)
         retriever = Retriever(store, embedder, settings.load_config("retrieval"))
         started = time.perf_counter()

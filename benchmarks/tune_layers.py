@@ -21,24 +21,24 @@ from pathlib import Path
 
 import numpy as np
 
-from common import message_vectors, train_files
+from common import build_embedder, message_vectors, train_files
 
 from narrative_mirror import settings
 from narrative_mirror.arcs import arcs_file_for, load_arc_cases
 from narrative_mirror.chats import load_chat
-from narrative_mirror.embedding import Embedder
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+from resources import environment
 
 
 def load_train(data_dir: Path, cache: Path) -> list[dict]:
-    embedder = Embedder()
+    embedder = build_embedder()
     chats = []
     for path in train_files(data_dir):
         chat = load_chat(path)
         vectors = message_vectors(chat.messages, embedder, cache)
         qa = gold_qa_frame(chat)
-        arcs_path = arcs_file_for(settings.arcs_dir(data_dir), chat.chat_file)
+        arcs_path = arcs_file_for(environment.arcs_dir(data_dir), chat.chat_file)
         arcs = load_arc_cases(arcs_path, chat.messages) if arcs_path else None
         chats.append({"chat": chat, "vectors": vectors, "qa": qa, "arcs": arcs})
     return chats

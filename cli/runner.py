@@ -26,7 +26,8 @@ from assets.ingest.assets import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources.assets import observe_sources
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
-from narrative_mirror import settings
+from resources import environment
+from resources.dagster_resources import default_resources, resolved
 
 # Progress goes through Runner.progress. Dagster's own console log stays silent (its run logs in
 # the instance keep everything, tracebacks included) unless the command runs with --verbose.
@@ -82,12 +83,11 @@ class Runner:
     def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
                  progress: Callable[[str], None] = _stderr, verbose: bool = False):
         from definitions import build_definitions
-        from resources import default_resources
 
         self.progress = progress
         self.verbose = verbose
         self.problems: list[str] = []  # files that could not become partitions (bad names, links out)
-        self.data_dir = Path(data_dir).resolve() if data_dir else settings.data_dir()
+        self.data_dir = Path(data_dir).resolve() if data_dir else environment.data_dir()
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""))
         self.state = self.resources["state"]
         self._resolved: dict = {}
@@ -125,10 +125,7 @@ class Runner:
         """A resource as a run sees it, its ``EnvVar`` settings resolved (``self.resources`` keeps
         them unresolved: definitions must show the variables, not their values)."""
         if name not in self._resolved:
-            resource = self.resources[name]
-            fields = {field: getattr(resource, field) for field in type(resource).model_fields}
-            self._resolved[name] = resource.model_copy(
-                update={field: value.get_value() for field, value in fields.items() if isinstance(value, dg.EnvVar)})
+            self._resolved[name] = resolved(self.resources[name])
         return self._resolved[name]
 
     # -- sources ----------------------------------------------------------------------------

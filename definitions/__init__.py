@@ -10,13 +10,11 @@ or others. The command line's own builds (``dg.materialize``) stay in its proces
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
 from assets import evaluation, events, index, ingest, layers, sources
-from narrative_mirror import settings
-from resources import default_resources
+from resources import environment
+from resources.dagster_resources import default_resources
 
 DOMAINS = [sources, ingest, layers, index, evaluation, events]
 
@@ -27,13 +25,13 @@ def executor_from_env() -> dg.ExecutorDefinition | None:
 
     The URLs stay environment references in the run config, resolved in the process that runs
     the job: they are never stored with a run."""
-    if not os.environ.get(settings.CELERY_BROKER_ENV):
+    if (celery := environment.celery_envs()) is None:
         return None
     from dagster_celery import celery_executor
 
-    backend_env = settings.CELERY_BACKEND_ENV if os.environ.get(settings.CELERY_BACKEND_ENV) else settings.CELERY_BROKER_ENV
+    broker_env, backend_env = celery
     return celery_executor.configured(
-        {"broker": {"env": settings.CELERY_BROKER_ENV}, "backend": {"env": backend_env},
+        {"broker": {"env": broker_env}, "backend": {"env": backend_env},
          # One task at a time per worker process, acknowledged when taken: a step is never run twice.
          "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": False,
                            "broker_connection_retry_on_startup": True}},

@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
-from narrative_mirror import settings
+from resources import environment
 
 # Written when the instance has no settings yet (or still has one of our previous defaults); an
 # edited dagster.yaml is left alone. Telemetry off: this runs offline, and every step would append
@@ -88,7 +88,7 @@ def generated_by_us(text: str) -> bool:
 
 
 def dagster_home() -> Path:
-    home = settings.nm_home() / "dagster"
+    home = environment.nm_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     text = config.read_text() if config.is_file() else None

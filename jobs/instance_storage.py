@@ -35,7 +35,7 @@ from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorag
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 
-from narrative_mirror.settings import DAGSTER_PG_URL_ENV
+from resources import environment
 
 # Run shards are written while their run executes and rarely read afterwards: a few open
 # engines cover the current runs; older ones are disposed (their files closed).
@@ -244,5 +244,5 @@ class NarrativeMirrorInstance(DagsterInstance):
     @classmethod
     def config_defaults(cls, base_dir: str) -> dict:
         defaults = dict(InstanceRef.config_defaults(base_dir))
-        defaults.update(storage_defaults(base_dir, DAGSTER_PG_URL_ENV if os.environ.get(DAGSTER_PG_URL_ENV) else None))
+        defaults.update(storage_defaults(base_dir, environment.dagster_pg_url_env()))
         return defaults

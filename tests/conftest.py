@@ -15,6 +15,11 @@ if str(TESTS_DIR) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from resources import environment  # noqa: E402
+
+# The library's folders come from the environment, as in every process that builds resources.
+environment.hand_to_library()
+
 REALTALK_DIR = TESTS_DIR.parent.parent / "shared" / "datasets" / "realtalk"
 if not REALTALK_DIR.is_dir():
     REALTALK_DIR = Path("/work/shared/datasets/realtalk")

@@ -26,7 +26,7 @@ from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import evaluation as ev
 from narrative_mirror import experiments, settings
 from narrative_mirror import split as split_lib
-from resources import AlertsResource, EmbedderResource, EvaluationResource, LanceDBResource, LLMResource, StateResource
+from resources.dagster_resources import AlertsResource, EmbedderResource, EvaluationResource, LanceDBResource, LLMResource, StateResource
 
 # Runs allowed to evaluate test partitions carry this tag (the test backfill job sets it).
 TEST_TAG = "narrative_mirror/eval_split"

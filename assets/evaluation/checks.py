@@ -6,7 +6,7 @@ the run) and their results yielded by the asset that computed the metrics they j
 
 import dagster as dg
 
-from resources import AlertsResource
+from resources.dagster_resources import AlertsResource
 
 # The command line tags its runs with this (value: "cli"), so alerts can say who ran them.
 LAUNCHER_TAG = "narrative_mirror/launched_by"

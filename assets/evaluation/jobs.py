@@ -6,7 +6,7 @@ import dagster as dg
 from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, arc_eval, qa_eval
 from assets.partitions import chat_files
 from narrative_mirror import split as split_lib
-from resources import AlertsResource
+from resources.dagster_resources import AlertsResource
 
 train_eval_job = dg.define_asset_job(
     "train_eval_job", selection=dg.AssetSelection.assets(qa_eval, arc_eval),

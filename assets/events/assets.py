@@ -6,7 +6,7 @@ import polars as pl
 from assets.versioning import versioned_asset
 from narrative_mirror.evaluation import markdown_table
 from narrative_mirror.storage import frame_hash
-from resources import LanceDBResource, StateResource
+from resources.dagster_resources import LanceDBResource, StateResource
 
 STATS_SCHEMA = {"method": pl.String, "events": pl.Int64, "cited_rate": pl.Float64, "follow_up_rate": pl.Float64,
                 "latency_ms_avg": pl.Float64, "latency_ms_p95": pl.Float64}

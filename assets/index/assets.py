@@ -8,7 +8,7 @@ from assets.freshness import PARTITION_AUTOMATION
 from assets.partitions import chat_files
 from assets.versioning import versioned_asset
 from narrative_mirror.storage import frame_hash
-from resources import LanceDBResource
+from resources.dagster_resources import LanceDBResource
 
 
 @versioned_asset(partitions_def=chat_files, group_name="index", kinds={"lancedb"},

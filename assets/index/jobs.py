@@ -3,7 +3,7 @@ versions) and its nightly schedule."""
 
 import dagster as dg
 
-from resources import LanceDBResource
+from resources.dagster_resources import LanceDBResource
 
 
 @dg.op(description="Compact the LanceDB tables, bring their full-text indexes up to date and remove old "

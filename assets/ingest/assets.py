@@ -14,7 +14,7 @@ from narrative_mirror import schema, split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.gold import gold_qa_frame
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 # Marks a failure caused by a bad input file (the command line exits 2 for those, 1 for the rest).
 INPUT_PROBLEM = "narrative_mirror/input_problem"

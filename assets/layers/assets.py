@@ -14,7 +14,7 @@ from assets.sources.assets import PROMPTS, embedding_config, layers_config
 from assets.versioning import EMBEDDER_POOL, LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import encode_reusing, message_texts, vector_matrix
-from resources import EmbedderResource, LLMResource, StateResource
+from resources.dagster_resources import EmbedderResource, LLMResource, StateResource
 
 
 def _vectors(embeddings: pl.DataFrame) -> np.ndarray:

@@ -21,7 +21,7 @@ import dagster as dg
 from assets.partitions import chat_files
 from assets.versioning import DATA_VERSION_TAG
 from narrative_mirror import sources as source_versions
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 
 @dg.observable_source_asset(partitions_def=chat_files, group_name="sources",

@@ -5,7 +5,7 @@ import dagster as dg
 
 from assets.partitions import chat_files
 from assets.sources.assets import observe_sources
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 
 @dg.sensor(

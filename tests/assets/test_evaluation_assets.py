@@ -14,7 +14,7 @@ from assets.ingest.assets import INGEST_ASSETS
 from assets.layers.assets import LAYER_ASSETS
 from assets.sources.assets import SOURCES
 from narrative_mirror import experiments, settings
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS, *EVAL_ASSETS]
 TRAIN_KEY, TEST_KEY = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"

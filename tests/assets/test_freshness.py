@@ -9,10 +9,10 @@ from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
 from assets.sources.assets import observe_sources
-from cli.main import INGEST, LAYERS
+from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 KEY = "chat_a"  # not in split.toml: counts as train
 

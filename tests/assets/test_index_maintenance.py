@@ -8,7 +8,7 @@ from chat_factory import small_chat, write_chat
 from cli.main import main
 from assets.index.jobs import index_maintenance_job, index_maintenance_schedule
 from narrative_mirror.index_store import IndexStore
-from resources import LanceDBResource, StateResource
+from resources.dagster_resources import LanceDBResource, StateResource
 
 
 def test_maintenance_job_compacts_and_indexes_what_builds_wrote(tmp_path):

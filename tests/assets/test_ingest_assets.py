@@ -7,7 +7,7 @@ from chat_factory import small_chat, write_chat
 
 from assets.ingest.assets import INGEST_ASSETS, split
 from assets.sources.assets import SOURCES
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 
 def _materialize(instance, data_dir, key, tmp_path, raise_on_error=True):

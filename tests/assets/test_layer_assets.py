@@ -9,7 +9,7 @@ from assets.index.assets import INDEX_ASSETS
 from assets.ingest.assets import INGEST_ASSETS
 from assets.layers.assets import LAYER_ASSETS
 from assets.sources.assets import SOURCES
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS]
 KEY = "chat_a"

@@ -5,7 +5,7 @@ from chat_factory import small_chat, write_chat
 
 from assets.sources.jobs import source_files_sensor
 from assets.versioning import DATA_VERSION_TAG
-from resources import ChatDataResource
+from resources.dagster_resources import ChatDataResource
 
 
 def _tick(instance, data):

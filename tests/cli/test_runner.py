@@ -19,7 +19,7 @@ from cli.main import main
 from definitions import build_definitions
 from assets.sources.jobs import source_files_sensor
 from narrative_mirror import settings
-from resources import default_resources
+from resources.dagster_resources import default_resources
 
 REPO = Path(__file__).resolve().parents[2]
 HARBOR = "demo_harbor_Lena_Sam"

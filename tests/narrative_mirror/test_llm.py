@@ -15,7 +15,6 @@ from narrative_mirror.llm import (
     CircuitBreaker,
     LLMClient,
     LLMError,
-    LLMSettings,
     MessageId,
     Number,
     format_messages_as_data,
@@ -35,51 +34,6 @@ class Answer(BaseModel):
 
 class Scored(BaseModel):
     score: Number
-
-# --- settings from the environment -------------------------------------------------------------
-
-
-def test_from_env_without_openai_variables_means_no_llm(monkeypatch):
-    monkeypatch.setenv("NM_LLM_MODEL", "ignored-without-a-server")
-    assert LLMSettings.from_env() is None
-
-
-def test_from_env_local_server_needs_no_key(monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
-    monkeypatch.delenv("NM_LLM_MODEL", raising=False)
-    monkeypatch.delenv("NM_LLM_TIMEOUT", raising=False)
-    assert LLMSettings.from_env() == LLMSettings(
-        base_url="http://127.0.0.1:8080/v1",
-        api_key="not-needed",
-        model="gpt-4o-mini",
-        timeout_s=30.0,
-        max_retries=2,
-        temperature=0.0,
-    )
-
-
-def test_from_env_hosted_api_with_model_and_timeout(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("NM_LLM_MODEL", "gpt-4.1-nano")
-    monkeypatch.setenv("NM_LLM_TIMEOUT", "12.5")
-    settings = LLMSettings.from_env()
-    assert settings is not None
-    assert (settings.base_url, settings.api_key, settings.model, settings.timeout_s) == (
-        None,
-        "sk-test",
-        "gpt-4.1-nano",
-        12.5,
-    )
-    assert LLMClient(settings).fingerprint == "api.openai.com/gpt-4.1-nano"
-
-
-@pytest.mark.parametrize("bad", ["soon", "0", "-3"])
-def test_from_env_bad_timeout_names_the_variable(monkeypatch, bad):
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
-    monkeypatch.setenv("NM_LLM_TIMEOUT", bad)
-    with pytest.raises(ValueError, match="NM_LLM_TIMEOUT"):
-        LLMSettings.from_env()
-
 
 # --- JSON parsing ------------------------------------------------------------------------------
 

@@ -80,7 +80,7 @@ def _step_events(instance, run_id: str) -> list:
 def test_two_chats_built_by_two_workers_each_partition_once(cluster):
     import dagster as dg
 
-    from resources import StateResource, lancedb_resource
+    from resources.dagster_resources import StateResource, lancedb_resource
 
     started = time.monotonic()
     _materialize(cluster, [["-m", "definitions", "--select", ",".join(MEMORY), "--partition", chat] for chat in CHATS])

@@ -12,7 +12,7 @@ CHAT = "demo_garden_Mara_Theo"
 
 
 def test_index_written_to_and_read_from_the_s3_compatible_server(tmp_path, monkeypatch, services, s3_bucket):
-    from resources import default_resources
+    from resources.dagster_resources import default_resources
 
     data = demo_copy(tmp_path / "demo", [CHAT])
     settings = s3_env(services, s3_bucket, prefix="team/index")

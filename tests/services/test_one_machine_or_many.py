@@ -24,7 +24,7 @@ from jobs.instance_storage import (
     psycopg2_url,
     storage_defaults,
 )
-from resources import LanceDBResource
+from resources.dagster_resources import LanceDBResource
 
 
 @dg.asset
@@ -141,7 +141,7 @@ def sqlite_compute_logs(base: str) -> str:
 
 
 def test_the_index_resource_defaults_to_nm_home_and_takes_object_storage_from_the_environment(tmp_path, monkeypatch):
-    from resources import default_resources
+    from resources.dagster_resources import default_resources
 
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     local = default_resources()["lancedb"]
@@ -176,7 +176,7 @@ def _options_in_a_run(resource) -> dict:
 
 def test_the_broker_setting_selects_the_celery_executor(monkeypatch):
     from definitions import build_definitions, executor_from_env
-    from resources import default_resources
+    from resources.dagster_resources import default_resources
 
     assert executor_from_env() is None
     default = build_definitions(default_resources()).resolve_job_def("build_job").executor_def

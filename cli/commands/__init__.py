@@ -1,0 +1,1 @@
+"""The command line's commands, grouped by what they do: memory, questions, service, operations."""

@@ -1,0 +1,56 @@
+"""Operations commands: index upkeep, the experiment log, the test backfill, recall-run comparison."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cli.session import runner_for
+
+
+def cmd_maintain(args) -> dict:
+    """LanceDB upkeep now (what `index_maintenance_job` does nightly under the daemon)."""
+    with runner_for(args) as runner:  # under the home lock: no build writes meanwhile
+        store = runner.resource("lancedb")
+        report = store.get().maintain()
+    return {"lancedb": store.resolved_uri(), **report}
+
+
+def cmd_experiments(args) -> dict:
+    from narrative_mirror import experiments
+
+    if args.csv:
+        experiments.export_csv(args.csv)
+    rows = experiments.flat_rows(experiments.read())
+    return {"experiments": len(rows), "log": str(experiments.log_path()),
+            "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
+
+
+def cmd_backfill_test(args) -> dict:
+    """Launch the test evaluation as a Dagster backfill over exactly the test chat files."""
+    import subprocess
+
+    from jobs.instance import dagster_home
+    from narrative_mirror import split as split_lib
+    from resources import environment
+
+    with runner_for(args) as runner:
+        keys = split_lib.keys_in("test", runner.register())
+    if not keys:
+        raise ValueError(f"no test chat files in {runner.data_dir}")
+    command = [str(Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "definitions",
+               "-j", "test_eval_job", "--partitions", ",".join(keys), "--noprompt"]
+    if not args.launch:
+        return {"test_partitions": keys, "command": " ".join(command), "launched": False}
+    env = environment.child_env(NM_DATA_DIR=str(runner.data_dir), DAGSTER_HOME=str(dagster_home()))
+    proc = subprocess.run(command, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ValueError(f"dagster job backfill failed: {proc.stderr.strip()[-2000:]}")
+    return {"test_partitions": keys, "command": " ".join(command), "launched": True,
+            "note": "the backfill daemon (dg dev / dagster-daemon) runs it; see the UI's Backfills tab"}
+
+
+def cmd_compare_run(args) -> dict:
+    from narrative_mirror.recall_runs import compare_run
+
+    return {"run": str(args.run_file), **compare_run(args.run_file)}

@@ -1,0 +1,92 @@
+"""Commands that ask one chat's memory: ask, arc, trace."""
+
+from __future__ import annotations
+
+import sys
+
+from cli.session import build_memory, runner_for
+
+
+def _fresh_memory(args) -> None:
+    """Make sure the chat's memory is built and fresh. Cheap when it is: a freshness stamp
+    (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
+    stale, with progress, and the stamp is renewed."""
+    from cli import stamp
+    from narrative_mirror.keys import find_chat_files
+    from resources import environment
+
+    data_dir = args.data.resolve() if args.data else environment.data_dir()
+    path = find_chat_files(data_dir)[0].get(args.chat)
+    if path is not None and stamp.is_fresh(environment.nm_home(), args.chat, path):
+        return
+    with runner_for(args) as runner:
+        _, report = build_memory(runner, [args.chat])
+    if args.chat in report.problems:
+        raise ValueError(report.problems[args.chat])
+    if args.chat in report.failures:
+        raise RuntimeError(f"the memory of {args.chat} could not be built: {report.failures[args.chat]}")
+
+
+def _memory_for(args):
+    """The chat's fresh memory: a retriever and the LLM client (None = offline), built as the
+    asset graph's resources build them, without loading Dagster when the memory is fresh."""
+    from resources import runtime
+
+    _fresh_memory(args)
+    return runtime.retriever(runtime.index_from_environment(), runtime.embedder()), runtime.llm_from_environment()
+
+
+def cmd_ask(args) -> dict:
+    from narrative_mirror.logged_query import ask_logged
+    from resources import runtime
+
+    retriever, llm = _memory_for(args)
+    event_log = runtime.event_log(retriever)
+    try:
+        answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
+                                      "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
+    finally:
+        event_log.close()  # writes the queued event before the process ends
+    texts = {e.id: e for e in answer.evidence}
+    return {
+        "answer": answer.answer,
+        "evidence": [{"id": e.id, "text": e.text, "point": e.point} for e in texts.values()],
+        "unknowns": answer.unknowns,
+        "route": answer.route,
+        "profile": answer.profile,
+        "stop_reason": answer.stop_reason,
+        "degraded": answer.degraded,
+        "degraded_reason": answer.degraded_reason,
+        "phases": [p.model_dump() for p in answer.phases],
+        "event_id": event_id,
+    }
+
+
+def cmd_arc(args) -> dict:
+    from narrative_mirror import query
+
+    retriever, llm = _memory_for(args)
+    answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
+    return {"question": args.question, "route": answer.route, "profile": answer.profile,
+            "phases": [p.model_dump() for p in answer.phases], "unknowns": answer.unknowns,
+            "degraded": answer.degraded}
+
+
+def cmd_trace(args) -> dict:
+    from narrative_mirror import query
+
+    retriever, llm = _memory_for(args)
+    def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
+        for line in lines or [f"{node}: -"]:
+            print(f"[{node}] {line.removeprefix(node + ': ')}", file=sys.stderr, flush=True)
+
+    answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm, on_step=follow)
+    trace = answer.trace
+    out = {"route": answer.route, **trace.model_dump()}
+    if args.gold:
+        from narrative_mirror.metrics import attribute_losses
+
+        gold = [g.strip() for g in args.gold.split(",") if g.strip()]
+        out["gold"] = attribute_losses(gold, [c.id for c in trace.candidates],
+                                       [r.id for r in trace.reranked][:10], [f.id for f in trace.final])
+    return out

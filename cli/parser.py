@@ -1,0 +1,106 @@
+"""The command line's arguments: ``build_parser`` wires each subcommand to its command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
+from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
+from cli.commands.questions import cmd_arc, cmd_ask, cmd_trace
+from cli.commands.service import cmd_serve, cmd_token
+
+DESCRIPTION = "The ``narrative-mirror`` command: the asset graph for people and scripts without the UI."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="narrative-mirror", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def data_args(p):
+        p.add_argument("--data", type=Path, default=None,
+                       help="folder of chat files (default: NM_DATA_DIR, else the packaged demo chats)")
+        p.add_argument("--arcs", type=Path, default=None,
+                       help="folder of <chat>.arcs.json (default: NM_ARCS_DIR, the data folder, or <data>_arcs)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--verbose", action="store_true", help="Dagster's log and tracebacks on stderr")
+
+    p = sub.add_parser("ingest", help="register chat files and materialize messages, gold QA, ARC cases")
+    data_args(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("build", help="ingest (if needed) and materialize all layers and the index; only stale work is redone")
+    data_args(p)
+    p.set_defaults(func=cmd_build)
+    p = sub.add_parser("eval", help="build what is stale, evaluate a split (QA + ARC), print its metrics")
+    data_args(p)
+    p.add_argument("--split", choices=["train", "test", "all"], required=True)
+    p.add_argument("--allow-test", action="store_true", help="required for any run that touches a test chat file")
+    p.add_argument("--profile", choices=["fast", "balanced", "deep"], default=None,
+                   help="agent profile (default: config/evaluation.toml)")
+    p.set_defaults(func=cmd_eval)
+
+    def question_args(p):
+        data_args(p)
+        p.add_argument("--chat", required=True, help="partition key of the chat file (its file stem)")
+        p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
+        p.add_argument("question")
+
+    p = sub.add_parser("ask", help="answer a question about one chat: Answer / Evidence / Unknowns")
+    question_args(p)
+    p.add_argument("--oneshot", action="store_true", help="the deprecated one-shot path, for comparison")
+    p.add_argument("--user", default="anonymous", help="user id recorded in the retrieval event")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("arc", help="tell a story of one chat as chronological phases with evidence ids")
+    question_args(p)
+    p.set_defaults(func=cmd_arc)
+
+    p = sub.add_parser("trace", help="the three debug checkpoints (candidates, after rerank, final selection)")
+    question_args(p)
+    p.add_argument("--gold", default="", help="comma-separated gold ids: say where each was lost")
+    p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("serve", help="HTTP search API: GET /api/memory/search, POST /api/ask (loopback by default)")
+    data_args(p)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--tokens", type=Path, default=None,
+                   help="API token file (`token add`); required to serve beyond loopback")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("maintain", help="compact the LanceDB tables, update their full-text indexes, drop old versions")
+    data_args(p)
+    p.set_defaults(func=cmd_maintain)
+
+    p = sub.add_parser("token", help="add or remove an API token of `serve --tokens FILE` (scoped to chats)")
+    p.add_argument("action", choices=["add", "remove"])
+    p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
+    p.add_argument("--name", required=True, help="who or what the token is for")
+    p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may read (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser("compare-run", help="before/after rerank of a recall-run file (average top-3 score lift)")
+    p.add_argument("run_file", type=Path)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare_run)
+
+    p = sub.add_parser("experiments", help="show the experiment log; --csv FILE exports it")
+    p.add_argument("--csv", type=Path, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_experiments)
+
+    p = sub.add_parser("backfill-test", help="print (or --launch) the Dagster backfill evaluating exactly the test files")
+    data_args(p)
+    p.add_argument("--launch", action="store_true", help="submit it to the Dagster instance in NM_HOME")
+    p.set_defaults(func=cmd_backfill_test)
+
+    p = sub.add_parser("protocol", help="seed 002's protocol: train questions under fast/balanced/deep, adoption gate")
+    data_args(p)
+    p.set_defaults(func=cmd_protocol)
+
+    p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
+    data_args(p)
+    p.set_defaults(func=cmd_demo)
+    return parser

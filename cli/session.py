@@ -1,0 +1,67 @@
+"""One command's session with the asset graph: its runner, the chat memory it builds, and what
+went wrong, as every command reports it."""
+
+from __future__ import annotations
+
+INGEST = ["messages", "gold_qa", "arc_cases", "split"]
+LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
+EVAL = ["qa_eval", "arc_eval"]
+
+
+def runner_for(args):
+    from cli.runner import Runner
+
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), verbose=getattr(args, "verbose", False))
+
+
+def outcome(runner, *reports) -> dict:
+    """What went wrong across a command's reports, as the lines the command prints."""
+    problems = list(runner.problems)
+    failures, warnings = [], []
+    for report in reports:
+        problems += report.problems.values()
+        failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]
+        warnings += report.warnings
+    return {"problems": problems, "failures": failures, "warnings": warnings}
+
+
+def build_memory(runner, chats: list[str] | None = None):
+    """Ingest and layers of every chat file (or of ``chats``), then a freshness stamp per chat so
+    that questions about it skip Dagster until something changes (cli/stamp.py).
+    Returns (all chat files, the BuildReport)."""
+    from cli import stamp
+    from narrative_mirror.keys import find_chat_files
+
+    # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
+    files = find_chat_files(runner.data_dir)[0]
+    before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
+    keys = runner.register()
+    unknown = sorted(set(chats or ()) - set(keys))
+    if unknown:
+        raise ValueError(f"--chat {unknown[0]!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
+    targets = keys if chats is None else list(chats)
+    report = runner.materialize(INGEST + LAYERS, targets, what="memory")
+    for key in targets:
+        if key in before and key not in report.failed:
+            stamp.write(runner.state.root, key, before[key])
+    if report.ran:
+        tidy_index(runner)
+    return keys, report
+
+
+# Every chat write leaves a small file in each LanceDB table: past this many, a build compacts
+# them itself rather than waiting for the nightly maintenance job.
+MAX_FRAGMENTS = 64
+
+
+def tidy_index(runner) -> None:
+    store = runner.resource("lancedb").get()
+    if any(table["fragments"] > MAX_FRAGMENTS for table in store.health().values()):
+        runner.progress(f"LanceDB: more than {MAX_FRAGMENTS} files in a table: compacting")
+        store.maintain()
+
+
+def partition_rows(report, keys: list[str]) -> dict:
+    """Per chat file: the assets this command ran, and how many messages it encoded."""
+    return {key: {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0)}
+            for key in keys}

@@ -1,0 +1,253 @@
+"""Dagster resources: the asset graph's door to the outside world.
+
+Paths, the chat folder, the LLM endpoint, Slack and the evaluation profile reach assets,
+sensors and checks only through these resources; ``default_resources`` takes the environment
+(``resources/environment.py``, the only reader) once, where the Definitions are built. The
+runtime objects they hand out are built by ``resources/runtime.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from narrative_mirror import settings, storage
+from narrative_mirror.keys import find_chat_files
+from resources import environment
+from resources.runtime import embedder as build_embedder
+from resources.runtime import index_store, lancedb_storage_options, llm_client
+
+
+class StateResource(dg.ConfigurableResource):
+    """NM_HOME: the root of everything stored (parquet outputs, LanceDB, logs, alerts)."""
+
+    home: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.home).expanduser()
+
+    @property
+    def storage_dir(self) -> Path:
+        return self.root / "storage"
+
+    @property
+    def lancedb_uri(self) -> str:
+        return str(self.root / "lancedb")
+
+    @property
+    def experiments_log(self) -> Path:
+        return self.root / "experiments" / "experiments.jsonl"
+
+    @property
+    def alerts_log(self) -> Path:
+        return self.root / "alerts" / "alerts.jsonl"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.root / "exports"
+
+    def frame_path(self, asset: str, partition: str | None) -> Path:
+        return storage.frame_path(self.storage_dir, asset, partition)
+
+    def stored_frame(self, asset: str, partition: str | None) -> pl.DataFrame | None:
+        """The stored output of ``asset`` for ``partition``, or None when there is none."""
+        path = self.frame_path(asset, partition)
+        return storage.read_frame(path) if path.is_file() else None
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores polars frames as ``<NM_HOME>/storage/<asset>/<partition>.parquet``.
+
+    Written atomically (temp file + rename), so a failed run never replaces a good output.
+    Kept in-house because dagster-polars is broken on polars 2.x.
+    """
+
+    state: StateResource
+
+    def _path(self, asset_key: dg.AssetKey, partition: str | None) -> Path:
+        return self.state.frame_path("__".join(asset_key.path), partition)
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj).__name__}")
+        partition = context.partition_key if context.has_asset_partitions else None
+        path = self._path(context.asset_key, partition)
+        storage.write_frame(path, obj)
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame | dict[str, pl.DataFrame]:
+        key = context.asset_key
+        if context.has_asset_partitions:
+            keys = context.asset_partition_keys
+            if len(keys) == 1:
+                return storage.read_frame(self._path(key, keys[0]))
+            return {k: storage.read_frame(self._path(key, k)) for k in keys}
+        return storage.read_frame(self._path(key, None))
+
+
+class ChatDataResource(dg.ConfigurableResource):
+    """Where chat files and ARC case files are read from ("" = the packaged demo data)."""
+
+    data_dir: str = ""
+    arcs_dir: str = ""
+
+    def data_path(self) -> Path:
+        return Path(self.data_dir).expanduser().resolve() if self.data_dir else settings.DEMO_DATA_DIR
+
+    def arcs_path(self) -> Path | None:
+        if self.arcs_dir:
+            return Path(self.arcs_dir).expanduser().resolve()
+        return settings.default_arcs_dir(self.data_path())
+
+    def chat_files(self) -> dict[str, Path]:
+        return find_chat_files(self.data_path())[0]
+
+    def chat_path(self, key: str) -> Path:
+        files = self.chat_files()
+        if key not in files:
+            raise FileNotFoundError(
+                f"chat file for partition {key!r} is not in {self.data_path()} "
+                f"(known: {', '.join(sorted(files)) or 'none'}); stored results are kept"
+            )
+        return files[key]
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The embedder of config/embedding.toml (the ``embedding_config`` source asset tracks it);
+    a non-empty field overrides the file."""
+
+    model_name: str = ""
+    batch_size: int = 0
+
+    def get(self):
+        return build_embedder(self.model_name, self.batch_size)
+
+
+class LanceDBResource(dg.ConfigurableResource):
+    """The LanceDB index: ``<NM_HOME>/lancedb`` on this machine, or ``uri`` (e.g.
+    ``s3://bucket/prefix``) shared by workers on several machines, with the object store's
+    endpoint, region and keys (unset: LanceDB's own defaults, the AWS_* variables and roles)."""
+
+    state: StateResource
+    uri: str = ""
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    allow_http: bool = False
+
+    def resolved_uri(self) -> str:
+        return self.uri or self.state.lancedb_uri
+
+    def storage_options(self) -> dict[str, str] | None:
+        """LanceDB's object-store options for a remote ``uri`` (None for a folder or when unset)."""
+        return lancedb_storage_options(self.resolved_uri(), self.endpoint, self.region, self.access_key_id,
+                                       self.secret_access_key, self.allow_http)
+
+    def get(self):
+        return index_store(self.resolved_uri(), self.storage_options())
+
+
+class LLMResource(dg.ConfigurableResource):
+    """An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp); no URL and no key = offline."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    timeout_s: float = 30.0
+
+    def get(self):
+        return llm_client(self.base_url, self.api_key, self.model, self.timeout_s)
+
+
+class EvaluationResource(dg.ConfigurableResource):
+    """config/evaluation.toml; the agent profile an evaluation run asks for (its run config,
+    assets/evaluation/run_config.py) overrides the configured one."""
+
+    def config(self, profile: str = "") -> dict:
+        from narrative_mirror import evaluation as ev
+
+        return ev.load_eval_config(profile=profile or None)
+
+
+class AlertsResource(dg.ConfigurableResource):
+    """Where regressions are reported: always the alert log under NM_HOME, and Slack when a
+    bot token is configured."""
+
+    state: StateResource
+    slack_token: str | None = None
+    slack_channel: str = "#narrative-mirror"
+
+    def send(self, record: dict, text: str) -> dict:
+        """Append ``record`` (plus the time) to the alert log; post ``text`` to Slack if configured."""
+        from narrative_mirror.storage import append_jsonl
+
+        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record}
+        append_jsonl(self.state.alerts_log, record)
+        if self.slack_token:
+            from dagster_slack import SlackResource
+
+            SlackResource(token=self.slack_token).get_client().chat_postMessage(channel=self.slack_channel, text=text)
+        return record
+
+    def read(self) -> list[dict]:
+        path = self.state.alerts_log
+        if not path.is_file():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def resolved(resource: dg.ConfigurableResource) -> dg.ConfigurableResource:
+    """``resource`` as a run sees it, its ``EnvVar`` fields replaced by their values (the
+    resources of ``default_resources`` keep the variables: definitions show names, not values).
+    For code that uses a resource outside a run: the command line, the HTTP service."""
+    fields = {name: getattr(resource, name) for name in type(resource).model_fields}
+    return resource.model_copy(update={name: value.get_value() for name, value in fields.items()
+                                       if isinstance(value, dg.EnvVar)})
+
+
+def _env(name: str, default=None):
+    """An ``EnvVar`` when the variable is set (resolved where the run executes, shown as such in
+    the UI), else the default: unset settings mean "not configured", not an error."""
+    return dg.EnvVar(name) if environment.is_set(name) else default
+
+
+def lancedb_resource(state: StateResource) -> LanceDBResource:
+    """The index where NM_LANCEDB_URI says (default: under NM_HOME), with the object store's
+    settings from the standard AWS_* variables (the keys as ``EnvVar``: resolved where the step
+    runs, never stored with the run)."""
+    return LanceDBResource(
+        state=state, uri=environment.lancedb_uri(), endpoint=environment.s3_endpoint(),
+        region=environment.s3_region(),
+        access_key_id=_env(environment.S3_ACCESS_KEY_ENV), secret_access_key=_env(environment.S3_SECRET_KEY_ENV),
+        allow_http=environment.s3_allow_http(),
+    )
+
+
+def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "") -> dict:
+    """The resources of a process: explicit arguments first, then the environment
+    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL,
+    NM_LANCEDB_URI and the AWS_* object-store settings)."""
+    environment.hand_to_library()
+    state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(environment.nm_home()))
+    llm_settings = environment.llm_settings()  # validates NM_LLM_TIMEOUT once, here
+    return {
+        "state": state,
+        "io_manager": ParquetIOManager(state=state),
+        "chat_data": ChatDataResource(data_dir=data_dir or environment.value(environment.DATA_DIR_ENV),
+                                      arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV)),
+        "embedder": EmbedderResource(),
+        "lancedb": lancedb_resource(state),
+        "llm": LLMResource(base_url=_env(environment.LLM_BASE_URL_ENV), api_key=_env(environment.LLM_API_KEY_ENV),
+                           model=_env(environment.LLM_MODEL_ENV), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
+        "evaluation": EvaluationResource(),
+        "alerts": AlertsResource(state=state, slack_token=_env(environment.SLACK_TOKEN_ENV),
+                                 slack_channel=environment.slack_channel()),
+    }

@@ -1,0 +1,98 @@
+"""The environment as resources/environment.py reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+from narrative_mirror.llm import LLMClient, LLMSettings
+from resources import environment
+
+# --- the LLM endpoint -----------------------------------------------------------------------------
+
+
+def test_llm_settings_without_openai_variables_means_no_llm(monkeypatch):
+    monkeypatch.setenv("NM_LLM_MODEL", "ignored-without-a-server")
+    assert environment.llm_settings() is None
+
+
+def test_llm_settings_local_server_needs_no_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.delenv("NM_LLM_MODEL", raising=False)
+    monkeypatch.delenv("NM_LLM_TIMEOUT", raising=False)
+    assert environment.llm_settings() == LLMSettings(
+        base_url="http://127.0.0.1:8080/v1",
+        api_key="not-needed",
+        model="gpt-4o-mini",
+        timeout_s=30.0,
+        max_retries=2,
+        temperature=0.0,
+    )
+
+
+def test_llm_settings_hosted_api_with_model_and_timeout(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("NM_LLM_MODEL", "gpt-4.1-nano")
+    monkeypatch.setenv("NM_LLM_TIMEOUT", "12.5")
+    settings = environment.llm_settings()
+    assert settings is not None
+    assert (settings.base_url, settings.api_key, settings.model, settings.timeout_s) == (
+        None,
+        "sk-test",
+        "gpt-4.1-nano",
+        12.5,
+    )
+    assert LLMClient(settings).fingerprint == "api.openai.com/gpt-4.1-nano"
+
+
+@pytest.mark.parametrize("bad", ["soon", "0", "-3"])
+def test_llm_settings_bad_timeout_names_the_variable(monkeypatch, bad):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("NM_LLM_TIMEOUT", bad)
+    with pytest.raises(ValueError, match="NM_LLM_TIMEOUT"):
+        environment.llm_settings()
+
+
+# --- the folders handed to the library -----------------------------------------------------------
+
+
+def test_the_library_follows_nm_home_and_nm_config_dir_at_each_use(tmp_path, monkeypatch):
+    from narrative_mirror import settings
+
+    environment.hand_to_library()
+    monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
+    assert settings.state_home() == (tmp_path / "home").resolve()
+    assert settings.config_path("split") == settings.DEFAULT_CONFIG_DIR / "split.toml"
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "split.toml").write_text("[split]\n")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "cfg"))
+    assert settings.config_path("split") == (tmp_path / "cfg" / "split.toml").resolve()
+
+
+def test_a_process_that_never_hands_its_folders_over_has_no_state_folder(monkeypatch):
+    from narrative_mirror import settings
+
+    monkeypatch.setattr(settings, "_home", None)
+    monkeypatch.setattr(settings, "_config_dir", lambda: None)
+    with pytest.raises(RuntimeError, match="hand_to_library"):
+        settings.state_home()
+    assert settings.config_path("split") == settings.DEFAULT_CONFIG_DIR / "split.toml"
+
+
+@pytest.mark.parametrize(("allow", "endpoint", "expected"), [
+    ("", "", False), ("", "http://127.0.0.1:9000", True), ("", "https://s3.example", False),
+    ("false", "http://127.0.0.1:9000", False), ("1", "", True), ("TRUE", "", True)])
+def test_s3_allow_http(monkeypatch, allow, endpoint, expected):
+    for name, value in (("AWS_ALLOW_HTTP", allow), ("AWS_ENDPOINT_URL", endpoint)):
+        if value:
+            monkeypatch.setenv(name, value)
+        else:
+            monkeypatch.delenv(name, raising=False)
+    assert environment.s3_allow_http() is expected
+
+
+def test_celery_backend_defaults_to_the_broker(monkeypatch):
+    assert environment.celery_envs() is None
+    monkeypatch.setenv("NM_CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+    assert environment.celery_envs() == ("NM_CELERY_BROKER_URL", "NM_CELERY_BROKER_URL")
+    monkeypatch.setenv("NM_CELERY_BACKEND_URL", "redis://127.0.0.1:6379/1")
+    assert environment.celery_envs() == ("NM_CELERY_BROKER_URL", "NM_CELERY_BACKEND_URL")
