@@ -53,7 +53,10 @@ def test_an_override_folder_changes_what_the_agent_does(tmp_path):
                .replace("max_calls = 8\n", "max_calls = 6\n", 1))
     assert changed.count("\n") == text.count("\n") and changed != text
     (tmp_path / "agent.toml").write_text(changed, encoding="utf-8")
+    # The library takes the override folder from resources/ (the one door to the environment).
     probe = """
+from resources import environment
+environment.hand_to_library()
 from datetime import datetime
 from narrative_mirror.agent import answer, narrative
 from narrative_mirror.agent.profiles import PROFILES
