@@ -148,8 +148,8 @@ def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_
             assert response.headers["content-security-policy"] == API_CSP
         widened = client.get("/page")
         assert widened.status_code == 200 and widened.headers["content-security-policy"] == PAGE_CSP
-        assert_guarded_but_csp = {k: v for k, v in SECURITY.items() if k != "content-security-policy"}
-        assert all(widened.headers[k] == v for k, v in assert_guarded_but_csp.items())
+        beside_csp = {k: v for k, v in SECURITY.items() if k != "content-security-policy"}
+        assert all(widened.headers[k] == v for k, v in beside_csp.items())
         assert "access-control-allow-origin" not in widened.headers
     with app_client(retriever, tmp_path, tokens=load_tokens(path)) as (client, _, _):
         unauthorized = client.get("/api/health", headers=origin)
