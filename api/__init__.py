@@ -11,9 +11,11 @@
   is not served, even from an older index: its requests get 503).
 
 Requests are validated by pydantic models (``SearchQuery``, ``AskRequest``); errors are JSON
-``{"error": {"field", "message"}}`` with 400 (bad value or type, unknown or repeated parameter),
-401 (no or unknown token), 403 (chat outside the token's scope), 404 (unknown chat), 413 (body
-larger than 16 KiB), 503 (chat whose build failed). No error body names a chat.
+``{"error": {"field", "message"}}`` with 400 (bad value or type, unknown or repeated parameter,
+a body cut short by the client), 401 (no or unknown token), 403 (chat outside the token's scope;
+an open API's request with a non-loopback ``Host``), 404 (unknown chat), 413 (body larger than
+16 KiB), 415 (a POST body that is not ``application/json``), 503 (chat whose build failed; a token
+file that is missing, unreadable or invalid right now). No error body names a chat.
 
 Bulkheads: searches run in their own thread pool, asks without the LLM (and the offline answer
 of an ask) in another, the LLM-calling ask work in a bounded pool (``llm_workers`` threads, at
@@ -27,9 +29,13 @@ event is logged per ask: the one of the answer returned (a late LLM answer is dr
 
 Access: with a token store (``api.access.load_tokens``) every endpoint needs
 ``Authorization: Bearer <token>`` and sees only the chats of the token's scope (403 for any other
-chat, existing or not). Without one the API is open: ``serve`` then refuses a non-loopback host.
+chat, existing or not); the store fails closed while its file cannot be used. Without one the API
+is open, for this machine's pages only: ``serve`` refuses a non-loopback bind address and
+``api.guard`` a non-loopback ``Host`` (DNS rebinding). Always: JSON bodies only, no CORS, and
+``nosniff``, a content policy, no referrer and a same-origin resource policy on every response.
 
 One job per module: ``requests`` (request models, checks, error shape), ``bulkhead`` (the LLM
 pool and the deadline / late-drop rule), ``service`` (the endpoints), ``app`` (``create_app``,
-``check_host``, ``serve``), ``access`` (the token store).
+``check_host``, ``serve``), ``guard`` (what every request and response passes through),
+``access`` (the token store).
 """

@@ -21,8 +21,11 @@ A token file is JSON; it stores only SHA-256 hashes of the tokens, never a token
 recovered from the file); ``remove_token`` revokes by name; ``load_tokens`` validates a file
 (``TokenFileError`` names the file and the field) into a ``TokenStore``, whose ``authenticate``
 checks a presented token in constant time against every stored hash and re-reads the file when it
-changed on disk (so added and revoked tokens take effect without a restart; an edit that breaks
-the file keeps the last valid tokens and logs an error).
+changed on disk (so added and revoked tokens take effect without a restart).
+
+The store fails closed: while the file is missing, unreadable or invalid, ``authenticate`` raises
+``TokenFileUnavailable`` for every token (the API answers 503) instead of keeping the tokens read
+before, since a revocation may be exactly what broke it; a file that comes back valid is used again.
 """
 
 from __future__ import annotations
@@ -154,61 +157,87 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
     return entries
 
 
-def _read(path: Path) -> tuple[list[TokenEntry], tuple[int, int]]:
+def _read(path: Path) -> tuple[list[TokenEntry], tuple[int, ...]]:
     try:
-        stat = path.stat()
+        stamp = _stamp(path)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise TokenFileError(f"{path}: token file not found (create one with `narrative-mirror token add`)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenFileError(f"{path}: cannot be read: {exc}") from None
-    return _parse(path, text), (stat.st_mtime_ns, stat.st_size)
+    return _parse(path, text), stamp
 
 
-_MISSING = (-1, -1)
+class TokenFileUnavailable(RuntimeError):
+    """The token file is missing, unreadable or invalid right now: no token can be checked."""
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int]:
+    """What changes when the file is replaced, edited or has its mode changed (ctime: chmod)."""
+    stat = path.stat()
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
 
 
 class TokenStore:
     """The tokens of one file; thread-safe. Build it with ``load_tokens``."""
 
-    def __init__(self, path: Path, entries: list[TokenEntry], stamp: tuple[int, int] | None = None):
+    def __init__(self, path: Path, entries: list[TokenEntry], stamp: tuple[int, ...] | None = None):
         self.path = path
-        self._entries = tuple(entries)
         self._stamp = stamp
+        # (tokens, why the file cannot be used now or None), swapped as one so readers see a consistent pair
+        self._state: tuple[tuple[TokenEntry, ...], str | None] = (tuple(entries), None)
         self._lock = threading.Lock()
 
     @property
     def entries(self) -> tuple[TokenEntry, ...]:
-        self._refresh()
-        return self._entries
+        """The tokens of the file as it is now; none while it is missing, unreadable or invalid."""
+        return self._current()[0]
 
-    def _refresh(self) -> None:
-        """Re-read the file when its modification time or size changed."""
+    @property
+    def problem(self) -> str | None:
+        """Why the file cannot be used now, naming it; None when it can."""
+        return self._current()[1]
+
+    def _current(self) -> tuple[tuple[TokenEntry, ...], str | None]:
+        """The state after re-reading the file if it changed on disk."""
         try:
-            stat = self.path.stat()
+            stamp: tuple[int, ...] | None = _stamp(self.path)
         except OSError as exc:
-            if self._stamp != _MISSING:  # say it once, not on every request
-                log.error("token file %s: %s; keeping the %d tokens read before", self.path, exc, len(self._entries))
-                self._stamp = _MISSING
-            return
-        if (stat.st_mtime_ns, stat.st_size) == self._stamp:
-            return
+            stamp, gone = None, f"{self.path}: token file cannot be read: {exc.strerror or exc}"
+        else:
+            gone = None
+        if stamp is not None and stamp == self._stamp:
+            return self._state
         with self._lock:
-            if (stat.st_mtime_ns, stat.st_size) == self._stamp:
-                return
-            try:
-                entries, stamp = _read(self.path)
-            except TokenFileError as exc:
-                log.error("%s; keeping the %d tokens read before", exc, len(self._entries))
-                self._stamp = (stat.st_mtime_ns, stat.st_size)  # report a broken edit once
-                return
-            self._entries, self._stamp = tuple(entries), stamp
-            log.info("token file %s re-read: %d tokens", self.path, len(entries))
+            if stamp is not None and stamp == self._stamp:
+                return self._state
+            was_usable = self._state[1] is None
+            if gone is None:
+                try:
+                    self._state = (tuple(_parse(self.path, self.path.read_text(encoding="utf-8"))), None)
+                except TokenFileError as exc:
+                    self._state = ((), str(exc))
+                except (OSError, UnicodeDecodeError) as exc:
+                    self._state = ((), f"{self.path}: token file cannot be read: {exc}")
+            else:
+                self._state = ((), gone)
+            self._stamp = stamp
+            entries, problem = self._state
+            if problem is not None and was_usable:  # said once, not on every request
+                log.error("%s; refusing every request until it is valid again", problem)
+            elif problem is None:
+                log.log(logging.INFO if was_usable else logging.WARNING,
+                        "token file %s %s: %d tokens", self.path, "re-read" if was_usable else "is valid again",
+                        len(entries))
+            return self._state
 
     def authenticate(self, token: str | None) -> TokenEntry | None:
         """The entry of ``token``, or None. Compares the token's hash with every stored hash in
-        constant time (no early exit)."""
-        entries = self.entries
+        constant time (no early exit). ``TokenFileUnavailable`` while the file cannot be used:
+        the tokens read before are not trusted (a revocation may be what broke the file)."""
+        entries, problem = self._current()
+        if problem is not None:
+            raise TokenFileUnavailable(problem)
         if not token or len(token) > MAX_TOKEN_CHARS:
             return None
         presented = hash_token(token).encode()

@@ -1,5 +1,6 @@
 """The app: ``create_app`` wires the memory service's routes, error handlers and arrival stamp
-into a FastAPI app; ``check_host`` and ``serve`` refuse an open API on a non-loopback host.
+into a FastAPI app behind ``api.guard`` (Host, body type, security headers on every response);
+``check_host`` and ``serve`` refuse an open API on a non-loopback address.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
-from api.access import TokenEntry, TokenStore
+from api.access import TokenEntry, TokenFileUnavailable, TokenStore
 from api.bulkhead import check_deadlines
+from api.guard import Guard
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
 from api.service import ARRIVAL, MemoryApi
 
@@ -48,6 +51,31 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 async def _server_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("memory API: %s %s failed", request.method, request.url.path)
     return error_response(500, None, f"internal error: {type(exc).__name__}")
+
+
+async def _token_file_unavailable(request: Request, exc: TokenFileUnavailable) -> JSONResponse:
+    # the path stays in the server log (logged once by the store): clients learn only that it is broken
+    return error_response(503, None, "the API's token file cannot be used right now: every request is refused "
+                                     "until the operator fixes it")
+
+
+async def _client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+    # not a server fault: one line instead of the ~100-line traceback of an unhandled exception
+    log.warning("memory API: %s %s: the client disconnected before sending its whole body",
+                request.method, request.url.path)
+    return error_response(400, None, "the request body ended early: the client disconnected")
+
+
+class _GuardedApi(FastAPI):
+    """FastAPI with ``Guard`` outside every other layer, so even the 500s of Starlette's outermost
+    error middleware carry the security headers."""
+
+    def __init__(self, *, open_api: bool, **kwargs: Any):
+        self.open_api = open_api
+        super().__init__(**kwargs)
+
+    def build_middleware_stack(self) -> Any:
+        return Guard(super().build_middleware_stack(), open_api=self.open_api)
 
 
 class _StampArrival:
@@ -112,7 +140,8 @@ def create_app(
         await asyncio.get_running_loop().run_in_executor(None, api.close)
         await asyncio.get_running_loop().run_in_executor(None, event_log.close)
 
-    app = FastAPI(title="narrative-mirror", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = _GuardedApi(open_api=tokens is None, title="narrative-mirror", lifespan=lifespan, docs_url=None,
+                      redoc_url=None, openapi_url=None)
     authenticated = Depends(api.principal)  # a default, not an Annotated alias: annotations are strings here
 
     @app.get("/api/memory/search")
@@ -131,6 +160,8 @@ def create_app(
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(TokenFileUnavailable, _token_file_unavailable)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _server_error)
     app.add_middleware(_StampArrival)
     app.state.api = api

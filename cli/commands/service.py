@@ -19,7 +19,9 @@ def cmd_serve(args) -> dict:
         runner.progress(f"skipped: {line}")
     retriever = runtime.retriever(runner.resource("lancedb").get(), runner.resource("embedder").get())
     event_log = runtime.event_log(retriever)  # where `ask` logs too
-    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} (Ctrl-C stops)")
+    access = (f"token file {args.tokens}" if tokens is not None
+              else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
+    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)
     return {"served": [k for k in keys if k not in unavailable]}

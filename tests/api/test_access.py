@@ -9,6 +9,7 @@ import pytest
 from api.access import (
     TOKEN_PREFIX,
     TokenFileError,
+    TokenFileUnavailable,
     add_token,
     hash_token,
     load_tokens,
@@ -113,7 +114,7 @@ def test_remove_token(tmp_path):
     assert [e.name for e in store.entries] == ["ben"] and store.authenticate(ana) is None
 
 
-def test_the_store_follows_the_file_and_keeps_the_last_valid_tokens(tmp_path):
+def test_the_store_follows_the_file_and_fails_closed_while_it_is_broken(tmp_path, caplog):
     path = tmp_path / "tokens.json"
     ana = add_token(path, "ana", ["*"])
     store = load_tokens(path)
@@ -121,7 +122,21 @@ def test_the_store_follows_the_file_and_keeps_the_last_valid_tokens(tmp_path):
     assert store.authenticate(ben).name == "ben"
     remove_token(path, "ana")  # revoked without a restart
     assert store.authenticate(ana) is None
-    path.write_text(path.read_text().replace('"version": 1', '"version": "one"'))  # a broken hand edit
-    assert store.authenticate(ben).name == "ben"
-    path.unlink()
-    assert store.authenticate(ben).name == "ben"
+    good = path.read_text()
+
+    # A broken hand edit, a deleted file, a folder in its place: no token is accepted, not even
+    # one read before (the old store kept them); the problem names the file, and is logged once.
+    broken = good.replace('"version": 1', '"version": "one"')
+    for breaks in (lambda: path.write_text(broken), path.unlink, lambda: (path.unlink(), path.mkdir())):
+        caplog.clear()
+        breaks()
+        for _ in range(3):
+            with pytest.raises(TokenFileUnavailable, match=str(path)):
+                store.authenticate(ben)
+        assert store.entries == () and str(path) in store.problem
+        assert [r.levelname for r in caplog.records] == ["ERROR"] and str(path) in caplog.records[0].getMessage()
+        if path.is_dir():
+            path.rmdir()
+        path.write_text(good)  # back, valid: used again without a restart
+        assert store.authenticate(ben).name == "ben" and store.problem is None
+        assert store.authenticate(ana) is None

@@ -18,6 +18,7 @@ from narrative_mirror.events.writer import EventLog
 from narrative_mirror.llm import LLMClient
 
 SEARCH = "/api/memory/search"
+LOCAL = "http://localhost"  # an open API answers loopback Hosts only (TestClient's default is "testserver")
 OTHER = "second_chat_Cy_Dee"  # indexed beside CHAT: error bodies must never name it
 
 
@@ -30,7 +31,7 @@ def setup(embedder, tmp_path_factory):
     assert retriever.chat_files() == sorted([CHAT, OTHER])
     event_log = EventLog(root / "lancedb", embedder=embedder)
     app = create_app(retriever, event_log, runs_root=root / "recall_runs")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         yield client, event_log, retriever, root
     assert event_log.failures == 0
 
@@ -135,7 +136,7 @@ def test_limits_are_inclusive(setup):
 
 def test_wrong_method_and_path_are_json_errors(setup):
     client = setup[0]
-    assert client.post(SEARCH).status_code == 405
+    assert client.post(SEARCH, json={}).status_code == 405
     response = client.get("/api/nothing")
     assert response.status_code == 404
     assert response.json()["error"]["message"]
@@ -209,7 +210,7 @@ def test_a_broken_event_store_still_answers_and_counts_the_failures(embedder, tm
     not_a_folder.write_text("not a database")
     broken_log = EventLog(not_a_folder, embedder=embedder)
     app = create_app(retriever, broken_log, runs_root=tmp_path / "runs")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         search = client.get(SEARCH, params={"q": "rye bread", "chat": CHAT, "k": 2})
         assert search.status_code == 200 and len(search.json()["hits"]) == 2
         ask = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": "fast"})
@@ -299,7 +300,7 @@ def app_client(retriever, folder: Path, **kwargs):
     """An app with its own event log (real LanceDB under ``folder``); yields (client, event_log, app)."""
     event_log = EventLog(folder / "events")
     app = create_app(retriever, event_log, runs_root=folder / "runs", **kwargs)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         yield client, event_log, app
     assert event_log.failures == 0
 
