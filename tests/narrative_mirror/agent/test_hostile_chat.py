@@ -70,3 +70,11 @@ def test_ask_json_output_has_no_raw_control_character(retriever, hostile_chat, m
     assert not RAW_CONTROL.findall(out) and out.isascii()
     result = json.loads(out)
     assert any(e["text"] == f"Ana: {HOSTILE_HARVEST}" for e in result["evidence"])  # escaped, not altered
+
+
+def test_trace_output_and_progress_have_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys):
+    question = "Did Ana harvest the tomatoes?\x1b]0;pwned\x07\u202e"
+    code, out, err = _cli(["trace", "--chat", hostile_chat, question], retriever, monkeypatch, capsys)
+    assert code == 0 and out and err
+    assert not RAW_CONTROL.findall(out) and not RAW_CONTROL.findall(err)
+    assert '"Did Ana harvest the tomatoes?\\x1b]0;pwned\\x07\\u202e": found' in out
