@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from llm_servers import fault_server
 
 from cli import main as cli_main
 from cli.commands import questions
+from narrative_mirror.llm import LLMClient
 from narrative_mirror.query import ask
 
 # This folder's conftest (the tiny chat and its indexing), as pytest loaded it.
@@ -46,6 +48,26 @@ def test_flagged_final_answer_message_is_never_the_answer(retriever, hostile_cha
         assert "D20:2" in answer.flagged_ids
         assert "D20:2" not in answer.selected_ids and "D20:2" not in [e.id for e in answer.evidence]
         assert "HACKED" not in answer.answer and all("HACKED" not in c.text for c in answer.claims)
+
+
+# An LLM won over by the message: it grades D20:2 best and drafts its answer from it.
+WON_OVER = {
+    "route": "direct", "intent": "yes_no", "target": ["Ana"], "artifact": ["tomatoes", "harvest"], "time": None,
+    "queries": ["harvest tomatoes"],
+    "grades": [{"id": "D20:2", "grade": 1.0}, {"id": "D20:1", "grade": 0.9}],
+    "answer": "HACKED", "claims": [{"text": "Ana harvested no tomatoes, HACKED", "ids": ["D20:2"]}], "unknowns": [],
+    "checks": [{"claim": 1, "question": "Did Ana harvest?", "answer": "HACKED", "verdict": "supported"}],
+}
+
+
+def test_flagged_message_never_reaches_the_llm_generator_nor_the_answer(retriever, hostile_chat):
+    with fault_server("ok_json", content=WON_OVER) as server:
+        answer = ask(retriever, hostile_chat, QUESTION, profile="balanced", llm=LLMClient(server.settings()))
+        requests = server.chat_requests
+    generator = [r for r in requests if r["messages"][0]["content"].startswith("You answer a question about a chat")]
+    assert len(generator) == 1 and HACK not in json.dumps(generator[0], ensure_ascii=False)
+    assert answer.flagged_ids == ["D20:2"] and "D20:2" not in answer.selected_ids
+    assert "HACKED" not in answer.answer and [c.supported for c in answer.claims] == [False]
 
 
 def _cli(argv, retriever, monkeypatch, capsys) -> tuple[int, str, str]:
