@@ -15,6 +15,7 @@ import sys
 
 from cli.parser import build_parser
 from cli.printers import print_human
+from narrative_mirror.safe_text import terminal_safe
 from resources import environment
 
 
@@ -43,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         result = {"failures": [f"{type(exc).__name__}: {_one_line(exc)} (--verbose shows the traceback)"]}
     problems, failures = result.setdefault("problems", []), result.setdefault("failures", [])
     for line in result.get("warnings", []):
-        print(f"narrative-mirror {args.command}: warning: {line}", file=sys.stderr)
+        print(f"narrative-mirror {args.command}: warning: {terminal_safe(line)}", file=sys.stderr)
     for line in problems + failures:
-        print(f"narrative-mirror {args.command}: {line}", file=sys.stderr)
+        print(f"narrative-mirror {args.command}: {terminal_safe(line)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, default=str))
     elif set(result) - {"problems", "failures", "warnings"}:

@@ -1,7 +1,20 @@
 """The command line's output for people: one printer per command with its own layout, and the
-plain ``key=value`` lines of the others."""
+plain ``key=value`` lines of the others. Every line goes out through ``_print``, and every
+chat-derived field through ``_one`` (its newlines escaped too): hostile chat text stays text."""
 
 from __future__ import annotations
+
+from narrative_mirror.safe_text import terminal_safe
+
+
+def _print(text: object = "") -> None:
+    """Print a line or block with control and bidi characters as visible escapes."""
+    print(terminal_safe(text, keep_newlines=True))
+
+
+def _one(value: object) -> str:
+    """One field on one line: a chat message, a question, an id."""
+    return terminal_safe(value)
 
 
 def print_eval(result: dict) -> None:
@@ -11,42 +24,42 @@ def print_eval(result: dict) -> None:
     rows = [{"split": which, "chat files": len(m["chat_files"]), "questions": m["questions"],
              **{k: m[k] for k in ev.HEADLINE_KEYS}, "arc recall": m["arc_global_recall"],
              "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items() if m["questions"]]
-    print(ev.markdown_table(rows))
-    print(ev.markdown_table([{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items()
+    _print(ev.markdown_table(rows))
+    _print(ev.markdown_table([{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items()
                              if m["questions"]]))
     for which, m in splits.items():
         if m["questions"]:
-            print(f"{which}, per category:")
-            print(ev.markdown_table([{"category": c, "questions": st["count"], **{k: st[k] for k in ev.HEADLINE_KEYS}}
+            _print(f"{which}, per category:")
+            _print(ev.markdown_table([{"category": c, "questions": st["count"], **{k: st[k] for k in ev.HEADLINE_KEYS}}
                                      for c, st in sorted(m["per_category"].items())]))
-    print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
+    _print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
 
 
 def print_protocol(result: dict) -> None:
     from narrative_mirror.evaluation import markdown_table
 
-    print(markdown_table(result["profiles"]))
+    _print(markdown_table(result["profiles"]))
     gate = result["adoption_gate"] or {}
-    print(f"adoption gate: {'holds' if gate.get('passed') else 'does not hold'}: {gate.get('description', '')}")
+    _print(f"adoption gate: {'holds' if gate.get('passed') else 'does not hold'}: {gate.get('description', '')}")
 
 
 def print_answer(result: dict) -> None:
-    print(f"Answer: {result['answer']}")
-    print("Evidence:")
+    _print(f"Answer: {_one(result['answer'])}")
+    _print("Evidence:")
     for e in result["evidence"]:
-        print(f"  [{e['id']}] {e['text']}\n      -> {e['point']}")
-    print("Unknowns:" + ("" if result["unknowns"] else " none"))
+        _print(f"  [{_one(e['id'])}] {_one(e['text'])}\n      -> {_one(e['point'])}")
+    _print("Unknowns:" + ("" if result["unknowns"] else " none"))
     for u in result["unknowns"]:
-        print(f"  - {u}")
-    print(f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
-          + (f", DEGRADED: {result['degraded_reason']}" if result["degraded"] else "") + ")")
+        _print(f"  - {_one(u)}")
+    _print(f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
+           + (f", DEGRADED: {_one(result['degraded_reason'])}" if result["degraded"] else "") + ")")
 
 
 def print_phases(result: dict) -> None:
     for i, phase in enumerate(result["phases"], 1):
-        print(f"{i}. {phase['name']}: {phase['summary']}\n   evidence: {', '.join(phase['evidence'])}")
+        _print(f"{i}. {_one(phase['name'])}: {_one(phase['summary'])}\n   evidence: {_one(', '.join(phase['evidence']))}")
     for u in result["unknowns"]:
-        print(f"  unknown: {u}")
+        _print(f"  unknown: {_one(u)}")
 
 
 TRACE_ROWS = 20
@@ -55,17 +68,17 @@ TRACE_ROWS = 20
 def print_trace(result: dict) -> None:
     """The three checkpoints side by side, best first (the first TRACE_ROWS of each)."""
     stages = ("candidates", "reranked", "final")
-    cell = lambda items, i: f"{items[i]['id']:<10} {items[i]['score']:.3f}" if i < len(items) else ""  # noqa: E731
-    print(f"{'rank':>4} | " + " | ".join(f"{s} ({len(result[s])})".ljust(17) for s in stages))
-    print("-----+-" + "-+-".join("-" * 17 for _ in stages))
+    cell = lambda items, i: f"{_one(items[i]['id']):<10} {items[i]['score']:.3f}" if i < len(items) else ""  # noqa: E731
+    _print(f"{'rank':>4} | " + " | ".join(f"{s} ({len(result[s])})".ljust(17) for s in stages))
+    _print("-----+-" + "-+-".join("-" * 17 for _ in stages))
     for i in range(min(TRACE_ROWS, max(len(result[s]) for s in stages))):
-        print(f"{i + 1:>4} | " + " | ".join(cell(result[s], i).ljust(17) for s in stages))
+        _print(f"{i + 1:>4} | " + " | ".join(cell(result[s], i).ljust(17) for s in stages))
     for gold_id, stage in (result.get("gold") or {}).items():
-        print(f"gold {gold_id}: {stage}")
-    print(f"route {result['route']}; searches:")
+        _print(f"gold {_one(gold_id)}: {_one(stage)}")
+    _print(f"route {result['route']}; searches:")
     for search in result["searches"]:
-        print(f"  {search['kind']:<10} \"{search['query']}\": found {', '.join(search['found'][:5]) or 'nothing'}"
-              + (f"; selected {', '.join(search['selected'])}" if search["selected"] else ""))
+        _print(f"  {search['kind']:<10} \"{_one(search['query'])}\": found {', '.join(search['found'][:5]) or 'nothing'}"
+               + (f"; selected {', '.join(search['selected'])}" if search["selected"] else ""))
 
 
 def print_experiments(result: dict) -> None:
@@ -73,8 +86,8 @@ def print_experiments(result: dict) -> None:
 
     keep = ("experiment_id", "time", "kind", "changed", "train/recall@10", "train/answer_f1", "test/recall@10",
             "test/answer_f1")
-    print(markdown_table([{k: row.get(k) for k in keep} for row in result["latest"]]))
-    print(f"{result['experiments']} experiments in {result['log']}" + (f"; exported to {result['csv']}" if result["csv"] else ""))
+    _print(markdown_table([{k: row.get(k) for k in keep} for row in result["latest"]]))
+    _print(f"{result['experiments']} experiments in {result['log']}" + (f"; exported to {result['csv']}" if result["csv"] else ""))
 
 
 def print_human(command: str, result: dict) -> None:
@@ -84,6 +97,6 @@ def print_human(command: str, result: dict) -> None:
     if command in special:
         special[command](result)
         return
-    print(f"{command}: " + ", ".join(f"{k}={v}" for k, v in result.items() if not isinstance(v, (dict, list))))
+    _print(f"{command}: " + ", ".join(f"{k}={_one(v)}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
-        print(f"  {key}: " + ", ".join(f"{k}={v}" for k, v in row.items()))
+        _print(f"  {_one(key)}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))

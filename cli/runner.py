@@ -26,6 +26,7 @@ from assets.ingest.assets import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources.assets import observe_sources
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
+from narrative_mirror.safe_text import terminal_safe
 from resources import environment
 from resources.dagster_resources import default_resources, resolved
 
@@ -39,7 +40,7 @@ IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.D
 
 
 def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    print(terminal_safe(msg, keep_newlines=True), file=sys.stderr, flush=True)
 
 
 @dataclass

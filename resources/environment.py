@@ -107,8 +107,15 @@ def config_dir() -> Path | None:
     return Path(folder).expanduser().resolve() if folder else None
 
 
+PRIVATE_UMASK = 0o077
+
+
 def hand_to_library() -> None:
-    """Tell the library where this process's state folder and config override come from."""
+    """Tell the library where this process's state folder and config override come from, and
+    make what it writes private to the user: every CLI, ``serve`` and Dagster process comes
+    through here, so new files under NM_HOME (index, parquet, recall runs, logs, events) are
+    0600 and new folders 0700 whichever library creates them."""
+    os.umask(PRIVATE_UMASK)
     settings.use_folders(home=nm_home, config_dir=config_dir)
 
 

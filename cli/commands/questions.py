@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from cli.session import build_memory, runner_for
+from narrative_mirror.safe_text import terminal_safe
 
 
 def _fresh_memory(args) -> None:
@@ -78,7 +79,7 @@ def cmd_trace(args) -> dict:
     retriever, llm = _memory_for(args)
     def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
         for line in lines or [f"{node}: -"]:
-            print(f"[{node}] {line.removeprefix(node + ': ')}", file=sys.stderr, flush=True)
+            print(terminal_safe(f"[{node}] {line.removeprefix(node + ': ')}"), file=sys.stderr, flush=True)
 
     answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm, on_step=follow)
     trace = answer.trace
