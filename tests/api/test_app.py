@@ -399,7 +399,7 @@ def test_create_app_checks_its_settings(setup):
 
 
 # -- bulkheads and deadlines (a fault LLM server on loopback) ------------------------------------------
-SLACK_S = 0.75  # a shared 2-core machine: thread wake-ups, the offline answer, the test client
+SLACK_S = 1.25  # a shared 2-core machine: thread wake-ups, the offline answer, the test client (a hung LLM costs 30 s)
 
 
 def timed_search(client: TestClient, user: str = "probe") -> float:
@@ -448,7 +448,9 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
             assert 4 <= len(server.chat_requests) < 14  # asks withdrawn at their deadline never reached the LLM
 
     # Searches never waited on the hung asks (before: 92 s behind 45 asks).
-    assert len(during) >= 10
+    # Searches kept flowing beside the storm (starved, they gave 0-1 here); how many fit in 0.6 s
+    # depends on the machine's load, so the latency bounds below carry the exact claim.
+    assert len(during) >= 5
     assert statistics.median(during) <= 3 * statistics.median(idle) + 0.05, (idle, during)
     assert max(during) < 0.5, during
 
