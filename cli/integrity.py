@@ -70,7 +70,7 @@ def check(runner, chats: Sequence[str], selection: Sequence[str], full: bool = F
     for table, problem in broken_tables.items():
         findings.append(Finding(None, INDEX_ASSET, f"lancedb table {table} {problem}", table=table))
     if store is not None and full:
-        findings += [Finding(None, INDEX_ASSET, f"lancedb table {t}: full-text index missing", table=t)
+        findings += [Finding(None, INDEX_ASSET, f"lancedb table {t} full-text index missing", table=t)
                      for t in store.missing_text_indexes() if t not in broken_tables]
     return findings
 
@@ -129,8 +129,8 @@ def prepare(runner, findings: list[Finding], selection: Sequence[str], keys: Seq
                 finding.action = f"set aside as {set_aside(path).name}; "
             finding.action += "rebuilt"
             repair.setdefault(finding.chat, set()).update(downstream(runner, finding.asset, selection))
-        subject = finding.chat or f"index table {finding.table}"
-        runner.progress(f"{subject}: {finding.reason}: {_rebuilding(finding)}")
+        subject = f"{finding.chat}: " if finding.chat else ""
+        runner.progress(f"{subject}{finding.reason}: {_rebuilding(finding)}")
     return {chat: [a for a in selection if a in assets] for chat, assets in sorted(repair.items())}
 
 
