@@ -130,7 +130,7 @@ def test_build_repair_reads_everything_and_reports_what_it_repaired(data, capsys
     assert fts == {"chat": None, "asset": "lancedb_index", "table": "messages",
                    "reason": "lancedb table messages full-text index missing", "action": "full-text index created"}
     assert "lancedb table messages full-text index missing: creating it" in err
-    assert sorted(out["per_file"][CHAT]["ran"]) == ["l1_topics", "l2_threads", "lancedb_index"]
+    assert sorted(out["per_file"][CHAT]["ran"]) == ["l15_signals", "l1_topics", "l2_threads", "lancedb_index"]
     assert store.missing_text_indexes() == []
     rc, out, _ = run(capsys, ["build", "--data", str(data), "--repair"])
     assert rc == 0 and out["repairs"] == []
