@@ -3,8 +3,8 @@ when it is not.
 
 Every command that builds a chat's memory asks this before the freshness rule: for each chat it
 touches, the parquet outputs Dagster recorded exist and are whole (footer magic; ``full``: read
-completely), and the LanceDB tables hold the chat's rows (one count per table, against the
-counts the latest ``lancedb_index`` materialization recorded). A damaged output is set aside, a
+completely), and the LanceDB tables hold the chat's rows (one read of the ``chat_file`` column
+per table, against the counts the latest ``lancedb_index`` materialization recorded). A damaged output is set aside, a
 table that cannot be read is dropped, and the asset that made it is run again with everything
 after it (``Runner.materialize(repair=...)``), saying why.
 """
@@ -58,6 +58,14 @@ def check(runner, chats: Sequence[str], selection: Sequence[str], full: bool = F
     broken_tables: dict[str, str] = {}
     if store is not None and full:
         broken_tables = {t: p for t in TABLES if (p := store.table_problem(t))}
+    counts: dict[str, dict[str, int]] = {}
+    if store is not None:
+        for table in TABLES:
+            if table not in broken_tables:
+                try:
+                    counts[table] = store.rows_per_chat(table)
+                except (RuntimeError, OSError, ValueError) as exc:
+                    broken_tables[table] = f"unreadable ({' '.join(str(exc).split())[:200]})"
     for chat in chats:
         for asset in selection:
             if asset == INDEX_ASSET or chat not in materialized[asset]:
@@ -66,7 +74,7 @@ def check(runner, chats: Sequence[str], selection: Sequence[str], full: bool = F
             if problem:
                 findings.append(Finding(chat, asset, f"{asset} output {problem}"))
         if store is not None and chat in materialized[INDEX_ASSET]:
-            findings += _index_findings(runner, store, chat, broken_tables)
+            findings += _index_findings(runner.instance, chat, counts)
     for table, problem in broken_tables.items():
         findings.append(Finding(None, INDEX_ASSET, f"lancedb table {table} {problem}", table=table))
     if store is not None and full:
@@ -75,16 +83,11 @@ def check(runner, chats: Sequence[str], selection: Sequence[str], full: bool = F
     return findings
 
 
-def _index_findings(runner, store, chat: str, broken_tables: dict[str, str]) -> list[Finding]:
-    recorded = recorded_rows(runner.instance, chat)
-    for table in TABLES:
-        if table in broken_tables:
-            continue
-        try:
-            count = store.chat_row_count(table, chat)
-        except (RuntimeError, OSError, ValueError) as exc:
-            broken_tables[table] = f"unreadable ({' '.join(str(exc).split())[:200]})"
-            continue
+def _index_findings(instance: dg.DagsterInstance, chat: str, counts: dict[str, dict[str, int]]) -> list[Finding]:
+    """The chat's rows per readable table against those its latest index build recorded."""
+    recorded = recorded_rows(instance, chat)
+    for table, per_chat in counts.items():
+        count = per_chat.get(chat, 0)
         expected = recorded.get(table)
         if expected is None and table == "messages" and count == 0:
             return [Finding(chat, INDEX_ASSET, "lancedb rows missing (0 messages)")]

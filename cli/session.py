@@ -3,6 +3,8 @@ went wrong, as every command reports it."""
 
 from __future__ import annotations
 
+import gc
+
 INGEST = ["messages", "gold_qa", "arc_cases", "split"]
 LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
 EVAL = ["qa_eval", "arc_eval"]
@@ -43,6 +45,9 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     targets = keys if chats is None else list(chats)
     findings = integrity.check(runner, targets, INGEST + LAYERS, full=full_check)
     repair = integrity.prepare(runner, findings, INGEST + LAYERS, keys)
+    # The check leaves database objects whose collection runs Python callbacks; collected during
+    # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
+    gc.collect()
     report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair)
     report.repairs = [f.as_json() for f in findings]
     for key in targets:

@@ -146,6 +146,15 @@ class IndexStore:
         per table. A table whose files cannot be read raises (RuntimeError/OSError from LanceDB)."""
         return {name: self.chat_row_count(name, chat_file) for name in TABLES}
 
+    def rows_per_chat(self, table: str) -> dict[str, int]:
+        """Rows of each chat file in ``table`` ({} when it does not exist): one read of its
+        ``chat_file`` column. A table whose files cannot be read raises."""
+        rows = self._read(table, None, ["chat_file"])
+        if rows is None:
+            return {}
+        counts = pc.value_counts(rows.column("chat_file")).to_pylist()
+        return {c["values"]: c["counts"] for c in counts}
+
     def chat_row_count(self, table: str, chat_file: str) -> int:
         tbl = self._open(table)
         return tbl.count_rows(f"chat_file = '{validate_chat_file(chat_file)}'") if tbl is not None else 0
