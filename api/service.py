@@ -108,16 +108,54 @@ class MemoryApi:
 
     # -- endpoints -------------------------------------------------------------------------------------
     async def health(self, who: TokenEntry | None) -> JSONResponse:
+        """``ok``, or ``degraded`` with the reasons: chats whose build failed (``unavailable``),
+        and ``problems``: an index that cannot be read or has no messages table, a chat served
+        before that has no rows now, events that could not be stored since the last answer.
+        The index is read anew each time (the store re-opens a failed connection), so health is
+        ``ok`` again as soon as the store is repaired, without a restart."""
+        def read_index() -> tuple[list[str], bool]:
+            """(indexed chats, whether the messages table exists: asked only when none is indexed)."""
+            chats = self.retriever.chat_files()
+            store = getattr(self.retriever, "store", None)
+            return chats, bool(chats) or store is None or "messages" in store.versions()
+
         loop = asyncio.get_running_loop()
-        indexed = await loop.run_in_executor(self.search_pool, self.retriever.chat_files)
-        self._chats = frozenset(indexed)
-        served = sorted(chat for chat in indexed if chat not in self.unavailable)
+        problems: list[str] = []
+        chat_problems: dict[str, str] = {}
+        # Chats this service has served: one of them without rows now is lost, not unknown.
+        seen = getattr(self, "_health_seen", frozenset()) | self._chats
+        indexed: list[str] | None = None
+        try:
+            indexed, table_exists = await loop.run_in_executor(self.search_pool, read_index)
+        except Exception as exc:  # any failure to read the store is what health reports
+            log.warning("health: the index cannot be read: %s", exc)
+            problems.append(f"index: cannot be read ({type(exc).__name__})")
+        if indexed is not None:
+            self._chats = frozenset(indexed)
+            seen |= self._chats
+            if not table_exists:
+                problems.append("index: no messages table (the store is missing or was never built)")
+        self._health_seen = seen
+        if indexed is not None:
+            for chat in sorted(seen - set(indexed) - set(self.unavailable)):
+                chat_problems[chat] = "no rows in the index"
+        failures = getattr(self.event_log, "failures", 0)
+        new_failures = failures - getattr(self, "_health_event_failures", failures)
+        self._health_event_failures = failures
+        if new_failures > 0:
+            problems.append(f"event log: {new_failures} event(s) could not be stored since the last health check")
+        served = sorted(chat for chat in (indexed or ()) if chat not in self.unavailable)
         unavailable = dict(sorted(self.unavailable.items()))
         if who is not None:
             served = who.visible(served)
             unavailable = {chat: reason for chat, reason in unavailable.items() if who.allows(chat)}
-        return JSONResponse({"status": "degraded" if unavailable else "ok", "chats": served,
-                             "unavailable": unavailable})
+            chat_problems = {chat: reason for chat, reason in chat_problems.items() if who.allows(chat)}
+        problems += [f"{chat}: {reason}" for chat, reason in chat_problems.items()]
+        body: dict[str, Any] = {"status": "degraded" if unavailable or problems else "ok", "chats": served,
+                                "unavailable": unavailable}
+        if problems:
+            body["problems"] = problems
+        return JSONResponse(body)
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())

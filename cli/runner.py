@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def _stderr(msg: str) -> None:
 @dataclass
 class BuildReport:
     """What one ``Runner.materialize`` did: assets run per partition, step seconds, new encodes,
-    and what went wrong: ``problems`` (a bad input file: one line naming file and field),
+    damaged outputs repaired, and what went wrong: ``problems`` (a bad input file: one line naming file and field),
     ``failures`` (anything else), ``warnings`` (built, but something in the file looks odd)."""
 
     ran: dict[str, list[str]] = field(default_factory=dict)
@@ -55,6 +55,7 @@ class BuildReport:
     problems: dict[str | None, str] = field(default_factory=dict)
     failures: dict[str | None, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    repairs: list[dict] = field(default_factory=list)  # damaged outputs found and rebuilt (cli/integrity.py)
 
     @property
     def failed(self) -> set[str | None]:
@@ -183,13 +184,15 @@ class Runner:
     # -- running ----------------------------------------------------------------------------
     def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
                     tags: dict[str, str] | None = None, force: bool = False, what: str = "",
-                    run_config: dict | None = None) -> BuildReport:
+                    run_config: dict | None = None, repair: Mapping[str, Sequence[str]] | None = None) -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
         lines; ``run_config`` holds the ``ops`` config of assets of the selection (each run gets
-        that of the assets it runs). A failed partition is left alone (the others go on) and
-        reported in the result."""
+        that of the assets it runs). ``repair``: {partition: asset names} whose stored output
+        is damaged, run in the first round whatever the rule says (cli/integrity.py finds them;
+        a partition outside ``partitions`` gets only those). A failed partition is left alone
+        (the others go on) and reported in the result."""
         targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
         ran: set[tuple[str | None, dg.AssetKey]] = set()
@@ -199,6 +202,8 @@ class Runner:
                 plan = {p: [dg.AssetKey(s) for s in selection] for p in targets}
             else:
                 plan = self.plan(selection, [p for p in targets if p is not None and p not in report.failed])
+                if first and repair:
+                    plan = self._with_repairs(plan, repair)
             # Only what this command has not run yet: an asset requested again right after it
             # ran would mean its output never settles; one attempt is enough.
             plan = {p: [k for k in keys if (p, k) not in ran] for p, keys in plan.items() if p not in report.failed}
@@ -208,8 +213,12 @@ class Runner:
             for i, (partition, keys) in enumerate(plan.items(), 1):
                 label = f"[{i}/{len(plan)}] {partition or '(all)'}"
                 self._wait_for_other_runs(partition)
-                why = (f"run on request: {', '.join(k.to_user_string() for k in keys)}" if first and force
-                       else self.why(keys, partition))
+                if first and force:
+                    why = f"run on request: {', '.join(k.to_user_string() for k in keys)}"
+                elif first and repair and partition in repair:
+                    why = f"repair (stored output damaged or lost): {', '.join(k.to_user_string() for k in keys)}"
+                else:
+                    why = self.why(keys, partition)
                 self.progress(f"{label}: {why}")
                 result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
                                         resources=self.resources, tags={**run_tags(), **(tags or {})},
@@ -231,6 +240,15 @@ class Runner:
             if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
+
+    def _with_repairs(self, plan: dict, repair: Mapping[str, Sequence[str]]) -> dict:
+        """``plan`` plus the assets to repair, each partition's assets in graph order."""
+        order = {k: i for i, k in enumerate(self.defs.resolve_asset_graph().toposorted_asset_keys)}
+        merged = {p: list(keys) for p, keys in plan.items()}
+        for partition, names in repair.items():
+            keys = set(merged.get(partition, [])) | {dg.AssetKey(n) for n in names}
+            merged[partition] = sorted(keys, key=order.__getitem__)
+        return merged
 
     def _run_config(self, run_config: dict | None, keys: Sequence[dg.AssetKey]) -> dict:
         """The logging config, plus the ops config of the assets this run runs."""

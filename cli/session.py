@@ -3,6 +3,8 @@ went wrong, as every command reports it."""
 
 from __future__ import annotations
 
+import gc
+
 INGEST = ["messages", "gold_qa", "arc_cases", "split"]
 LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
 EVAL = ["qa_eval", "arc_eval"]
@@ -25,11 +27,12 @@ def outcome(runner, *reports) -> dict:
     return {"problems": problems, "failures": failures, "warnings": warnings}
 
 
-def build_memory(runner, chats: list[str] | None = None):
+def build_memory(runner, chats: list[str] | None = None, full_check: bool = False):
     """Ingest and layers of every chat file (or of ``chats``), then a freshness stamp per chat so
-    that questions about it skip Dagster until something changes (cli/stamp.py).
-    Returns (all chat files, the BuildReport)."""
-    from cli import stamp
+    that questions about it skip Dagster until something changes (cli/stamp.py). Stored outputs
+    are checked first (cli/integrity.py; ``full_check``: every file and table read whole) and
+    what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
+    from cli import integrity, stamp
     from narrative_mirror.keys import find_chat_files
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
@@ -40,10 +43,16 @@ def build_memory(runner, chats: list[str] | None = None):
     if unknown:
         raise ValueError(f"--chat {unknown[0]!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
     targets = keys if chats is None else list(chats)
-    report = runner.materialize(INGEST + LAYERS, targets, what="memory")
+    findings = integrity.check(runner, targets, INGEST + LAYERS, full=full_check)
+    repair = integrity.prepare(runner, findings, INGEST + LAYERS, keys)
+    # The check leaves database objects whose collection runs Python callbacks; collected during
+    # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
+    gc.collect()
+    report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair)
+    report.repairs = [f.as_json() for f in findings]
     for key in targets:
         if key in before and key not in report.failed:
-            stamp.write(runner.state.root, key, before[key])
+            stamp.write(runner.state.root, key, before[key], integrity.recorded_rows(runner.instance, key))
     if report.ran:
         tidy_index(runner)
     return keys, report

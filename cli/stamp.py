@@ -6,7 +6,10 @@ memory stale (the chat file, the config files, the prompts, the project's code) 
 files holding its stored layers. A question about that chat recomputes these in milliseconds;
 if they match, the memory is as fresh as when Dagster last said so and the question is answered
 directly. Anything different (an edit, a code change, a layer rebuilt in the UI) sends it through
-Dagster again. Plain Python: importing this module imports no Dagster.
+Dagster again, and so does damage: a stored layer that is no longer a whole parquet file (its
+footer, not a full read) or an index holding other row counts for the chat than the build wrote
+(one count per table), so that Dagster's side (cli/integrity.py) repairs it. Plain Python:
+importing this module imports no Dagster.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 from pathlib import Path
 
 from narrative_mirror import sources as source_versions
-from narrative_mirror.storage import frame_path
+from narrative_mirror.storage import frame_path, frame_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The code the stored memory depends on (the command line itself is not part of it).
@@ -73,14 +76,36 @@ def is_fresh(home: Path, chat: str, chat_path: Path) -> bool:
         stamp = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError):
         return False
-    return stamp == {"sources": sources_now(chat_path), "outputs": outputs_now(home, chat)}
+    index_rows = stamp.pop("index_rows", None) if isinstance(stamp, dict) else None
+    if stamp != {"sources": sources_now(chat_path), "outputs": outputs_now(home, chat)} or not index_rows:
+        return False
+    return outputs_intact(home, chat) and index_intact(chat, index_rows)
 
 
-def write(home: Path, chat: str, sources: dict) -> None:
+def outputs_intact(home: Path, chat: str) -> bool:
+    """Each stored layer of the chat is a whole parquet file (magic at both ends)."""
+    return all(frame_problem(frame_path(home / "storage", asset, chat)) is None for asset in STORED_ASSETS)
+
+
+def index_intact(chat: str, index_rows: dict) -> bool:
+    """The index holds the chat's rows the build wrote (one count per table); False when it cannot
+    be read at all."""
+    from resources import runtime
+
+    try:
+        store = runtime.index_from_environment()
+        return all(store.chat_row_count(table, chat) == rows for table, rows in index_rows.items())
+    except (RuntimeError, OSError, ValueError):
+        return False
+
+
+def write(home: Path, chat: str, sources: dict, index_rows: dict[str, int]) -> None:
     """Record that the memory of ``chat`` is fresh for ``sources`` (taken BEFORE the build: if a
-    file changed during it, the next question goes through Dagster again)."""
+    file changed during it, the next question goes through Dagster again), with the index rows
+    per table the build recorded for it."""
     path = stamp_path(home, chat)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"sources": sources, "outputs": outputs_now(home, chat)}), encoding="utf-8")
+    tmp.write_text(json.dumps({"sources": sources, "outputs": outputs_now(home, chat), "index_rows": index_rows}),
+                   encoding="utf-8")
     os.replace(tmp, path)

@@ -17,6 +17,9 @@ is lost or written twice. Tables are created empty (rows only arrive by merge), 
 that lost a race and landed over another writer's table puts back what it dropped. The database
 may live on object storage (``s3://bucket/prefix``) with ``storage_options`` (endpoint, keys,
 region); without them LanceDB reads the standard AWS_* variables itself.
+
+What a chat's memory needs from the store can be checked (``chat_rows``: one count per table;
+``table_problem``: every row read); a connection that failed is opened anew on the next use.
 """
 
 from __future__ import annotations
@@ -117,8 +120,75 @@ class IndexStore:
             raise ValueError(f"unknown table {table!r}; known: {list(TABLES)}")
         try:
             return self._db.open_table(table)
-        except ValueError:  # lancedb: "Table '...' was not found"
-            return None
+        except ValueError as exc:
+            if "not found" in str(exc):  # lancedb: "Table '...' was not found"
+                return None
+            failure: Exception = exc
+        except (OSError, RuntimeError) as exc:
+            failure = exc
+        # The connection itself failed (its folder was removed and made again, a dropped
+        # network store): open it anew once, so that a store that works again is used again.
+        self.reopen()
+        try:
+            return self._db.open_table(table)
+        except ValueError as exc:
+            if "not found" in str(exc):
+                return None
+            raise exc from failure
+
+    def reopen(self) -> None:
+        """A new connection to the database (what was cached by the old one is dropped)."""
+        self._db = lancedb.connect(self.uri, storage_options=self.storage_options)
+
+    # -- integrity -----------------------------------------------------------------------------
+    def chat_rows(self, chat_file: str) -> dict[str, int]:
+        """Rows of ``chat_file`` per table (0 where the table does not exist), one count query
+        per table. A table whose files cannot be read raises (RuntimeError/OSError from LanceDB)."""
+        return {name: self.chat_row_count(name, chat_file) for name in TABLES}
+
+    def rows_per_chat(self, table: str) -> dict[str, int]:
+        """Rows of each chat file in ``table`` ({} when it does not exist): one read of its
+        ``chat_file`` column. A table whose files cannot be read raises."""
+        rows = self._read(table, None, ["chat_file"])
+        if rows is None:
+            return {}
+        counts = pc.value_counts(rows.column("chat_file")).to_pylist()
+        return {c["values"]: c["counts"] for c in counts}
+
+    def chat_row_count(self, table: str, chat_file: str) -> int:
+        tbl = self._open(table)
+        return tbl.count_rows(f"chat_file = '{validate_chat_file(chat_file)}'") if tbl is not None else 0
+
+    def table_problem(self, table: str) -> str | None:
+        """What is wrong with ``table`` when all its rows are read (None: nothing, or no table):
+        the full check of ``build --repair``."""
+        try:
+            tbl = self._open(table)
+            if tbl is None:
+                return None
+            tbl.search().select(["chat_file", ID_COLUMNS[table]]).limit(None).to_arrow()
+            tbl.to_arrow()
+        except (RuntimeError, OSError, ValueError) as exc:
+            return f"unreadable ({' '.join(str(exc).split())[:200]})"
+        return None
+
+    def drop(self, table: str) -> None:
+        """Remove ``table`` (one whose files are damaged): its chats are written again afterwards."""
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r}; known: {list(TABLES)}")
+        try:
+            self._db.drop_table(table)
+        except ValueError as exc:
+            if "not found" not in str(exc):
+                raise
+        self.reopen()
+
+    def missing_text_indexes(self) -> list[str]:
+        """Existing tables without their full-text index on ``text``."""
+        return [name for name in TABLES if (tbl := self._open(name)) is not None and _text_index(tbl) is None]
+
+    def ensure_text_index(self, table: str) -> None:
+        retry_commit_conflicts(lambda: _ensure_text_index(self._db.open_table(table)))
 
     def replace_partition(self, table: str, chat_file: str, rows: pa.Table) -> int:
         """Make ``rows`` the whole content of ``chat_file`` in ``table`` in one commit.

@@ -1,4 +1,6 @@
-"""Parquet files per asset and partition under NM_HOME, written atomically."""
+"""Parquet files per asset and partition under NM_HOME, written atomically, and checked: a file
+that is missing, empty or not a whole parquet file is found (cheaply by its footer, or fully by
+reading it) and set aside so that it never blocks a run again."""
 
 from __future__ import annotations
 
@@ -28,6 +30,47 @@ def write_frame(path: Path, df: pl.DataFrame) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+PARQUET_MAGIC = b"PAR1"
+# A parquet file starts with the magic, ends with footer length (4 bytes) and the magic again.
+_SMALLEST_PARQUET = 2 * len(PARQUET_MAGIC) + 4
+
+
+def frame_problem(path: Path, full: bool = False) -> str | None:
+    """What is wrong with the stored frame at ``path`` (None: nothing). Cheap by default: it
+    exists, is not empty and has the parquet magic at both ends (no read of the data); ``full``
+    also reads the whole file."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return "empty file"
+        if size < _SMALLEST_PARQUET:
+            return f"truncated ({size} bytes)"
+        with path.open("rb") as f:
+            head = f.read(len(PARQUET_MAGIC))
+            f.seek(-len(PARQUET_MAGIC), os.SEEK_END)
+            tail = f.read(len(PARQUET_MAGIC))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        return "not a whole parquet file (no PAR1 at " + ("its start)" if head != PARQUET_MAGIC else "its end)")
+    if full:
+        try:
+            pl.read_parquet(path)
+        except Exception as exc:  # polars raises several types for a damaged file
+            return f"unreadable ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged stored frame out of the way (``<name>.corrupt``, replacing an older one):
+    the next run writes a new one instead of reading it."""
+    aside = path.with_name(path.name + ".corrupt")
+    os.replace(path, aside)
+    return aside
 
 
 def read_frame(path: Path) -> pl.DataFrame:

@@ -32,7 +32,7 @@ def cmd_ingest(args) -> dict:
 
 def cmd_build(args) -> dict:
     with runner_for(args) as runner:
-        keys, report = build_memory(runner)
+        keys, report = build_memory(runner, full_check=getattr(args, "repair", False))
         counts = {"messages": 0, "blocks": 0, "threads": 0, "messages_in_blocks": 0}
         built = [k for k in keys if k not in report.failed]
         per_file = partition_rows(report, built)
@@ -49,7 +49,7 @@ def cmd_build(args) -> dict:
     return {"data": str(runner.data_dir), "partitions": len(keys), **counts,
             "encoded_messages": sum(report.encoded_messages.values()),
             "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
-            **outcome(runner, report)}
+            "repairs": report.repairs, **outcome(runner, report)}
 
 
 def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:

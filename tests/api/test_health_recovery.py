@@ -1,0 +1,65 @@
+"""Health tells the truth about the store: degraded while the index is gone, ok again once a build
+has repaired it, without restarting the app (real build, LanceDB, embedder and app in-process)."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from chat_factory import small_chat, write_chat
+from starlette.testclient import TestClient
+
+from api.app import create_app
+from cli.main import main
+from narrative_mirror.events.writer import EventLog
+from resources import runtime
+
+CHAT = "tiny"
+SEARCH = "/api/memory/search"
+GONE = {"status": "degraded", "chats": [], "unavailable": {},
+        "problems": ["index: no messages table (the store is missing or was never built)",
+                     f"{CHAT}: no rows in the index"]}
+
+
+def build(data: Path, capsys) -> dict:
+    assert main(["build", "--data", str(data), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_health_is_degraded_while_the_store_is_gone_and_ok_after_the_repair(tmp_path, capsys):
+    data = tmp_path / "data"
+    write_chat(data, CHAT, small_chat())
+    build(data, capsys)
+    retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
+    app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs")
+    with TestClient(app) as client:
+        assert client.get("/api/health").json() == {"status": "ok", "chats": [CHAT], "unavailable": {}}
+        assert client.get(SEARCH, params={"q": "bakery", "chat": CHAT}).status_code == 200
+
+        shutil.rmtree(Path(os.environ["NM_HOME"]) / "lancedb")
+        assert client.get("/api/health").json() == GONE
+        assert client.get(SEARCH, params={"q": "bakery", "chat": CHAT}).status_code == 404
+        assert client.get("/api/health").json() == GONE  # still known as lost, not forgotten
+
+        assert [r["reason"] for r in build(data, capsys)["repairs"]] == ["lancedb rows missing (0 of 8 in messages)"]
+        assert client.get("/api/health").json() == {"status": "ok", "chats": [CHAT], "unavailable": {}}
+        search = client.get(SEARCH, params={"q": "bakery", "chat": CHAT, "k": 2})
+        assert search.status_code == 200 and [h["id"] for h in search.json()["hits"]] == ["D1:1", "D2:1"]
+
+
+def test_health_is_degraded_when_events_could_not_be_stored_since_the_last_check(tmp_path, capsys):
+    data = tmp_path / "data"
+    write_chat(data, CHAT, small_chat())
+    build(data, capsys)
+    not_a_folder = tmp_path / "events_file"
+    not_a_folder.write_text("not a database")
+    broken_log = EventLog(not_a_folder)
+    retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
+    with TestClient(create_app(retriever, broken_log, runs_root=tmp_path / "runs")) as client:
+        assert client.get("/api/health").json()["status"] == "ok"
+        assert client.get(SEARCH, params={"q": "bakery", "chat": CHAT}).status_code == 200
+        assert broken_log.flush() and broken_log.failures == 1
+        assert client.get("/api/health").json() == {
+            "status": "degraded", "chats": [CHAT], "unavailable": {},
+            "problems": ["event log: 1 event(s) could not be stored since the last health check"]}
+        assert client.get("/api/health").json()["status"] == "ok"  # nothing failed since
