@@ -69,6 +69,8 @@ class MemoryApi:
         self.tokens, self.unavailable, self.deadlines = tokens, dict(unavailable), dict(deadlines)
         self.offline_reserve_s = offline_reserve_s
         self._chats: frozenset[str] = frozenset()
+        self._health_seen: frozenset[str] = frozenset()  # chats health has seen indexed: one without rows now is lost
+        self._health_event_failures = getattr(event_log, "failures", 0)  # event-store failures at the last check
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
@@ -123,7 +125,7 @@ class MemoryApi:
         problems: list[str] = []
         chat_problems: dict[str, str] = {}
         # Chats this service has served: one of them without rows now is lost, not unknown.
-        seen = getattr(self, "_health_seen", frozenset()) | self._chats
+        seen = self._health_seen | self._chats
         indexed: list[str] | None = None
         try:
             indexed, table_exists = await loop.run_in_executor(self.search_pool, read_index)
@@ -140,7 +142,7 @@ class MemoryApi:
             for chat in sorted(seen - set(indexed) - set(self.unavailable)):
                 chat_problems[chat] = "no rows in the index"
         failures = getattr(self.event_log, "failures", 0)
-        new_failures = failures - getattr(self, "_health_event_failures", failures)
+        new_failures = failures - self._health_event_failures
         self._health_event_failures = failures
         if new_failures > 0:
             problems.append(f"event log: {new_failures} event(s) could not be stored since the last health check")
