@@ -32,7 +32,7 @@ def test_health_is_degraded_while_the_store_is_gone_and_ok_after_the_repair(tmp_
     build(data, capsys)
     retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
     app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs")
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost") as client:
         assert client.get("/api/health").json() == {"status": "ok", "chats": [CHAT], "unavailable": {}}
         assert client.get(SEARCH, params={"q": "bakery", "chat": CHAT}).status_code == 200
 
@@ -55,7 +55,7 @@ def test_health_is_degraded_when_events_could_not_be_stored_since_the_last_check
     not_a_folder.write_text("not a database")
     broken_log = EventLog(not_a_folder)
     retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
-    with TestClient(create_app(retriever, broken_log, runs_root=tmp_path / "runs")) as client:
+    with TestClient(create_app(retriever, broken_log, runs_root=tmp_path / "runs"), base_url="http://localhost") as client:
         assert client.get("/api/health").json()["status"] == "ok"
         assert client.get(SEARCH, params={"q": "bakery", "chat": CHAT}).status_code == 200
         assert broken_log.flush() and broken_log.failures == 1
