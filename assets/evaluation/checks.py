@@ -6,10 +6,10 @@ the run) and their results yielded by the asset that computed the metrics they j
 
 import dagster as dg
 
+# The command line tags its runs with LAUNCHER_TAG (value "cli"), so alerts can say who ran them.
+from jobs.instance import LAUNCHER_TAG
 from resources.dagster_resources import AlertsResource
 
-# The command line tags its runs with this (value: "cli"), so alerts can say who ran them.
-LAUNCHER_TAG = "narrative_mirror/launched_by"
 QA_CHECKS = ["qa_recall_regression", "qa_recall_floor"]
 QA_CHECK_SPECS = [dg.AssetCheckSpec(name, asset="qa_eval", blocking=True) for name in QA_CHECKS]
 ARC_CHECK_SPECS = [dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True)]
