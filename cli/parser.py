@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.commands.chats import cmd_chats
 from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
 from cli.commands.questions import cmd_arc, cmd_ask, cmd_trace
@@ -24,6 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folder of <chat>.arcs.json (default: NM_ARCS_DIR, the data folder, or <data>_arcs)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--verbose", action="store_true", help="Dagster's log and tracebacks on stderr")
+
+    p = sub.add_parser("chats", help="list the chats of the data folder: participants, messages, dates, built or not (and why)")
+    data_args(p)
+    p.set_defaults(func=cmd_chats)
 
     p = sub.add_parser("ingest", help="register chat files and materialize messages, gold QA, ARC cases")
     data_args(p)

@@ -90,8 +90,23 @@ def print_experiments(result: dict) -> None:
     _print(f"{result['experiments']} experiments in {result['log']}" + (f"; exported to {result['csv']}" if result["csv"] else ""))
 
 
+def print_chats(result: dict) -> None:
+    """One row per chat, then the memory column's reasons in full."""
+    rows = [("chat", "participants", "messages", "questions", "dates", "memory")]
+    for c in result["chats"]:
+        dates = f"{c['first']} .. {c['last']}" if c["first"] else "-"
+        rows.append((_one(c["chat"]), _one(", ".join(c["participants"])) or "-", str(c["messages"]),
+                     str(c["questions"]), dates, "built" if c["built"] else "not built: " + _one(c["why_not"])))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    _print(f"{len(result['chats'])} chats in {_one(result['data'])}"
+           + (f" (ARC cases: {_one(result['arcs'])})" if result["arcs"] else " (no ARC cases)"))
+    for row in rows:
+        _print("  ".join(cell.rjust(w) if i in (2, 3) else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+               + "  " + row[5])
+
+
 def print_human(command: str, result: dict) -> None:
-    special = {"ask": print_answer, "arc": print_phases, "trace": print_trace, "eval": print_eval,
+    special = {"chats": print_chats, "ask": print_answer, "arc": print_phases, "trace": print_trace, "eval": print_eval,
                "experiments": print_experiments, "protocol": print_protocol,
                "demo": print_eval}
     if command in special:

@@ -18,8 +18,12 @@ def runner_for(args):
 
 def outcome(runner, *reports) -> dict:
     """What went wrong across a command's reports, as the lines the command prints."""
+    from cli.commands.chats import arcs_line
+
+    chat_data = runner.resource("chat_data")
+    arcs = arcs_line(chat_data.data_path(), chat_data.arcs_path())
     problems = list(runner.problems)
-    failures, warnings = [], []
+    failures, warnings = [], [arcs] if arcs else []
     for report in reports:
         problems += report.problems.values()
         failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]

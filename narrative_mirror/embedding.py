@@ -30,7 +30,10 @@ def _model_path(model_name: str) -> str:
 def _load(model_name: str, device: str):
     import torch
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    # No "Loading weights" bar on every command: loading is quick and says nothing a person needs.
+    transformers_logging.disable_progress_bar()
     # 2-core machines: intra-op threads beyond the core count only add contention.
     torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
     # A local folder only (never a hub name), and the hub never asked about it.
