@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from api.access import TokenEntry, TokenStore
 from api.bulkhead import LLMPool, OneAnswer, ask_by, discard
 from api.requests import ApiError, AskRequest, SearchQuery
+from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens
 from narrative_mirror.logged_query import ask_logged
 from narrative_mirror.recall_runs import recorded_search
@@ -196,7 +197,7 @@ class MemoryApi:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
         chat = await self._chat(body.chat, who, self.ask_pool)
         answer, event_id = await self._answer(body, chat, arrival)
-        return JSONResponse(answer.model_dump(by_alias=True, mode="json"), headers={"X-Retrieval-Event-Id": event_id})
+        return JSONResponse(answer_json(answer, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
 
     def _offline(self, body: AskRequest, chat: str, event_log: Any) -> Any:
         """``ask_logged`` without the LLM, in the ask pool (never the LLM pool); an awaitable."""

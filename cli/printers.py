@@ -43,11 +43,28 @@ def print_protocol(result: dict) -> None:
     _print(f"adoption gate: {'holds' if gate.get('passed') else 'does not hold'}: {gate.get('description', '')}")
 
 
+def when(timestamp: str | None) -> str:
+    """A message's ISO time as people read it: ``Tue 2 Apr 2024 18:04`` (empty without one)."""
+    from datetime import datetime
+
+    if not timestamp:
+        return ""
+    t = datetime.fromisoformat(timestamp)
+    return f"{t:%a} {t.day} {t:%b %Y %H:%M}"
+
+
+def _message_line(lid: str, timestamp: str | None, speaker: str | None, text: str) -> str:
+    """``[D1:5] Tue 2 Apr 2024 18:04  Mara: text`` (``text`` already begins with its speaker
+    when ``speaker`` is None)."""
+    said = f"{speaker}: {text}" if speaker else text
+    return f"[{_one(lid)}] " + (f"{when(timestamp)}  " if timestamp else "") + _one(said)
+
+
 def print_answer(result: dict) -> None:
     _print(f"Answer: {_one(result['answer'])}")
     _print("Evidence:")
     for e in result["evidence"]:
-        _print(f"  [{_one(e['id'])}] {_one(e['text'])}\n      -> {_one(e['point'])}")
+        _print(f"  {_message_line(e['id'], e.get('timestamp'), None, e['text'])}\n      -> {_one(e['point'])}")
     _print("Unknowns:" + ("" if result["unknowns"] else " none"))
     for u in result["unknowns"]:
         _print(f"  - {_one(u)}")
@@ -56,8 +73,13 @@ def print_answer(result: dict) -> None:
 
 
 def print_phases(result: dict) -> None:
+    """Each phase: its title, then its evidence as dated messages with their authors."""
+    messages = {m["id"]: m for m in result.get("evidence_messages", [])}
     for i, phase in enumerate(result["phases"], 1):
-        _print(f"{i}. {_one(phase['name'])}: {_one(phase['summary'])}\n   evidence: {_one(', '.join(phase['evidence']))}")
+        _print(f"{i}. {_one(phase['name'])}")
+        for lid in phase["evidence"]:
+            m = messages.get(lid)
+            _print("   " + (_message_line(lid, m["timestamp"], m["speaker"], m["text"]) if m else f"[{_one(lid)}]"))
     for u in result["unknowns"]:
         _print(f"  unknown: {_one(u)}")
 
@@ -105,8 +127,15 @@ def print_chats(result: dict) -> None:
                + "  " + row[5])
 
 
+def print_serve(result: dict) -> None:
+    """The line ``serve`` ends with once stopped."""
+    _print(f"serve: stopped; it served {len(result['served'])} chat files on {result['url']}"
+           + (f" ({len(result['not_served'])} not served: {_one(', '.join(result['not_served']))})"
+              if result["not_served"] else ""))
+
+
 def print_human(command: str, result: dict) -> None:
-    special = {"chats": print_chats, "ask": print_answer, "arc": print_phases, "trace": print_trace, "eval": print_eval,
+    special = {"chats": print_chats, "serve": print_serve, "ask": print_answer, "arc": print_phases, "trace": print_trace, "eval": print_eval,
                "experiments": print_experiments, "protocol": print_protocol,
                "demo": print_eval}
     if command in special:

@@ -78,3 +78,9 @@ def partition_rows(report, keys: list[str]) -> dict:
     """Per chat file: the assets this command ran, and how many messages it encoded."""
     return {key: {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0)}
             for key in keys}
+
+
+def not_built(report, keys: list[str]) -> dict[str, str]:
+    """The chat files of ``keys`` whose memory this command could not build, and why (one line each)."""
+    why = {**report.problems, **report.failures}
+    return {key: why.get(key, "its build failed") for key in keys if key in report.failed}

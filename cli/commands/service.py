@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.session import build_memory, runner_for
+from cli.session import build_memory, not_built, runner_for
 
 
 def cmd_serve(args) -> dict:
@@ -14,17 +14,24 @@ def cmd_serve(args) -> dict:
     check_host(args.host, tokens is not None)  # before the build, not after it
     with runner_for(args) as runner:  # the home is free again while serving
         keys, report = build_memory(runner)
-    unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
+    unavailable = not_built(report, keys)
+    served = [key for key in keys if key not in unavailable]
     for line in runner.problems:
         runner.progress(f"skipped: {line}")
     retriever = runtime.retriever(runner.resource("lancedb").get(), runner.resource("embedder").get())
     event_log = runtime.event_log(retriever)  # where `ask` logs too
     access = (f"token file {args.tokens}" if tokens is not None
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
-    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
+    for key, why in unavailable.items():
+        runner.progress(f"not serving {key}: {why}")
+    runner.progress(f"serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
+                    f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
-    serve(app, host=args.host, port=args.port)
-    return {"served": [k for k in keys if k not in unavailable]}
+    try:
+        serve(app, host=args.host, port=args.port)
+    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C / SIGTERM, then raises it again: stopping is the normal end
+        pass
+    return {"url": f"http://{args.host}:{args.port}", "served": served, "not_served": unavailable}
 
 
 def cmd_token(args) -> dict:

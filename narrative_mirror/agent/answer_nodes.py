@@ -105,8 +105,8 @@ def verification(state: AgentState, run: Run) -> dict:
     unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
-    items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run))
-             for e in ordered]
+    items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
+                          speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
     run.result = AgentAnswer(
         Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),

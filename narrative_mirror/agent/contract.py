@@ -1,12 +1,15 @@
 """Output contract of the agent (seed 002): Answer, Evidence, Unknowns, plus how it was reached.
 
-``model_dump(by_alias=True)`` gives the contract's section names (``Answer``, ``Evidence``,
-``Unknowns``); Python code reads the snake_case attributes.
+An answer's JSON is ``answer_json``: the snake_case field names (``answer``, ``evidence``,
+``unknowns``, ``route``...), the one shape of ``POST /api/ask`` and of ``ask --json``. The
+capitalized aliases (``Answer``, ``Evidence``, ``Unknowns``) are accepted when building an answer,
+never written.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +21,8 @@ class EvidenceItem(BaseModel):
     id: str  # the chat's local id, e.g. "D3:14"
     text: str  # "speaker: text" as stored
     point: str  # what this message supports, in the agent's words
+    speaker: str | None = None  # who wrote it
+    timestamp: datetime | None = None  # when (None: the chat gives no time)
 
 
 class ClaimCheck(BaseModel):
@@ -117,3 +122,8 @@ class ArcAnswer(RunInfo):
     @property
     def selected_ids(self) -> list[str]:
         return [lid for phase in self.phases for lid in phase.evidence]
+
+
+def answer_json(answer: AgentAnswer | ArcAnswer, **extra: Any) -> dict:
+    """The JSON object of an answer (snake_case names, ISO times), with ``extra`` keys added."""
+    return {**answer.model_dump(mode="json"), **extra}

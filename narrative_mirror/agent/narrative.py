@@ -14,6 +14,7 @@ block for content plus its complete id list, and its output is held to the same 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -136,18 +137,37 @@ def select_phase_ids(
     return sorted(picked, key=lambda lid: position[lid])
 
 
+TITLE_CHARS = 72  # a phase title: one sentence, cut at a word
+# A sentence ends at . ! ? (not after a title: "Dr. Brandt") or a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!Dr\.)(?<!Mr\.)(?<!Ms\.)(?<!Mrs\.)(?<!St\.)\s+|\n+")
+
+
 def describe(members: Sequence[ChatMessage], scores: Mapping[str, float], exclude_words: Sequence[str]) -> tuple[str, str]:
-    """Offline (name, summary): the phase's date and most frequent new terms; its best message."""
+    """Offline (name, summary): the phase's date and, in its own words, the sentence of its
+    messages that holds most of its recurring new terms; its best message."""
     excluded = {stem(w.lower()) for w in exclude_words}
     counts: Counter[str] = Counter()
     for m in members:
         counts.update({t for t in content_tokens(m.text) if stem(t) not in excluded})
-    terms = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
     first = members[0].timestamp
     date = f"{first.day} {first:%b %Y}" if first else f"from {members[0].local_id}"
     best = max(members, key=lambda m: (scores.get(m.local_id, 0.0), -m.position))
-    name = f"{date}: {', '.join(terms)}" if terms else date
+    title = _title_sentence(members, counts, scores)
+    name = f"{date}: {title}" if title else date
     return name, truncate(f"{best.speaker}: {best.text}", 200)
+
+
+def _title_sentence(members: Sequence[ChatMessage], counts: Mapping[str, int], scores: Mapping[str, float]) -> str:
+    """The sentence (of 3 words or more) whose content words recur most in the phase (ties: the
+    better-scored message, then the earlier one), cut to TITLE_CHARS; "" when none."""
+    candidates = []
+    for m in members:
+        for sentence in _SENTENCE_END.split(m.text):
+            if len(sentence.split()) < 3:
+                continue
+            weight = sum(max(counts[t] - 1, 0) for t in set(content_tokens(sentence)))
+            candidates.append((-weight, -scores.get(m.local_id, 0.0), m.position, sentence))
+    return truncate(min(candidates)[3], TITLE_CHARS) if candidates else ""
 
 
 def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str],
