@@ -162,12 +162,12 @@ def _title_sentence(members: Sequence[ChatMessage], counts: Mapping[str, int], s
     better-scored message, then the earlier one), cut to TITLE_CHARS; "" when none."""
     candidates = []
     for m in members:
-        for sentence in _SENTENCE_END.split(m.text):
+        for order, sentence in enumerate(_SENTENCE_END.split(m.text)):
             if len(sentence.split()) < 3:
                 continue
             weight = sum(max(counts[t] - 1, 0) for t in set(content_tokens(sentence)))
-            candidates.append((-weight, -scores.get(m.local_id, 0.0), m.position, sentence))
-    return truncate(min(candidates)[3], TITLE_CHARS) if candidates else ""
+            candidates.append((-weight, -scores.get(m.local_id, 0.0), m.position, order, sentence))
+    return truncate(min(candidates)[-1], TITLE_CHARS) if candidates else ""
 
 
 def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str],

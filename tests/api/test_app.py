@@ -148,9 +148,13 @@ def test_ask_returns_the_contract_and_logs_citations(setup):
                                              "profile": "fast", "user_id": "ben"})
     assert response.status_code == 200
     answer = response.json()
-    assert {"Answer", "Evidence", "Unknowns", "trace", "profile"} <= set(answer)
+    # One answer shape (contract.answer_json), as `ask --json` prints it: snake_case names, the event id too.
+    assert {"answer", "evidence", "unknowns", "trace", "profile"} <= set(answer)
+    assert not {"Answer", "Evidence", "Unknowns"} & set(answer)
+    assert answer["event_id"] == response.headers["X-Retrieval-Event-Id"]
     assert answer["profile"] == "fast"
-    evidence_ids = [item["id"] for item in answer["Evidence"]]
+    evidence_ids = [item["id"] for item in answer["evidence"]]
+    assert all(item["speaker"] == "Ana" or item["text"].startswith(f"{item['speaker']}: ") for item in answer["evidence"])
     assert "D11:1" in evidence_ids
 
     event = stored_event(event_log, response.headers["X-Retrieval-Event-Id"])
@@ -214,7 +218,7 @@ def test_a_broken_event_store_still_answers_and_counts_the_failures(embedder, tm
         search = client.get(SEARCH, params={"q": "rye bread", "chat": CHAT, "k": 2})
         assert search.status_code == 200 and len(search.json()["hits"]) == 2
         ask = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": "fast"})
-        assert ask.status_code == 200 and ask.json()["Answer"]
+        assert ask.status_code == 200 and ask.json()["answer"]
         assert broken_log.flush()
         assert broken_log.failures == 2
 
@@ -458,7 +462,7 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
     for i, (elapsed, response) in enumerate(results):
         assert response.status_code == 200
         answer = response.json()
-        assert answer["degraded"] is True and answer["Answer"]
+        assert answer["degraded"] is True and answer["answer"]
         deadline = deadlines["fast" if i % 2 else "balanced"]
         reason = answer["degraded_reason"]
         reasons[reason] = reasons.get(reason, 0) + 1

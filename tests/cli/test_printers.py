@@ -28,9 +28,45 @@ def test_answer_fields_are_escaped(capsys):
 
 def test_arc_phases_are_escaped(capsys):
     print_human("arc", {"phases": [{"name": "seeds\x1b[2J", "summary": EVIL, "evidence": ["D1:1", "D1:2"]}],
+                        "evidence_messages": [{"id": "D1:1", "speaker": "Ana", "text": EVIL, "timestamp": None}],
                         "unknowns": ["\u202egone"]})
     assert capsys.readouterr().out.splitlines() == [
-        f"1. seeds\\x1b[2J: {SHOWN}", "   evidence: D1:1, D1:2", "  unknown: \\u202egone"]
+        "1. seeds\\x1b[2J", f"   [D1:1] Ana: {SHOWN}", "   [D1:2]", "  unknown: \\u202egone"]
+
+
+def test_evidence_and_phases_are_dated_messages_with_their_authors(capsys):
+    print_human("ask", {
+        "answer": "3 April 2024", "unknowns": [], "route": "direct", "profile": "balanced",
+        "stop_reason": "coverage_met", "degraded": False, "degraded_reason": None,
+        "evidence": [{"id": "D2:2", "text": "Theo: I went over on my ankle last night", "point": "grade 0.90",
+                      "speaker": "Theo", "timestamp": "2024-04-04T12:41:00"}]})
+    assert capsys.readouterr().out.splitlines()[1:4] == [
+        "Evidence:", "  [D2:2] Thu 4 Apr 2024 12:41  Theo: I went over on my ankle last night", "      -> grade 0.90"]
+    print_human("arc", {"unknowns": [], "phases": [
+        {"name": "4 Apr 2024: I went over on my ankle at football", "summary": "-", "evidence": ["D2:2", "D2:8"]}],
+        "evidence_messages": [
+            {"id": "D2:2", "speaker": "Theo", "text": "I went over on my ankle", "timestamp": "2024-04-04T12:41:00"},
+            {"id": "D2:8", "speaker": "Mara", "text": "Crutches?", "timestamp": "2024-04-04T12:52:00"}]})
+    assert capsys.readouterr().out.splitlines() == [
+        "1. 4 Apr 2024: I went over on my ankle at football",
+        "   [D2:2] Thu 4 Apr 2024 12:41  Theo: I went over on my ankle",
+        "   [D2:8] Thu 4 Apr 2024 12:52  Mara: Crutches?"]
+
+
+def test_chats_and_the_end_of_serve_are_lines_that_say_what_happened(capsys):
+    print_human("chats", {"data": "/d", "arcs": None, "chats": [
+        {"chat": "good", "participants": ["Ana", "Ben"], "messages": 8, "questions": 3, "first": "2024-03-01",
+         "last": "2024-03-09", "built": True, "why_not": None},
+        {"chat": "broken", "participants": [], "messages": 0, "questions": 0, "first": None, "last": None,
+         "built": False, "why_not": "cannot be read: broken.json: invalid JSON"}]})
+    assert capsys.readouterr().out.splitlines() == [
+        "2 chats in /d (no ARC cases)",
+        "chat    participants  messages  questions  dates                     memory",
+        "good    Ana, Ben             8          3  2024-03-01 .. 2024-03-09  built",
+        "broken  -                    0          0  -                         not built: cannot be read: broken.json: invalid JSON",
+    ]
+    print_human("serve", {"url": "http://127.0.0.1:8000", "served": ["good"], "not_served": {"broken": "invalid JSON"}})
+    assert capsys.readouterr().out == "serve: stopped; it served 1 chat files on http://127.0.0.1:8000 (1 not served: broken)\n"
 
 
 def test_trace_query_is_escaped(capsys):

@@ -5,7 +5,7 @@ import pytest
 from chat_factory import small_chat, write_chat
 
 from narrative_mirror import schema, settings
-from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, DebugTrace
+from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, DebugTrace, answer_json
 from narrative_mirror.agent.narrative import MAX_IDS
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import message_search_text
@@ -40,11 +40,14 @@ def retriever(embedder, tmp_path_factory):
 def test_ask_returns_the_output_contract(retriever):
     answer = ask(retriever, CHAT, "Where does Ana work?", profile="fast")
     assert isinstance(answer, AgentAnswer) and answer.profile == "fast" and answer.mode == "agent"
-    dumped = answer.model_dump(by_alias=True)
-    assert {"Answer", "Evidence", "Unknowns", "route", "rounds", "calls", "stop_reason", "degraded", "trace"} <= set(dumped)
+    dumped = answer_json(answer)
+    assert {"answer", "evidence", "unknowns", "route", "rounds", "calls", "stop_reason", "degraded", "trace"} <= set(dumped)
+    assert not {"Answer", "Evidence", "Unknowns"} & set(dumped)  # one shape: the snake_case names
     assert {"D1:1", "D1:3"} & set(answer.selected_ids)  # "new job at the bakery" / "on Elm Street"
-    assert all(set(item) == {"id", "text", "point"} for item in dumped["Evidence"])
-    assert AgentAnswer.model_validate_json(answer.model_dump_json(by_alias=True)) == answer
+    assert all(set(item) == {"id", "text", "point", "speaker", "timestamp"} for item in dumped["evidence"])
+    assert all(item["text"].startswith(f"{item['speaker']}: ") and item["timestamp"].startswith("20")
+               for item in dumped["evidence"])
+    assert AgentAnswer.model_validate(dumped) == answer
 
 
 def test_trace_gives_the_same_checkpoints_as_ask(retriever):

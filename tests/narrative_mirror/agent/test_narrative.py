@@ -80,6 +80,18 @@ def test_offline_segmentation_orders_phases_in_time_and_holds_the_bounds():
     assert phases[0].name.startswith("1 Mar 2024")
 
 
+def test_an_offline_phase_is_titled_with_its_date_and_a_sentence_of_its_own_messages():
+    said = ["Morning!", "I went over on my ankle at football. Dr. Brandt thinks the ankle is sprained",
+            "Is the ankle sprained?", "Yes, the ankle is the size of a grapefruit"]
+    members = [ChatMessage(local_id=f"D2:{i}", message_id=f"c/D2:{i}", position=i, session=2, speaker="Theo",
+                           text=text, timestamp=T0 + timedelta(days=3, minutes=i)) for i, text in enumerate(said)]
+    name, summary = narrative.describe(members, {"D2:3": 0.9}, ["Theo"])
+    # The sentence whose words recur most in the phase ("ankle", "sprained"; ties: the earlier one),
+    # whole: "Dr." ends no sentence. Not a keyword list.
+    assert name == "4 Mar 2024: Dr. Brandt thinks the ankle is sprained"
+    assert summary == "Theo: Yes, the ankle is the size of a grapefruit"  # its best message
+
+
 def test_llm_segmentation_is_held_to_the_blocks_and_the_bounds():
     a, b, c = block("A", 1, 6, 0), block("B", 5, 20, 6), block("C", 9, 5, 26)
     reply = {"phases": [
