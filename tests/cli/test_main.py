@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,10 @@ def test_bad_files_exit_2_one_line_each_while_the_good_ones_build_and_nothing_st
     assert "Traceback" not in proc.stderr and "dagster" not in proc.stderr.lower()
     out = json.loads(proc.stdout)
     assert list(out["per_file"]) == ["good"] and out["failures"] == []
+    # Counts say what was built and what was not (the link out of the folder is no chat file).
+    assert (out["chat_files"], out["built"]) == (9, 1) and "partitions" not in out  # good, odd and 7 bad ones
+    assert sorted(out["not_built"]) == sorted({*expected} - {"escape"} | {"odd"})
+    assert "invalid JSON" in out["not_built"]["odd"]
     for name, words in {**expected, "odd": "invalid JSON"}.items():
         lines = [line for line in proc.stderr.splitlines() if f"{name}.json" in line]
         assert len(lines) == 1 and words in lines[0], (name, lines)
@@ -130,7 +135,7 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([*CLI, "serve", "--data", str(data), "--tokens", str(tokens), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def get(path, auth=True):
         request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
@@ -153,9 +158,18 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
         with pytest.raises(urllib.error.HTTPError) as caught:
             get("/api/health", auth=False)
         assert caught.value.code == 401
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: the normal end of serve
+        out, err = proc.communicate(timeout=60)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    # It said what it serves and what it does not, one line each with why, and how it ended.
+    assert f"serving 1 of 2 chat files (good) on http://127.0.0.1:{port}" in err
+    assert [line for line in err.splitlines() if line.startswith("not serving ")] == [
+        "not serving broken: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"]
+    assert proc.returncode == 0 and out.splitlines()[-1] == (
+        f"serve: stopped; it served 1 chat files on http://127.0.0.1:{port} (1 not served: broken)")
 
 
 def _json_run(argv) -> dict:
