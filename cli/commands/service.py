@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.session import build_memory, not_built, runner_for
+from cli.session import build_memory, not_built, outcome, runner_for
 
 
 def cmd_serve(args) -> dict:
@@ -18,6 +18,8 @@ def cmd_serve(args) -> dict:
     served = [key for key in keys if key not in unavailable]
     for line in runner.problems:
         runner.progress(f"skipped: {line}")
+    for line in outcome(runner)["warnings"]:  # a data folder without its ARC cases
+        runner.progress(f"warning: {line}")
     retriever = runtime.retriever(runner.resource("lancedb").get(), runner.resource("embedder").get())
     event_log = runtime.event_log(retriever)  # where `ask` logs too
     access = (f"token file {args.tokens}" if tokens is not None
