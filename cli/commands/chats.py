@@ -42,7 +42,8 @@ def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
         return f"{', '.join(changed)} changed since it was built: the next command rebuilds it"
     if recorded.get("outputs") != stamp.outputs_now(home, chat) or not stamp.outputs_intact(home, chat):
         return "its stored layers changed or are damaged since it was built: the next command checks and rebuilds them"
-    if not stamp.index_intact(chat, recorded.get("index_rows") or {}):
+    index_rows = recorded.get("index_rows")
+    if not index_rows or not stamp.index_intact(chat, index_rows):
         return "its index rows differ from what the build wrote: the next command re-indexes it"
     return None
 
