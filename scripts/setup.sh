@@ -22,6 +22,17 @@ VENV_PY=.venv/bin/python
 if [ "${1:-}" = "--test" ]; then
   "$VENV_PY" -m pip install -q -e ".[test]" >&2
   bash scripts/install_llm_server.sh .venv >&2
+  # The inspector's browser tests (tests/pages): Debian's Chromium and its WebDriver.
+  if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing chromium and chromium-driver (browser tests)" >&2
+      SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >&2
+    else
+      echo "setup: no apt-get: install Chromium and chromedriver by hand, or the browser tests skip" >&2
+    fi
+  fi
 else
   "$VENV_PY" -m pip install -q -e . >&2
 fi
