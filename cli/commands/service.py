@@ -8,6 +8,7 @@ from cli.session import build_memory, runner_for
 def cmd_serve(args) -> dict:
     from api.access import load_tokens
     from api.app import check_host, create_app, serve
+    from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
     tokens = load_tokens(args.tokens) if args.tokens else None
@@ -23,6 +24,7 @@ def cmd_serve(args) -> dict:
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
     runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
+    app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     serve(app, host=args.host, port=args.port)
     return {"served": [k for k in keys if k not in unavailable]}
 
