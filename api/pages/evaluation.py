@@ -110,11 +110,15 @@ class Series:
 def recall_history(store: PageStore, visible: list[str], all_visible: bool) -> tuple[list[dict], list[Series]]:
     """(the experiment records, in order, and recall@10 series over them). Per chat: a record's
     own ``partition`` (test evaluations), its ``per_chat`` figures when it has them, and the
-    chat's stored ``qa_eval`` at the last record of the fingerprint it was evaluated under. Per
+    chat's stored ``qa_eval`` at the last record that covered the chat under the fingerprint it was
+    evaluated with. Per
     split (``train (all chats)``): the summaries, shown only when every chat they cover is visible."""
     records = store.experiment_records()
     stored = {chat: chat_evaluation(store, chat) for chat in visible}
-    last_of_fingerprint = {r.get("fingerprint"): n for n, r in enumerate(records)}
+
+    def covers(record: dict, chat: str) -> bool:
+        return record.get("partition") == chat or any(chat in chats for chats in (record.get("included") or {}).values())
+
     per_chat: dict[str, dict[int, float]] = {}
     per_split: dict[str, dict[int, float]] = {}
     for n, record in enumerate(records):
@@ -135,7 +139,9 @@ def recall_history(store: PageStore, visible: list[str], all_visible: bool) -> t
                 if name in visible and isinstance(figures, dict) and isinstance(figures.get("recall@10"), int | float):
                     per_chat.setdefault(name, {})[n] = float(figures["recall@10"])
     for chat, evaluation in stored.items():
-        n = last_of_fingerprint.get(evaluation.fingerprint) if evaluation else None
+        # the last record that covered the chat under the fingerprint its stored rows were made with
+        n = max((n for n, r in enumerate(records) if evaluation and r.get("fingerprint") == evaluation.fingerprint
+                 and covers(r, chat)), default=None)
         if n is not None and evaluation.recall_at_10 is not None:
             per_chat.setdefault(chat, {}).setdefault(n, evaluation.recall_at_10)
     series = [Series(name, tuple(sorted(points.items())), True) for name, points in sorted(per_chat.items())]
