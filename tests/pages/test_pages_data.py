@@ -16,7 +16,7 @@ from api.app import create_app
 from api.pages.evaluation import Series, recall_history
 from api.pages.login import safe_target
 from api.pages.store import Message, PageStore, Transcript
-from narrative_mirror import storage
+from narrative_mirror import schema, storage
 from narrative_mirror.events.writer import EventLog
 
 START = datetime(2024, 5, 1, 9, 0)
@@ -70,9 +70,16 @@ def test_login_sends_the_browser_back_to_this_site_only(target, kept):
 
 @pytest.fixture(scope="module")
 def tiny_site(embedder, tmp_path_factory):
-    """The pages over the tiny chat's index alone: no parquet layers, no evaluation, no log."""
+    """The pages over the tiny chat's index, with one stored L2 thread (the bakery storyline over
+    blocks 0 and 2) and no other stored layer, no evaluation, no log."""
     root = tmp_path_factory.mktemp("pages")
     retriever = build_retriever(root / "lancedb", embedder)
+    thread = pl.DataFrame([{
+        "thread_id": f"{CHAT}/T0", "chat_file": CHAT, "block_ids": [f"{CHAT}/S1/B0", f"{CHAT}/S2/B2"],
+        "start_time": datetime(2024, 3, 1, 9, 0), "end_time": datetime(2024, 3, 11, 9, 5), "participants": ["Ana", "Ben"],
+        "entities": ["bakery"], "title": "Ana's job at the bakery", "summary": "From the first day to forty loaves."}],
+        schema=schema.THREADS)
+    storage.write_frame(storage.frame_path(root / "home" / "storage", "l2_threads", CHAT), thread)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NM_HOME", str(root / "home"))
         app = create_app(retriever, EventLog(root / "lancedb", embedder=embedder))
@@ -86,6 +93,9 @@ def test_pages_read_the_index_when_no_layer_is_stored(tiny_site):
     assert page.text.count('<details class="block" open') == 4  # the index's four blocks
     assert page.text.count('class="msg hl evidence"') == 2
     assert page.text.count('<h2 class="session"') == 2
+    assert page.text.count('<details class="thread"') == 1 and "<b>Ana&#39;s job at the bakery</b>" in page.text
+    assert f'<a href="#block-{CHAT}/S1/B0">' in page.text and f'<a href="#block-{CHAT}/S2/B2">' in page.text
+    assert page.text.count('<span class="tag">thread</span>') == 2
     assert 'id="D11:4"' in page.text and 'href="/chats/tiny_bakery_Ana_Ben#D11:4"' in page.text
     assert "No served chat has been evaluated yet" in tiny_site.get("/evaluation").text
     assert "This chat has not been evaluated" in tiny_site.get(f"/evaluation/{CHAT}").text
