@@ -5,6 +5,7 @@ off the machine, and chat text with ``<script>`` shown, never run."""
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import quote
 
 import httpx
@@ -27,6 +28,14 @@ def stored(home, asset: str, chat: str) -> pl.DataFrame:
 
 def ids(elements) -> list[str]:
     return [e.get_attribute("data-id") for e in elements]
+
+
+def wait_for(condition, seconds: float = 10.0) -> None:
+    """Until ``condition()`` holds: the login page's script answers after its fetch returns."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def settled(browser, refusals: bool = False) -> None:
@@ -118,7 +127,15 @@ def test_evaluation_question_shows_gold_and_missed(servers, browser):
     assert [r.text for r in browser.css("tr.question a.qlink")] == [q.rpartition("/")[2] for q in too_low["question_id"]]
     settled(browser)
 
+    Select(browser.one("select[name=category]")).select_by_value("2")
+    browser.one("form.filters button").click()
+    assert browser.driver.current_url.endswith(f"/evaluation/{GARDEN}?category=2&lost=ranked_too_low")
+    both = too_low.filter(pl.col("category") == 2)
+    assert [r.text for r in browser.css("tr.question a.qlink")] == [q.rpartition("/")[2] for q in both["question_id"]]
+    settled(browser)
+
     first = too_low.row(0, named=True)
+    browser.visit(f"{site.base}/evaluation/{GARDEN}?lost=ranked_too_low")
     browser.css("tr.question a.qlink")[0].click()
     outcomes = {r.get_attribute("data-id"): r.find_element(By.CSS_SELECTOR, ".outcome").text
                 for r in browser.css("tr.gold-row")}
@@ -155,16 +172,11 @@ def test_tokens_refuse_a_chat_outside_the_scope(servers, browser):
     assert browser.driver.current_url == f"{guarded.base}/login?next=%2Fchats%2F{GARDEN}"
     browser.one("#token").send_keys("nm_not-a-token")
     browser.one("#login button").click()
-    assert browser.one("#login-error").is_displayed()
+    wait_for(lambda: browser.one("#login-error").is_displayed())
     browser.one("#token").clear()
     browser.one("#token").send_keys(guarded.token)
     browser.one("#login button").click()
-    browser.driver.implicitly_wait(0)
-    for _ in range(100):
-        if browser.driver.current_url.endswith(f"/chats/{GARDEN}"):
-            break
-        browser.driver.implicitly_wait(0.1)
-        browser.css("body")
+    wait_for(lambda: browser.driver.current_url.endswith(f"/chats/{GARDEN}"))
     assert browser.driver.current_url == f"{guarded.base}/chats/{GARDEN}"
     assert browser.driver.execute_script("return document.cookie") == ""  # HttpOnly: no script reads it
     browser.visit(f"{guarded.base}/chats")
@@ -177,6 +189,13 @@ def test_tokens_refuse_a_chat_outside_the_scope(servers, browser):
         assert "no_such" not in browser.css("main")[0].text
     browser.screenshot("refused")
     settled(browser, refusals=True)
+
+    browser.visit(f"{guarded.base}/chats")
+    browser.one("#sign-out").click()  # the cookie is gone: the next page asks for the token again
+    wait_for(lambda: "/login" in browser.driver.current_url)
+    browser.visit(f"{guarded.base}/chats")
+    assert browser.driver.current_url == f"{guarded.base}/login?next=%2Fchats"
+    settled(browser)
 
 
 def test_script_in_chat_text_is_shown_not_run(servers, browser):
