@@ -98,6 +98,8 @@ def test_pages_read_the_index_when_no_layer_is_stored(tiny_site):
     assert page.text.count('<span class="tag">thread</span>') == 2
     assert 'id="D11:4"' in page.text and 'href="/chats/tiny_bakery_Ana_Ben#D11:4"' in page.text
     assert "No served chat has been evaluated yet" in tiny_site.get("/evaluation").text
+    assert tiny_site.get("/", follow_redirects=False).headers["location"] == "/chats"
+    assert tiny_site.get("/login", follow_redirects=False).headers["location"] == "/chats"  # open: no sign-in
     assert "This chat has not been evaluated" in tiny_site.get(f"/evaluation/{CHAT}").text
 
 
