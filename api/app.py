@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect
 from api.access import TokenEntry, TokenFileUnavailable, TokenStore
 from api.bulkhead import check_deadlines
 from api.guard import Guard
+from api.pages import mount_pages
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
 from api.service import ARRIVAL, MemoryApi
 
@@ -157,6 +158,7 @@ def create_app(
     async def health(who: TokenEntry | None = authenticated):
         return await api.health(who)
 
+    mount_pages(app, api)  # the web inspector (api/pages): same process, same tokens
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

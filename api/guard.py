@@ -22,7 +22,10 @@ from typing import Any
 from api.requests import error_response
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-PAGE_CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"  # the coming web pages
+# The inspector's pages (api/pages): this site's own script, styles and images only; no inline script
+# or style, no frames, forms and fetches to this site only.
+PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 _PORT = re.compile(r"^(:[0-9]{1,5})?$")
 _CSP = b"content-security-policy"
 

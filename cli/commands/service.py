@@ -8,6 +8,7 @@ from cli.session import build_memory, not_built, outcome, runner_for
 def cmd_serve(args) -> dict:
     from api.access import load_tokens
     from api.app import check_host, create_app, serve
+    from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
     tokens = load_tokens(args.tokens) if args.tokens else None
@@ -29,6 +30,7 @@ def cmd_serve(args) -> dict:
     runner.progress(f"serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
+    app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     try:
         serve(app, host=args.host, port=args.port)
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C / SIGTERM, then raises it again: stopping is the normal end

@@ -1,0 +1,168 @@
+"""What the inspector pages read, and only reads: a chat's transcript from the LanceDB index the
+API serves (messages, L1 blocks, L2 threads), block and thread titles from the stored parquet
+layers under ``NM_HOME/storage``, evaluation rows (``qa_eval``, ``arc_eval``, ``split``,
+``gold_qa``, ``arc_cases``) and the experiment log."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from narrative_mirror import experiments, storage
+
+
+@dataclass(frozen=True)
+class Message:
+    local_id: str
+    position: int
+    session: int
+    speaker: str
+    text: str
+    timestamp: datetime
+    block_id: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """An L1 topic block: a run of messages of one session."""
+
+    block_id: str
+    session: int
+    first_position: int
+    last_position: int
+    title: str
+    summary: str
+    keywords: tuple[str, ...]
+    start: datetime
+    end: datetime
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Thread:
+    """An L2 thread: a storyline over blocks of several sessions."""
+
+    thread_id: str
+    title: str
+    summary: str
+    block_ids: tuple[str, ...]
+    start: datetime
+    end: datetime
+
+
+@dataclass
+class Transcript:
+    chat: str
+    messages: list[Message]
+    blocks: list[Block]
+    threads: list[Thread]
+    row_of: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.row_of = {m.local_id: i for i, m in enumerate(self.messages)}
+
+    @property
+    def participants(self) -> list[str]:
+        return list(dict.fromkeys(m.speaker for m in self.messages))
+
+    @property
+    def sessions(self) -> int:
+        return len({m.session for m in self.messages})
+
+    def known(self, ids: list[str]) -> list[str]:
+        return [i for i in ids if i in self.row_of]
+
+    def excerpts(self, ids: list[str], width: int = 2) -> list[list[Message]]:
+        """The messages ``ids`` with ``width`` neighbours on each side, overlapping windows merged,
+        in file order (unknown ids are left out)."""
+        rows = sorted({self.row_of[i] for i in self.known(ids)})
+        spans: list[list[int]] = []
+        for row in rows:
+            start, end = max(0, row - width), min(len(self.messages) - 1, row + width)
+            if spans and start <= spans[-1][1] + 1:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        return [self.messages[start:end + 1] for start, end in spans]
+
+
+def _words(text: str, limit: int = 90) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class PageStore:
+    """Reads for the pages over the served index (``retriever.store``) and the state folder
+    ``home``. Transcripts are kept per chat until the index's table versions change."""
+
+    def __init__(self, retriever: Any, home: Path):
+        self.retriever, self.home = retriever, Path(home)
+        self._lock = threading.Lock()
+        self._transcripts: dict[str, tuple[tuple, Transcript]] = {}
+
+    @property
+    def index(self):
+        return self.retriever.store
+
+    def chats(self) -> list[str]:
+        return self.retriever.chat_files()
+
+    def stored(self, asset: str, chat: str | None) -> pl.DataFrame | None:
+        """The stored output of ``asset`` for ``chat``; None when there is none or it cannot be read."""
+        path = storage.frame_path(self.home / "storage", asset, chat)
+        if storage.frame_problem(path) is not None:
+            return None
+        try:
+            return storage.read_frame(path)
+        except Exception:  # a damaged frame is the self-check's business: the page shows it as absent
+            return None
+
+    def experiment_records(self) -> list[dict[str, Any]]:
+        return experiments.read(self.home / "experiments" / "experiments.jsonl")
+
+    def transcript(self, chat: str) -> Transcript:
+        versions = self.index.versions()
+        stamp = tuple(versions.get(t) for t in ("messages", "blocks", "threads"))
+        with self._lock:
+            kept = self._transcripts.get(chat)
+            if kept is not None and kept[0] == stamp:
+                return kept[1]
+        transcript = self._read(chat)
+        with self._lock:
+            self._transcripts[chat] = (stamp, transcript)
+        return transcript
+
+    def _read(self, chat: str) -> Transcript:
+        rows = self.index.messages_for(chat)
+        messages = [Message(r["local_id"], r["position"], r["session"], r["speaker"], r["raw_text"] or "",
+                            r["timestamp"], r["block_id"] or "")
+                    for r in rows.select(["local_id", "position", "session", "speaker", "raw_text", "timestamp",
+                                          "block_id"]).iter_rows(named=True)]
+        threads = self._threads(chat)
+        thread_of = {b: t.thread_id for t in threads for b in t.block_ids}
+        return Transcript(chat, messages, self._blocks(chat, thread_of), threads)
+
+    def _blocks(self, chat: str, thread_of: dict[str, str]) -> list[Block]:
+        stored = self.stored("l1_topics", chat)
+        if stored is None:  # the index's block rows carry label, summary and keywords as one text
+            stored = self.index.blocks_for(chat).with_columns(
+                pl.col("text").alias("label"), pl.lit("").alias("summary"), pl.lit([]).cast(pl.List(pl.String))
+                .alias("keywords"))
+        return [Block(r["block_id"], r["session"], r["first_position"], r["last_position"],
+                      _words(r["label"] or ", ".join(r["keywords"] or [])), r["summary"] or "",
+                      tuple(r["keywords"] or ()), r["start_time"], r["end_time"], thread_of.get(r["block_id"]))
+                for r in stored.sort("first_position").iter_rows(named=True)]
+
+    def _threads(self, chat: str) -> list[Thread]:
+        stored = self.stored("l2_threads", chat)
+        if stored is None:
+            stored = self.index.threads_for(chat).with_columns(pl.col("text").alias("title"),
+                                                               pl.lit("").alias("summary"))
+        return [Thread(r["thread_id"], _words(r["title"]), r["summary"] or "", tuple(r["block_ids"] or ()),
+                       r["start_time"], r["end_time"])
+                for r in stored.sort("start_time").iter_rows(named=True)]
