@@ -76,6 +76,8 @@ class Spool:
         self._start = 0  # logical offset of the file's first byte
         self._end = 0  # logical offset after the last appended byte
         self._committed = 0  # logical offset up to which everything is stored
+        self._sync_lock = threading.Lock()
+        self._synced = 0  # logical offset up to which the file is fsynced
         self._fd = self._lock_fd = -1
         self._open(b"")
 
@@ -120,8 +122,18 @@ class Spool:
                 self._open(self._tail())
                 self._start = self._committed
             _write_all(self._fd, data)
-            os.fsync(self._fd)
             self._end += len(data)
+            mine = self._end
+        with self._sync_lock:  # group commit: one fsync covers every line written before it
+            if self._synced >= mine:
+                return
+            with self._lock:  # a file rewritten meanwhile was fsynced whole by _open
+                target, fd = self._end, os.dup(self._fd)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._synced = target
 
     def read(self, offset: int, max_lines: int) -> tuple[list[bytes], int]:
         """Up to ``max_lines`` whole lines from logical ``offset``; and the offset after them."""

@@ -248,18 +248,25 @@ class EventLog:
                 self._cond.wait_for(lambda: self._spool.end > offset or self._stopping)
                 if self._spool.end <= offset:
                     return
-            lines, after = self._spool.read(offset, self.batch_size)
-            if not lines:  # a line longer than one read: cannot happen with validated events
-                log.error("retrieval events: unreadable spool at offset %d; stopping the writer", offset)
-                return
-            items = [item for line in lines if (item := spooling.decode(line))]
-            rows, cites = self._batch(items, link=True)
-            if not self._store_until_accepted(rows, cites, after):
+            after = self._store_from(offset)
+            if after is None:
                 return  # stopping while the store refuses: the spool keeps them for the next start
             self._spool.commit(after)
             offset = after
 
-    def _store_until_accepted(self, rows: list[dict], cites: list[dict], after: int) -> bool:
+    def _read(self, offset: int, max_items: int) -> tuple[list[dict], list[dict], int]:
+        lines, after = self._spool.read(offset, max_items)
+        if not lines and after == offset and self._spool.end > offset:
+            raise RuntimeError(f"unreadable spool {self._spool.path} at offset {offset}")
+        rows, cites = self._batch([item for line in lines if (item := spooling.decode(line))], link=True)
+        return rows, cites, after
+
+    def _store_from(self, offset: int) -> int | None:
+        """Store one batch from spool ``offset``, retrying until the store accepts it; while it
+        refuses, newly spooled items join the batch (up to ``batch_size``) so each is tried once.
+        Returns the offset after the batch, or None when stopping while the store refuses."""
+        rows, cites, after = self._read(offset, self.batch_size)
+        fresh = len(rows) + len(cites)  # items not tried yet
         attempt = 0
         while True:
             try:
@@ -267,23 +274,25 @@ class EventLog:
             except Exception as exc:
                 self._table = None  # reconnect next time: the store may have been deleted and recreated
                 self._set_failing(" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
-                if attempt == 0:
-                    self._fail(len(rows) + len(cites), f"{len(rows)} events and {len(cites)} updates (kept; retrying)",
-                               exc)
+                if fresh:
+                    self._fail(fresh, f"{fresh} events or updates (kept; retrying)", exc)
                 with self._cond:
                     self._tried = max(self._tried, after)
                     self._cond.notify_all()
                     if self._stopping and attempt > 0:
-                        return False
+                        return None
                     self._cond.wait(RETRY_S[min(attempt, len(RETRY_S) - 1)])
                 attempt += 1
+                room = self.batch_size - len(rows) - len(cites)
+                more_rows, more_cites, after = self._read(after, room) if room > 0 else ([], [], after)
+                rows, cites, fresh = rows + more_rows, cites + more_cites, len(more_rows) + len(more_cites)
                 continue
             self._set_failing(None)
             with self._cond:
                 self._stored_events += len(rows)
                 self._tried = max(self._tried, after)
                 self._cond.notify_all()
-            return True
+            return after
 
     def _batch(self, items: list[tuple[str, dict]], link: bool) -> tuple[list[dict], list[dict]]:
         """Rows (oldest first, follow-ups linked when ``link``) and the citation updates of events
