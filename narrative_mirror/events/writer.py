@@ -29,7 +29,7 @@ from narrative_mirror import settings
 from narrative_mirror.events import spool as spooling
 from narrative_mirror.events.follow_ups import FollowUpLinker
 from narrative_mirror.events.record import EVENT_SCHEMA, RetrievalEvent, check_id, check_ids, check_unit
-from narrative_mirror.events.table import TABLE, connect, quote, read_events, sql_time
+from narrative_mirror.events.table import TABLE, connect, delete_older, quote, read_events
 
 if TYPE_CHECKING:
     from narrative_mirror.embedding import Embedder
@@ -177,13 +177,7 @@ class EventLog:
             self.flush()
         cutoff = (now or datetime.now(UTC)) - timedelta(days=days)
         with self._write_lock:
-            table = self._open()
-            if table is None:
-                return 0
-            deleted = table.delete(f"created_at < {sql_time(cutoff)}").num_deleted_rows
-            if deleted:
-                table.optimize()  # compact the many small append fragments and drop old versions
-        return deleted
+            return delete_older(self.uri, cutoff, self.storage_options)
 
     # -- spool ---------------------------------------------------------------------------------
     def _fail(self, count: int, what: str, exc: BaseException | None = None) -> None:
