@@ -22,7 +22,7 @@ from api.access import TokenEntry, TokenStore
 from api.bulkhead import LLMPool, OneAnswer, ask_by, discard
 from api.requests import ApiError, AskRequest, SearchQuery
 from narrative_mirror.agent.contract import answer_json
-from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens
+from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.logged_query import ask_logged
 from narrative_mirror.recall_runs import recorded_search
 
@@ -71,7 +71,6 @@ class MemoryApi:
         self.offline_reserve_s = offline_reserve_s
         self._chats: frozenset[str] = frozenset()
         self._health_seen: frozenset[str] = frozenset()  # chats health has seen indexed: one without rows now is lost
-        self._health_event_failures = getattr(event_log, "failures", 0)  # event-store failures at the last check
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
@@ -113,7 +112,7 @@ class MemoryApi:
     async def health(self, who: TokenEntry | None) -> JSONResponse:
         """``ok``, or ``degraded`` with the reasons: chats whose build failed (``unavailable``),
         and ``problems``: an index that cannot be read or has no messages table, a chat served
-        before that has no rows now, events that could not be stored since the last answer.
+        before that has no rows now, an event store that refuses writes (``EventLog.state``).
         The index is read anew each time (the store re-opens a failed connection), so health is
         ``ok`` again as soon as the store is repaired, without a restart."""
         def read_index() -> tuple[list[str], bool]:
@@ -142,11 +141,8 @@ class MemoryApi:
         if indexed is not None:
             for chat in sorted(seen - set(indexed) - set(self.unavailable)):
                 chat_problems[chat] = "no rows in the index"
-        failures = getattr(self.event_log, "failures", 0)
-        new_failures = failures - self._health_event_failures
-        self._health_event_failures = failures
-        if new_failures > 0:
-            problems.append(f"event log: {new_failures} event(s) could not be stored since the last health check")
+        if (event_problem := self.event_log.state().problem()) is not None:  # failing now, with the reason
+            problems.append(event_problem)
         served = sorted(chat for chat in (indexed or ()) if chat not in self.unavailable)
         unavailable = dict(sorted(self.unavailable.items()))
         if who is not None:
@@ -170,7 +166,7 @@ class MemoryApi:
             root=self.runs_root))
         hits = recorded.result.hits
         event_id = self.event_log.log(RetrievalEvent(
-            user_id=params.user_id, session_id=params.session_id, chat_file=chat, query=params.q,
+            user_id=tenant_user(who and who.name, params.user_id), session_id=params.session_id, chat_file=chat, query=params.q,
             returned_ids=[h.local_id for h in hits], method=VARIANT_METHODS[recorded.params["variant"]],
             counts_per_source=dict(Counter(source for h in hits for source in h.sources)),
             latency_ms=(time.monotonic() - arrival) * 1000, tokens_in_context=approx_tokens([h.text for h in hits]),
@@ -196,6 +192,7 @@ class MemoryApi:
     async def ask(self, request: Request, who: TokenEntry | None, body: AskRequest) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
         chat = await self._chat(body.chat, who, self.ask_pool)
+        body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})
         answer, event_id = await self._answer(body, chat, arrival)
         return JSONResponse(answer_json(answer, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
 

@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="API token file (`token add`); required to serve beyond loopback")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("maintain", help="compact the LanceDB tables, update their full-text indexes, drop old versions")
+    p = sub.add_parser("maintain", help="compact the LanceDB tables, update their full-text indexes, drop old versions; "
+                       "remove recall runs and retrieval events older than retention.toml's keep_days")
     data_args(p)
     p.set_defaults(func=cmd_maintain)
 

@@ -103,6 +103,38 @@ def write_run(
     raise OSError(f"{folder}: {MAX_SAME_MS} runs already recorded for millisecond {stamp}")
 
 
+def _run_time(path: Path) -> datetime:
+    """When a run was recorded: the epoch milliseconds of its name, else the file's mtime."""
+    stamp = path.stem.removeprefix("run_").split("_")[0]
+    seconds = int(stamp) / 1000 if stamp.isdigit() else path.stat().st_mtime
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def prune_runs(before: datetime, root: Path | None = None) -> dict[str, int]:
+    """Remove the run records made before ``before`` (and day folders left empty); returns
+    ``removed_files``, ``removed_bytes`` and ``removed_folders``."""
+    removed = {"removed_files": 0, "removed_bytes": 0, "removed_folders": 0}
+    base = runs_dir(root)
+    if not base.is_dir():
+        return removed
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        for path in folder.glob("run_*.json"):
+            try:
+                if _run_time(path) < before:
+                    size = path.stat().st_size
+                    path.unlink()
+                    removed["removed_files"] += 1
+                    removed["removed_bytes"] += size
+            except FileNotFoundError:  # removed meanwhile by another pruner
+                continue
+        try:
+            folder.rmdir()  # only when empty: a day still being written keeps its folder
+            removed["removed_folders"] += 1
+        except OSError:
+            pass
+    return removed
+
+
 def compare_run(path: str | Path) -> dict[str, float]:
     """Seed 004's before/after summary: average score of the top 3 pre items, of the top 3 post
     items (``rerank.new_score`` when present, else ``score``) and the lift between them."""

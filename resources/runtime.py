@@ -57,11 +57,13 @@ def retriever(store, embedder, config: dict | None = None):
 
 
 def event_log(retriever):
-    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options)."""
+    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options);
+    its durable spool under NM_HOME (``events/spool``)."""
     from narrative_mirror.events.writer import EventLog
 
     store = retriever.store
-    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options)
+    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options,
+                    spool_dir=environment.nm_home() / "events" / "spool")
 
 
 # -- outside Dagster: the same objects from the environment, as ``default_resources`` sets them up

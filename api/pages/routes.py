@@ -27,6 +27,7 @@ from api.requests import ApiError, AskRequest
 from api.service import ARRIVAL, MemoryApi
 from narrative_mirror import query
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
+from narrative_mirror.events.record import tenant_user
 from narrative_mirror.index_store import validate_chat_file
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -121,7 +122,7 @@ class Pages:
 
     async def ask(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
                   ) -> HTMLResponse:
-        _, chat, transcript = await self.chat(request, chat)
+        who, chat, transcript = await self.chat(request, chat)
         context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
                                    "answer": None, "suggestions": self._suggestions(chat, "gold_qa", "question")}
         if q and q.strip():
@@ -130,6 +131,7 @@ class Pages:
             except ValidationError as exc:
                 field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else "question"
                 raise PageError(400, f"{field}: {exc.errors()[0]['msg']}") from None
+            body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})  # as the API
             arrival = request.scope.get(ARRIVAL, time.monotonic())
             answer, event_id = await self.api._answer(body, chat, arrival)  # as POST /api/ask: pools, deadline
             evidence = transcript.known([e.id for e in answer.evidence])
@@ -139,7 +141,7 @@ class Pages:
 
     async def story(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
                     ) -> HTMLResponse:
-        _, chat, transcript = await self.chat(request, chat)
+        who, chat, transcript = await self.chat(request, chat)
         context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
                                    "story": None, "suggestions": self._suggestions(chat, "arc_cases", "query")}
         if q and q.strip():

@@ -9,11 +9,17 @@ from cli.session import runner_for
 
 
 def cmd_maintain(args) -> dict:
-    """LanceDB upkeep now (what `index_maintenance_job` does nightly under the daemon)."""
+    """LanceDB upkeep and retention now (what `index_maintenance_job` and `maintain_job` do nightly
+    under the daemon): ``pruned`` says what retention.toml's keep_days removed."""
+    from narrative_mirror.retention import load_retention, prune
+
+    retention = load_retention()  # a bad setting fails before anything is changed
     with runner_for(args) as runner:  # under the home lock: no build writes meanwhile
         store = runner.resource("lancedb")
+        pruned = prune(runner.state.root / "recall_runs", store.resolved_uri(), retention,
+                       storage_options=store.storage_options())
         report = store.get().maintain()
-    return {"lancedb": store.resolved_uri(), **report}
+    return {"lancedb": store.resolved_uri(), **report, "pruned": pruned}
 
 
 def cmd_experiments(args) -> dict:

@@ -25,6 +25,11 @@ VARIANT_METHODS = {
     "dual_path": "tree",
 }
 MAX_ID_CHARS = 200
+# A stored user_id is "<namespace>/<client's user id>": the namespace is the API token's name
+# (token names hold no "/"), or OPEN_NAMESPACE for the open API, so no two tenants share a user.
+OPEN_NAMESPACE = "local"
+MAX_NAMESPACE_CHARS = 64
+MAX_USER_CHARS = MAX_NAMESPACE_CHARS + 1 + MAX_ID_CHARS
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -53,11 +58,21 @@ def approx_tokens(texts: Sequence[str]) -> int:
     return sum(math.ceil(len(t) / 4) for t in texts)
 
 
-def check_id(value: object, name: str, optional: bool = False) -> None:
+def tenant_user(namespace: str | None, client_user: str) -> str:
+    """The stored user id of ``client_user`` asking with the token named ``namespace`` (None: the
+    open API). The client picks only the part after the first "/", never another tenant's prefix."""
+    namespace = OPEN_NAMESPACE if namespace is None else namespace
+    if not namespace or "/" in namespace or len(namespace) > MAX_NAMESPACE_CHARS:
+        raise ValueError(f"retrieval event: a user namespace must be 1-{MAX_NAMESPACE_CHARS} characters without "
+                         f"'/', got {namespace!r}")
+    return f"{namespace}/{client_user}"
+
+
+def check_id(value: object, name: str, optional: bool = False, max_chars: int = MAX_ID_CHARS) -> None:
     if value is None and optional:
         return
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS:
-        raise ValueError(f"retrieval event: {name} must be a non-empty string of <= {MAX_ID_CHARS} chars, got {value!r}")
+    if not isinstance(value, str) or not value or len(value) > max_chars:
+        raise ValueError(f"retrieval event: {name} must be a non-empty string of <= {max_chars} chars, got {value!r}")
 
 
 def check_ids(values: object, name: str) -> None:
@@ -91,7 +106,7 @@ class RetrievalEvent:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __post_init__(self) -> None:
-        check_id(self.user_id, "user_id")
+        check_id(self.user_id, "user_id", max_chars=MAX_USER_CHARS)
         check_id(self.session_id, "session_id", optional=True)
         check_id(self.chat_file, "chat_file")
         check_id(self.event_id, "event_id")

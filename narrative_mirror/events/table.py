@@ -60,3 +60,16 @@ def read_events(
         query = query.where(" AND ".join(clauses))
     rows = query.select(EVENT_SCHEMA.names).limit(None).to_arrow()
     return pl.from_arrow(rows).sort("created_at", "event_id")
+
+
+def delete_older(uri: str | Path, cutoff: datetime, storage_options: Mapping[str, str] | None = None) -> int:
+    """Delete the stored events created before ``cutoff``; returns how many (0 without a table).
+    Safe beside a writing ``EventLog``: LanceDB commits concurrent appends and deletes in turn."""
+    try:
+        table = connect(str(uri), storage_options).open_table(TABLE)
+    except ValueError:  # lancedb: "Table '...' was not found"
+        return 0
+    deleted = table.delete(f"created_at < {sql_time(cutoff)}").num_deleted_rows
+    if deleted:
+        table.optimize()  # compact the many small append fragments and drop old versions
+    return deleted

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from narrative_mirror import settings
 from narrative_mirror.layers.params import SummaryParams, section
 from narrative_mirror.layers.text import content_tokens, truncate
+from narrative_mirror.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from narrative_mirror.llm import LLMClient
@@ -122,6 +123,7 @@ class LLMSummarizer:
         except LLMError as exc:
             self.fallbacks += 1
             self.last_error = str(exc)
-            log.warning("%s summary: extractive fallback after %s", kind, exc)
+            # The error may quote the LLM's reply or the chat text it was sent: logged as visible escapes.
+            log.warning("%s summary: extractive fallback after %s", kind, terminal_safe(exc))
             return self.fallback.summarize(kind, items)
         return label, summary

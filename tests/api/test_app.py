@@ -61,7 +61,7 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert [item["id"] for item in record["post_items"]] == [h["id"] for h in hits]
 
     event = stored_event(event_log, meta["event_id"])
-    assert (event["user_id"], event["session_id"], event["chat_file"]) == ("ana", "s1", CHAT)
+    assert (event["user_id"], event["session_id"], event["chat_file"]) == ("local/ana", "s1", CHAT)
     assert event["query"] == "rye bread at the bakery"
     assert event["returned_ids"] == [h["id"] for h in hits]
     assert event["method"] == "hybrid"
@@ -158,7 +158,7 @@ def test_ask_returns_the_contract_and_logs_citations(setup):
     assert "D11:1" in evidence_ids
 
     event = stored_event(event_log, response.headers["X-Retrieval-Event-Id"])
-    assert (event["user_id"], event["query"], event["chat_file"]) == ("ben", "How many loaves of rye did Ana bake?", CHAT)
+    assert (event["user_id"], event["query"], event["chat_file"]) == ("local/ben", "How many loaves of rye did Ana bake?", CHAT)
     assert event["returned_ids"] == [r["id"] for r in answer["trace"]["reranked"]]
     assert (event["cited_ids"], event["citation_confidence"]) == (evidence_ids, 1.0)
     assert event["threshold"] == 0.60  # the fast profile's top-5 relevance threshold
@@ -200,11 +200,11 @@ def test_fifty_concurrent_searches_give_fifty_events(setup):
 
     with ThreadPoolExecutor(max_workers=10) as pool:
         event_ids = list(pool.map(one, range(50)))
-    stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("load"))
+    stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("local/load"))
     assert stored.height == 50
     assert sorted(stored["event_id"].to_list()) == sorted(event_ids)
     by_user = {r["user_id"]: r for r in stored.to_dicts()}
-    assert all(by_user[f"load{i}"]["query"] == queries[i % 5] for i in range(50))
+    assert all(by_user[f"local/load{i}"]["query"] == queries[i % 5] for i in range(50))
     assert all(len(r["returned_ids"]) == 2 for r in by_user.values())
 
 
@@ -373,8 +373,11 @@ def test_tokens_scope_every_endpoint(setup, tmp_path):
 
         remove_token(path, "ana")  # revoked while serving
         assert [r.status_code for r in calls(bearer(ana), CHAT)] == [401, 401]
-        logged = event_log.events(user_id="tok")
-    assert sorted(logged["chat_file"].to_list()) == sorted([CHAT, CHAT, OTHER, OTHER])  # refusals log nothing
+        logged = event_log.events()
+    # Both clients said user "tok": each token's events are its own user ("<token name>/tok").
+    assert sorted(logged["user_id"].to_list()) == ["ana/tok", "ana/tok", "cy/tok", "cy/tok"]
+    assert sorted(logged.filter(logged["user_id"] == "ana/tok")["chat_file"].to_list()) == [CHAT, CHAT]
+    assert sorted(logged.filter(logged["user_id"] == "cy/tok")["chat_file"].to_list()) == [OTHER, OTHER]  # refusals log nothing
 
 
 def test_serve_refuses_a_public_host_without_tokens(setup, monkeypatch):
@@ -474,7 +477,7 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
     assert reasons["LLM pool busy"] == 2
 
     # One event per request, the one whose id the response carries; nothing logged by the hung work.
-    events = event_log.events().filter(event_log.events()["user_id"].str.starts_with("hang"))
+    events = event_log.events().filter(event_log.events()["user_id"].str.starts_with("local/hang"))
     assert sorted(events["event_id"].to_list()) == sorted(r.headers["X-Retrieval-Event-Id"] for _, r in results)
     assert event_log.failures == 0  # the hung work did not try to log into the closed log either
 
@@ -492,7 +495,7 @@ def test_a_late_llm_answer_is_dropped_not_logged_twice(setup, tmp_path):
             pool = app.state.api.llm_pool
             wait_until(lambda: pool.running == 0 and pool.waiting == 0, 15.0)  # the LLM answered, late
             assert len(server.chat_requests) >= 3
-            stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("late"))
+            stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("local/late"))
     assert sorted(stored["event_id"].to_list()) == sorted(r.headers["X-Retrieval-Event-Id"] for _, r in results)
 
 
@@ -506,6 +509,6 @@ def test_an_llm_answer_in_time_is_returned_and_logged_once(setup, tmp_path):
             reason = response.json()["degraded_reason"] or ""
             assert "deadline" not in reason and "pool busy" not in reason
             assert len(server.chat_requests) >= 1
-            stored = event_log.events(user_id="in_time")
+            stored = event_log.events(user_id="local/in_time")
     assert stored["event_id"].to_list() == [response.headers["X-Retrieval-Event-Id"]]
     assert stored["latency_ms"][0] > 0

@@ -16,6 +16,7 @@ def events_log(tmp_path):
 
 @pytest.fixture
 def follow_log(tmp_path, embedder):
+    embedder.encode(["warm up"])  # a cold model load on a busy machine can outlast flush()'s wait
     log = EventLog(tmp_path / "lancedb", embedder=embedder)
     yield log
     log.close()

@@ -44,3 +44,32 @@ def test_follow_ups_link_across_event_logs(tmp_path, embedder):
     second_log.close()
     assert rows[retry]["follow_up_of"] == first
     assert rows[first]["satisfied"] is False
+
+
+def test_linking_compares_with_the_newest_recent_queries_and_encodes_each_text_once(tmp_path, embedder):
+    embedder.encode(["warm up"])
+    queries = [f"How many loaves did Ana bake on day {i}?" for i in range(12)]
+    first_log = EventLog(tmp_path / "lancedb")  # no linking: 12 stored events of one user
+    ids = [first_log.log(event(q, at=T0 + timedelta(seconds=i))) for i, q in enumerate(queries)]
+    first_log.close()
+    log = EventLog(tmp_path / "lancedb", embedder=embedder, follow_up_recent=3)
+    retry = log.log(event(queries[-1], at=T0 + timedelta(minutes=1)))
+    again = log.log(event(queries[-1], at=T0 + timedelta(minutes=2)))
+    rows = {r["event_id"]: r for r in log.events().to_dicts()}
+    linker = log._follow_ups
+    log.close()
+    # The user's stored window held 12 queries: only the newest 3 were read and encoded, and the
+    # repeated text of the two new events was encoded once (3 + 0: it is one of those 3).
+    assert linker.encoded == 3
+    assert (rows[retry]["follow_up_of"], rows[again]["follow_up_of"]) == (ids[-1], retry)
+    assert len(linker._recent["u1"]) == 3
+
+
+def test_the_same_client_user_under_two_tokens_is_two_users(follow_log):
+    from narrative_mirror.events.record import tenant_user
+
+    ana = follow_log.log(event("Where does Ana work?", user=tenant_user("ana-laptop", "u1")))
+    cy = follow_log.log(event("Where does Ana work?", user=tenant_user("cy", "u1"), at=T0 + timedelta(minutes=1)))
+    rows = {r["event_id"]: r for r in follow_log.events().to_dicts()}
+    assert (rows[ana]["user_id"], rows[cy]["user_id"]) == ("ana-laptop/u1", "cy/u1")
+    assert rows[cy]["follow_up_of"] is None and rows[ana]["satisfied"] is None

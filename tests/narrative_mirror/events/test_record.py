@@ -27,3 +27,13 @@ def test_invalid_events_are_rejected_naming_the_field(fields, message):
 
 def test_approx_tokens():
     assert approx_tokens(["abcd", "abcde", ""]) == 1 + 2 + 0
+
+
+def test_tenant_user_prefixes_the_namespace():
+    from narrative_mirror.events.record import tenant_user
+
+    assert tenant_user("ana", "u1") == "ana/u1"
+    assert tenant_user(None, "anonymous") == "local/anonymous"
+    assert tenant_user("ana", "cy/u1") == "ana/cy/u1"  # a client's "/" stays inside its own namespace
+    with pytest.raises(ValueError, match="namespace"):
+        tenant_user("ana/x", "u1")

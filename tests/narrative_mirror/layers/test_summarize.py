@@ -114,3 +114,20 @@ def test_llm_summary_against_llama_cpp(summary_params):
     assert client.calls == 1 and summarizer.calls == 1
     assert label and summary
     assert (summarizer.fallbacks == 1) == ((label, summary) == EXTRACTIVE_BREAD)
+
+
+def test_the_fallback_log_line_escapes_chat_and_llm_text(summary_params, caplog):
+    from narrative_mirror.llm import LLMError
+
+    hostile = "\x1b]0;pwned\x07\x1b[2J\rHACKED \u202etxt.exe"
+
+    class EchoingServer:  # a server (or proxy) whose 4xx body echoes the chat text it was sent
+        def complete_json(self, system, user, schema):
+            raise LLMError("http", f"HTTP 400 from test: {hostile}")
+
+    summarizer = LLMSummarizer(EchoingServer(), ExtractiveSummarizer(summary_params))
+    with caplog.at_level("WARNING", logger="narrative_mirror.layers.summarize"):
+        assert summarizer.summarize("block", BREAD) == EXTRACTIVE_BREAD
+    [line] = [r.getMessage() for r in caplog.records if "extractive fallback" in r.getMessage()]
+    assert not any(c in line for c in "\x1b\x07\r\u202e")
+    assert line.endswith("HACKED \\u202etxt.exe")  # shown as visible escapes

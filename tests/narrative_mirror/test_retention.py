@@ -1,0 +1,94 @@
+"""Retention by age: the setting (retention.toml, default keep), pruning recall-run files and
+retrieval events older than it (real files, real LanceDB), through the library, the CLI's
+`maintain` and the Dagster `maintain_job` (real instance)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from event_factory import event
+
+from assets.events.jobs import maintain_job, maintain_schedule
+from cli.main import main
+from narrative_mirror.events.table import read_events
+from narrative_mirror.events.writer import EventLog
+from narrative_mirror.recall_runs import write_run
+from narrative_mirror.retention import Retention, load_retention, prune
+from resources.dagster_resources import LanceDBResource, StateResource
+
+NOW = datetime.now(UTC)
+
+
+def fill(home: Path) -> None:
+    """Recall runs 40 and 10 days old (two of them the same day) and events 100 and 20 days old."""
+    for days in (40, 40, 10):
+        write_run("q", {}, [], [], root=home / "recall_runs", now=NOW - timedelta(days=days))
+    log = EventLog(home / "lancedb")
+    for days in (100, 100, 100, 20):
+        log.log(event(f"{days} days ago", at=NOW - timedelta(days=days)))
+    log.close()
+
+
+def test_the_default_keeps_everything_and_bad_settings_are_refused():
+    assert load_retention() == Retention(None, None)
+    assert load_retention({"recall_runs": {"keep_days": 30}}) == Retention(30, None)
+    for config, field in (({"recall_runs": {"keep_days": 0}}, "keep_days"), ({"runs": {}}, "unknown sections"),
+                          ({"retrieval_events": {"keep_days": "30"}}, "keep_days"),
+                          ({"retrieval_events": {"days": 3}}, "unknown keys")):
+        with pytest.raises(ValueError, match=field):
+            load_retention(config)
+
+
+def test_prune_removes_what_is_older_than_the_setting(tmp_path):
+    fill(tmp_path)
+    assert prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention()) == {
+        "recall_runs": {"keep_days": None, "removed_files": 0, "removed_bytes": 0},
+        "retrieval_events": {"keep_days": None, "removed": 0}}
+    report = prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention(30, 90), now=NOW)
+    assert report["recall_runs"]["removed_files"] == 2 and report["recall_runs"]["removed_folders"] == 1
+    assert report["recall_runs"]["removed_bytes"] > 0
+    assert report["retrieval_events"] == {"keep_days": 90, "removed": 3}
+    assert len(list((tmp_path / "recall_runs").rglob("run_*.json"))) == 1
+    assert read_events(tmp_path / "lancedb")["query"].to_list() == ["20 days ago"]
+
+
+def test_cli_maintain_prunes_by_the_configured_retention(tmp_path, monkeypatch, capsys):
+    home = Path(os.environ["NM_HOME"])
+    fill(home)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "retention.toml").write_text("[recall_runs]\nkeep_days = 30\n[retrieval_events]\nkeep_days = 90\n")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(config))
+    assert main(["maintain", "--json"]) == 0
+    pruned = json.loads(capsys.readouterr().out)["pruned"]
+    assert (pruned["recall_runs"]["removed_files"], pruned["retrieval_events"]["removed"]) == (2, 3)
+
+
+def test_the_maintain_job_prunes_on_a_real_instance(tmp_path, monkeypatch):
+    home = Path(os.environ["NM_HOME"])
+    fill(home)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "retention.toml").write_text("[retrieval_events]\nkeep_days = 90\n")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(config))
+    state = StateResource(home=str(home))
+    with dg_instance(tmp_path) as instance:
+        result = maintain_job.execute_in_process(
+            instance=instance, resources={"lancedb": LanceDBResource(state=state), "state": state})
+    assert result.success
+    report = result.output_for_node("prune_by_age")
+    assert report["retrieval_events"] == {"keep_days": 90, "removed": 3}
+    assert report["recall_runs"]["removed_files"] == 0  # no keep_days for recall runs: kept
+    assert len(list((home / "recall_runs").rglob("run_*.json"))) == 3
+    assert maintain_schedule.job_name == "maintain_job"
+
+
+def dg_instance(tmp_path):
+    import dagster as dg
+
+    (tmp_path / "dagster").mkdir(exist_ok=True)
+    return dg.instance_for_test(temp_dir=str(tmp_path / "dagster"))
