@@ -6,12 +6,22 @@ from cli.session import build_memory, runner_for
 
 
 def cmd_serve(args) -> dict:
+    import functools
+
     from api.access import load_tokens
     from api.app import check_host, create_app, serve
+    from api.connections import bounded_protocol
+    from api.limits import AskLimits
+    from api.readiness import warm_up
     from resources import runtime
 
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
+    # settings checked before the build, not after it
+    limits = AskLimits(running=args.ask_running, queued=args.ask_queued)
+    bounded_protocol(args.request_timeout)
+    if args.keep_alive < 1:
+        raise ValueError(f"--keep-alive must be >= 1 second, got {args.keep_alive}")
     with runner_for(args) as runner:  # the home is free again while serving
         keys, report = build_memory(runner)
     unavailable = {key: message for key, message in {**report.problems, **report.failures}.items() if key}
@@ -21,10 +31,13 @@ def cmd_serve(args) -> dict:
     event_log = runtime.event_log(retriever)  # where `ask` logs too
     access = (f"token file {args.tokens}" if tokens is not None
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
-    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
-    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
-    serve(app, host=args.host, port=args.port)
-    return {"served": [k for k in keys if k not in unavailable]}
+    served = [k for k in keys if k not in unavailable]
+    runner.progress(f"warming up, then serving {len(served)} chat files on http://{args.host}:{args.port} "
+                    f"({access}; Ctrl-C stops)")
+    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
+                     ask_limits=limits, warm_up=functools.partial(warm_up, retriever, served))
+    serve(app, host=args.host, port=args.port, request_timeout_s=args.request_timeout, keep_alive_s=args.keep_alive)
+    return {"served": served}
 
 
 def cmd_token(args) -> dict:
