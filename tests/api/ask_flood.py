@@ -25,22 +25,26 @@ def probe_search(connection: http.client.HTTPConnection, token: str, chat: str) 
     return time.monotonic() - started
 
 
-def flood(port: int, token: str, chat: str, asks: int) -> list[dict]:
-    """``asks`` asks on their own connections at once; each read to its end (the server closes)."""
+def flood(port: int, token: str, chat: str, asks: int, every_s: float) -> list[dict]:
+    """``asks`` asks, one every ``every_s`` seconds, each on its own connection and read to its end
+    (the server closes) while the next ones are sent."""
     selector = selectors.DefaultSelector()
-    pending = {}
-    for i in range(asks):
-        body = json.dumps({"chat": chat, "question": f"Where does Ana work? ({i})", "profile": "deep"}).encode()
-        raw = socket.create_connection(("127.0.0.1", port))
-        raw.sendall(b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    b"Authorization: Bearer " + token.encode() + b"\r\nConnection: close\r\n"
-                    b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        raw.setblocking(False)
-        pending[raw] = (time.monotonic(), bytearray())
-        selector.register(raw, selectors.EVENT_READ)
-    results = []
-    while pending:
-        for key, _ in selector.select(timeout=60):
+    pending: dict[socket.socket, tuple[float, bytearray]] = {}
+    results: list[dict] = []
+    sent, next_send = 0, time.monotonic()
+    while sent < asks or pending:
+        if sent < asks and time.monotonic() >= next_send:
+            body = json.dumps({"chat": chat, "question": f"Where does Ana work? ({sent})", "profile": "deep"}).encode()
+            raw = socket.create_connection(("127.0.0.1", port))
+            raw.sendall(b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Authorization: Bearer " + token.encode() + b"\r\nConnection: close\r\n"
+                        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            raw.setblocking(False)
+            pending[raw] = (time.monotonic(), bytearray())
+            selector.register(raw, selectors.EVENT_READ)
+            sent, next_send = sent + 1, next_send + every_s
+        timeout = max(0.0, next_send - time.monotonic()) if sent < asks else 60
+        for key, _ in selector.select(timeout=timeout):
             raw = key.fileobj
             started, received = pending[raw]
             chunk = raw.recv(65536)
@@ -57,7 +61,7 @@ def flood(port: int, token: str, chat: str, asks: int) -> list[dict]:
     return results
 
 
-def main(port: int, flood_token: str, probe_token: str, chat: str, asks: int) -> dict:
+def main(port: int, flood_token: str, probe_token: str, chat: str, asks: int, every_s: float) -> dict:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     idle = [probe_search(connection, probe_token, chat) for _ in range(40)]
     during: list[float] = []
@@ -70,7 +74,7 @@ def main(port: int, flood_token: str, probe_token: str, chat: str, asks: int) ->
     thread = threading.Thread(target=probe)
     thread.start()
     try:
-        results = flood(port, flood_token, chat, asks)
+        results = flood(port, flood_token, chat, asks, every_s)
     finally:
         done.set()
         thread.join()
@@ -78,5 +82,5 @@ def main(port: int, flood_token: str, probe_token: str, chat: str, asks: int) ->
 
 
 if __name__ == "__main__":
-    port, flood_token, probe_token, chat, asks = sys.argv[1:]
-    print(json.dumps(main(int(port), flood_token, probe_token, chat, int(asks))))
+    port, flood_token, probe_token, chat, asks, every_s = sys.argv[1:]
+    print(json.dumps(main(int(port), flood_token, probe_token, chat, int(asks), float(every_s))))
