@@ -175,7 +175,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if warm_up is not None:  # uvicorn binds its socket only after this: no request meets a cold embedder
-            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            except Exception as exc:  # a store that cannot be read now is health's to report, not a reason to stop
+                log.warning("warm-up failed (%s): serving anyway; the first requests may be slow", type(exc).__name__)
         # A search that waits for the interpreter lock behind a running ask waits at most this long
         # per hand-over instead of 5 ms (docs/decisions.md: search p95 beside a flood of asks).
         switch_interval = sys.getswitchinterval()

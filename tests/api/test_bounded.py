@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import socket
 import statistics
@@ -361,3 +362,19 @@ def test_no_response_carries_a_server_path(retriever, tmp_path):
         responses.append(failed_record)
     for response in responses:
         assert_no_server_path(response.text + json.dumps(dict(response.headers)), tmp_path, Path.home())
+
+
+# -- 7. client text in log lines is escaped -------------------------------------------------------------------
+def test_a_failing_requests_path_is_logged_escaped(caplog):
+    from starlette.requests import Request
+
+    from api.app import _server_error
+
+    hostile = "/api/\x1b]0;owned\x07\u202ekcatta"
+    request = Request({"type": "http", "method": "GET", "path": hostile, "raw_path": hostile.encode("utf-8"),
+                       "query_string": b"", "headers": [], "scheme": "http", "server": ("localhost", 80)})
+    caplog.set_level(logging.ERROR)
+    response = asyncio.run(_server_error(request, RuntimeError("boom")))
+    assert response.status_code == 500
+    [record] = [r for r in caplog.records if r.name == "api.app"]
+    assert record.getMessage() == "memory API: GET /api/\\x1b]0;owned\\x07\\u202ekcatta failed"
