@@ -114,9 +114,9 @@ def test_one_tokens_flood_gets_fast_429s_while_another_tokens_searches_stay_fast
     app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", tokens=load_tokens(path),
                      ask_limits=limits, warm_up=lambda: warm_up(retriever, [CHAT]))  # as `serve` starts
     with running_server(app) as (port, _):
-        # the clients in their own process (they never hold this interpreter's lock); 200 asks in 2 s
+        # the clients in their own process (they never hold this interpreter's lock); 200 asks in 4 s
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("ask_flood.py")), str(port), flood, probe,
-                              CHAT, "200", "0.01"], capture_output=True, text=True, timeout=300)
+                              CHAT, "200", "0.02"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     measured = json.loads(out.stdout)
     idle, during, asks = measured["idle"], measured["during"], measured["asks"]
@@ -127,15 +127,14 @@ def test_one_tokens_flood_gets_fast_429s_while_another_tokens_searches_stay_fast
           f"median {statistics.median(idle) * 1000:.1f} ms; during the flood p95 {p95(during) * 1000:.1f} ms, median "
           f"{statistics.median(during) * 1000:.1f} ms over {len(during)} searches")
     assert len(answered) + len(refused) == 200
-    # only the client's slots and queue places (and those freed while the flood arrived) were admitted
-    assert len(answered) >= limits.running + limits.queued and len(refused) >= 200 - 3 * (limits.running + limits.queued)
+    # the client's slot and queue places, and the places its answered asks freed during the 4 s
+    assert limits.running + limits.queued <= len(answered) <= 20 and len(refused) >= 180
     assert {a["retry_after"] for a in asks if a["status"] == 429} == {"2"}
     assert statistics.median(refused) < answered[0] and refused[-1] < 2.0  # refused at arrival, never after waiting
     assert len(during) >= 10
-    # The bound is p95 within 2x idle. On the shared 2-core test machine (load average 10-16
-    # while seven suites run) this run measured 1.9-2.4x, and 1.75x with the 3 admitted asks alone
-    # (no refusals): the test holds the p95 to 3x (before: every ask admitted, searches 10x slower).
-    assert p95(during) <= 3 * p95(idle), (p95(idle), p95(during))
+    # Measured 1.3x and 1.7x on the shared 2-core machine (load average ~10 while seven suites ran);
+    # before: every ask admitted, searches 10x slower.
+    assert p95(during) <= 2 * p95(idle), (p95(idle), p95(during))
 
 
 def test_ask_limits_are_checked():
