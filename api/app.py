@@ -1,6 +1,8 @@
 """The app: ``create_app`` wires the memory service's routes, error handlers and arrival stamp
 into a FastAPI app behind ``api.guard`` (Host, body type, security headers on every response);
-``check_host`` and ``serve`` refuse an open API on a non-loopback address.
+its lifespan runs the warm-up before the server accepts a connection (readiness).
+``check_host`` and ``serve`` refuse an open API on a non-loopback address; ``serve`` bounds slow
+connections (``api.connections``).
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ import asyncio
 import ipaddress
 import logging
 import math
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +26,14 @@ from starlette.requests import ClientDisconnect
 
 from api.access import TokenEntry, TokenFileUnavailable, TokenStore
 from api.bulkhead import check_deadlines
+from api.connections import DEFAULT_KEEP_ALIVE_S, DEFAULT_REQUEST_TIMEOUT_S, server_config
 from api.guard import Guard
 from api.pages import mount_pages
+from api.limits import AskLimits
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
 from api.service import ARRIVAL, MemoryApi
+from api.store_state import DEFAULT_REFRESH_S
+from narrative_mirror.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from narrative_mirror.events.writer import EventLog
@@ -34,6 +41,8 @@ if TYPE_CHECKING:
     from narrative_mirror.retrieval.engine import Retriever
 
 log = logging.getLogger(__name__)
+
+SWITCH_INTERVAL_S = 0.0005  # the interpreter lock's hand-over interval while the app serves (Python's default: 5 ms)
 
 
 async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -50,7 +59,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 
 
 async def _server_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("memory API: %s %s failed", request.method, request.url.path)
+    log.exception("memory API: %s %s failed", request.method, terminal_safe(request.url.path))
     return error_response(500, None, f"internal error: {type(exc).__name__}")
 
 
@@ -63,7 +72,7 @@ async def _token_file_unavailable(request: Request, exc: TokenFileUnavailable) -
 async def _client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
     # not a server fault: one line instead of the ~100-line traceback of an unhandled exception
     log.warning("memory API: %s %s: the client disconnected before sending its whole body",
-                request.method, request.url.path)
+                request.method, terminal_safe(request.url.path))
     return error_response(400, None, "the request body ended early: the client disconnected")
 
 
@@ -91,6 +100,25 @@ class _StampArrival:
         await self.app(scope, receive, send)
 
 
+class _EarlyRefusal:
+    """ASGI middleware: an ask whose client is past its limits gets its 429 before routing and
+    before its body is read (``MemoryApi.early_refusal``)."""
+
+    def __init__(self, app: Any, api: MemoryApi):
+        self.app, self.api = app, api
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        refusal = self.api.early_refusal(scope) if scope["type"] == "http" else None
+        if refusal is not None:
+            await _api_error_response(refusal)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _api_error_response(exc: ApiError) -> JSONResponse:
+    return error_response(exc.status, exc.field, exc.message, exc.headers)
+
+
 def create_app(
     retriever: Retriever,
     event_log: EventLog,
@@ -105,6 +133,9 @@ def create_app(
     search_workers: int = 8,
     ask_workers: int = 2,
     offline_reserve_s: float = 1.0,
+    ask_limits: AskLimits | None = None,
+    state_refresh_s: float = DEFAULT_REFRESH_S,
+    warm_up: Callable[[], Any] | None = None,
 ) -> FastAPI:
     """The API app.
 
@@ -114,8 +145,12 @@ def create_app(
     of an ask in seconds, overriding ``Profile.deadline_s``. ``llm_workers`` / ``llm_queue``: the
     LLM pool's threads and waiting slots; ``search_workers`` / ``ask_workers``: threads of the
     search pool and of the offline-ask pool. ``offline_reserve_s``: how long before the deadline
-    the offline answer starts (at most half the deadline). The event log is flushed and closed
-    when the app shuts down.
+    the offline answer starts (at most half the deadline). ``ask_limits``: asks per client at work
+    and waiting (``AskLimits()`` by default). ``state_refresh_s``: how old the in-memory reading
+    of the index may get before it is read again (a local store is read again on every change).
+    ``warm_up``: run (in a thread) before the app takes requests: ``serve`` accepts no connection
+    until it returns (``api.readiness.warm_up``). The event log is flushed and closed when the
+    app shuts down.
     """
     for name, value, least in (("search_workers", search_workers, 1), ("ask_workers", ask_workers, 1),
                                ("llm_workers", llm_workers, 1), ("llm_queue", llm_queue, 0)):
@@ -123,6 +158,8 @@ def create_app(
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if not (isinstance(offline_reserve_s, int | float) and 0 <= offline_reserve_s < math.inf):
         raise ValueError(f"offline_reserve_s must be a number of seconds >= 0, got {offline_reserve_s!r}")
+    if not (isinstance(state_refresh_s, int | float) and 0 < state_refresh_s < math.inf):
+        raise ValueError(f"state_refresh_s must be a number of seconds > 0, got {state_refresh_s!r}")
     if tokens is not None and not isinstance(tokens, TokenStore):
         raise TypeError(f"tokens must be a TokenStore (access.load_tokens), got {type(tokens).__name__}")
     unavailable = dict(unavailable or {})
@@ -131,13 +168,26 @@ def create_app(
             raise ValueError(f"unavailable must map chat keys to reasons (strings), got {chat!r}: {reason!r}")
     api = MemoryApi(retriever, event_log, llm, runs_root, tokens=tokens, unavailable=unavailable,
                      deadlines=check_deadlines(deadlines), llm_workers=llm_workers, llm_queue=llm_queue,
-                     search_workers=search_workers, ask_workers=ask_workers, offline_reserve_s=offline_reserve_s)
+                     search_workers=search_workers, ask_workers=ask_workers, offline_reserve_s=offline_reserve_s,
+                     limits=ask_limits, refresh_s=state_refresh_s)
     if tokens is not None and not tokens.entries:
         log.warning("token file %s holds no tokens: every request will be refused", tokens.path)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
+        if warm_up is not None:  # uvicorn binds its socket only after this: no request meets a cold embedder
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            except Exception as exc:  # a store that cannot be read now is health's to report, not a reason to stop
+                log.warning("warm-up failed (%s): serving anyway; the first requests may be slow", type(exc).__name__)
+        # A search that waits for the interpreter lock behind a running ask waits at most this long
+        # per hand-over instead of 5 ms (docs/decisions.md: search p95 beside a flood of asks).
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        try:
+            yield
+        finally:
+            sys.setswitchinterval(switch_interval)
         await asyncio.get_running_loop().run_in_executor(None, api.close)
         await asyncio.get_running_loop().run_in_executor(None, event_log.close)
 
@@ -165,6 +215,7 @@ def create_app(
     app.add_exception_handler(TokenFileUnavailable, _token_file_unavailable)
     app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _server_error)
+    app.add_middleware(_EarlyRefusal, api=api)
     app.add_middleware(_StampArrival)
     app.state.api = api
     app.state.tokens_configured = tokens is not None
@@ -191,9 +242,11 @@ def check_host(host: str, tokens_configured: bool) -> None:
         )
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, *, tokens_configured: bool | None = None) -> None:
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, *, tokens_configured: bool | None = None,
+          request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, keep_alive_s: int = DEFAULT_KEEP_ALIVE_S) -> None:
     """Run ``app`` with uvicorn until interrupted. A host other than loopback needs API tokens
-    (``tokens_configured``; None = whether ``app`` was created with a token store)."""
+    (``tokens_configured``; None = whether ``app`` was created with a token store). A client has
+    ``request_timeout_s`` to send each request and ``keep_alive_s`` of silence between requests."""
     import uvicorn
 
     if not isinstance(port, int) or not 1 <= port <= 65535:
@@ -201,4 +254,6 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, *, tokens_con
     if tokens_configured is None:
         tokens_configured = bool(getattr(app.state, "tokens_configured", False))
     check_host(host, tokens_configured)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    config = server_config(app, host, port, request_timeout_s=request_timeout_s, keep_alive_s=keep_alive_s)
+    uvicorn.run(app, host=host, port=port, log_level="info", http=config.http,
+                timeout_keep_alive=config.timeout_keep_alive)

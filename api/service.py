@@ -1,6 +1,8 @@
 """The memory service behind the routes: who is asking (token), which chats they may read, and the
 search, ask and health endpoints, each in its own thread pool (searches, offline asks, and the
-LLM bulkhead for asks with an LLM).
+LLM bulkhead for asks with an LLM). Asks are bounded per client (``api.limits``), by their
+profile's deadline, and stopped when their client hangs up (``api.stopping``); health and the
+chat checks answer from the in-memory ``api.store_state``. No response carries a server path.
 """
 
 from __future__ import annotations
@@ -8,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
@@ -20,11 +24,15 @@ from fastapi.responses import JSONResponse
 
 from api.access import TokenEntry, TokenStore
 from api.bulkhead import LLMPool, OneAnswer, ask_by, discard
-from api.requests import ApiError, AskRequest, SearchQuery
+from api.limits import AskLimits, ClientLimiter
+from api.requests import ApiError, AskRequest, SearchQuery, error_response
+from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
+from api.store_state import DEFAULT_REFRESH_S, StoreState
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.logged_query import ask_logged
 from narrative_mirror.recall_runs import recorded_search
+from narrative_mirror.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -36,6 +44,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ARRIVAL = "narrative_mirror.arrival"  # ASGI scope key: monotonic time the request arrived (set by the app)
+# An absolute path (POSIX or Windows) inside a message: clients get its last part only.
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][^\s\\/'\"`:,;()\[\]]+)+[\\/]?")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last part (no server path leaves the API)."""
+    return _PATH.sub(lambda m: m.group(0).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "/", text)
+
+
+def _client_key(who: TokenEntry | None, scope: dict) -> str:
+    """Whose ask limits a request counts against: its token's, in an open API its address's."""
+    if who is not None:
+        return f"token {who.name}"
+    client = scope.get("client")
+    return f"address {client[0] if client else '?'}"
 
 
 def hit_json(hit: Hit) -> dict:
@@ -65,12 +88,15 @@ class MemoryApi:
 
     def __init__(self, retriever: Retriever, event_log: EventLog, llm: LLMClient | None, runs_root: Path | None, *,
                  tokens: TokenStore | None, unavailable: Mapping[str, str], deadlines: Mapping[str, float],
-                 llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float):
+                 llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
+                 limits: AskLimits | None = None, refresh_s: float = DEFAULT_REFRESH_S):
         self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
-        self.tokens, self.unavailable, self.deadlines = tokens, dict(unavailable), dict(deadlines)
+        self.tokens, self.deadlines = tokens, dict(deadlines)
+        self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
         self.offline_reserve_s = offline_reserve_s
-        self._chats: frozenset[str] = frozenset()
-        self._health_seen: frozenset[str] = frozenset()  # chats health has seen indexed: one without rows now is lost
+        self.store_state = StoreState(retriever, refresh_s)
+        self.limiter = ClientLimiter(limits or AskLimits())
+        self.asks_stopped: Counter[str] = Counter()  # "client gone" / "deadline": asks stopped before their end
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
@@ -94,56 +120,59 @@ class MemoryApi:
             raise ApiError(401, None, message, headers={"WWW-Authenticate": 'Bearer realm="narrative-mirror"'})
         return entry
 
-    async def _chat(self, chat: str, who: TokenEntry | None, pool: ThreadPoolExecutor) -> str:
+    async def check_chat(self, chat: str, who: TokenEntry | None) -> str:
         """``chat`` if the token may read it (403 otherwise, whether it exists or not) and it is
-        indexed (404; 503 when its build failed)."""
+        indexed (404; 503 when its build failed or the index cannot be read), from the in-memory
+        reading of the index (``StoreState``: read again when the store changes)."""
         if who is not None and not who.allows(chat):
             raise ApiError(403, "chat", "this API token may not read that chat")
         if chat in self.unavailable:
             raise ApiError(503, "chat", "that chat is unavailable: its build failed (see /api/health)")
-        if chat not in self._chats:  # re-read the store: the chat may have been indexed since
-            loop = asyncio.get_running_loop()
-            self._chats = frozenset(await loop.run_in_executor(pool, self.retriever.chat_files))
-            if chat not in self._chats:
-                raise ApiError(404, "chat", "no indexed chat has that key")
+        reading = await self.store_state.current(self.search_pool)
+        if chat not in reading.chats:
+            if reading.error is not None:
+                raise ApiError(503, None, "the index cannot be read right now (see /api/health)")
+            raise ApiError(404, "chat", "no indexed chat has that key")
         return chat
+
+    def early_refusal(self, scope: dict) -> ApiError | None:
+        """The 429 of an ask whose client is past its limits, decided before routing and before its
+        body is read (a flood's refusals stay cheap); None lets the request through."""
+        if scope.get("method") != "POST" or scope.get("path") != "/api/ask":
+            return None
+        who = None
+        if self.tokens is not None:
+            header = next((value for name, value in scope.get("headers", ()) if name.lower() == b"authorization"), b"")
+            scheme, _, token = header.decode("latin-1").partition(" ")
+            try:
+                who = self.tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+            except Exception:  # noqa: BLE001 - the route answers for a token file that cannot be used
+                return None
+            if who is None:
+                return None  # the route answers 401
+        return self.limiter.refusal() if self.limiter.full(_client_key(who, scope)) else None
 
     # -- endpoints -------------------------------------------------------------------------------------
     async def health(self, who: TokenEntry | None) -> JSONResponse:
         """``ok``, or ``degraded`` with the reasons: chats whose build failed (``unavailable``),
         and ``problems``: an index that cannot be read or has no messages table, a chat served
         before that has no rows now, an event store that refuses writes (``EventLog.state``).
-        The index is read anew each time (the store re-opens a failed connection), so health is
-        ``ok`` again as soon as the store is repaired, without a restart."""
-        def read_index() -> tuple[list[str], bool]:
-            """(indexed chats, whether the messages table exists: asked only when none is indexed)."""
-            chats = self.retriever.chat_files()
-            store = getattr(self.retriever, "store", None)
-            return chats, bool(chats) or store is None or "messages" in store.versions()
-
-        loop = asyncio.get_running_loop()
+        Answered from memory (``StoreState``), read again when the store changes on disk or the
+        reading is old, so health is ``ok`` again as soon as the store is repaired, without a restart."""
+        reading = await self.store_state.current(self.search_pool)
         problems: list[str] = []
         chat_problems: dict[str, str] = {}
-        # Chats this service has served: one of them without rows now is lost, not unknown.
-        seen = self._health_seen | self._chats
-        indexed: list[str] | None = None
-        try:
-            indexed, table_exists = await loop.run_in_executor(self.search_pool, read_index)
-        except Exception as exc:  # any failure to read the store is what health reports
-            log.warning("health: the index cannot be read: %s", exc)
-            problems.append(f"index: cannot be read ({type(exc).__name__})")
-        if indexed is not None:
-            self._chats = frozenset(indexed)
-            seen |= self._chats
-            if not table_exists:
+        if reading.error is not None:
+            problems.append(reading.error)
+        else:
+            if not reading.table_exists:
                 problems.append("index: no messages table (the store is missing or was never built)")
-        self._health_seen = seen
-        if indexed is not None:
-            for chat in sorted(seen - set(indexed) - set(self.unavailable)):
+            # chats this service has seen indexed: one without rows now is lost, not unknown
+            for chat in sorted(self.store_state.seen - reading.chats - set(self.unavailable)):
                 chat_problems[chat] = "no rows in the index"
         if (event_problem := self.event_log.state().problem()) is not None:  # failing now, with the reason
             problems.append(event_problem)
-        served = sorted(chat for chat in (indexed or ()) if chat not in self.unavailable)
+        served = sorted(chat for chat in reading.chats if chat not in self.unavailable)
         unavailable = dict(sorted(self.unavailable.items()))
         if who is not None:
             served = who.visible(served)
@@ -158,7 +187,7 @@ class MemoryApi:
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chat = await self._chat(params.chat, who, self.search_pool)
+        chat = await self.check_chat(params.chat, who)
         loop = asyncio.get_running_loop()
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
             recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
@@ -181,37 +210,94 @@ class MemoryApi:
             "timings_ms": recorded.result.timings_ms,
         }
         if recorded.run_error:
-            log.warning("memory search: %s", recorded.run_error)
-            meta["evidence_error"] = recorded.run_error
+            log.warning("memory search: %s", terminal_safe(recorded.run_error))
+            meta["evidence_error"] = without_paths(recorded.run_error)
         return JSONResponse({
             "hits": [hit_json(h) for h in hits],
             "meta": meta,
-            "evidence_path": str(recorded.run_path) if recorded.run_path else None,
+            # under NM_HOME: recall_runs/YYYYMMDD/run_<ms>.json (never the server's absolute path)
+            "evidence_path": str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
+            if recorded.run_path else None,
         })
 
     async def ask(self, request: Request, who: TokenEntry | None, body: AskRequest) -> JSONResponse:
-        arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chat = await self._chat(body.chat, who, self.ask_pool)
-        body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})
-        answer, event_id = await self._answer(body, chat, arrival)
+        answered = await self.answer_for(request, who, body)
+        if answered is None:
+            return error_response(499, None, "the client closed the request")
+        answer, event_id = answered
         return JSONResponse(answer_json(answer, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
 
-    def _offline(self, body: AskRequest, chat: str, event_log: Any) -> Any:
-        """``ask_logged`` without the LLM, in the ask pool (never the LLM pool); an awaitable."""
-        return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
-            ask_logged, self.retriever, chat, body.question, body.profile, None, body.mode, event_log,
-            body.user_id, body.session_id))
+    async def answer_for(self, request: Request, who: TokenEntry | None,
+                         body: AskRequest) -> tuple[AgentAnswer, str] | None:
+        """(answer, event id) of an ask (the API's and the inspector's), within the client's ask
+        limits (429 past them) and the profile's deadline; None when the client hung up, whose
+        work stops at its next step (or never starts)."""
+        arrival = request.scope.get(ARRIVAL, time.monotonic())
+        chat = await self.check_chat(body.chat, who)
+        body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})
+        ends = arrival + self.deadlines[body.profile]
+        # Offline, the deadline stops the ask itself; with an LLM, it picks the answer (see _answer).
+        signal = StopSignal(ends if self.llm is None else math.inf)
+        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chat, arrival, signal))
+        gone = asyncio.ensure_future(client_gone(request))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            stopped = not work.done()  # the client went away (or the server stops): nobody reads the answer
+            if stopped:
+                signal.stop("its client disconnected")
+                work.cancel()
+                await asyncio.wait({work})  # its slot is free and its queued work withdrawn when this returns
+                self.asks_stopped["client gone"] += 1
+                log.info("ask: the client disconnected; its ask was stopped")
+        if stopped:
+            if not work.cancelled():
+                work.exception()  # finished as the client left: consumed, nobody reads it
+            return None
+        return work.result()
 
-    async def _answer(self, body: AskRequest, chat: str, arrival: float) -> tuple[AgentAnswer, str]:
+    async def _limited(self, client: str, body: AskRequest, chat: str, arrival: float,
+                       signal: StopSignal) -> tuple[AgentAnswer, str]:
+        """``_answer`` in one of the client's ask slots (429 when they and its queue are full); an
+        ask still waiting for a slot at its deadline is refused with 503 without starting."""
+        loop = asyncio.get_running_loop()
+        wait_until = loop.time() + (arrival + self.deadlines[body.profile] - time.monotonic())
+        try:
+            async with self.limiter.slot(client, wait_until):
+                return await self._answer(body, chat, arrival, signal)
+        except TimeoutError:
+            raise self._past_deadline(body.profile, "waiting for one of this client's ask slots") from None
+
+    def _past_deadline(self, profile: str, where: str) -> ApiError:
+        self.asks_stopped["deadline"] += 1
+        return ApiError(503, None, f"the ask did not finish within the {profile} profile's deadline of "
+                                   f"{self.deadlines[profile]:g} s ({where}); retry later or with a faster profile",
+                        headers={"Retry-After": str(self.limiter.limits.retry_after_s)})
+
+    def _offline(self, body: AskRequest, chat: str, event_log: Any, signal: StopSignal) -> Any:
+        """``ask_logged`` without the LLM, in the ask pool (never the LLM pool), stopped at its next
+        step once ``signal`` is set; an awaitable."""
+        return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
+            ask_logged, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, None,
+            body.mode, event_log, body.user_id, body.session_id))
+
+    async def _answer(self, body: AskRequest, chat: str, arrival: float,
+                      signal: StopSignal) -> tuple[AgentAnswer, str]:
         if self.llm is None or self.llm_pool is None:
-            return await self._offline(body, chat, self.event_log)
+            try:
+                return await asyncio.wait_for(self._offline(body, chat, self.event_log, signal),
+                                              max(0.0, signal.ends - time.monotonic()))
+            except (TimeoutError, AskStopped):
+                signal.stop("its deadline passed")  # a running ask stops at its next step
+                raise self._past_deadline(body.profile, "answering offline") from None
         deadline_s = self.deadlines[body.profile]
         ends = arrival + deadline_s
         one = OneAnswer(self.event_log, arrival)
-        future = self.llm_pool.submit(ask_by, ends, self.retriever, chat, body.question, body.profile, self.llm,
+        future = self.llm_pool.submit(ask_by, ends, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, self.llm,
                                       body.mode, one.llm_log, body.user_id, body.session_id)
         if future is None:
-            answer, event_id = await self._offline(body, chat, self.event_log)
+            answer, event_id = await self._offline(body, chat, self.event_log, signal)
             return _degraded(answer, "LLM pool busy"), event_id
         llm_answer = asyncio.wrap_future(future)
         offline = None
@@ -219,7 +305,7 @@ class MemoryApi:
             reserve = min(self.offline_reserve_s, deadline_s / 2)
             done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - reserve - time.monotonic()))
             if not done:  # start the offline answer now, so that it is ready at the deadline
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log))
+                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
                 done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - time.monotonic()))
             failure = (asyncio.CancelledError() if llm_answer.cancelled() else llm_answer.exception()) if done else None
             if done and failure is None:
@@ -233,7 +319,7 @@ class MemoryApi:
                 return await llm_answer
             self.llm_pool.withdraw(future)  # still waiting in the queue: never start it
             if offline is None:
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log))
+                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
             answer, _ = await offline
             return _degraded(answer, reason), one.commit(one.deferred)
         except BaseException:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,9 @@ from api.pages.login import LoginNeeded, login_location, page_principal, safe_ta
 from api.pages.plot import history_plot, timeline
 from api.pages.store import PageStore, Transcript
 from api.requests import ApiError, AskRequest
-from api.service import ARRIVAL, MemoryApi
+from api.service import MemoryApi
 from narrative_mirror import query
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
-from narrative_mirror.events.record import tenant_user
 from narrative_mirror.index_store import validate_chat_file
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -85,7 +83,7 @@ class Pages:
         except ValueError:
             raise PageError(400, "that is not a chat key") from None
         try:
-            await self.api._chat(chat, who, self.api.search_pool)  # the API's own rule: scope, then existence
+            await self.api.check_chat(chat, who)  # the API's own rule: scope, then existence
         except ApiError as exc:
             raise PageError(exc.status, exc.message) from None
         return who, chat, await self._run(self.store.transcript, chat)
@@ -131,9 +129,10 @@ class Pages:
             except ValidationError as exc:
                 field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else "question"
                 raise PageError(400, f"{field}: {exc.errors()[0]['msg']}") from None
-            body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})  # as the API
-            arrival = request.scope.get(ARRIVAL, time.monotonic())
-            answer, event_id = await self.api._answer(body, chat, arrival)  # as POST /api/ask: pools, deadline
+            answered = await self.api.answer_for(request, who, body)  # as POST /api/ask: limits, pools, deadline
+            if answered is None:  # the browser went away
+                return HTMLResponse("", status_code=499)
+            answer, event_id = answered
             evidence = transcript.known([e.id for e in answer.evidence])
             context.update(answer=answer, event_id=event_id, evidence=evidence,
                            excerpts=transcript.excerpts(evidence), marks=set(evidence))

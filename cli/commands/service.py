@@ -6,13 +6,23 @@ from cli.session import build_memory, not_built, outcome, runner_for
 
 
 def cmd_serve(args) -> dict:
+    import functools
+
     from api.access import load_tokens
     from api.app import check_host, create_app, serve
+    from api.connections import bounded_protocol
+    from api.limits import AskLimits
+    from api.readiness import warm_up
     from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
+    # settings checked before the build, not after it
+    limits = AskLimits(running=args.ask_running, queued=args.ask_queued)
+    bounded_protocol(args.request_timeout)
+    if args.keep_alive < 1:
+        raise ValueError(f"--keep-alive must be >= 1 second, got {args.keep_alive}")
     with runner_for(args) as runner:  # the home is free again while serving
         keys, report = build_memory(runner)
     unavailable = not_built(report, keys)
@@ -27,12 +37,13 @@ def cmd_serve(args) -> dict:
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
     for key, why in unavailable.items():
         runner.progress(f"not serving {key}: {why}")
-    runner.progress(f"serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
+    runner.progress(f"warming up, then serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
-    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
+    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
+                     ask_limits=limits, warm_up=functools.partial(warm_up, retriever, served))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     try:
-        serve(app, host=args.host, port=args.port)
+        serve(app, host=args.host, port=args.port, request_timeout_s=args.request_timeout, keep_alive_s=args.keep_alive)
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C / SIGTERM, then raises it again: stopping is the normal end
         pass
     return {"url": f"http://{args.host}:{args.port}", "served": served, "not_served": unavailable}

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from api.access import add_token, load_tokens
 from api.app import check_host, create_app, serve
+from api.limits import AskLimits
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.llm import LLMClient
 
@@ -54,8 +55,8 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert meta["params"]["self_rag"] == 1 and meta["params"]["k"] == 3
 
-    evidence = Path(body["evidence_path"])
-    assert evidence.parent.parent == root / "recall_runs"
+    assert body["evidence_path"].startswith("recall_runs/")  # under NM_HOME, never the server's absolute path
+    evidence = root / body["evidence_path"]
     record = json.loads(evidence.read_text())
     assert record["query"] == "rye bread at the bakery"
     assert [item["id"] for item in record["post_items"]] == [h["id"] for h in hits]
@@ -435,8 +436,9 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
     deadlines = {"fast": 1.5, "balanced": 2.0}
     with fault_server("hang") as server:
         llm = LLMClient(server.settings(timeout_s=30.0, max_retries=0))  # blocks its full 30 s
+        # one client's 16 asks: the LLM pool's bounds are tested here, not the per-client ones
         with app_client(setup[2], tmp_path, llm=llm, deadlines=deadlines, llm_workers=4, llm_queue=10,
-                        offline_reserve_s=0.3) as (client, event_log, app):
+                        offline_reserve_s=0.3, ask_limits=AskLimits(running=16, queued=0)) as (client, event_log, app):
             pool = app.state.api.llm_pool
             idle = [timed_search(client) for _ in range(15)]
             with ThreadPoolExecutor(max_workers=16) as threads:

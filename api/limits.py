@@ -1,0 +1,108 @@
+"""Per-client bounds on asks: each client (its API token; in an open API its address) may have at
+most ``running`` asks at work and ``queued`` more waiting for one of its slots. Past that an ask
+is refused at once with 429 and ``Retry-After``, so one client's flood holds a bounded share of
+the ask workers and never a queue that others wait behind.
+
+``AskLimits`` holds the settings (``serve --ask-running / --ask-queued``); ``ClientLimiter``
+hands out the slots (asyncio, on the server's event loop: no locks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from api.requests import ApiError
+
+
+@dataclass(frozen=True)
+class AskLimits:
+    """Per client: asks at work at once, asks waiting beyond them, and the ``Retry-After`` (whole
+    seconds) of a refused one."""
+
+    running: int = 4
+    queued: int = 8
+    retry_after_s: int = 1
+
+    def __post_init__(self) -> None:
+        for name, least in (("running", 1), ("queued", 0), ("retry_after_s", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"ask limits: {name} must be an integer >= {least}, got {value!r}")
+
+
+@dataclass
+class _Client:
+    running: int = 0
+    waiters: list[asyncio.Future] = field(default_factory=list)
+
+
+class ClientLimiter:
+    """Slots per client key; ``refused`` counts the 429s given."""
+
+    def __init__(self, limits: AskLimits):
+        self.limits = limits
+        self._clients: dict[str, _Client] = {}
+        self.refused = 0
+
+    def full(self, key: str) -> bool:
+        """True when an ask of ``key`` now would be refused (every slot and queue place taken)."""
+        client = self._clients.get(key)
+        return client is not None and client.running >= self.limits.running and len(client.waiters) >= self.limits.queued
+
+    def refusal(self) -> ApiError:
+        """The 429 of a client past its limits (counted)."""
+        self.refused += 1
+        return ApiError(429, None, f"too many asks at once from this client (at most {self.limits.running} at work "
+                                   f"and {self.limits.queued} waiting); retry later",
+                        headers={"Retry-After": str(self.limits.retry_after_s)})
+
+    def load(self, key: str) -> tuple[int, int]:
+        """(asks at work, asks waiting) of ``key``."""
+        client = self._clients.get(key)
+        return (client.running, len(client.waiters)) if client else (0, 0)
+
+    @asynccontextmanager
+    async def slot(self, key: str, wait_until: float = math.inf) -> AsyncIterator[None]:
+        """Holds one of ``key``'s running slots for the block. ``ApiError`` 429 at once when all its
+        slots and queue places are taken; the wait for a slot ends at ``wait_until`` (loop time)
+        with ``TimeoutError``. A waiter cancelled (its client went away) leaves the queue."""
+        client = self._clients.setdefault(key, _Client())
+        if client.running >= self.limits.running:
+            if len(client.waiters) >= self.limits.queued:
+                raise self.refusal()
+            waiter = asyncio.get_running_loop().create_future()
+            client.waiters.append(waiter)
+            try:
+                timeout = wait_until - asyncio.get_running_loop().time()
+                await asyncio.wait_for(asyncio.shield(waiter), None if timeout == math.inf else max(0.0, timeout))
+            except BaseException:
+                if waiter in client.waiters:
+                    client.waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled():  # handed a slot just as it gave up: pass it on
+                    self._release(key, client)
+                self._forget_idle(key, client)
+                raise
+            # the releasing ask handed its slot over: ``running`` was not decremented for it
+        else:
+            client.running += 1
+        try:
+            yield
+        finally:
+            self._release(key, client)
+
+    def _release(self, key: str, client: _Client) -> None:
+        while client.waiters:
+            waiter = client.waiters.pop(0)
+            if not waiter.done():
+                waiter.set_result(None)  # the slot passes to the longest waiter
+                return
+        client.running -= 1
+        self._forget_idle(key, client)
+
+    def _forget_idle(self, key: str, client: _Client) -> None:
+        if client.running == 0 and not client.waiters and self._clients.get(key) is client:
+            del self._clients[key]
