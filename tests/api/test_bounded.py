@@ -163,7 +163,7 @@ def test_an_offline_ask_past_its_deadline_is_503_with_retry_after_and_stops(retr
         assert len(slow.steps) == steps_at_answer <= 3
         assert app.state.api.asks_stopped["deadline"] == 1
         assert client.post(ASK, json=ask_body(profile="balanced", user_id="in_time")).status_code == 200
-    assert event_log.events(user_id="late").height == 0 and event_log.events(user_id="in_time").height == 1
+    assert event_log.events(user_id="local/late").height == 0 and event_log.events(user_id="local/in_time").height == 1
 
 
 # -- 3. a client that hangs up: its ask stops at its next step, or never starts ------------------------------
@@ -204,8 +204,8 @@ def test_a_client_that_hangs_up_after_half_a_second_stops_its_ask(retriever, tmp
     assert len(steps["work"]) == 3  # a whole ask: 3 steps
     assert steps["marathon"] == []  # the queued ask whose client left never started
     assert len(steps["bread"]) == 1 and steps["bread"][0] < hung_up  # the running one stopped at its next step
-    assert event_log.events(user_id="whole").height == 1
-    assert event_log.events(user_id="queued").height == 0 and event_log.events(user_id="running").height == 0
+    assert event_log.events(user_id="local/whole").height == 1
+    assert event_log.events(user_id="local/queued").height == 0 and event_log.events(user_id="local/running").height == 0
 
 
 # -- 4. health and 404s from memory -------------------------------------------------------------------------
