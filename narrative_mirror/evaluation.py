@@ -34,15 +34,25 @@ def load_eval_config(profile: str | None = None) -> dict:
     cfg = settings.load_config("evaluation")
     if profile:
         cfg.setdefault("run", {})["profile"] = profile
-    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor")}.items():
+    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor")}.items():
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
     return cfg
 
 
-def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str) -> dict[str, str]:
-    """What a recall figure depends on besides the data: models, config files, prompts.
+# What an evaluation reads besides the data and the index: the config files and prompts its asset
+# depends on in the asset graph (assets/evaluation/assets.py), nothing more, so a change Dagster
+# leaves the evaluations fresh for (a summary prompt, layers.toml) does not make them outdated.
+EVAL_CONFIGS = ("retrieval", "agent", "evaluation")
+EVAL_PROMPT_PREFIX = "agent_"
+
+
+def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
+                       code_versions: Mapping[str, str]) -> dict[str, str]:
+    """The parts an evaluation's figures depend on besides the data, and their hash
+    (``fingerprint``): models, profile and mode, each config file and agent prompt the
+    evaluations read, and the code version of each evaluation asset in ``code_versions``.
 
     LanceDB table versions are recorded separately (they move whenever any chat is re-indexed,
     so they cannot decide whether a partition's figures are current).
@@ -52,18 +62,22 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str) 
         "llm": llm or "offline",
         "profile": profile,
         "mode": mode,
-        **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12]
-           for name in ("embedding", "layers", "retrieval", "evaluation")},
-        "prompts": settings.prompts_hash()[:12],
+        **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12] for name in EVAL_CONFIGS},
+        **{f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
+           for name in settings.prompt_names() if name.startswith(EVAL_PROMPT_PREFIX)},
+        **{f"code:{asset}": version[:12] for asset, version in sorted(code_versions.items())},
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
     return parts
 
 
 def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]) -> list[str]:
+    """Every part that differs between two fingerprints (added and removed parts too), by name:
+    ``retrieval.toml``, ``prompts/agent_planner.txt``, ``code:qa_eval`` (that asset's code moved)."""
     if not previous:
         return ["(first experiment)"]
-    return sorted(k for k in current if k != "fingerprint" and previous.get(k) != current[k])
+    names = (set(previous) | set(current)) - {"fingerprint"}
+    return sorted(k for k in names if previous.get(k) != current.get(k))
 
 
 def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: pl.DataFrame,
