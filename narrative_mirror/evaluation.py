@@ -109,6 +109,7 @@ def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: p
             **_answer_scores(result, q),
             "answer_words": float(len(answer_tokens(result.answer))),
             **_claim_counts(result, q["gold_ids"]),
+            **_search_kpis(result, ranked, q["gold_ids"]),
             "latency_ms": latency_ms,
             **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
             "route": result.route,
@@ -143,16 +144,45 @@ def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
     }
 
 
+def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[str, Any]:
+    """Seed 002's search KPIs of one answer: how much of the top 5 / top 10 is gold evidence, the
+    agent's own grade of its top 5 (its grader: an LLM when configured), its tool calls, and
+    whether its last coverage check found the must-have evidence its profile asks for."""
+    from narrative_mirror.agent.profiles import PROFILES
+
+    gold = set(gold_ids)
+    profile = PROFILES.get(result.profile)
+    must_have = result.coverage.get("must_have_hits")
+    return {
+        **{f"top{k}_gold_share": (len(set(ranked[:k]) & gold) / k if gold else None) for k in (5, 10)},
+        "top5_graded_relevance": result.coverage.get("top5_relevance"),
+        "tool_calls": result.calls,
+        "must_have_met": bool(profile and must_have is not None and must_have >= profile.min_must_have_hits),
+    }
+
+
 def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     """Seed 002's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
     def ratio(part: str, whole: str) -> float | None:
         total = rows[whole].sum() if rows.height else 0
         return round(float(rows[part].sum()) / total, 6) if total else None
 
+    def mean(column: str) -> float | None:
+        values = rows[column].drop_nulls() if rows.height else rows[column]
+        return float(values.mean()) if values.len() else None
+
     unanswerable = rows.filter(pl.col("category") == UNANSWERABLE_CATEGORY)
+    corrective = rows.filter(pl.col("corrective"))
     return {
         "supported_claim_rate": ratio("supported_claims", "claims"),
-        "claim_citation_precision": ratio("claims_citing_gold", "supported_claims"),
+        # A gold-id proxy of citation precision: supported claims citing at least one gold id.
+        "claim_gold_citation_precision": ratio("claims_citing_gold", "supported_claims"),
+        "top5_gold_share": mean("top5_gold_share"),
+        "top10_gold_share": mean("top10_gold_share"),
+        "top5_graded_relevance": mean("top5_graded_relevance"),
+        # The corrective loop fired and the agent then found the must-have evidence.
+        "ambiguity_resolution_rate": float(corrective["must_have_met"].mean()) if corrective.height else None,
+        "mean_tool_calls": mean("tool_calls"),
         "unknown_rate": float(rows["abstained"].mean()) if rows.height else None,
         "abstention_accuracy": float(unanswerable["abstained"].mean()) if unanswerable.height else None,
         "corrective_trigger_rate": float(rows["corrective"].mean()) if rows.height else None,
@@ -162,8 +192,9 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
 
 
 UNANSWERABLE_CATEGORY = 5  # LoCoMo's adversarial questions: the chat does not answer them
-KPI_KEYS = ("supported_claim_rate", "claim_citation_precision", "unknown_rate", "abstention_accuracy",
-            "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
+KPI_KEYS = ("supported_claim_rate", "claim_gold_citation_precision", "top5_gold_share", "top10_gold_share",
+            "top5_graded_relevance", "ambiguity_resolution_rate", "mean_tool_calls", "unknown_rate",
+            "abstention_accuracy", "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
 
 
 QA_ROW_SCHEMA = {
@@ -174,6 +205,8 @@ QA_ROW_SCHEMA = {
     **{k: pl.Float64 for k in ANSWER_KEYS},
     "claims": pl.Int64, "supported_claims": pl.Int64, "claims_citing_gold": pl.Int64,
     "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
+    "top5_gold_share": pl.Float64, "top10_gold_share": pl.Float64, "top5_graded_relevance": pl.Float64,
+    "tool_calls": pl.Int64, "must_have_met": pl.Boolean,
     "latency_ms": pl.Float64,
     **{f"lost_{s}": pl.List(pl.String) for s in STAGES},
     "route": pl.String, "degraded": pl.Boolean, "fingerprint": pl.String,

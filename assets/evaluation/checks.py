@@ -29,9 +29,9 @@ ARC_CHECK_SPECS = [
 ]
 PROTOCOL_CHECK_SPECS = [dg.AssetCheckSpec("adoption_gate", asset="profile_protocol",
                                           description="Seed 002: balanced supported-claim rate >= 0.90, claim citation "
-                                                      "precision >= 0.95, p95 latency within the balanced deadline")]
+                                                      "precision (gold-id proxy) >= 0.95, p95 latency within the balanced deadline")]
 # Seed 002's adoption gate, for the balanced profile; its latency SLO is the profile's deadline.
-ADOPTION_GATE = {"supported_claim_rate": 0.90, "claim_citation_precision": 0.95}
+ADOPTION_GATE = {"supported_claim_rate": 0.90, "claim_gold_citation_precision": 0.95}
 
 
 def _r(value: float | None) -> float | None:
