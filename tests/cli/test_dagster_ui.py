@@ -94,3 +94,14 @@ def test_the_ui_reads_named_jobs_checks_tables_and_one_log_row_per_change(data, 
             first["recall@10"], 3)
         assert "__ephemeral_asset_job__" not in {r.job_name for r in instance.get_runs()}
     assert len(_summary_log()) == 1
+
+    # `baseline pin` accepts the latest evaluations as the baselines; `baseline show` lists them.
+    assert main(["baseline", "pin", "--json"]) == 0
+    pinned = json.loads(capsys.readouterr().out)
+    assert pinned["pinned"] == [f"qa_eval/{GARDEN}", f"arc_eval/{GARDEN}"]
+    pins = json.loads(open(pinned["pins_file"]).read())
+    assert set(pins) == {"qa_eval", "arc_eval"} and pins["qa_eval"][GARDEN]["metrics"]["recall@10"] == pytest.approx(
+        first["recall@10"], abs=1e-3)
+    assert main(["baseline", "show", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["per_file"]
+    assert shown[f"qa_eval/{GARDEN}"]["recall@10"] == round(first["recall@10"], 3)
