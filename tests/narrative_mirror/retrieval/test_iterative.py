@@ -66,3 +66,11 @@ def test_seed_003_iterative_loop_rewrites_every_n_rounds_from_leaf_context_withi
 def test_offline_rewrite_adds_the_leaf_contexts_most_repeated_terms():
     assert offline_rewrite("Where does Ana work?", ["rye bread bakery", "bakery rye loaves", "bakery"]) == \
         "Where does Ana work? bakery rye bread loaves"
+
+
+def test_the_loop_is_the_iterative_retrieval_variant(retriever):
+    result = retriever.search(CHAT, "Where does Ana bake rye bread?", k=3, variant="iterative")
+    ranked, trace = iterative_search(retriever, CHAT, "Where does Ana bake rye bread?", k=3, rounds=3,
+                                     rewrite_every=1, n_blocks=2, leaf=5, variant="hybrid_learned")
+    assert [h.local_id for h in result.hits] == ranked
+    assert result.query_info["queries"] == trace.queries and len(trace.queries) == 3
