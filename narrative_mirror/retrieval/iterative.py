@@ -13,7 +13,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from narrative_mirror.layers.text import content_tokens
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, format_messages_as_data
+from narrative_mirror.settings import load_prompt
 
 Rewrite = Callable[[str, Sequence[str], Sequence[str]], str]
 RRF_K = 60
@@ -26,6 +30,24 @@ def offline_rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequ
     counts = Counter(t for text in leaf_texts for t in set(content_tokens(text)) if t not in asked)
     terms = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:FEEDBACK_TERMS]]
     return " ".join([question, *terms])
+
+
+class _Queries(BaseModel):
+    queries: list[str]
+
+
+def llm_rewrite(llm: LLMClient) -> Rewrite:
+    """A rewriter that asks ``llm`` (prompts/agent_rewrite.txt, one query) from the leaf messages
+    and the branch summaries, both inside the data block; its first query, else the question."""
+    def rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequence[str]) -> str:
+        system = load_prompt("agent_rewrite").replace("{limit}", "1") + "\n" + DATA_BLOCK_NOTICE
+        rows = [(f"leaf{i}", "message", t) for i, t in enumerate(leaf_texts)]
+        rows += [(f"branch{i}", "summary", t) for i, t in enumerate(branch_texts)]
+        reply = llm.complete_json(system, f"Question: {question}\n\nMessages and branch summaries from a first "
+                                          f"search:\n{format_messages_as_data(rows)}", _Queries)
+        return next((q.strip() for q in reply.queries if q.strip()), question)
+
+    return rewrite
 
 
 @dataclass

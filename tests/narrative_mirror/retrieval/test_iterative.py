@@ -11,7 +11,10 @@ from narrative_mirror.embedding import message_texts
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval.engine import Retriever
-from narrative_mirror.retrieval.iterative import iterative_search, offline_rewrite
+from llm_servers import fault_server
+
+from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient
+from narrative_mirror.retrieval.iterative import iterative_search, llm_rewrite, offline_rewrite
 
 SUMMARIES = ["Ana's first day at the Elm Street bakery", "Ben's marathon plan", "A week of rye loaves",
              "Ben's long run"]
@@ -74,3 +77,14 @@ def test_the_loop_is_the_iterative_retrieval_variant(retriever):
                                      rewrite_every=1, n_blocks=2, leaf=5, variant="hybrid_learned")
     assert [h.local_id for h in result.hits] == ranked
     assert result.query_info["queries"] == trace.queries and len(trace.queries) == 3
+
+
+def test_the_loops_llm_rewriter_sends_leaf_messages_and_branch_summaries_as_data(retriever):
+    with fault_server("ok_json", content={"queries": ["rye loaves Elm Street bakery"]}) as server:
+        _, trace = iterative_search(retriever, CHAT, "Where does Ana bake rye bread?", k=5, rounds=2,
+                                    n_blocks=1, leaf=2, rewrite=llm_rewrite(LLMClient(server.settings())))
+        user = server.chat_requests[0]["messages"][1]["content"]
+    assert trace.queries == ["Where does Ana bake rye bread?", "rye loaves Elm Street bakery"]
+    data = user[user.index(DATA_BEGIN):user.index(DATA_END)]
+    assert "The bakery job" in data and "Elm Street bakery" in data  # branch summaries, inside the data block
+    assert len(server.chat_requests) == 1
