@@ -1,9 +1,9 @@
-"""Runs the Dagster UI and daemon (``dg dev``, extra arguments passed on) so that SIGTERM and
-SIGINT stop it, started in the background too.
+"""Runs the Dagster UI and daemon (``dagster dev -w workspace.yaml``, what ``dg dev`` starts; extra
+arguments passed on) so that SIGTERM and SIGINT stop it, started in the background too.
 
 Why a wrapper: a job started with ``&`` inherits SIGINT ignored, and Python then never installs
-its Ctrl-C handler, so ``dg dev`` ignores SIGINT; and its SIGTERM does not reach the webserver,
-daemon and code servers it started. Here ``dg dev`` runs in its own process group with SIGINT
+its Ctrl-C handler, so ``dg dev`` ignores SIGINT; and neither signal reliably ends ``dg`` itself
+or reaches the webserver, daemon and code servers it started. Here ``dagster dev`` runs in its own process group with SIGINT
 restored; a SIGTERM or SIGINT to this process becomes a SIGINT to that group (dagster's own clean
 shutdown), then SIGTERM and SIGKILL if it is still there after GRACE_S seconds each.
 
@@ -22,8 +22,8 @@ GRACE_S = 20
 
 
 def main(argv: list[str]) -> int:
-    dg = Path(sys.executable).with_name("dg")
-    child = subprocess.Popen([str(dg), "dev", *argv], cwd=Path(__file__).resolve().parents[1],
+    dagster = Path(sys.executable).with_name("dagster")
+    child = subprocess.Popen([str(dagster), "dev", "-w", "workspace.yaml", *argv], cwd=Path(__file__).resolve().parents[1],
                              start_new_session=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 

@@ -124,7 +124,7 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
     })
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+        experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
                            partition=key, asset="qa_eval")
 
 
@@ -158,7 +158,7 @@ def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc
                             "lancedb_versions": dg.MetadataValue.json(versions)})
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+        experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
                            partition=key, asset="arc_eval")
 
 
