@@ -90,7 +90,7 @@ def test_a_regressed_config_keeps_failing_and_alerting_until_recall_recovers_or_
         # The nightly schedule's run of the same config fails the same way and alerts as the schedule.
         (request,) = list(nightly_train_eval(dg.build_schedule_context(
             instance=instance, scheduled_execution_time=datetime(2026, 11, 25, 3))))
-        job = dg.Definitions(assets=ALL, jobs=[train_eval_job], resources=resources).get_job_def("train_eval_job")
+        job = dg.Definitions(assets=ALL, jobs=[train_eval_job], resources=resources).resolve_job_def("train_eval_job")
         scheduled = job.execute_in_process(
             instance=instance, partition_key=request.partition_key, raise_on_error=False,
             tags={**request.tags, "dagster/schedule_name": nightly_train_eval.name})
