@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Val
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
 from narrative_mirror.index_store import validate_chat_file
 from narrative_mirror.query import MODES
+from narrative_mirror.retrieval.config import VARIANTS
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50
@@ -28,7 +29,8 @@ MAX_HALF_LIFE_DAYS = 36500.0
 MAX_FRESH_WEIGHT = 100.0
 MAX_BODY_BYTES = 16_384
 DEFAULT_USER = "anonymous"
-SEARCH_PARAMS = ("q", "chat", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "user_id", "session_id")
+SEARCH_PARAMS = ("q", "chat", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "user_id",
+                 "session_id")
 ASK_FIELDS = ("chat", "question", "profile", "mode", "user_id", "session_id")
 _INT = re.compile(r"^[0-9]{1,4}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -129,6 +131,8 @@ class SearchQuery(BaseModel):
     halflife_days: Annotated[float, BeforeValidator(_positive(MAX_HALF_LIFE_DAYS))] | None = None
     fresh_weight: Annotated[float, BeforeValidator(_positive(MAX_FRESH_WEIGHT))] | None = None
     self_rag: Flag = False
+    # The retrieval variant that ranks (None: retrieval.toml's default_variant, as `ask` uses).
+    variant: Annotated[str, AfterValidator(_one_of(VARIANTS))] | None = None
     user_id: Identifier = DEFAULT_USER
     session_id: Identifier | None = None
 

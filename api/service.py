@@ -192,7 +192,7 @@ class MemoryApi:
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
             recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
             half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
-            root=self.runs_root))
+            root=self.runs_root, variant=params.variant))
         hits = recorded.result.hits
         event_id = self.event_log.log(RetrievalEvent(
             user_id=tenant_user(who and who.name, params.user_id), session_id=params.session_id, chat_file=chat, query=params.q,

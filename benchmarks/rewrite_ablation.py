@@ -1,14 +1,17 @@
 """Seed 003's ablation on the RealTalk TRAIN chats: the rewrite context (none / leaf / branch / all)
-crossed with the dual path (off: the default variant; on: ``dual_path``), and the dual path's
-K_global, printing recall@10 and nDCG@10 per category.
+crossed with the dual path (off: the default variant; on: ``dual_path``), the dual path's
+K_global, and seed 003's iterative loop (``iterative`` variant: flat search, rewrite from the leaf
+context every ``rewrite_every`` rounds, search restricted to the branches hit, repeat), printing
+recall@10 and nDCG@10 per category.
 
 The rewrite is the offline one (pseudo-relevance feedback, ``rewrite.feedback_terms``): the
 question plus the terms most frequent in its context. The context is seed 003's: ``leaf`` = the
-messages of a first flat search, ``branch`` = all messages of the L1 blocks those messages sit in
-(our blocks carry no summary: a branch is its messages), ``all`` = both. The seed found leaf
+messages of a first flat search, ``branch`` = the stored summaries (label, summary, keywords) of the
+L1 blocks those messages sit in and of their L2 threads, ``all`` = both. The seed found leaf
 context best and branch context worst (with an LLM rewriter); this measures it for ours.
 
     .venv/bin/python benchmarks/rewrite_ablation.py [--data DIR] [--cache DIR] [--k-global 10,20,50]
+        [--rewrite-every 1,2]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from narrative_mirror.agent.search_nodes import LEAF_CONTEXT  # noqa: E402
 from narrative_mirror.agent.rewrite import feedback_terms  # noqa: E402
 from narrative_mirror.agent.text import tokens  # noqa: E402
+from narrative_mirror.retrieval.iterative import branch_context  # noqa: E402
 
 CONTEXTS = ("none", "leaf", "branch", "all")
 BRANCHES = 2  # blocks of the best leaf hits
@@ -40,9 +44,7 @@ def rewrite_context(retriever, chat_file: str, question: str, source: str, leaf=
     out = [(h.local_id, h.text) for h in leaf] if source in ("leaf", "all") else []
     if source in ("branch", "all"):
         blocks = list(dict.fromkeys(h.block_id for h in leaf if h.block_id))[:BRANCHES]
-        members = [lid for block in blocks for lid in retriever.block_ids(chat_file, block)]
-        seen = {lid for lid, _ in out}
-        out += [(h.local_id, h.text) for h in retriever.messages(chat_file, members) if h.local_id not in seen]
+        out += [(f"summary {i}", text) for i, text in enumerate(branch_context(retriever, chat_file, blocks))]
     return out
 
 
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--cache", type=Path, default=None, help="folder to cache message vectors between runs")
     parser.add_argument("--k-global", default="10,20,50", help="dual path K_global values (seed 003: about 10)")
+    parser.add_argument("--rewrite-every", default="1,2", help="iterative loop: rewrite every N rounds (3 rounds)")
     args = parser.parse_args(argv)
 
     import polars as pl
@@ -94,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             sized = Retriever(store, embedder, with_overrides(config, [f"tree.k_global={k_global}"]))
             rankings = ablation(sized, questions, ["dual_path"], contexts=["none"])[("none", "dual_path")]
             results[f"none / dual K_global={k_global}"] = {"scores": scores_of(rankings, gold)}
+        for every in (int(n) for n in args.rewrite_every.split(",") if n):
+            looped = Retriever(store, embedder, with_overrides(config, [f"iterative.rewrite_every={every}"]))
+            rankings = ablation(looped, questions, ["iterative"], contexts=["none"])[("none", "iterative")]
+            results[f"loop / rewrite_every={every} (3 rounds)"] = {"scores": scores_of(rankings, gold)}
     print(f"{gold.height} questions; rewrite context / retrieval (dual = dual_path, K_global {config['tree']['k_global']}"
           " unless said); the default variant's weights are in-sample on these chats")
     print(format_table(results))

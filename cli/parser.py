@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.commands.baseline import cmd_baseline
 from cli.commands.chats import cmd_chats
 from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
@@ -104,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_experiments)
+
+    p = sub.add_parser("baseline", help="show the regression checks' baselines, or pin the latest evaluations as them")
+    p.add_argument("action", choices=["show", "pin"])
+    p.add_argument("--chat", action="append", default=[], help="chat file (partition key); repeatable; default: all")
+    p.add_argument("--asset", choices=["qa_eval", "arc_eval"], default=None, help="default: both")
+    data_args(p)
+    p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("backfill-test", help="print (or --launch) the Dagster backfill evaluating exactly the test files")
     data_args(p)

@@ -220,9 +220,7 @@ class Runner:
                 else:
                     why = self.why(keys, partition)
                 self.progress(f"{label}: {why}")
-                result = dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
-                                        resources=self.resources, tags={**run_tags(), **(tags or {})},
-                                        raise_on_error=False, run_config=self._run_config(run_config, keys))
+                result = self._execute(keys, partition, {**run_tags(), **(tags or {})}, self._run_config(run_config, keys))
                 ran.update((partition, k) for k in keys)
                 if _interrupted(result):
                     self.instance.report_run_canceled(
@@ -240,6 +238,28 @@ class Runner:
             if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
+
+    def named_job(self, keys: Sequence[dg.AssetKey], tags: Mapping[str, str]) -> dg.JobDefinition | None:
+        """The smallest job of the definitions that selects all of ``keys`` and whose own tags the
+        run's ``tags`` agree with (train_eval_job for a train evaluation); None when none does."""
+        fits = []
+        for job in self.defs.resolve_all_job_defs():
+            if job.name.startswith("__"):  # Dagster's implicit jobs
+                continue
+            selected = job.asset_layer.selected_asset_keys if job.asset_layer else set()
+            if set(keys) <= selected and all(tags.get(k) == v for k, v in (job.tags or {}).items()):
+                fits.append((len(selected), job.name, job))
+        return min(fits)[2] if fits else None
+
+    def _execute(self, keys: Sequence[dg.AssetKey], partition: str | None, tags: dict, run_config: dict):
+        """Run ``keys`` for ``partition`` in this process, under the named job that selects them (so
+        the UI's Jobs pages list command-line runs), else as Dagster's ephemeral asset job."""
+        job = self.named_job(keys, tags)
+        if job is None:
+            return dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
+                                  resources=self.resources, tags=tags, raise_on_error=False, run_config=run_config)
+        return job.execute_in_process(run_config=run_config, instance=self.instance, partition_key=partition,
+                                      raise_on_error=False, asset_selection=list(keys), tags=tags)
 
     def _with_repairs(self, plan: dict, repair: Mapping[str, Sequence[str]]) -> dict:
         """``plan`` plus the assets to repair, each partition's assets in graph order."""

@@ -34,15 +34,25 @@ def load_eval_config(profile: str | None = None) -> dict:
     cfg = settings.load_config("evaluation")
     if profile:
         cfg.setdefault("run", {})["profile"] = profile
-    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor")}.items():
+    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor")}.items():
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
     return cfg
 
 
-def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str) -> dict[str, str]:
-    """What a recall figure depends on besides the data: models, config files, prompts.
+# What an evaluation reads besides the data and the index: the config files and prompts its asset
+# depends on in the asset graph (assets/evaluation/assets.py), nothing more, so a change Dagster
+# leaves the evaluations fresh for (a summary prompt, layers.toml) does not make them outdated.
+EVAL_CONFIGS = ("retrieval", "agent", "evaluation")
+EVAL_PROMPT_PREFIX = "agent_"
+
+
+def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
+                       code_versions: Mapping[str, str]) -> dict[str, str]:
+    """The parts an evaluation's figures depend on besides the data, and their hash
+    (``fingerprint``): models, profile and mode, each config file and agent prompt the
+    evaluations read, and the code version of each evaluation asset in ``code_versions``.
 
     LanceDB table versions are recorded separately (they move whenever any chat is re-indexed,
     so they cannot decide whether a partition's figures are current).
@@ -52,18 +62,22 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str) 
         "llm": llm or "offline",
         "profile": profile,
         "mode": mode,
-        **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12]
-           for name in ("embedding", "layers", "retrieval", "evaluation")},
-        "prompts": settings.prompts_hash()[:12],
+        **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12] for name in EVAL_CONFIGS},
+        **{f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
+           for name in settings.prompt_names() if name.startswith(EVAL_PROMPT_PREFIX)},
+        **{f"code:{asset}": version[:12] for asset, version in sorted(code_versions.items())},
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
     return parts
 
 
 def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]) -> list[str]:
+    """Every part that differs between two fingerprints (added and removed parts too), by name:
+    ``retrieval.toml``, ``prompts/agent_planner.txt``, ``code:qa_eval`` (that asset's code moved)."""
     if not previous:
         return ["(first experiment)"]
-    return sorted(k for k in current if k != "fingerprint" and previous.get(k) != current[k])
+    names = (set(previous) | set(current)) - {"fingerprint"}
+    return sorted(k for k in names if previous.get(k) != current.get(k))
 
 
 def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: pl.DataFrame,
@@ -95,6 +109,7 @@ def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: p
             **_answer_scores(result, q),
             "answer_words": float(len(answer_tokens(result.answer))),
             **_claim_counts(result, q["gold_ids"]),
+            **_search_kpis(result, ranked, q["gold_ids"]),
             "latency_ms": latency_ms,
             **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
             "route": result.route,
@@ -129,16 +144,45 @@ def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
     }
 
 
+def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[str, Any]:
+    """Seed 002's search KPIs of one answer: how much of the top 5 / top 10 is gold evidence, the
+    agent's own grade of its top 5 (its grader: an LLM when configured), its tool calls, and
+    whether its last coverage check found the must-have evidence its profile asks for."""
+    from narrative_mirror.agent.profiles import PROFILES
+
+    gold = set(gold_ids)
+    profile = PROFILES.get(result.profile)
+    must_have = result.coverage.get("must_have_hits")
+    return {
+        **{f"top{k}_gold_share": (len(set(ranked[:k]) & gold) / k if gold else None) for k in (5, 10)},
+        "top5_graded_relevance": result.coverage.get("top5_relevance"),
+        "tool_calls": result.calls,
+        "must_have_met": bool(profile and must_have is not None and must_have >= profile.min_must_have_hits),
+    }
+
+
 def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     """Seed 002's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
     def ratio(part: str, whole: str) -> float | None:
         total = rows[whole].sum() if rows.height else 0
         return round(float(rows[part].sum()) / total, 6) if total else None
 
+    def mean(column: str) -> float | None:
+        values = rows[column].drop_nulls() if rows.height else rows[column]
+        return float(values.mean()) if values.len() else None
+
     unanswerable = rows.filter(pl.col("category") == UNANSWERABLE_CATEGORY)
+    corrective = rows.filter(pl.col("corrective"))
     return {
         "supported_claim_rate": ratio("supported_claims", "claims"),
-        "claim_citation_precision": ratio("claims_citing_gold", "supported_claims"),
+        # A gold-id proxy of citation precision: supported claims citing at least one gold id.
+        "claim_gold_citation_precision": ratio("claims_citing_gold", "supported_claims"),
+        "top5_gold_share": mean("top5_gold_share"),
+        "top10_gold_share": mean("top10_gold_share"),
+        "top5_graded_relevance": mean("top5_graded_relevance"),
+        # The corrective loop fired and the agent then found the must-have evidence.
+        "ambiguity_resolution_rate": float(corrective["must_have_met"].mean()) if corrective.height else None,
+        "mean_tool_calls": mean("tool_calls"),
         "unknown_rate": float(rows["abstained"].mean()) if rows.height else None,
         "abstention_accuracy": float(unanswerable["abstained"].mean()) if unanswerable.height else None,
         "corrective_trigger_rate": float(rows["corrective"].mean()) if rows.height else None,
@@ -148,8 +192,9 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
 
 
 UNANSWERABLE_CATEGORY = 5  # LoCoMo's adversarial questions: the chat does not answer them
-KPI_KEYS = ("supported_claim_rate", "claim_citation_precision", "unknown_rate", "abstention_accuracy",
-            "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
+KPI_KEYS = ("supported_claim_rate", "claim_gold_citation_precision", "top5_gold_share", "top10_gold_share",
+            "top5_graded_relevance", "ambiguity_resolution_rate", "mean_tool_calls", "unknown_rate",
+            "abstention_accuracy", "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
 
 
 QA_ROW_SCHEMA = {
@@ -160,6 +205,8 @@ QA_ROW_SCHEMA = {
     **{k: pl.Float64 for k in ANSWER_KEYS},
     "claims": pl.Int64, "supported_claims": pl.Int64, "claims_citing_gold": pl.Int64,
     "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
+    "top5_gold_share": pl.Float64, "top10_gold_share": pl.Float64, "top5_graded_relevance": pl.Float64,
+    "tool_calls": pl.Int64, "must_have_met": pl.Boolean,
     "latency_ms": pl.Float64,
     **{f"lost_{s}": pl.List(pl.String) for s in STAGES},
     "route": pl.String, "degraded": pl.Boolean, "fingerprint": pl.String,

@@ -38,7 +38,31 @@ def read(path: Path | None = None) -> list[dict[str, Any]]:
 
 def append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None,
            **extra: Any) -> dict[str, Any]:
-    """Append one record (under an exclusive lock, so concurrent runs never interleave lines)."""
+    """Append one record (under an exclusive lock, so concurrent runs never interleave lines).
+    Its ``changed`` names what differs from the previous record of the same kind (and the same
+    ``partition``/``asset`` when given): each fingerprint part, or ``data or index`` when the
+    config is the same and the figures moved."""
+    return _append(kind, fingerprint, metrics, path, extra, only_if_changed=False)
+
+
+def append_if_changed(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None,
+                      **extra: Any) -> dict[str, Any]:
+    """As ``append``, but a re-run that changed nothing (same config, same figures, same extra
+    fields) appends nothing and returns the previous record: one row per change, not per run."""
+    return _append(kind, fingerprint, metrics, path, extra, only_if_changed=True)
+
+
+def _same_series(record: dict[str, Any], kind: str, extra: dict[str, Any]) -> bool:
+    return record.get("kind") == kind and all(record.get(k) == extra[k] for k in ("partition", "asset") if k in extra)
+
+
+def _normalized(value: Any) -> Any:
+    """``value`` as it reads back from the log (JSON), so a fresh record compares with a stored one."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None,
+            extra: dict[str, Any], only_if_changed: bool) -> dict[str, Any]:
     path = path or log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as f:
@@ -46,15 +70,20 @@ def append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path
         f.seek(0)
         previous = None
         for line in f.read().splitlines():
-            if line.strip():
-                previous = json.loads(line)
+            if line.strip() and _same_series(record := json.loads(line), kind, extra):
+                previous = record
+        same_figures = previous is not None and _normalized(metrics) == previous.get("metrics") and all(
+            _normalized(v) == previous.get(k) for k, v in extra.items())
+        changed = changed_parts(previous["config"] if previous else None, fingerprint)
+        if not changed and only_if_changed and same_figures:
+            return previous
         record = {
             "experiment_id": uuid.uuid4().hex[:12],
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "kind": kind,
             "fingerprint": fingerprint.get("fingerprint"),
             "config": fingerprint,
-            "changed": changed_parts(previous["config"] if previous else None, fingerprint),
+            "changed": changed or ([] if same_figures else ["data or index (same config)"]),
             "metrics": metrics,
             **extra,
         }

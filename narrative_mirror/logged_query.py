@@ -26,8 +26,12 @@ def ask_logged(retriever, chat_file: str, question: str, profile: str, llm, mode
     texts = [h.text for h in retriever.messages(chat_file, returned)]
     # What the final answer cites: the ids of its verified claims (none when it abstained); an answer
     # without claims (the one-shot path) is read for citations instead (seed 001's heuristic).
-    claim_ids = list(dict.fromkeys(i for c in answer.claims if c.supported for i in c.ids)) if answer.claims else None
-    cited, confidence = detect_citations(answer.answer, list(zip(returned, texts)), claim_ids)
+    supported = [c for c in answer.claims if c.supported]
+    claim_ids = list(dict.fromkeys(i for c in supported for i in c.ids)) if answer.claims else None
+    outside = [i for i in claim_ids or () if i not in returned]
+    cited, confidence = detect_citations(
+        answer.answer, list(zip(returned, texts)), claim_ids, claims=[(c.text, c.ids) for c in supported],
+        texts={h.local_id: h.text for h in retriever.messages(chat_file, outside)} if outside else None)
     event_id = event_log.log(RetrievalEvent(
         user_id=user_id, session_id=session_id, chat_file=chat_file, query=question, returned_ids=returned,
         method=VARIANT_METHODS[retriever.default_variant], threshold=PROFILES[profile].min_top5_relevance,

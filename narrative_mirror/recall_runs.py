@@ -4,6 +4,12 @@ before and after the hybrid-score rerank, so score changes can be compared run b
 Path: ``<NM_HOME>/recall_runs/YYYYMMDD/run_<epoch_ms>.json`` (UTC). A file is created with
 O_EXCL and never rewritten; a second run in the same millisecond gets ``run_<epoch_ms>_1.json``.
 
+A search ranks with the retriever's default variant (``retrieval.toml``, what ``ask`` uses) unless
+the request names another. With ``hybrid_expand_rerank`` the pre items are the hybrid-score
+order before the Self-RAG pass; with any other variant they are the variant's own order (the
+hybrid-score reasons computed for the record), and the post items the same order, or the
+Self-RAG pass's when asked for.
+
 Record: ``query``, ``params`` (k, need_fresh, half_life_days, fresh_weight, self_rag, tiers,
 chat, variant), ``pre_items`` / ``post_items`` and ``ts`` (UTC ISO8601 with Z). An item:
 ``id``, ``tier``, ``score`` (the first hybrid score), ``ts``, ``scope_id`` (block id), ``text``
@@ -14,6 +20,7 @@ when Self-RAG was applied.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -31,7 +38,7 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 400
 REASON_KEYS = ("kw", "recency", "refs", "tier_weight")
-VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the seed-004 hybrid score
+RERANK_VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the seed-004 hybrid score
 MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
 
 
@@ -195,6 +202,7 @@ def recorded_search(
     fresh_weight: float | None = None,
     self_rag: bool = False,
     root: Path | None = None,
+    variant: str | None = None,
 ) -> RecordedSearch:
     """Search with the seed-004 hybrid score (optionally fresh-weighted and Self-RAG reranked)
     and write the recall-run record. ``half_life_days`` / ``fresh_weight`` apply when
@@ -207,12 +215,21 @@ def recorded_search(
         options["fresh_weight"] = fresh_weight
     options["self_rag"] = self_rag
     recording = _Recording(HybridScoreReranker(**options))
-    result = retriever.search(chat_file, query, k, variant=VARIANT, need_fresh=need_fresh, reranker=recording)
-    ranked = recording.ranked
-    # Stable sort: with Self-RAG off the pre order equals the post order.
-    pre = sorted(ranked, key=lambda h: -h.reasons["hybrid_score"])[:k]
-    post = result.hits
+    variant = variant or retriever.default_variant
     chat = retriever.chat(chat_file)
+    if variant == RERANK_VARIANT:
+        result = retriever.search(chat_file, query, k, variant=variant, need_fresh=need_fresh, reranker=recording)
+        # Stable sort: with Self-RAG off the pre order equals the post order.
+        pre = sorted(recording.ranked, key=lambda h: -h.reasons["hybrid_score"])[:k]
+    else:
+        result = retriever.search(chat_file, query, k, variant=variant, need_fresh=need_fresh)
+        context = RerankContext(last_time=chat.end, refs=chat.refs, tiers=chat.tiers, need_fresh=need_fresh)
+        rescored = recording.inner.rerank(query, result.hits, context)
+        scored = {h.local_id: h for h in rescored}
+        pre = [dataclasses.replace(h, reasons={**h.reasons, **scored[h.local_id].reasons}) for h in result.hits]
+        # The Self-RAG pass, when asked for, reorders the variant's hits by its new score.
+        result = dataclasses.replace(result, hits=rescored if self_rag else pre)
+    post = result.hits
     reranker = recording.inner
     params = {
         "chat": chat_file,
@@ -222,7 +239,7 @@ def recorded_search(
         "fresh_weight": reranker.fresh_weight,
         "self_rag": int(self_rag),
         "tiers": sorted(set(chat.tiers.values())),
-        "variant": VARIANT,
+        "variant": variant,
     }
     pre_items = [run_item(h, chat_file, chat.tiers[h.local_id], with_rerank=False) for h in pre]
     post_items = [run_item(h, chat_file, chat.tiers[h.local_id], with_rerank=True) for h in post]

@@ -89,12 +89,7 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def prompts_hash() -> str:
-    """One hash over every prompt in effect (name + content), for lineage."""
-    h = hashlib.sha256()
-    names = sorted({p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.txt")}
-                   | {p.stem for p in ((_config_dir() or Path("/nonexistent")) / "prompts").glob("*.txt")})
-    for name in names:
-        h.update(name.encode())
-        h.update(prompt_path(name).read_bytes())
-    return h.hexdigest()
+def prompt_names() -> list[str]:
+    """Every prompt in effect: the packaged ones and those only the override folder has."""
+    return sorted({p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.txt")}
+                  | {p.stem for p in ((_config_dir() or Path("/nonexistent")) / "prompts").glob("*.txt")})

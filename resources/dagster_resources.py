@@ -18,6 +18,7 @@ import polars as pl
 from narrative_mirror import settings, storage
 from narrative_mirror.keys import find_chat_files
 from resources import environment
+from resources.alert_delivery import SLACK_API_URL, post_to_slack
 from resources.runtime import embedder as build_embedder
 from resources.runtime import index_store, lancedb_storage_options, llm_client
 
@@ -184,17 +185,18 @@ class AlertsResource(dg.ConfigurableResource):
     state: StateResource
     slack_token: str | None = None
     slack_channel: str = "#narrative-mirror"
+    slack_api_url: str = SLACK_API_URL
 
     def send(self, record: dict, text: str) -> dict:
-        """Append ``record`` (plus the time) to the alert log; post ``text`` to Slack if configured."""
+        """Post ``text`` to Slack if configured (retried; a failure is recorded, never raised), then
+        append ``record`` (plus the time and ``slack``: delivered / failed ... / not configured)
+        to the alert log."""
         from narrative_mirror.storage import append_jsonl
 
-        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record}
+        delivery = (post_to_slack(self.slack_token, self.slack_channel, text, self.slack_api_url)
+                    if self.slack_token else "not configured")
+        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record, "slack": delivery}
         append_jsonl(self.state.alerts_log, record)
-        if self.slack_token:
-            from dagster_slack import SlackResource
-
-            SlackResource(token=self.slack_token).get_client().chat_postMessage(channel=self.slack_channel, text=text)
         return record
 
     def read(self) -> list[dict]:

@@ -13,18 +13,19 @@ from assets.evaluation.checks import (
     QA_CHECK_SPECS,
     adoption_gate_check,
     alert_failed_checks,
-    previous_metadata,
-    recall_floor_check,
+    floor_check,
     regression_check,
 )
+from assets.evaluation.baseline import CHECKS_PASSED, find_baseline
 from assets.evaluation.run_config import EvaluationRunConfig
+from assets.evaluation.tables import table_metadata
 from assets.index.assets import lancedb_index
 from assets.ingest.assets import split
 from assets.partitions import chat_files
 from assets.sources.assets import AGENT_PROMPTS, agent_config, evaluation_config, retrieval_config
 from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import evaluation as ev
-from narrative_mirror import experiments, settings
+from narrative_mirror import baselines, experiments, settings
 from narrative_mirror import split as split_lib
 from resources.dagster_resources import AlertsResource, EmbedderResource, EvaluationResource, LanceDBResource, LLMResource, StateResource
 
@@ -49,22 +50,29 @@ def guard_test_partition(context: dg.AssetExecutionContext, split_row: pl.DataFr
 
 
 def _query_setup(embedder: EmbedderResource, lancedb: LanceDBResource, llm: LLMResource,
-                 evaluation: EvaluationResource, profile: str):
+                 evaluation: EvaluationResource, profile: str, asset: str):
     from narrative_mirror.retrieval.engine import Retriever
 
     model = embedder.get()
     client = llm.get()
     store = lancedb.get()
     cfg = evaluation.config(profile)
-    fingerprint = eval_fingerprint(model, client, cfg)
+    fingerprint = eval_fingerprint(model, client, cfg, (asset,))
     return Retriever(store, model, settings.load_config("retrieval")), client, cfg, fingerprint, store.versions()
 
 
-def eval_fingerprint(model, client, cfg: dict) -> dict:
-    """The config fingerprint evaluations are recorded and compared under: of the embedder
-    ``model``, the LLM ``client`` (None: offline) and the evaluation config ``cfg``."""
+def eval_fingerprint(model, client, cfg: dict, assets: tuple[str, ...] = ("qa_eval", "arc_eval")) -> dict:
+    """The config fingerprint the evaluation ``assets`` are recorded and compared under (each
+    evaluation its own; the summary and the command line both): of the embedder ``model``, the
+    LLM ``client`` (None: offline), the evaluation config ``cfg`` and the assets' code versions."""
     return ev.config_fingerprint(model.fingerprint, getattr(client, "fingerprint", None),
-                                 cfg["run"]["profile"], cfg["run"]["mode"])
+                                 cfg["run"]["profile"], cfg["run"]["mode"], code_versions(assets))
+
+
+def code_versions(assets: tuple[str, ...]) -> dict[str, str]:
+    """The code version of each named evaluation asset (what Dagster compares to call it unsynced)."""
+    by_name = {a.key.to_user_string(): a for a in EVAL_ASSETS}
+    return {name: by_name[name].code_versions_by_key[dg.AssetKey(name)] for name in assets}
 
 
 def _float_metadata(stats: dict, prefix: str = "") -> dict:
@@ -86,7 +94,8 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
 
     which = guard_test_partition(context, split)
     key = context.partition_key
-    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile)
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile,
+                                                                    "qa_eval")
     profile, mode = cfg["run"]["profile"], cfg["run"]["mode"]
 
     def progress(done: int, total: int) -> None:
@@ -96,26 +105,26 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
     rows = ev.evaluate_qa(lambda q: query.ask(retriever, key, q, profile=profile, llm=client, mode=mode),
                           gold_qa, messages, fingerprint["fingerprint"], progress)
     summary = ev.qa_summary(rows)
-    previous = previous_metadata(context, "qa_eval")
     overall = summary["overall"]
+    metric = cfg["regression"]["metric"]
+    baseline = find_baseline(context.instance, "qa_eval", key, baselines.pins_path(state.root))
+    checks = [regression_check("qa_recall_regression", "qa_eval", metric, overall.get(metric), baseline, cfg),
+              floor_check("qa_recall_floor", "qa_eval", metric, overall.get(metric), cfg["regression"]["floor"])]
     yield versioned_output(rows, {
         **_float_metadata(overall),
         "questions": dg.MetadataValue.int(overall["count"]),
         "split": which,
-        "per_category": dg.MetadataValue.md(ev.markdown_table(ev.category_table(summary))),
+        "per_category": table_metadata(ev.category_table(summary)),
         "lost_at_stage": dg.MetadataValue.json(summary["lost"]),
+        CHECKS_PASSED: dg.MetadataValue.bool(all(c.passed for c in checks)),
+        "baseline": baseline.describe() if baseline else "none (first evaluation)",
         "fingerprint": fingerprint["fingerprint"],
         "config": dg.MetadataValue.json(fingerprint),
         "lancedb_versions": dg.MetadataValue.json(versions),
     })
-    metric = cfg["regression"]["metric"]
-    current = overall.get(metric)
-    yield from alert_failed_checks(context, alerts, [
-        regression_check("qa_recall_regression", "qa_eval", metric, current, previous, cfg),
-        recall_floor_check(metric, current, cfg),
-    ])
+    yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+        experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
                            partition=key, asset="qa_eval")
 
 
@@ -132,20 +141,24 @@ def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc
 
     which = guard_test_partition(context, split)
     key = context.partition_key
-    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile)
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile,
+                                                                    "arc_eval")
     rows = ev.evaluate_arcs(lambda q: query.arc(retriever, key, q, profile=cfg["run"]["profile"], llm=client),
                             arc_cases, fingerprint["fingerprint"])
     overall = ev.arc_summary(rows)["overall"]
-    previous = previous_metadata(context, "arc_eval")
+    metric = cfg["regression"].get("arc_metric", "arc_global_recall")
+    baseline = find_baseline(context.instance, "arc_eval", key, baselines.pins_path(state.root))
+    checks = [regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), baseline, cfg),
+              floor_check("arc_recall_floor", "arc_eval", metric, overall.get(metric), cfg["regression"]["arc_floor"])]
     yield versioned_output(rows, {**_float_metadata(overall), "cases": dg.MetadataValue.int(overall["count"]),
-                            "split": which, "fingerprint": fingerprint["fingerprint"],
+                            "split": which, CHECKS_PASSED: dg.MetadataValue.bool(all(c.passed for c in checks)),
+                            "baseline": baseline.describe() if baseline else "none (first evaluation)",
+                            "fingerprint": fingerprint["fingerprint"],
                             "config": dg.MetadataValue.json(fingerprint),
                             "lancedb_versions": dg.MetadataValue.json(versions)})
-    metric = cfg["regression"].get("arc_metric", "arc_global_recall")
-    yield from alert_failed_checks(context, alerts, [
-        regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), previous, cfg)])
+    yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
-        experiments.append("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
+        experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
                            partition=key, asset="arc_eval")
 
 
@@ -161,7 +174,10 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
     fingerprint (stale partitions are listed, not averaged), appended to the experiment log."""
     cfg = evaluation.config(config.profile)
     client = llm.get()
-    fingerprint = eval_fingerprint(embedder.get(), client, cfg)
+    model = embedder.get()
+    fingerprint = eval_fingerprint(model, client, cfg)
+    # Each evaluation is current under its own fingerprint (its own code version).
+    current_of = {asset: eval_fingerprint(model, client, cfg, (asset,))["fingerprint"] for asset in ("qa_eval", "arc_eval")}
     keys = context.instance.get_dynamic_partitions(chat_files.name)
     current: dict[str, list[pl.DataFrame]] = {"qa_eval": [], "arc_eval": []}
     included: dict[str, list[str]] = {"train": [], "test": []}
@@ -171,7 +187,7 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
         if qa is None or split_row is None:
             missing.append(key)
             continue
-        if qa.height and qa["fingerprint"][0] != fingerprint["fingerprint"]:
+        if qa.height and qa["fingerprint"][0] != current_of["qa_eval"]:
             outdated.append(key)
             continue
         which = split_row["split"][0]
@@ -179,9 +195,9 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
         current["qa_eval"].append(qa.with_columns(pl.lit(which).alias("split")))
         arc = state.stored_frame("arc_eval", key)
         if arc is not None:
-            if not arc.height or arc["fingerprint"][0] == fingerprint["fingerprint"]:
+            if not arc.height or arc["fingerprint"][0] == current_of["arc_eval"]:
                 current["arc_eval"].append(arc.with_columns(pl.lit(which).alias("split")))
-    rows, metrics, report = [], {}, []
+    rows, metrics, report, tables = [], {}, [], {}
     qa_all = pl.concat(current["qa_eval"]) if current["qa_eval"] else None
     arc_all = pl.concat(current["arc_eval"]) if current["arc_eval"] else None
     for which in ("train", "test"):
@@ -195,21 +211,22 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
         stats["per_category"] = {str(c): _plain(s) for c, s in summary["groups"].items()}
         metrics[which] = stats
         rows.append({"split": which, "chat_files": len(included[which]), **{k: stats.get(k) for k in SUMMARY_KEYS}})
-        report += [f"### {which} ({', '.join(included[which])})", "",
-                   ev.markdown_table(ev.category_table(summary)), ""]
+        tables[f"{which}/per_category"] = table_metadata(ev.category_table(summary))
+        report.append(f"{which}: {', '.join(included[which])}")
     if outdated or missing:
         report.append(f"Not included — evaluated under another config: {outdated or 'none'}; never evaluated: {missing or 'none'}")
     log = state.experiments_log
-    record = experiments.append("summary", fingerprint, metrics, path=log, included=included) if metrics else None
+    record = experiments.append_if_changed("summary", fingerprint, metrics, path=log, included=included) if metrics else None
     df = pl.DataFrame(rows, schema={"split": pl.String, "chat_files": pl.Int64, **{k: pl.Float64 for k in SUMMARY_KEYS}})
     log_rows = experiments.flat_rows(experiments.read(log))[-20:]
     return versioned_output(df, {
         **{k: v for w, s in metrics.items() for k, v in _float_metadata(s, f"{w}/").items()},
-        "report": dg.MetadataValue.md("\n".join(report) or "nothing evaluated under the current config yet"),
+        **tables,
+        "report": dg.MetadataValue.md("\n\n".join(report) or "nothing evaluated under the current config yet"),
         "fingerprint": fingerprint["fingerprint"],
         "outdated_partitions": dg.MetadataValue.json(outdated),
         "experiment_id": record["experiment_id"] if record else "",
-        "experiment_log": dg.MetadataValue.md(ev.markdown_table(log_rows)),
+        "experiment_log": table_metadata(log_rows),
         "experiment_log_path": dg.MetadataValue.path(str(log)),
     })
 
@@ -232,7 +249,8 @@ def profile_protocol(context: dg.AssetExecutionContext, config: EvaluationRunCon
     is its check (which thresholds the offline path holds is a finding, not a failure: WARN)."""
     from narrative_mirror import query
 
-    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile)
+    retriever, client, cfg, fingerprint, versions = _query_setup(embedder, lancedb, llm, evaluation, config.profile,
+                                                                    "profile_protocol")
     # Each train chat's stored questions and messages, read once for all profiles.
     inputs = {k: (gold, state.stored_frame("messages", k))
               for k in sorted(context.instance.get_dynamic_partitions(chat_files.name))

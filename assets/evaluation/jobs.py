@@ -3,7 +3,7 @@ schedule, and the alert sensor for evaluation runs that failed."""
 
 import dagster as dg
 
-from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, arc_eval, qa_eval
+from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, arc_eval, eval_summary, profile_protocol, qa_eval
 from assets.partitions import chat_files
 from narrative_mirror import split as split_lib
 from resources.dagster_resources import AlertsResource
@@ -11,6 +11,14 @@ from resources.dagster_resources import AlertsResource
 train_eval_job = dg.define_asset_job(
     "train_eval_job", selection=dg.AssetSelection.assets(qa_eval, arc_eval),
     tags={TEST_TAG: "train"}, description="QA and ARC evaluation of one TRAIN chat file.",
+)
+eval_summary_job = dg.define_asset_job(
+    "eval_summary_job", selection=dg.AssetSelection.assets(eval_summary),
+    description="Train and test aggregates of the evaluations under the current config; the experiment log.",
+)
+profile_protocol_job = dg.define_asset_job(
+    "profile_protocol_job", selection=dg.AssetSelection.assets(profile_protocol),
+    description="Seed 002's protocol: the train questions under the fast, balanced and deep profiles.",
 )
 
 # The only way test partitions get evaluated: launch this job as a backfill over exactly the

@@ -4,8 +4,13 @@ import dagster as dg
 
 UNRESOLVED_WARN_SHARE = 0.05  # more than 5% unresolved gold strings in a file deserves a look
 
-GOLD_QA_CHECKS = [dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa"),
-                  dg.AssetCheckSpec("gold_oddities", asset="gold_qa")]
+GOLD_QA_CHECKS = [
+    dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa",
+                      description=f"At most {UNRESOLVED_WARN_SHARE:.0%} of the gold evidence parts of the chat file "
+                                  "cannot be resolved to a message (WARN)."),
+    dg.AssetCheckSpec("gold_oddities", asset="gold_qa",
+                      description="No question has gold evidence read with a guess or not found in the chat (WARN)."),
+]
 
 
 def gold_oddities_check(oddities: dict[str, list[str]], questions: int) -> dg.AssetCheckResult:
@@ -25,7 +30,7 @@ def unresolved_gold_share_check(unresolved: int, raw_total: int) -> dg.AssetChec
         passed=share <= UNRESOLVED_WARN_SHARE,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "unresolved_share": dg.MetadataValue.float(share),
+            "unresolved_share": dg.MetadataValue.float(round(share, 3)),
             "unresolved": dg.MetadataValue.int(unresolved),
             "raw_evidence_strings": dg.MetadataValue.int(raw_total),
         },

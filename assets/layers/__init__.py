@@ -5,6 +5,6 @@ import dagster as dg
 
 from assets.layers.assets import LAYER_ASSETS
 from assets.layers.automation import memory_automation_sensor
-from assets.layers.jobs import build_job
+from assets.layers.jobs import build_job, memory_job
 
-defs = dg.Definitions(assets=LAYER_ASSETS, jobs=[build_job], sensors=[memory_automation_sensor])
+defs = dg.Definitions(assets=LAYER_ASSETS, jobs=[build_job, memory_job], sensors=[memory_automation_sensor])

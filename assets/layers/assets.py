@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from assets.freshness import PARTITION_AUTOMATION
+from assets.layers.checks import L1_CHECK_SPECS, L2_CHECK_SPECS, every_message_in_one_block, no_empty_thread
 from assets.partitions import chat_files
 from assets.sources.assets import PROMPTS, embedding_config, layers_config
 from assets.versioning import EMBEDDER_POOL, LLM_POOL, versioned_asset, versioned_output
@@ -85,9 +86,10 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
 
 
 @versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
-          deps=[layers_config, PROMPTS["block_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
+          deps=[layers_config, PROMPTS["block_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION,
+          check_specs=L1_CHECK_SPECS)
 def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-              llm: LLMResource) -> dg.Output[pl.DataFrame]:
+              llm: LLMResource):
     """L1: contiguous topic blocks per session; every message in exactly one block."""
     from narrative_mirror.layers.l1_topics import build_topic_blocks
 
@@ -95,7 +97,7 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
     summarizer, client = _summarizer(llm, config)
     blocks = build_topic_blocks(messages, _vectors(message_embeddings), config, summarizer=summarizer)
     covered = int(blocks["message_ids"].list.len().sum() or 0)
-    return versioned_output(blocks, {
+    yield versioned_output(blocks, {
         "blocks": dg.MetadataValue.int(blocks.height),
         "messages_in_blocks": dg.MetadataValue.int(covered),
         "messages": dg.MetadataValue.int(messages.height),
@@ -103,6 +105,7 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
         "summarizer": "llm" if client else "extractive",
         "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
     })
+    yield every_message_in_one_block(messages, blocks)
 
 
 @versioned_asset(partitions_def=chat_files, group_name="layers", deps=[layers_config],
@@ -123,9 +126,10 @@ def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
 
 
 @versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
-          deps=[layers_config, PROMPTS["thread_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
+          deps=[layers_config, PROMPTS["thread_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION,
+          check_specs=L2_CHECK_SPECS)
 def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-               l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource) -> dg.Output[pl.DataFrame]:
+               l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource):
     """L2: storylines linking blocks across sessions (thread -> block -> message)."""
     from narrative_mirror.layers.l2_threads import block_vectors, build_threads
 
@@ -134,13 +138,14 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
     vectors = block_vectors(l1_topics, messages, _vectors(message_embeddings))
     threads = build_threads(l1_topics, l15_signals, vectors, config, summarizer=summarizer)
     in_threads = {b for ids in threads["block_ids"].to_list() for b in ids}
-    return versioned_output(threads, {
+    yield versioned_output(threads, {
         "threads": dg.MetadataValue.int(threads.height),
         "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
         "blocks": dg.MetadataValue.int(l1_topics.height),
         "summarizer": "llm" if client else "extractive",
         "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
     })
+    yield no_empty_thread(threads, l1_topics)
 
 
 LAYER_ASSETS = [message_embeddings, l1_topics, l15_signals, l2_threads]

@@ -15,7 +15,7 @@ SETTINGS: dict[str, dict[str, type]] = {
     "grading": {"score_weight": float, "target_weight": float, "must_have_min_grade": float},
     "answer": {"support_min": float, "relevance_min": float, "span_words": int},
     "narrative": {"min_ids": int, "max_ids": int, "max_phases": int, "phase_gap_hours": float, "story_ids": int,
-                  "preview": int},
+                  "preview": int, "soft_max_ids": int},
 }
 PROFILE_SETTINGS: dict[str, type] = {
     "max_rounds": int, "first_search": int, "max_evidence_fetches": int, "max_calls": int,

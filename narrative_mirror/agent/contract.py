@@ -70,6 +70,7 @@ class Phase(BaseModel):
     name: str
     summary: str
     evidence: list[str]  # local ids, file order
+    over_cap_reason: str | None = None  # why the phase holds more than the soft cap's max_ids (seed 000)
 
 
 class RunInfo(BaseModel):

@@ -3,7 +3,9 @@
 Selection is coverage-oriented (design decision 6 of seed 000): the story keeps its
 ``STORY_IDS`` best-scored messages plus the best of every pulled block, and each phase takes those
 of its blocks, between ``MIN_IDS`` and ``MAX_IDS`` ids, chosen from the FULL id sets of the blocks
-(``retriever.search_blocks`` returns them), never from a preview. Scores come from the messages'
+(``retriever.search_blocks`` returns them), never from a preview. ``MAX_IDS`` is a soft cap for
+the LLM's picks (seed 000): coverage first (each block's best), then every id the LLM tied to the
+phase's blocks, up to ``SOFT_MAX_IDS``, with the reason stated on the phase. Scores come from the messages'
 ranks in the question's search, comparable across blocks.
 
 Offline, phases are time-ordered clusters of the pulled blocks: consecutive blocks (by position)
@@ -33,6 +35,7 @@ from narrative_mirror.settings import load_prompt
 _NARRATIVE = agent_config()["narrative"]
 MIN_IDS = _NARRATIVE["min_ids"]
 MAX_IDS = _NARRATIVE["max_ids"]
+SOFT_MAX_IDS = _NARRATIVE["soft_max_ids"]
 MAX_PHASES = _NARRATIVE["max_phases"]
 PHASE_GAP = timedelta(hours=_NARRATIVE["phase_gap_hours"])
 # The best-scored messages a story keeps (before each block's best is added): more ids raise
@@ -106,12 +109,15 @@ def story_ids(blocks: Sequence[Block], scores: Mapping[str, float], n: int = STO
 
 
 def select_phase_ids(
-    group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str], exclude: set[str] | None = None
+    group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str], exclude: set[str] | None = None,
+    soft_max: int = MAX_IDS,
 ) -> list[str]:
     """Ids of one phase, file order: those of ``chosen`` (the story's best, or the LLM's picks)
     in the group, plus the best id of each block not yet represented, padded with the next best
-    ids to MIN_IDS and cut to MAX_IDS by score (keeping one per block while room allows). Ids in
-    ``exclude`` (taken by an earlier phase) are never picked."""
+    ids to MIN_IDS and cut to MAX_IDS by score (keeping one per block while room allows). With
+    ``soft_max`` over MAX_IDS (the LLM's picks), every id of ``chosen`` stays, up to ``soft_max``:
+    each block's best first, then the chosen ids by score. Ids in ``exclude`` (taken by an
+    earlier phase) are never picked."""
     exclude = exclude or set()
     members = [m for b in group for m in b.members if m.local_id not in exclude]
     position = {m.local_id: m.position for m in members}
@@ -122,19 +128,30 @@ def select_phase_ids(
         ids = [m.local_id for m in block.members if m.local_id not in exclude]
         if not ids:
             continue
-        best = max(ids, key=lambda lid: (score(lid), -position[lid]))
+        # The block's representative: its best picked id, else its best id (then picked too).
+        mine = [lid for lid in ids if lid in set(picked)] or ids
+        best = max(mine, key=lambda lid: (score(lid), -position[lid]))
         per_block_best.append(best)
-        if not set(ids) & set(picked):
+        if best not in picked:
             picked.append(best)
     picked = list(dict.fromkeys(picked))
     if len(picked) < MIN_IDS:
         rest = sorted((m.local_id for m in members if m.local_id not in picked), key=lambda lid: (-score(lid), position[lid]))
         picked += rest[: MIN_IDS - len(picked)]
-    if len(picked) > MAX_IDS:
-        keep = [lid for lid in per_block_best if lid in picked][:MAX_IDS]
+    cap = max(MAX_IDS, min(soft_max, len((set(chosen) | set(per_block_best)) & set(picked))))
+    if len(picked) > cap:
+        keep = [lid for lid in per_block_best if lid in picked][:cap]
         others = sorted((lid for lid in picked if lid not in keep), key=lambda lid: (-score(lid), position[lid]))
-        picked = keep + others[: MAX_IDS - len(keep)]
+        picked = keep + others[: cap - len(keep)]
     return sorted(picked, key=lambda lid: position[lid])
+
+
+def over_cap_reason(ids: Sequence[str], blocks: int) -> str | None:
+    """Why a phase holds more ids than MAX_IDS (None when it does not)."""
+    if len(ids) <= MAX_IDS:
+        return None
+    return (f"{len(ids)} ids, over the soft cap of {MAX_IDS}: the segmenter tied them all to the {blocks} "
+            f"block(s) this phase covers (kept up to {SOFT_MAX_IDS}, coverage first)")
 
 
 TITLE_CHARS = 72  # a phase title: one sentence, cut at a word
@@ -219,12 +236,13 @@ def segment_llm(
         if not ids:
             continue
         touched = list({id(block_of[i]): block_of[i] for i in ids}.values())
-        ids = select_phase_ids(touched, scores, chosen=ids, exclude=used)
+        ids = select_phase_ids(touched, scores, chosen=ids, exclude=used, soft_max=SOFT_MAX_IDS)
         used.update(ids)
         by_id = {m.local_id: m for b in touched for m in b.members}
         name = (item.name or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
         summary = (item.summary or "").strip() or describe([by_id[i] for i in ids], scores, [])[1]
-        phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids)))
+        phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids,
+                                                     over_cap_reason=over_cap_reason(ids, len(touched)))))
     if not phases:
         raise LLMError("malformed", "segmenter returned no phase with known evidence ids")
     ordered_phases = [p for _, p in sorted(phases, key=lambda item: item[0])]
@@ -247,7 +265,13 @@ def merge_short(phases: list[Phase], position: Mapping[str, int], scores: Mappin
 
 def _joined(a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str, float], keep_second_name: bool = False) -> Phase:
     ids = a.evidence + b.evidence
-    if len(ids) > MAX_IDS:
-        ids = sorted(ids, key=lambda lid: (-scores.get(lid, 0.0), position[lid]))[:MAX_IDS]
+    # A part already over the soft cap keeps the soft bound; otherwise the cap is MAX_IDS.
+    cap = SOFT_MAX_IDS if (a.over_cap_reason or b.over_cap_reason) else MAX_IDS
+    if len(ids) > cap:
+        ids = sorted(ids, key=lambda lid: (-scores.get(lid, 0.0), position[lid]))[:cap]
     named = b if keep_second_name else a
-    return Phase(name=named.name, summary=named.summary, evidence=sorted(ids, key=lambda lid: position[lid]))
+    reason = over_cap_reason(ids, 0) and (a.over_cap_reason or b.over_cap_reason)
+    if reason:
+        reason = f"{len(ids)} ids after joining a short phase; " + reason.split(": ", 1)[1]
+    return Phase(name=named.name, summary=named.summary, evidence=sorted(ids, key=lambda lid: position[lid]),
+                 over_cap_reason=reason)

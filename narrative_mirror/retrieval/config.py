@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-VARIANTS = ("bm25", "dense", "hybrid", "hybrid_learned", "hybrid_expand", "hybrid_expand_rerank", "dual_path")
+VARIANTS = ("bm25", "dense", "hybrid", "hybrid_learned", "hybrid_expand", "hybrid_expand_rerank", "dual_path", "iterative")
 
 REQUIRED_SETTINGS = (
     "default_variant", "story_variant", "rrf_k", "candidates", "lexical.backend", "lexical.stem",

@@ -26,6 +26,7 @@ numpy work.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -246,6 +247,8 @@ class Retriever:
             raise ValueError(f"unknown variant {variant!r}; known: {list(VARIANTS)}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if variant == "iterative":
+            return [self._iterative(chat_file, query, k) for query in queries]
         if not queries:
             return []
         t0 = time.perf_counter()
@@ -265,6 +268,24 @@ class Retriever:
                              reranker=reranker, timings={"parse": parse_ms, "encode": encode_ms})
             for (query, info, _), query_scores in zip(parsed, scores)
         ]
+
+    def _iterative(self, chat_file: str, query: str, k: int) -> SearchResult:
+        """Seed 003's loop (retrieval/iterative.py) as a variant: its fused ranking as hits."""
+        from narrative_mirror.retrieval.iterative import iterative_search
+
+        t0 = time.perf_counter()
+        loop = self.config.get("iterative", {})
+        base = loop.get("base_variant", "hybrid_learned")
+        ranked, trace = iterative_search(
+            self, chat_file, query, k, rounds=int(loop.get("rounds", 3)),
+            rewrite_every=int(loop.get("rewrite_every", 1)), n_blocks=int(loop.get("n_blocks", 2)),
+            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned")
+        hits = [dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
+                for i, h in enumerate(self.messages(chat_file, ranked))]
+        ranks = [(h.local_id, h.score) for h in hits]
+        return SearchResult(hits=hits, trace=SearchTrace(candidates=ranks, reranked=ranks),
+                            query_info={"variant": "iterative", "queries": trace.queries},
+                            timings_ms={"total": (time.perf_counter() - t0) * 1000})
 
     def _parse(self, chat: ChatIndex, query: str) -> tuple[str, query_understanding.QueryInfo, str]:
         """(query, what it asks about, the text the content lists search)."""

@@ -54,6 +54,7 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert {"kw", "recency", "refs", "tier_weight", "rubric", "new_score"} <= set(hits[0]["reasons"])
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert meta["params"]["self_rag"] == 1 and meta["params"]["k"] == 3
+    assert meta["params"]["variant"] == "hybrid_learned"  # retrieval.toml's default, what `ask` ranks with
 
     assert body["evidence_path"].startswith("recall_runs/")  # under NM_HOME, never the server's absolute path
     evidence = root / body["evidence_path"]
@@ -70,6 +71,16 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert counts == {s: sum(s in h["sources"] for h in hits) for h in hits for s in h["sources"]}
     assert event["latency_ms"] > 0 and event["tokens_in_context"] > 0
     assert event["cited_ids"] == [] and event["citation_confidence"] is None
+
+
+def test_a_search_request_may_name_its_variant_and_the_run_file_records_it(setup):
+    client, _, retriever, _ = setup
+    body = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "variant": "bm25"}).json()
+    assert [h["id"] for h in body["hits"]] == [
+        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits]
+    assert json.loads(Path(body["evidence_path"]).read_text())["params"]["variant"] == "bm25"
+    refused = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "variant": "best"})
+    assert refused.status_code == 400 and "variant" in refused.text
 
 
 def test_each_search_writes_one_run_file_and_one_event(setup):

@@ -98,7 +98,7 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
     # answer accuracy and seed 002's answer KPIs, overall and per category (5 = unanswerable)
     for stats in (evaluated, evaluated["per_split"]["train"], *evaluated["per_category"].values()):
         assert 0 <= stats["answer_f1"] <= 1 and 0 <= stats["unknown_rate"] <= 1 and stats["p95_latency_ms"] > 0
-        assert {"supported_claim_rate", "claim_citation_precision", "corrective_trigger_rate", "mean_llm_calls"} <= set(stats)
+        assert {"supported_claim_rate", "claim_gold_citation_precision", "corrective_trigger_rate", "mean_llm_calls"} <= set(stats)
     assert evaluated["per_category"]["5"]["abstention_accuracy"] is not None
     assert evaluated["per_category"]["1"]["abstention_accuracy"] is None
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:

@@ -11,11 +11,26 @@ LOAVES = ("D11:1", "First week at the bakery went great, I baked forty loaves of
 SAVE_LOAF = ("D11:2", "Save me a loaf of that rye bread!")
 
 
-def test_agent_evidence_ids_win_with_full_confidence():
+def test_agent_evidence_ids_are_taken_as_given():
     cited, confidence = detect_citations("Ana works at a bakery.", [JOB, MARATHON], evidence_ids=["D1:1", "D9:9", "D1:1"])
     # The agent's ids are taken as given (deduplicated), even one retrieval did not return.
     assert cited == ["D1:1", "D9:9"]
-    assert confidence == 1.0
+    assert confidence == 1.0  # no claims given: nothing to read a confidence from
+
+
+def test_seed_001_confidence_is_read_from_the_claims_never_a_constant():
+    # A claim quoted from its message: every word ("elm", "street", "bakery") is in it.
+    quoted = detect_citations("the Elm Street bakery", [JOB], ["D1:1"], claims=[("the Elm Street bakery", ["D1:1"])])
+    assert quoted == (["D1:1"], 1.0)
+    # Half borne out: "forty" and "loaves" are in D11:1, "croissants" and "Tuesday" are not.
+    half = detect_citations("x", [LOAVES], ["D11:1"], claims=[("forty croissants loaves on Tuesday", ["D11:1"])])
+    assert half[1] == pytest.approx(2 / 4)
+    # The mean over claims; a claim's best cited message counts; a message outside ``returned``
+    # is read from ``texts``; a claim citing nothing readable scores 0.
+    _, mean = detect_citations("x", [JOB], ["D1:1", "D11:1", "D7:7"], claims=[
+        ("rye loaves", ["D1:1", "D11:1"]), ("Elm Street", ["D1:1"]), ("marathon", ["D7:7"])],
+        texts={"D11:1": LOAVES[1]})
+    assert mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
 
 
 def test_empty_agent_evidence_means_nothing_cited():

@@ -135,7 +135,8 @@ def expected_tier_and_refs() -> dict[str, tuple[int, float]]:
 
 
 def test_recorded_search_without_self_rag(retriever, tmp_path):
-    recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 3, root=tmp_path)
+    recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 3, root=tmp_path,
+                               variant="hybrid_expand_rerank")
     record = json.loads(recorded.run_path.read_text())
     assert recorded.run_path.parent.parent == tmp_path
     assert record["query"] == "rye bread at the bakery"
@@ -161,7 +162,8 @@ def test_recorded_search_without_self_rag(retriever, tmp_path):
 
 def test_recorded_search_with_fresh_weight_and_self_rag(retriever, tmp_path):
     recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 4, need_fresh=True, half_life_days=1.0,
-                               fresh_weight=2.0, self_rag=True, root=tmp_path)
+                               fresh_weight=2.0, self_rag=True, root=tmp_path,
+                               variant="hybrid_expand_rerank")
     record = json.loads(recorded.run_path.read_text())
     assert (record["params"]["need_fresh"], record["params"]["half_life_days"],
             record["params"]["fresh_weight"], record["params"]["self_rag"]) == (1, 1.0, 2.0, 1)
@@ -183,6 +185,24 @@ def test_recorded_search_with_fresh_weight_and_self_rag(retriever, tmp_path):
     lift = compare_run(recorded.run_path)
     assert lift["avg_pre"] == pytest.approx(sum(pre_scores[:3]) / 3)
     assert lift["avg_post"] == pytest.approx(sum(new_scores[:3]) / 3)
+
+
+def test_a_search_ranks_with_the_default_variant_unless_the_request_names_another(retriever, tmp_path):
+    # Issue #30 item 3: the same ranking as `ask`'s retrieval (retrieval.toml's default_variant).
+    default = retriever.default_variant
+    assert default != "hybrid_expand_rerank"
+    recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 4, root=tmp_path)
+    record = json.loads(recorded.run_path.read_text())
+    expected = [h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 4).hits]
+    assert [h.local_id for h in recorded.result.hits] == expected
+    assert record["params"]["variant"] == default
+    assert [item["id"] for item in record["pre_items"]] == [item["id"] for item in record["post_items"]] == expected
+    assert all(set(item["reasons"]) == {"kw", "recency", "refs", "tier_weight"} for item in record["post_items"])
+    # Another variant, named by the request, ranks and is recorded instead.
+    bm25 = recorded_search(retriever, CHAT, "rye bread at the bakery", 4, root=tmp_path, variant="bm25")
+    assert [h.local_id for h in bm25.result.hits] == [
+        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 4, variant="bm25").hits]
+    assert json.loads(bm25.run_path.read_text())["params"]["variant"] == "bm25"
 
 
 def test_a_failed_record_write_does_not_fail_the_search(retriever, tmp_path):

@@ -41,7 +41,7 @@ def test_the_code_uses_the_values_of_agent_toml():
     assert (grading.SCORE_WEIGHT, grading.TARGET_WEIGHT, grading.MUST_HAVE_MIN_GRADE) == tuple(toml["grading"].values())
     assert (answer.SUPPORT_MIN, answer.RELEVANCE_MIN, slots.SPAN_WORDS) == tuple(toml["answer"].values())
     assert (narrative.MIN_IDS, narrative.MAX_IDS, narrative.MAX_PHASES, narrative.PHASE_GAP.total_seconds() / 3600,
-            narrative.STORY_IDS, narrative.PREVIEW) == tuple(narrative_cfg.values())
+            narrative.STORY_IDS, narrative.PREVIEW, narrative.SOFT_MAX_IDS) == tuple(narrative_cfg.values())
     assert list(PROFILES) == list(toml["profiles"])
     for name, values in toml["profiles"].items():
         assert {key: getattr(PROFILES[name], key) for key in values} == values

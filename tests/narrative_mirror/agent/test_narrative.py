@@ -106,7 +106,11 @@ def test_llm_segmentation_is_held_to_the_blocks_and_the_bounds():
         request = server.chat_requests[0]
     assert [p.name for p in phases] == ["early", "middle", "late"]
     assert phases[2].evidence == ["C:0", "C:1", "C:2", "C:3"]
-    assert phases[1].evidence == [f"B:{i}" for i in range(MAX_IDS)]  # best-scored 15 of 20
+    # Seed 000's soft cap: all 20 ids the LLM tied to block B stay (over 15, under the soft bound
+    # of 25), and the phase says why; phases within the cap state no reason.
+    assert phases[1].evidence == [f"B:{i}" for i in range(20)]
+    assert phases[1].over_cap_reason.startswith(f"20 ids, over the soft cap of {MAX_IDS}: the segmenter tied them all")
+    assert phases[0].over_cap_reason is None and phases[2].over_cap_reason is None
     # A:2 padded to MIN_IDS from its own block (no scores there: earliest first).
     assert phases[0].evidence == ["A:0", "A:1", "A:2"]
     # The LLM saw every id of every block, and message text only inside the data block.
@@ -121,3 +125,16 @@ def test_llm_segmentation_without_any_known_id_is_malformed():
         with pytest.raises(LLMError) as caught:
             narrative.segment_llm(LLMClient(server.settings()), "How?", [block("A", 1, 3, 0)], {})
     assert caught.value.kind == "malformed"
+
+
+def test_seed_000_soft_cap_keeps_coverage_first_up_to_the_soft_bound():
+    a, b = block("A", 1, 4, 0), block("B", 5, 40, 4)
+    picks = ["A:3", *[f"B:{i}" for i in range(35)]]  # 36 ids tied to the two covered blocks
+    reply = {"phases": [{"name": "all", "summary": "everything", "evidence": picks}]}
+    scores = {f"B:{i}": 1 - i / 80 for i in range(40)}
+    with fault_server("ok_json", content=reply) as server:
+        (phase,) = narrative.segment_llm(LLMClient(server.settings()), "How did it go?", [a, b], scores)
+    assert len(phase.evidence) == narrative.SOFT_MAX_IDS == 25
+    # Coverage first: block A's only pick stays although it scores lowest; then B's best 24.
+    assert phase.evidence == ["A:3", *[f"B:{i}" for i in range(24)]]
+    assert "25 ids, over the soft cap of 15" in phase.over_cap_reason and "2 block(s)" in phase.over_cap_reason
