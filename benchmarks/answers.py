@@ -110,6 +110,29 @@ def retrieve_once(chats: dict, retriever, profile: str) -> list[dict]:
     return out
 
 
+class RememberedVectors:
+    """The embedder with the vectors of texts it encoded before kept in a file (the answer step's
+    similarity checks, re-run over the same evidence, encode the same texts every time)."""
+
+    def __init__(self, embedder, path: Path):
+        self.embedder, self.path = embedder, path
+        self.vectors = pickle.loads(path.read_bytes()) if path.is_file() else {}
+
+    def encode(self, texts: list[str]):
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            self.vectors.update(zip(missing, self.embedder.encode(missing)))
+        return np.stack([self.vectors[t] for t in texts])
+
+    def save(self) -> None:
+        self.path.write_bytes(pickle.dumps(self.vectors))
+
+    def __getattr__(self, name: str):
+        return getattr(self.embedder, name)
+
+
 def answer_step(state: dict, retriever, profile):
     """Today's generator and verification over a cached state: the AgentAnswer."""
     from narrative_mirror.agent.answer_nodes import generator, verification
@@ -225,12 +248,14 @@ def main() -> int:
         evidence_file.write_bytes(pickle.dumps(retrieve_once(chats, retriever, args.profile)))
     cached = pickle.loads(evidence_file.read_bytes())
     profile = get_profile(args.profile)
+    retriever.embedder = RememberedVectors(embedder, folder / "vectors.pkl")
 
     rows = []
     for c in cached:
         result = answer_step(c["state"], retriever, profile)
         rows.append({k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
                     | {"now": result.answer, "now_abstained": result.abstained})
+    retriever.embedder.save()
     report = {"profile": args.profile, "questions": len(rows), "evidence_cache": str(evidence_file), "now": measures(rows, "now")}
     names = ["now"]
     if args.baseline:

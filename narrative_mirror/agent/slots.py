@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from narrative_mirror.agent import slot_nouns
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
@@ -44,7 +45,8 @@ _DATES = [
     ("dotted", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<year>(?:19|20)\d{2})\b")),
     ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+{_YEAR})?", re.I)),
     ("month_day", re.compile(rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I)),
-    ("relative_day", re.compile(r"\b(?P<word>day before yesterday|yesterday|today|tonight|this morning|"
+    ("weekday_day", re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_DAY}\b(?!\s+(?:of\s+)?{_MONTH})", re.I)),
+    ("relative_day", re.compile(r"\b(?P<word>day before yesterday|yesterday|last night|today|tonight|this morning|"
                                 r"this afternoon|this evening|tomorrow|tmrw|tmr)\b", re.I)),
     ("ago", re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I)),
     ("in_count", re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.I)),
@@ -151,7 +153,8 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         return None if kind not in ("year", "month_year", "season") else _resolve_absolute(kind, g)
     if kind == "relative_day":
         word = g["word"].lower()
-        shift = {"day before yesterday": -2, "yesterday": -1, "tomorrow": 1, "tmrw": 1, "tmr": 1}.get(word, 0)
+        shift = {"day before yesterday": -2, "yesterday": -1, "last night": -1, "tomorrow": 1, "tmrw": 1,
+                 "tmr": 1}.get(word, 0)
         return fmt_day(said + timedelta(days=shift))
     if kind in ("ago", "in_count"):
         n, unit = _count(g["count"]), g["unit"].lower()
@@ -165,6 +168,8 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
             year = said.year + (said.month - 1 + sign * n) // 12
             return f"{MONTH_NAMES[month]} {year}"
         return str(said.year + sign * n)
+    if kind == "weekday_day":
+        return _weekday_day(WEEKDAY_NUMBERS[g["weekday"].lower()], int(g["day"]), said)
     if kind == "weekday":
         target = WEEKDAY_NUMBERS[g["weekday"].lower()]
         rel = (g.get("rel") or "").lower()
@@ -203,6 +208,21 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
     return _resolve_absolute(kind, g)
 
 
+def _weekday_day(weekday: int, day: int, said: datetime) -> str | None:
+    """"Sunday the 19th": the date nearest to when it was said that has that day of the month and
+    falls on that weekday (2 May 2024 -> 19 May 2024); None if no month near it fits."""
+    found = []
+    for shift in range(-3, 4):
+        index = said.month - 1 + shift
+        try:
+            day_of = datetime(said.year + index // 12, index % 12 + 1, day)
+        except ValueError:
+            continue
+        if day_of.weekday() == weekday:
+            found.append((abs((day_of - said).days), day_of))
+    return fmt_day(min(found)[1]) if found else None
+
+
 def _resolve_absolute(kind: str, g: dict) -> str | None:
     if kind == "year":
         return g["year"]
@@ -232,13 +252,18 @@ def phrase_span(sentence: str, question: str) -> str | None:
     return sentence[words[start].start():words[end].end()]
 
 
-def _place(sentence: str, question: str, entities: set[str], speakers: set[str]) -> str | None:
+def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
     known = _question_stems(question) | {s.lower() for s in speakers}
     for match in _PLACE_CUE.finditer(sentence):
         place = re.sub(r"^the\s+", "", match.group("place")).strip(" .")
         words = place.lower().split()
         if words and words[0] not in _NOT_PLACES and not all(stem(w) in known for w in words):
             return place
+    return None
+
+
+def _entity_place(sentence: str, question: str, entities: set[str], speakers: set[str]) -> str | None:
+    known = _question_stems(question) | {s.lower() for s in speakers}
     lowered = sentence.lower()
     for entity in sorted(entities, key=len, reverse=True):
         if entity not in known and entity not in _NOT_PLACES and re.search(rf"\b{re.escape(entity)}\b", lowered):
@@ -280,17 +305,29 @@ def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], ent
     """The answer span for a question of type ``intent`` (planner.question_intent) from the
     ``look_at`` best evidence messages (best first); None when none of them fills the slot."""
     entities, speakers = set(entities), set(speakers)
+    if kind := slot_nouns.asked_kind(question, intent):  # a name, colour, role or people: as written
+        known = {t.lower() for t in tokens(question)}
+        for message in list(evidence)[:look_at]:
+            for sentence in sentences(message.text):
+                if found := slot_nouns.read(kind, sentence, known, names=entities | speakers):
+                    return SlotAnswer(found, message.local_id, sentence, "name" if kind == "people" else "phrase")
+        if kind != "people":  # no colour / role / given name in the evidence: not a fragment of a sentence instead
+            return None
     for message in list(evidence)[:look_at]:
         for sentence in sorted(sentences(message.text), key=lambda s: -len(_question_stems(question) & _question_stems(s))):
             found = _fill(question, intent, sentence, message, entities, speakers)
             if found:
                 return SlotAnswer(found[0], message.local_id, sentence, found[1])
-    if intent == "where":
+    if intent == "where":  # a place written in lower case ("along the river"), then a name the chat uses
         for message in list(evidence)[:look_at]:
             for sentence in sentences(message.text):
                 for found in _LOCATIVE.finditer(sentence):
                     if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
                         return SlotAnswer(_LOCATIVE_END.sub("", found.group()), message.local_id, sentence, "place")
+        for message in list(evidence)[:look_at]:
+            for sentence in sentences(message.text):
+                if place := _entity_place(sentence, question, entities, speakers):
+                    return SlotAnswer(place, message.local_id, sentence, "place")
     if intent == "when" and evidence and evidence[0].timestamp:  # the best message's own date
         first = evidence[0]
         return SlotAnswer(fmt_day(first.timestamp), first.local_id, sentences(first.text)[0], "date")
@@ -303,7 +340,7 @@ def _fill(question: str, intent: str, sentence: str, message: ChatMessage, entit
         date = resolve_date(sentence, message.timestamp)
         return (date, "date") if date else None
     if intent == "where":
-        place = _place(sentence, question, entities, speakers)
+        place = _place(sentence, question, speakers)
         return (place, "place") if place else None
     if intent == "who":
         name = _name(sentence, question, speakers)

@@ -125,6 +125,14 @@ class Retriever:
                 out[local_id] = chat.local_ids[nxt]
         return out
 
+    def continuations(self, chat_file: str, local_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``local_ids`` whose next message is the same speaker's (same session),
+        that message's local id: "My neighbour bought two parrots." / "He named them ..."."""
+        chat = self.chat(chat_file)
+        rows = {lid: chat.row_of[lid] for lid in local_ids if lid in chat.row_of}
+        return {lid: chat.local_ids[row + 1] for lid, row in rows.items() if row + 1 < chat.size
+                and chat.sessions[row + 1] == chat.sessions[row] and chat.speakers[row + 1] == chat.speakers[row]}
+
     def names(self, chat_file: str) -> tuple[list[str], list[str]]:
         """(the chat's named entities, its speakers): the names an answer may be read from."""
         chat = self.chat(chat_file)
