@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent import slots
+from narrative_mirror.agent import slot_nouns, slots
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import names_in, stem, stems
@@ -67,7 +67,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None:
-        return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({intent})"]
+        wanted = slot_nouns.asked_kind(question, intent) or intent
+        return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({wanted})"]
     return slot.text, [Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence)], []
 
 

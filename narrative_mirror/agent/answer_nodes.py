@@ -64,7 +64,8 @@ def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
     two parrots."). Within the evidence budget; one lookup call."""
     have = {e.message.local_id for e in run.evidence}
     best = [e for e in run.evidence if not e.reply_to][:answer_mod.LOOK_AT]
-    following = run.retriever.continuations(run.chat_file, [e.message.local_id for e in best])
+    following = run.retriever.continuations(run.chat_file, [e.message.local_id for e in best], keep=lambda text: bool(
+        _GOES_ON.search(text)) and not looks_like_injection(text))
     wanted = {nxt: lid for lid, nxt in following.items() if nxt not in have}
     ids = list(wanted)[:max(0, run.profile.max_evidence_fetches - len(run.evidence))]
     if not ids or not run.can_call(final=True):
@@ -74,8 +75,7 @@ def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
     grades = {e.message.local_id: e.grade for e in run.evidence}
     return [answer_mod.EvidenceMessage(hit, grade=grades[wanted[hit.local_id]], match=run.matcher.match(hit.speaker, hit.text),
                                        continues=wanted[hit.local_id])
-            for hit in run.retriever.messages(run.chat_file, ids)
-            if _GOES_ON.search(hit.text) and not looks_like_injection(hit.text)]
+            for hit in run.retriever.messages(run.chat_file, ids)]
 
 
 def _after_their_messages(evidence: list[answer_mod.EvidenceMessage],

@@ -81,7 +81,8 @@ _QUANTITY = re.compile(rf"\b(?P<count>\d+(?:[.,]\d+)?|{_COUNT_WORDS}|a couple of
 _A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen)\b", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
 _NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
 _NOT_PLACES = {m.lower() for m in MONTH_NAMES} | set(WEEKDAY_NUMBERS) | {"i", "i'm", "i've", "i'll", "ok", "okay",
                                                                           "lol", "omg", "haha", "yes", "no"}
 _SEASON_MONTH = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
