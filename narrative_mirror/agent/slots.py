@@ -78,7 +78,13 @@ _COUNT_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve
                 r"thousand")
 _QUANTITY = re.compile(rf"\b(?P<count>\d+(?:[.,]\d+)?|{_COUNT_WORDS}|a couple of|a couple|a few|several|a dozen)\s+"
                        r"(?P<unit>[a-z][a-z-]*)", re.I)
-_A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen)\b", re.I)
+_A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen|many|since|every)\b",
+                      re.I)
+_UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|summers?|winters?)"
+_DURATION = re.compile(rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
+                       rf"\d+|{_COUNT_WORDS}|a|an)\s+)+{_UNITS}\b", re.I)
+_SINCE = re.compile(r"\bsince\s+(?:(?:the|my|her|his|our|last|early|late)\s+)?[\w'-]+(?:\s+(?:school|\d{4}))?", re.I)
+_EVERY = re.compile(rf"\bevery\s+(?:(?:other|single|\d+|{_COUNT_WORDS})\s+)?[a-z]+", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
 _NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
 # A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
@@ -288,6 +294,11 @@ def _name(sentence: str, question: str, speakers: set[str]) -> str | None:
 
 def _quantity(sentence: str, question: str) -> str | None:
     asked = set(tokens(question))
+    # "how long": "for many many years", "since September"; "how often": "every 2 weeks", "every year"
+    if "long" in asked and (span := _DURATION.search(sentence) or _SINCE.search(sentence)):
+        return span.group().strip()
+    if "often" in asked and (span := _EVERY.search(sentence)):
+        return span.group().strip()
     found = [(m.group("count"), m.group("unit")) for m in _QUANTITY.finditer(sentence)
              if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)]
     once = _ONCE.search(sentence)
