@@ -41,6 +41,10 @@ _CAPITALIZED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 _NOT_PEOPLE = set("monday tuesday wednesday thursday friday saturday sunday january february march april may june "
                   "july august september october november december ok okay lol omg haha yes no yay wow hey hi oh "
                   "thanks".split())
+# Kinds of things a chat writes with capitals: "which cities", "what movies", "what TV shows".
+NAMED_KINDS = set("cities city countries country places place destinations destination states movies movie films film "
+                  "shows show tv series books book companies company brands brand teams team restaurants restaurant "
+                  "bands band songs song artists artist famous".split())
 _QUESTION_NOUN = re.compile(r"\b(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?(?P<noun>[a-z][\w-]*)", re.I)
 
 
@@ -59,6 +63,8 @@ def asked_kind(question: str, intent: str) -> str | None:
         return "role"
     if _NAMING.search(question) and re.search(r"\bwhat\b", lowered):
         return "names"
+    if noun and noun.group("noun").lower() in NAMED_KINDS:
+        return "named"
     return None
 
 
@@ -75,6 +81,8 @@ def read(kind: str, sentence: str, known: Collection[str], names: Collection[str
         return _role(sentence, known)
     if kind == "people":
         return _people(sentence, known, names)
+    if kind == "named":
+        return ", ".join(_capitalized(sentence, known, names)) or None
     return None
 
 
@@ -102,8 +110,8 @@ def _role(sentence: str, known: Collection[str]) -> str | None:
     return None
 
 
-def _people(sentence: str, known: Collection[str], names: Collection[str]) -> str | None:
-    """Every person the sentence names that the question does not, joined with "and"; a
+def _capitalized(sentence: str, known: Collection[str], names: Collection[str]) -> list[str]:
+    """The names the sentence writes with capitals that the question does not have, in order; a
     sentence's first word counts only as a title ("Mr. Okafor") or a name of the chat."""
     lowered_names = {n.lower() for n in names}
     found: list[str] = []
@@ -121,7 +129,12 @@ def _people(sentence: str, known: Collection[str], names: Collection[str]) -> st
                  and w.lower() not in ("i", "i'm", "i've", "i'll")]
         if words and not all(w.lower().rstrip("'s") in known for w in words):
             found.append(" ".join(words))
-    found = [f for f in found if f.lower() not in known]
+    return list(dict.fromkeys(f for f in found if f.lower() not in known))
+
+
+def _people(sentence: str, known: Collection[str], names: Collection[str]) -> str | None:
+    """Every person the sentence names that the question does not, joined with "and"."""
+    found = _capitalized(sentence, known, names)
     if not found:
         return None
     return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]

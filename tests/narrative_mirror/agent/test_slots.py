@@ -132,3 +132,22 @@ def test_a_colour_role_or_name_question_without_one_in_the_evidence_gets_no_frag
     scraping = [Msg("D2:3", "Sam", "I spent yesterday evening scraping the old paint off Wren. My arms are dead", FRIDAY)]
     assert answer_slot("What colours did Sam paint Wren?", "what", scraping) is None
     assert answer_slot("What job did Sam apply for?", "what", scraping) is None
+
+
+@pytest.mark.parametrize("question, text, answer", [
+    ("How long has Elise been playing tennis?", "Yes, tennis is one of my passions and I have been playing for many "
+     "many years.", "for many many years"),
+    ("How long has Paola lived in New York?", "I have been living in New York since September, so now it is easier.",
+     "since September"),
+    ("How often does she get her nails done?", "Oh she never goes without nails, every 2 weeks she has a new pair on",
+     "every 2 weeks"),
+])
+def test_how_long_and_how_often_are_read_as_written(question, text, answer):
+    found = answer_slot(question, "how_many", [Msg("D1:1", "Ana", text, FRIDAY)])
+    assert found.text == answer and required_slot_filled("how_many", found.text)
+
+
+def test_a_question_about_a_kind_of_named_thing_lists_the_names_of_the_sentence():
+    trip = [Msg("D1:1", "Ana", "We flew from Miami to Los Angeles and then drove to San Diego.", FRIDAY)]
+    found = answer_slot("Which cities did Ana visit?", "what", trip)
+    assert (found.text, found.kind) == ("Miami, Los Angeles, San Diego", "names")
