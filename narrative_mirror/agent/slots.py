@@ -49,6 +49,8 @@ _DATES = [
     ("relative_day", re.compile(r"\b(?P<word>day before yesterday|yesterday|last night|today|tonight|this morning|"
                                 r"this afternoon|this evening|tomorrow|tmrw|tmr)\b", re.I)),
     ("ago", re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I)),
+    ("vague_ago", re.compile(r"\b(?P<amount>a\s+couple\s+of|a\s+few|several|many)\s+(?P<unit>days|weeks|months|years)\s+ago\b",
+                             re.I)),
     ("in_count", re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.I)),
     ("weekday", re.compile(rf"\b(?P<rel>next|last|this|on|coming)?\s*{_WEEKDAY}\b", re.I)),
     ("relative_period", re.compile(r"\b(?P<rel>last|next|this)\s+(?P<period>week|weekend|month|year)\b", re.I)),
@@ -177,6 +179,8 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
             year = said.year + (said.month - 1 + sign * n) // 12
             return f"{MONTH_NAMES[month]} {year}"
         return str(said.year + sign * n)
+    if kind == "vague_ago":  # no exact date: said as written, before the day it was said
+        return f"{' '.join(g['amount'].lower().split())} {g['unit'].lower()} before {fmt_day(said)}"
     if kind == "weekday_day":
         return _weekday_day(WEEKDAY_NUMBERS[g["weekday"].lower()], int(g["day"]), said)
     if kind == "weekday":

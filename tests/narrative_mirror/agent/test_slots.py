@@ -98,6 +98,8 @@ def test_required_slot(intent, answer, filled):
     ("NO WAY. Friday the 12th?", datetime(2024, 4, 7, 17, 20), "12 April 2024"),
     ("Saturday the 22nd. I've got less than three weeks", datetime(2024, 6, 3, 18, 40), "22 June 2024"),
     ("Ask me again in two weeks.", datetime(2024, 5, 2, 20, 10), "the week of 16 May 2024"),
+    # no exact date to give: the amount as written, before the day it was said
+    ("One trip was a visit to Kyoto a couple of years ago.", datetime(2024, 1, 11, 9), "a couple of years before 11 January 2024"),
 ])
 def test_relative_dates_of_the_demo_chats(sentence, said, resolved):
     assert resolve_date(sentence, said) == resolved
