@@ -128,8 +128,9 @@ def verification(state: AgentState, run: Run) -> dict:
         return {}
     text, claims, llm_unknowns = run.draft
     evidence = {e.message.local_id: e for e in run.evidence}
+    subjects = _subjects(run)
     verified, notes, verifier = answer_mod.check_claims(
-        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact, _subjects(run),
+        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact, subjects,
         llm_check=lambda kept: run.ask_llm("verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence),
                                            final=True))
     problems = [note for note in notes if note]
@@ -143,7 +144,7 @@ def verification(state: AgentState, run: Run) -> dict:
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
     if not verified and run.facets.artifact:  # an abstention lists only the messages about what was asked
-        ordered = [e for e in ordered if e.match.artifact_terms]
+        ordered = [e for e in ordered if e.match.artifact_terms or names_in(subjects, "", e.message.text)]
     items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run))
              for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
