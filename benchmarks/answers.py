@@ -6,6 +6,8 @@ The evidence is retrieved once per question (the agent's graph up to its generat
 profile, offline) and cached under /tmp with the index; each run then re-runs only the answer
 step (generator + verification) over it, so a rule change costs seconds. The baseline's answer
 step runs in that commit's own source tree (a subprocess) over an export of the same evidence.
+Abstentions are counted with the false ones among them (a gold message was in the selected
+evidence) and the evidence lines they list (how many of them gold).
 
     .venv/bin/python benchmarks/answers.py [--profile balanced] [--baseline ff801dc] [--refresh] [--show N]
 """
@@ -62,7 +64,8 @@ for line in open(sys.argv[1]):
     verified, notes, _ = A.check_claims(draft[1], by_id, q["intent"], relevance, q["artifact"])
     text = draft[0] if verified and len(verified) == len(draft[1]) else (
         " ".join(c.text for c in verified) if verified else A.NO_ANSWER)
-    print(json.dumps({"question_id": q["question_id"], "answer": text, "abstained": not verified}))
+    print(json.dumps({"question_id": q["question_id"], "answer": text, "abstained": not verified,
+                      "selected": [m["local_id"] for m in q["evidence"]], "listed": list(by_id)}))
 """
 
 # What the cached evidence depends on: the search side of the agent, the retrieval engine and the config.
@@ -188,9 +191,14 @@ def measures(rows: list[dict], answer: str) -> dict:
     def summary(group: list[dict]) -> dict:
         scores = [score(r) for r in group]
         n = max(len(scores), 1)
+        abstained = [r for r in group if r[f"{answer}_abstained"]]
         return {"answer_f1": round(sum(s[0] for s in scores) / n, 3), "answer_contains": round(sum(s[1] for s in scores) / n, 3),
-                "answer_words": round(sum(s[2] for s in scores) / n, 1),
-                "abstained": sum(r[f"{answer}_abstained"] for r in group), "questions": len(group)}
+                "answer_words": round(sum(s[2] for s in scores) / n, 1), "questions": len(group),
+                "abstained": len(abstained),
+                # a gold message was among the selected evidence, yet the answer abstained
+                "false_abstentions": sum(bool(set(r["gold_ids"]) & set(r[f"{answer}_selected"])) for r in abstained),
+                "abstention_lines": sum(len(r[f"{answer}_listed"]) for r in abstained),
+                "abstention_gold_lines": sum(len(set(r["gold_ids"]) & set(r[f"{answer}_listed"])) for r in abstained)}
 
     by = lambda key: {k: [r for r in rows if r[key] == k] for k in sorted({r[key] for r in rows})}  # noqa: E731
     return {"overall": summary(rows), "per_category": {str(k): summary(g) for k, g in by("category").items()},
@@ -208,7 +216,8 @@ def table(report: dict, names: list[str]) -> str:
             m = report[n]["overall"] if label == "overall" else report[n]["per_category"][label.split()[1]]
             cells.append(f"{m['answer_f1']:.3f} ({m['answer_contains']:.3f}) n={m['questions']}")
         lines.append(f"{label:<28}" + "".join(f"{c:>22}" for c in cells))
-    lines.append(f"{'abstained':<28}" + "".join(f"{report[n]['overall']['abstained']:>22}" for n in names))
+    for key in ("abstained", "false_abstentions", "abstention_lines", "abstention_gold_lines"):
+        lines.append(f"{key:<28}" + "".join(f"{report[n]['overall'][key]:>22}" for n in names))
     for chat in first["per_chat"]:
         lines.append(f"{chat:<28}" + "".join(f"{report[n]['per_chat'][chat]:>22.3f}" for n in names))
     return "\n".join(lines)
@@ -230,6 +239,7 @@ def main() -> int:
     from narrative_mirror import settings
     from narrative_mirror.agent.profiles import get_profile
     from narrative_mirror.chats import load_chat
+    from narrative_mirror.gold import gold_qa_frame
     from narrative_mirror.metrics.answer_f1 import answer_f1
     from narrative_mirror.retrieval.engine import Retriever
 
@@ -248,13 +258,15 @@ def main() -> int:
         evidence_file.write_bytes(pickle.dumps(retrieve_once(chats, retriever, args.profile)))
     cached = pickle.loads(evidence_file.read_bytes())
     profile = get_profile(args.profile)
+    gold_ids = {q["question_id"]: q["gold_ids"] for chat in chats.values() for q in gold_qa_frame(chat).iter_rows(named=True)}
     retriever.embedder = RememberedVectors(embedder, folder / "vectors.pkl")
 
     rows = []
     for c in cached:
         result = answer_step(c["state"], retriever, profile)
         rows.append({k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
-                    | {"now": result.answer, "now_abstained": result.abstained})
+                    | {"gold_ids": gold_ids[c["question_id"]], "now": result.answer, "now_abstained": result.abstained,
+                       "now_selected": [r.id for r in result.trace.final], "now_listed": result.selected_ids})
     retriever.embedder.save()
     report = {"profile": args.profile, "questions": len(rows), "evidence_cache": str(evidence_file), "now": measures(rows, "now")}
     names = ["now"]
@@ -263,7 +275,8 @@ def main() -> int:
         baseline_export(cached, retriever, profile, export)
         old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT, [str(export)])}
         for r in rows:
-            r["old"], r["old_abstained"] = old[r["question_id"]]["answer"], old[r["question_id"]]["abstained"]
+            mine = old[r["question_id"]]
+            r.update(old=mine["answer"], old_abstained=mine["abstained"], old_selected=mine["selected"], old_listed=mine["listed"])
         report[args.baseline] = measures(rows, "old")
         names.append(args.baseline)
     if args.json:
