@@ -7,7 +7,8 @@ supported claim the answer says the chat does not tell. The checks (``verify``):
   span as written, a date as resolved from it; an LLM claim by most of its words); it has what
   the question asks for (a date for "when", a place for "where", a name for "who", a count for
   "how many"); some evidence message mentions what the question is about (one of its topic
-  terms, the words of its form aside, or a person or thing it names besides the speakers); and the cited message is about the question (the embedder's similarity >= RELEVANCE_MIN);
+  terms, the words of its form aside, or a person or thing it names besides the speakers); and
+  the cited message is about the question (the embedder's similarity >= RELEVANCE_MIN);
 - with an LLM, Chain-of-Verification on top (``llm_verify``): per claim a verification question,
   answered from the cited messages only; a claim whose answer does not support it fails.
 """
