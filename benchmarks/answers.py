@@ -1,95 +1,292 @@
-"""Answer accuracy on the TRAIN chats, offline: token F1 and containment against the gold answers
-(LoCoMo-style normalization), per category and per chat, with seed 002's answer KPIs; beside the
-same measures of the answers of an earlier commit (default e4d709d, whose answers quoted evidence
-messages), run in the same benchmark run on the same index.
+"""Offline answer accuracy on the TRAIN chats: token F1 and containment against the gold answers
+(LoCoMo-style normalization), overall, per category and per chat, today's answer step beside an
+earlier commit's (default ff801dc) over the same evidence, in one run.
 
-    .venv/bin/python benchmarks/answers.py [--profile balanced] [--baseline e4d709d]
+The evidence is retrieved once per question (the agent's graph up to its generator, balanced
+profile, offline) and cached under /tmp with the index; each run then re-runs only the answer
+step (generator + verification) over it, so a rule change costs seconds. The baseline's answer
+step runs in that commit's own source tree (a subprocess) over an export of the same evidence.
+Abstentions are counted with the false ones among them (a gold message was in the selected
+evidence) and the evidence lines they list (how many of them gold).
+
+    .venv/bin/python benchmarks/answers.py [--profile balanced] [--baseline ff801dc] [--refresh] [--show N]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import hashlib
 import json
+import pickle
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-# Run inside the baseline's source tree: its agent's answer per gold question, as JSON lines.
+# Run inside the baseline's source tree: its answer step (offline answer, the reply to a question
+# in the evidence, offline verification) over the exported evidence; one JSON line per question.
 BASELINE_SCRIPT = """
 import json, sys
-from pathlib import Path
-from narrative_mirror.chats import load_chat
+from datetime import datetime
+from narrative_mirror.agent import answer as A
+from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.embedding import Embedder
-from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.index_store import IndexStore
-from narrative_mirror.query import ask
-from narrative_mirror.retrieval.engine import Retriever
-from narrative_mirror import settings
-store, profile, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-retriever = Retriever(IndexStore(store), Embedder(), settings.load_config("retrieval"))
-for path in files:
-    chat = load_chat(Path(path))
-    for q in gold_qa_frame(chat).iter_rows(named=True):
-        print(json.dumps({"question_id": q["question_id"], "answer": ask(retriever, chat.chat_file, q["question"], profile).answer}))
+embedder = Embedder()
+def message(m, grade, reply_to=None):
+    ts = datetime.fromisoformat(m["timestamp"]) if m["timestamp"] else None
+    match = FacetMatch(frozenset(m["artifact_terms"]), m["artifact_fraction"], m["target"])
+    return A.EvidenceMessage(local_id=m["local_id"], position=m["position"], speaker=m["speaker"], text=m["text"],
+                             timestamp=ts, grade=grade, match=match, reply_to=reply_to)
+for line in open(sys.argv[1]):
+    q = json.loads(line)
+    evidence = [message(m, m["grade"]) for m in q["evidence"]]
+    draft = A.offline_answer(q["question"], q["intent"], evidence, q["entities"], q["speakers"])
+    if not draft[1]:
+        have, wanted = {e.local_id for e in evidence}, {}
+        for e in evidence[:3]:
+            nxt = q["next"].get(e.local_id)
+            if "?" in e.text and nxt is not None:
+                wanted.setdefault(nxt["local_id"], (nxt, e))
+        ids = [i for i in wanted if i not in have][:max(0, q["max_evidence"] - len(evidence))]
+        replies = [message(wanted[i][0], wanted[i][1].grade, wanted[i][1].local_id) for i in ids
+                   if not wanted[i][0]["flagged"]]
+        if replies:
+            evidence += replies
+            draft = A.offline_answer(q["question"], q["intent"], replies, q["entities"], q["speakers"])
+    by_id = {e.local_id: e for e in evidence}
+    cited = sorted({i for c in draft[1] for i in c.ids if i in by_id})
+    relevance = {}
+    if cited:
+        vectors = embedder.encode([q["question"]] + [f"{by_id[i].speaker}: {by_id[i].text}" for i in cited])
+        relevance = {i: float(v @ vectors[0]) for i, v in zip(cited, vectors[1:])}
+    verified, notes, _ = A.check_claims(draft[1], by_id, q["intent"], relevance, q["artifact"])
+    text = draft[0] if verified and len(verified) == len(draft[1]) else (
+        " ".join(c.text for c in verified) if verified else A.NO_ANSWER)
+    print(json.dumps({"question_id": q["question_id"], "answer": text, "abstained": not verified,
+                      "selected": [m["local_id"] for m in q["evidence"]], "listed": list(by_id)}))
 """
+
+# What the cached evidence depends on: the search side of the agent, the retrieval engine and the config.
+SEARCH_SOURCES = ["narrative_mirror/agent/search_nodes.py", "narrative_mirror/agent/state.py",
+                  "narrative_mirror/agent/planner.py", "narrative_mirror/agent/grading.py",
+                  "narrative_mirror/agent/rewrite.py", "narrative_mirror/retrieval", "narrative_mirror/config"]
+
+
+def search_fingerprint(repo: Path, profile: str, files: list[Path]) -> str:
+    digest = hashlib.sha256(profile.encode())
+    for source in SEARCH_SOURCES:
+        path = repo / source
+        for f in sorted(path.rglob("*") if path.is_dir() else [path]):
+            if f.is_file() and f.suffix in (".py", ".toml"):
+                digest.update(f.read_bytes())
+    for f in files:
+        digest.update(f.name.encode() + f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def retrieve_once(chats: dict, retriever, profile: str) -> list[dict]:
+    """Per gold question, the graph state as the generator receives it (the agent's searches,
+    pool and grades), captured by running the graph with a recording generator."""
+    from narrative_mirror import query
+    from narrative_mirror.agent import graph
+    from narrative_mirror.gold import gold_qa_frame
+
+    captured: dict[str, dict] = {}
+    real_generator = graph.generator
+
+    def recording(state, run):
+        captured["state"] = copy.deepcopy(dict(state))
+        return real_generator(state, run)
+
+    graph.generator, graph._GRAPH = recording, None
+    out = []
+    try:
+        for key, chat in chats.items():
+            for q in gold_qa_frame(chat).iter_rows(named=True):
+                query.ask(retriever, key, q["question"], profile=profile)
+                out.append({"question_id": q["question_id"], "chat_file": key, "category": q["category"],
+                            "question": q["question"], "gold": q["answer"], "state": captured.pop("state")})
+    finally:
+        graph.generator, graph._GRAPH = real_generator, None
+    return out
+
+
+class RememberedVectors:
+    """The embedder with the vectors of texts it encoded before kept in a file (the answer step's
+    similarity checks, re-run over the same evidence, encode the same texts every time)."""
+
+    def __init__(self, embedder, path: Path):
+        self.embedder, self.path = embedder, path
+        self.vectors = pickle.loads(path.read_bytes()) if path.is_file() else {}
+
+    def encode(self, texts: list[str]):
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            self.vectors.update(zip(missing, self.embedder.encode(missing)))
+        return np.stack([self.vectors[t] for t in texts])
+
+    def save(self) -> None:
+        self.path.write_bytes(pickle.dumps(self.vectors))
+
+    def __getattr__(self, name: str):
+        return getattr(self.embedder, name)
+
+
+def answer_step(state: dict, retriever, profile):
+    """Today's generator and verification over a cached state: the AgentAnswer."""
+    from narrative_mirror.agent.answer_nodes import generator, verification
+    from narrative_mirror.agent.state import Run
+
+    run = Run.from_state(state, {"configurable": {"retriever": retriever, "profile": profile, "llm": None}})
+    generator(state, run)
+    verification(state, run)
+    return run.result
+
+
+def baseline_export(cached: list[dict], retriever, profile, path: Path) -> None:
+    """The evidence of each cached question as the baseline's answer step reads it: the selected
+    messages (best grade first), the next message of each (for its reply rule), the chat's names."""
+    from narrative_mirror.agent.state import Run
+    from narrative_mirror.agent.text import looks_like_injection
+
+    def fields(hit, match) -> dict:
+        return {"local_id": hit.local_id, "position": hit.position, "speaker": hit.speaker, "text": hit.text,
+                "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
+                "artifact_terms": sorted(match.artifact_terms), "artifact_fraction": match.artifact_fraction,
+                "target": match.target, "flagged": looks_like_injection(hit.text)}
+
+    with path.open("w") as out:
+        for c in cached:
+            run = Run.from_state(c["state"], {"configurable": {"retriever": retriever, "profile": profile, "llm": None}})
+            chosen = sorted(run.select(profile.max_evidence_fetches), key=lambda p: -p.grade)
+            stored = {h.local_id: h for h in retriever.messages(run.chat_file, [p.hit.local_id for p in chosen])}
+            evidence = [fields(stored[p.hit.local_id], p.match) | {"grade": p.grade} for p in chosen]
+            reply_of = retriever.replies(run.chat_file, [e["local_id"] for e in evidence[:3]])
+            following = {h.local_id: h for h in retriever.messages(run.chat_file, list(reply_of.values()))}
+            entities, speakers = retriever.names(run.chat_file)
+            out.write(json.dumps({
+                "question_id": c["question_id"], "question": c["question"], "intent": run.facets.intent,
+                "artifact": list(run.facets.artifact), "evidence": evidence, "max_evidence": profile.max_evidence_fetches,
+                "next": {asked: fields(following[nxt], run.matcher.match(following[nxt].speaker, following[nxt].text))
+                         for asked, nxt in reply_of.items()},
+                "entities": list(entities), "speakers": list(speakers)}) + "\n")
+
+
+def measures(rows: list[dict], answer: str) -> dict:
+    """F1 / containment / words overall, per category and per chat (F1 only) of ``rows[answer]``."""
+    from narrative_mirror.evaluation import UNANSWERABLE_CATEGORY
+    from narrative_mirror.metrics.answer_contains import answer_contains
+    from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
+
+    def score(r: dict) -> tuple[float, float, float]:
+        if r["category"] == UNANSWERABLE_CATEGORY:
+            return float(r[f"{answer}_abstained"]), float(r[f"{answer}_abstained"]), 0.0
+        return (answer_f1(r[answer], r["gold"]) or 0.0, float(answer_contains(r[answer], r["gold"])),
+                float(len(answer_tokens(r[answer]))))
+
+    def summary(group: list[dict]) -> dict:
+        scores = [score(r) for r in group]
+        n = max(len(scores), 1)
+        abstained = [r for r in group if r[f"{answer}_abstained"]]
+        return {"answer_f1": round(sum(s[0] for s in scores) / n, 3), "answer_contains": round(sum(s[1] for s in scores) / n, 3),
+                "answer_words": round(sum(s[2] for s in scores) / n, 1), "questions": len(group),
+                "abstained": len(abstained),
+                # a gold message was among the selected evidence, yet the answer abstained
+                "false_abstentions": sum(bool(set(r["gold_ids"]) & set(r[f"{answer}_selected"])) for r in abstained),
+                "abstention_lines": sum(len(r[f"{answer}_listed"]) for r in abstained),
+                "abstention_gold_lines": sum(len(set(r["gold_ids"]) & set(r[f"{answer}_listed"])) for r in abstained)}
+
+    by = lambda key: {k: [r for r in rows if r[key] == k] for k in sorted({r[key] for r in rows})}  # noqa: E731
+    return {"overall": summary(rows), "per_category": {str(k): summary(g) for k, g in by("category").items()},
+            "per_chat": {k: summary(g)["answer_f1"] for k, g in by("chat_file").items()}}
+
+
+def table(report: dict, names: list[str]) -> str:
+    """The comparison as a text table: F1 (containment) per slice, one column per version."""
+    first = report[names[0]]
+    slices = [("overall", first["overall"])] + [(f"category {k}", v) for k, v in first["per_category"].items()]
+    lines = [f"{'':<28}" + "".join(f"{n:>22}" for n in names)]
+    for label, _ in slices:
+        cells = []
+        for n in names:
+            m = report[n]["overall"] if label == "overall" else report[n]["per_category"][label.split()[1]]
+            cells.append(f"{m['answer_f1']:.3f} ({m['answer_contains']:.3f}) n={m['questions']}")
+        lines.append(f"{label:<28}" + "".join(f"{c:>22}" for c in cells))
+    for key in ("abstained", "false_abstentions", "abstention_lines", "abstention_gold_lines"):
+        lines.append(f"{key:<28}" + "".join(f"{report[n]['overall'][key]:>22}" for n in names))
+    for chat in first["per_chat"]:
+        lines.append(f"{chat:<28}" + "".join(f"{report[n]['per_chat'][chat]:>22.3f}" for n in names))
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--profile", default="balanced")
-    parser.add_argument("--baseline", default="e4d709d", help="commit whose answers are measured beside ('' = none)")
+    parser.add_argument("--baseline", default="ff801dc", help="commit whose answer step is measured beside ('' = none)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "nm_answers_cache")
+    parser.add_argument("--refresh", action="store_true", help="retrieve the evidence again")
+    parser.add_argument("--show", type=int, default=0, help="print this many wrong answers (question, gold, answer)")
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    import polars as pl
-    from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, run_at_commit, train_files
+    from common import DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, train_files
 
-    from narrative_mirror import evaluation as ev
-    from narrative_mirror import query, settings
+    from narrative_mirror import settings
+    from narrative_mirror.agent.profiles import get_profile
     from narrative_mirror.chats import load_chat
     from narrative_mirror.gold import gold_qa_frame
-    from narrative_mirror.metrics.answer_contains import answer_contains
-    from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
+    from narrative_mirror.metrics.answer_f1 import answer_f1
     from narrative_mirror.retrieval.engine import Retriever
 
     files = train_files(args.data or DEFAULT_DATA)
+    key = search_fingerprint(REPO, args.profile, files)
+    folder = args.cache / f"evidence_{key}"
     embedder = build_embedder()
-    store_dir = Path(tempfile.mkdtemp(prefix="nm_answers_")) / "lancedb"
-    store = open_index(store_dir)
     chats = {p.stem: load_chat(p) for p in files}
-    for chat in chats.values():
-        index_chat(store, chat.messages, message_vectors(chat.messages, embedder, args.cache))
+    store = open_index(folder / "lancedb")
+    evidence_file = folder / "states.pkl"
+    if args.refresh or not evidence_file.is_file():
+        for chat in chats.values():
+            index_chat(store, chat.messages, message_vectors(chat.messages, embedder, args.cache))
     retriever = Retriever(store, embedder, settings.load_config("retrieval"))
-    rows = pl.concat([
-        ev.evaluate_qa(lambda q, key=key: query.ask(retriever, key, q, profile=args.profile),
-                       gold_qa_frame(chat), chat.messages, "benchmark")
-        for key, chat in chats.items()])
+    if args.refresh or not evidence_file.is_file():
+        evidence_file.write_bytes(pickle.dumps(retrieve_once(chats, retriever, args.profile)))
+    cached = pickle.loads(evidence_file.read_bytes())
+    profile = get_profile(args.profile)
+    gold_ids = {q["question_id"]: q["gold_ids"] for chat in chats.values() for q in gold_qa_frame(chat).iter_rows(named=True)}
+    retriever.embedder = RememberedVectors(embedder, folder / "vectors.pkl")
 
-    def measures(frame: pl.DataFrame, answers: str) -> dict:
-        scored = frame.with_columns(
-            f1=pl.struct(answers, "gold_answer").map_elements(lambda r: answer_f1(r[answers], r["gold_answer"]),
-                                                              return_dtype=pl.Float64),
-            contains=pl.struct(answers, "gold_answer").map_elements(
-                lambda r: answer_contains(r[answers], r["gold_answer"]), return_dtype=pl.Float64),
-            words=pl.col(answers).map_elements(lambda a: float(len(answer_tokens(a))), return_dtype=pl.Float64))
-        by = lambda g: {"answer_f1": round(g["f1"].mean(), 3), "answer_contains": round(g["contains"].mean(), 3),  # noqa: E731
-                        "answer_words": round(g["words"].mean(), 1), "questions": g.height}
-        return {"overall": by(scored),
-                "per_category": {str(c): by(g) for (c,), g in sorted(scored.group_by("category"))},
-                "per_chat": {k: by(g)["answer_f1"] for (k,), g in sorted(scored.group_by("chat_file"))}}
-
-    report = {"profile": args.profile, "questions": rows.height, "now": measures(rows, "answer"),
-              "kpis": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in ev.answer_kpis(rows).items()}}
+    rows = []
+    for c in cached:
+        result = answer_step(c["state"], retriever, profile)
+        rows.append({k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
+                    | {"gold_ids": gold_ids[c["question_id"]], "now": result.answer, "now_abstained": result.abstained,
+                       "now_selected": [r.id for r in result.trace.final], "now_listed": result.selected_ids})
+    retriever.embedder.save()
+    report = {"profile": args.profile, "questions": len(rows), "evidence_cache": str(evidence_file), "now": measures(rows, "now")}
+    names = ["now"]
     if args.baseline:
-        old = pl.DataFrame(run_at_commit(args.baseline, BASELINE_SCRIPT, [str(store_dir), args.profile, *map(str, files)]))
-        old = old.rename({"answer": "old"})
-        report[f"baseline_{args.baseline}"] = measures(rows.join(old, on="question_id"), "old")
-        report["f1_ratio_now_vs_baseline"] = round(report["now"]["overall"]["answer_f1"]
-                                                   / max(report[f"baseline_{args.baseline}"]["overall"]["answer_f1"], 1e-9), 2)
-    print(json.dumps(report, indent=1))
+        export = folder / "evidence.jsonl"
+        baseline_export(cached, retriever, profile, export)
+        old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT, [str(export)])}
+        for r in rows:
+            mine = old[r["question_id"]]
+            r.update(old=mine["answer"], old_abstained=mine["abstained"], old_selected=mine["selected"], old_listed=mine["listed"])
+        report[args.baseline] = measures(rows, "old")
+        names.append(args.baseline)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"answer step over cached evidence ({report['questions']} train questions, {args.profile}, offline)")
+        print(table(report, names))
+    wrong = sorted(rows, key=lambda r: answer_f1(r["now"], r["gold"]) or 0.0)[:args.show]
+    for r in wrong:
+        print(f"[{r['category']}] {r['question_id']} {r['question']!r}\n   gold: {r['gold']!r}\n   now:  {r['now']!r}")
     return 0
 
 

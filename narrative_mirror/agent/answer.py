@@ -7,7 +7,8 @@ supported claim the answer says the chat does not tell. The checks (``verify``):
   span as written, a date as resolved from it; an LLM claim by most of its words); it has what
   the question asks for (a date for "when", a place for "where", a name for "who", a count for
   "how many"); some evidence message mentions what the question is about (one of its topic
-  terms); and the cited message is about the question (the embedder's similarity >= RELEVANCE_MIN);
+  terms, the words of its form aside, or a person or thing it names besides the speakers); and
+  the cited message is about the question (the embedder's similarity >= RELEVANCE_MIN);
 - with an LLM, Chain-of-Verification on top (``llm_verify``): per claim a verification question,
   answered from the cited messages only; a claim whose answer does not support it fails.
 """
@@ -21,10 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent import slots
+from narrative_mirror.agent import slot_nouns, slots
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
-from narrative_mirror.agent.text import stems
+from narrative_mirror.agent.text import names_in, stem, stems
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, format_messages_as_data
 from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
@@ -34,6 +35,9 @@ SUPPORT_MIN = agent_config()["answer"]["support_min"]  # share of an LLM claim's
 # not about the question; low on purpose: it must not cost answers.
 RELEVANCE_MIN = agent_config()["answer"]["relevance_min"]
 NO_ANSWER = "Not found in this chat."
+# Words of a question's form, not of what it is about ("how long", "how many times", "what kind of").
+QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often")}
+LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
 
@@ -46,6 +50,7 @@ class EvidenceMessage:
     grade: float
     match: FacetMatch
     reply_to: str | None = None  # the evidence message (a question) this one answers
+    continues: str | None = None  # the evidence message this one goes on from (same speaker, next message)
 
 
 @dataclass
@@ -58,11 +63,24 @@ class Claim:
 
 def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str] = (),
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
-    """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot."""
-    slot = slots.answer_slot(question, intent, [e.message for e in evidence], entities=entities, speakers=speakers)
+    """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
+    read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
+    read = reading_order(evidence)
+    slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None:
-        return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({intent})"]
+        wanted = slot_nouns.asked_kind(question, intent) or intent
+        return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({wanted})"]
     return slot.text, [Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence)], []
+
+
+def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -> list[ChatMessage]:
+    """The best ``look_at`` evidence messages (continuations aside), each followed by its continuation."""
+    after: dict[str, list[ChatMessage]] = {}
+    for e in evidence:
+        if e.continues:
+            after.setdefault(e.continues, []).append(e.message)
+    primary = [e.message for e in evidence if not e.continues][:look_at]
+    return [m for message in primary for m in [message, *after.get(message.local_id, [])]]
 
 
 def support(claim: Claim, cited_texts: Sequence[str]) -> float:
@@ -82,19 +100,31 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     if claim.kind == "date":
         return any(slots.resolve_date(claim.sentence, m.timestamp) == claim.text
                    or (m.timestamp and slots.fmt_day(m.timestamp) == claim.text) for m in messages)
+    if claim.kind == "names":  # "Miami, Los Angeles": each name in the cited message
+        return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)
 
 
+def _about_topic(evidence: Mapping[str, EvidenceMessage], topic: Collection[str], subjects: Collection[str]) -> bool:
+    """Whether some evidence message mentions one of the question's topic terms (the words of its
+    form aside: "how long", "what kind of") or one of the people or things it names."""
+    return (any(e.match.artifact_terms - QUESTION_FORM for e in evidence.values())
+            or any(names_in(subjects, "", e.message.text) for e in evidence.values()))
+
+
 def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
-           relevance: Mapping[str, float], topic: Collection[str] = ()) -> tuple[list[Claim], list[str]]:
+           relevance: Mapping[str, float], topic: Collection[str] = (),
+           subjects: Collection[str] = ()) -> tuple[list[Claim], list[str]]:
     """(verified claims, reasons for each claim that could not be verified); ``relevance`` maps an
     evidence id to its similarity with the question, ``topic`` is what the question asks about
     (its artifact terms): when no evidence message mentions any of them, the search found
     something else and no claim is verified (all the evidence, not each claim's own cited
-    messages: docs/decisions.md)."""
+    messages: docs/decisions.md); ``subjects``: the people or things the question names, its
+    chat's speakers aside."""
     verified: list[Claim] = []
+    topic = [t for t in topic if stem(t) not in QUESTION_FORM]
     problems: list[str] = []
     for claim in claims:
         unknown_ids = [i for i in claim.ids if i not in evidence]
@@ -107,7 +137,7 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
             problems.append(f"Unverified (not what {claim.ids} says): {claim.text}")
         elif not slots.required_slot_filled(intent, claim.text):
             problems.append(f"Unverified (does not give what a {intent!r} question asks for): {claim.text}")
-        elif topic and not any(e.match.artifact_terms for e in evidence.values()):
+        elif topic and not _about_topic(evidence, topic, subjects):
             problems.append(f"Unverified (no evidence message mentions {', '.join(topic)}): {claim.text}")
         elif (best := max(relevance.get(i, 0.0) for i in claim.ids)) < RELEVANCE_MIN:
             problems.append(f"Unverified ({claim.ids} not about the question: similarity {best:.2f}): {claim.text}")
@@ -117,12 +147,12 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
 
 
 def check_claims(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
-                 relevance: Mapping[str, float], topic: Collection[str] = (),
+                 relevance: Mapping[str, float], topic: Collection[str] = (), subjects: Collection[str] = (),
                  llm_check: Callable[[list[Claim]], list[str | None] | None] | None = None,
                  ) -> tuple[list[Claim], list[str | None], str]:
     """(verified claims, per claim None or why it failed, which verifier ran): the offline checks,
     then ``llm_check`` (``llm_verify``; None back = the LLM is not available) on what passed them."""
-    verified, problems = verify(claims, evidence, intent, relevance, topic)
+    verified, problems = verify(claims, evidence, intent, relevance, topic, subjects)
     failed = iter(problems)
     notes: list[str | None] = [None if c in verified else next(failed) for c in claims]
     checked = llm_check(verified) if llm_check and verified else None

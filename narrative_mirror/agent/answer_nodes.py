@@ -4,12 +4,14 @@ the claims the evidence supports, the rest go to Unknowns)."""
 
 from __future__ import annotations
 
+import re
+
 from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.text import looks_like_injection, stem
+from narrative_mirror.agent.text import looks_like_injection, names_in, stem, written_words
 
 
 def generator(state: AgentState, run: Run) -> dict:
@@ -34,6 +36,9 @@ def generator(state: AgentState, run: Run) -> dict:
     if run.evidence:
         drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
     if drafted is None:
+        if continued := _continuations(run):
+            run.evidence = _after_their_messages(run.evidence, continued)
+            run.step(f"generator: continuations {[e.message.local_id for e in continued]} read with their messages")
         drafted = _offline_answer(run, run.evidence)
         if not drafted[1] and (replies := _replies(run)):
             run.evidence += replies
@@ -47,6 +52,38 @@ def generator(state: AgentState, run: Run) -> dict:
 def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tuple[str, list[answer_mod.Claim], list[str]]:
     entities, speakers = run.retriever.names(run.chat_file)
     return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=entities, speakers=speakers)
+
+
+# A message that only makes sense with the one before it: a pronoun or a connective first.
+_GOES_ON = re.compile(r"^\W*(?:he|she|they|it|his|her|their|them|this|that|these|those|and|but|also|so|then|both)\b", re.I)
+
+
+def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
+    """The next message of the same speaker after each of the best evidence messages, when it
+    goes on from it ("He named the parrots Quasar and Nimbus." after "My neighbour Zebulon bought
+    two parrots."). Within the evidence budget; one lookup call."""
+    have = {e.message.local_id for e in run.evidence}
+    best = [e for e in run.evidence if not e.reply_to][:answer_mod.LOOK_AT]
+    following = run.retriever.continuations(run.chat_file, [e.message.local_id for e in best], keep=lambda text: bool(
+        _GOES_ON.search(text)) and not looks_like_injection(text))
+    wanted = {nxt: lid for lid, nxt in following.items() if nxt not in have}
+    ids = list(wanted)[:max(0, run.profile.max_evidence_fetches - len(run.evidence))]
+    if not ids or not run.can_call(final=True):
+        return []
+    run.calls += 1
+    run.fetches += len(ids)
+    grades = {e.message.local_id: e.grade for e in run.evidence}
+    return [answer_mod.EvidenceMessage(hit, grade=grades[wanted[hit.local_id]], match=run.matcher.match(hit.speaker, hit.text),
+                                       continues=wanted[hit.local_id])
+            for hit in run.retriever.messages(run.chat_file, ids)]
+
+
+def _after_their_messages(evidence: list[answer_mod.EvidenceMessage],
+                          continued: list[answer_mod.EvidenceMessage]) -> list[answer_mod.EvidenceMessage]:
+    out = []
+    for e in evidence:
+        out += [e, *(c for c in continued if c.continues == e.message.local_id)]
+    return out
 
 
 def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
@@ -91,8 +128,9 @@ def verification(state: AgentState, run: Run) -> dict:
         return {}
     text, claims, llm_unknowns = run.draft
     evidence = {e.message.local_id: e for e in run.evidence}
+    subjects = _subjects(run)
     verified, notes, verifier = answer_mod.check_claims(
-        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact,
+        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact, subjects,
         llm_check=lambda kept: run.ask_llm("verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence),
                                            final=True))
     problems = [note for note in notes if note]
@@ -105,6 +143,8 @@ def verification(state: AgentState, run: Run) -> dict:
     unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
+    if not verified and run.facets.artifact:  # an abstention lists only the messages about what was asked
+        ordered = [e for e in ordered if e.match.artifact_terms or names_in(subjects, "", e.message.text)]
     items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
                           speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
@@ -116,12 +156,19 @@ def verification(state: AgentState, run: Run) -> dict:
     return {}
 
 
+def _subjects(run: Run) -> list[str]:
+    """The people and things the question names, the chat's speakers aside."""
+    speakers = {s.lower() for s in run.retriever.names(run.chat_file)[1]}
+    return [t for t in run.facets.target if t.lower() not in speakers]
+
+
 def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
-    parts = [f"reply to {e.reply_to}"] if e.reply_to else []
-    if e.match.artifact_terms:
-        parts.append(f"mentions {', '.join(e.match.matched)}")
-    if e.match.target:
-        parts.append(f"involves {', '.join(run.facets.target or run.persons)}")
+    parts = [f"reply to {e.reply_to}"] if e.reply_to else [f"goes on from {e.continues}"] if e.continues else []
+    # What the message itself holds: its own words for the question's terms, the people it names.
+    if words := written_words(e.message.text, e.match.artifact_terms):
+        parts.append(f"mentions {', '.join(words)}")
+    if people := names_in(dict.fromkeys([*run.facets.target, *run.persons]), e.message.speaker, e.message.text):
+        parts.append(f"involves {', '.join(people)}")
     parts.append(f"grade {e.grade:.2f}")
     return "; ".join(parts)
 

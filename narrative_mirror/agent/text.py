@@ -98,6 +98,23 @@ def stems(text: str, exclude: Iterable[str] = ()) -> set[str]:
     return {stem(t) for t in content_tokens(text, exclude)}
 
 
+def written_words(text: str, wanted: Iterable[str]) -> list[str]:
+    """The words of ``text`` whose stems are ``wanted``, as written (lower case), each stem once,
+    in the order they appear: "mentions ankle", not the stem "ankl"."""
+    wanted, out = set(wanted), {}
+    for token in tokens(text):
+        if stem(token) in wanted and stem(token) not in out:
+            out[stem(token)] = token
+    return list(out.values())
+
+
+def names_in(names: Iterable[str], speaker: str, text: str) -> list[str]:
+    """The ``names`` that are the message's speaker or appear in its text as a word."""
+    lowered = text.lower()
+    return [n for n in names if n.lower() == speaker.lower()
+            or re.search(rf"(?<!\w){re.escape(n.lower())}(?!\w)", lowered)]
+
+
 def time_phrases(text: str) -> list[str]:
     """Time expressions as written, in order ("in the first week of 2024", "on Friday")."""
     return [m.group(0).strip() for m in _TIME_PHRASE.finditer(text)]

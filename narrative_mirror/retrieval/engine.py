@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -125,6 +125,17 @@ class Retriever:
             if chat.sessions[nxt] == chat.sessions[row] and chat.speakers[nxt] != chat.speakers[row]:
                 out[local_id] = chat.local_ids[nxt]
         return out
+
+    def continuations(self, chat_file: str, local_ids: Sequence[str],
+                      keep: Callable[[str], bool] = lambda text: True) -> dict[str, str]:
+        """For each of ``local_ids`` whose next message is the same speaker's (same session) and
+        its text passes ``keep``, that message's local id: "My neighbour bought two parrots." /
+        "He named them ..."."""
+        chat = self.chat(chat_file)
+        rows = {lid: chat.row_of[lid] for lid in local_ids if lid in chat.row_of}
+        return {lid: chat.local_ids[row + 1] for lid, row in rows.items() if row + 1 < chat.size
+                and chat.sessions[row + 1] == chat.sessions[row] and chat.speakers[row + 1] == chat.speakers[row]
+                and keep(chat.raw_texts[row + 1])}
 
     def names(self, chat_file: str) -> tuple[list[str], list[str]]:
         """(the chat's named entities, its speakers): the names an answer may be read from."""

@@ -80,3 +80,18 @@ def test_offline_answer_is_the_slot_span_and_abstains_when_nothing_fills_it():
     assert offline_answer("Where is the operation?", "where", evidence)[0] == "Trondheim"
     text, claims, unknowns = offline_answer("How many dogs does Ana have?", "how_many", evidence)
     assert (text, claims) == (NO_ANSWER, []) and unknowns
+
+
+def test_a_list_of_names_is_verified_name_by_name_and_the_topic_by_the_question_subjects():
+    evidence = {"D1:1": message("D1:1", 0, "We flew from Miami to Los Angeles and then drove to San Diego.")}
+    names = [Claim("Miami, Los Angeles", ["D1:1"], kind="names"), Claim("Miami, Boston", ["D1:1"], kind="names")]
+    verified, problems = verify(names, evidence, "what", {"D1:1": 0.5})
+    assert [c.text for c in verified] == ["Miami, Los Angeles"]
+    assert problems == ["Unverified (not what ['D1:1'] says): Miami, Boston"]
+    # "How long has Kevin been interning at Microsoft?": no message has "interning" (nor "long", a
+    # word of the question's form), one names Microsoft: about the question.
+    microsoft = {"D7:4": message("D7:4", 0, "I have been at Microsoft for three months now")}
+    claim = [Claim("for three months", ["D7:4"], kind="quantity")]
+    assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"])[0] == []
+    assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"],
+                  subjects=["Microsoft"])[0] == claim

@@ -90,3 +90,66 @@ def test_phrase_span_keeps_the_words_the_question_lacks():
 ])
 def test_required_slot(intent, answer, filled):
     assert required_slot_filled(intent, answer) is filled
+
+
+@pytest.mark.parametrize("sentence, said, resolved", [
+    ("I went over on my ankle at football last night.", datetime(2024, 4, 4, 12, 41), "3 April 2024"),
+    ("Lisbon half marathon, Sunday the 19th.", datetime(2024, 5, 2, 20, 10), "19 May 2024"),  # not 28 April
+    ("NO WAY. Friday the 12th?", datetime(2024, 4, 7, 17, 20), "12 April 2024"),
+    ("Saturday the 22nd. I've got less than three weeks", datetime(2024, 6, 3, 18, 40), "22 June 2024"),
+    ("Ask me again in two weeks.", datetime(2024, 5, 2, 20, 10), "the week of 16 May 2024"),
+    # no exact date to give: the amount as written, before the day it was said
+    ("One trip was a visit to Kyoto a couple of years ago.", datetime(2024, 1, 11, 9), "a couple of years before 11 January 2024"),
+])
+def test_relative_dates_of_the_demo_chats(sentence, said, resolved):
+    assert resolve_date(sentence, said) == resolved
+
+
+def test_a_lower_case_place_in_the_evidence_comes_before_a_name_the_chat_uses():
+    """"Where does Ines run?": "16k along the river", not "Done" (a chat entity in a later message)."""
+    evidence = [Msg("D1:8", "Ines", "Good! Did my longest run yet on Sunday, 16k along the river", FRIDAY),
+                Msg("D6:4", "Ines", "Two months ago I couldn't run 10k and now I've done a half", FRIDAY)]
+    assert answer_slot("Where does Ines run?", "where", evidence, entities=["done"]).text == "along the river"
+    assert answer_slot("Where does Ines run?", "where", evidence[1:], entities=["done"]).text == "Done"
+
+
+@pytest.mark.parametrize("question, intent, text, answer", [
+    ("What job did Mara apply for?", "what", "Other news: the branch coordinator job at the library got posted today",
+     "branch coordinator"),
+    ("What job did Mara get?", "what", "The regional manager called this afternoon. I start as branch coordinator on the "
+     "1st of May", "branch coordinator"),
+    ("What colours did Sam paint Wren?", "what", "Dark blue with a white stripe. Very classy",
+     "Dark blue with a white stripe"),
+    ("What did Zebulon name his parrots?", "what", "He named the parrots Quasar and Nimbus.", "Quasar and Nimbus"),
+    ("Who helped Mara build the raised beds?", "who", "Mr. Okafor did all the measuring and Jonah and I did the heavy "
+     "lifting. Took us the whole of Saturday", "Mr. Okafor and Jonah"),
+])
+def test_the_slot_is_the_thing_asked_for_as_written(question, intent, text, answer):
+    assert answer_slot(question, intent, [Msg("D1:1", "Mara", text, FRIDAY)]).text == answer
+
+
+def test_a_colour_role_or_name_question_without_one_in_the_evidence_gets_no_fragment():
+    """"What colours did Sam paint Wren?" over "I spent yesterday evening scraping the old paint off
+    Wren" was "spent yesterday evening scraping the old": now nothing (the verifier abstains)."""
+    scraping = [Msg("D2:3", "Sam", "I spent yesterday evening scraping the old paint off Wren. My arms are dead", FRIDAY)]
+    assert answer_slot("What colours did Sam paint Wren?", "what", scraping) is None
+    assert answer_slot("What job did Sam apply for?", "what", scraping) is None
+
+
+@pytest.mark.parametrize("question, text, answer", [
+    ("How long has Elise been playing tennis?", "Yes, tennis is one of my passions and I have been playing for many "
+     "many years.", "for many many years"),
+    ("How long has Paola lived in New York?", "I have been living in New York since September, so now it is easier.",
+     "since September"),
+    ("How often does she get her nails done?", "Oh she never goes without nails, every 2 weeks she has a new pair on",
+     "every 2 weeks"),
+])
+def test_how_long_and_how_often_are_read_as_written(question, text, answer):
+    found = answer_slot(question, "how_many", [Msg("D1:1", "Ana", text, FRIDAY)])
+    assert found.text == answer and required_slot_filled("how_many", found.text)
+
+
+def test_a_question_about_a_kind_of_named_thing_lists_the_names_of_the_sentence():
+    trip = [Msg("D1:1", "Ana", "We flew from Miami to Los Angeles and then drove to San Diego.", FRIDAY)]
+    found = answer_slot("Which cities did Ana visit?", "what", trip)
+    assert (found.text, found.kind) == ("Miami, Los Angeles, San Diego", "names")
