@@ -97,7 +97,10 @@ def _mean_vector(matrix: np.ndarray, rows: list[int]) -> np.ndarray:
 def message_rows(
     messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None
 ) -> pa.Table:
-    """Rows of the ``messages`` table: one per message, vector from ``embeddings``."""
+    """Rows of the ``messages`` table: one per message, vector from ``embeddings``. System lines
+    (joins, calls, group changes) stay in the transcript and out of the index: never retrieved."""
+    if "system" in messages.columns:
+        messages = messages.filter(~pl.col("system").fill_null(False))
     msgs = schema.conform(messages, schema.MESSAGES, "messages").sort("position")
     lookup, matrix = _vector_lookup(embeddings)
     missing = [m for m in msgs["message_id"].to_list() if m not in lookup]

@@ -21,6 +21,7 @@ def cmd_ingest(args) -> dict:
     return {
         "data": str(runner.data_dir),
         "partitions": len(keys),
+        **built_counts(keys, report),
         "messages": msgs,
         "qa": qa,
         "arc_cases": arcs,
@@ -46,10 +47,16 @@ def cmd_build(args) -> dict:
             per_file[key].update(row)
             for name, value in row.items():
                 counts[name] += value
-    return {"data": str(runner.data_dir), "partitions": len(keys), **counts,
+    return {"data": str(runner.data_dir), "partitions": len(keys), **built_counts(keys, report), **counts,
             "encoded_messages": sum(report.encoded_messages.values()),
             "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
             "repairs": report.repairs, **outcome(runner, report)}
+
+
+def built_counts(keys: list[str], report) -> dict:
+    """How many chats were built and which were not (bad input or failure)."""
+    not_built = sorted(k for k in keys if k in report.failed)
+    return {"chats_built": len(keys) - len(not_built), "chats_not_built": not_built}
 
 
 def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:
