@@ -21,10 +21,13 @@ def cmd_serve(args) -> dict:
     event_log = runtime.event_log(retriever)  # where `ask` logs too
     access = (f"token file {args.tokens}" if tokens is not None
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
-    runner.progress(f"serving {len(keys)} chat files on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
+    served = [k for k in keys if k not in unavailable]
+    not_served = f"; not served: {', '.join(sorted(unavailable))} (see /api/health)" if unavailable else ""
+    runner.progress(f"serving {len(served)} of {len(keys)} chats on http://{args.host}:{args.port} "
+                    f"({access}; Ctrl-C stops){not_served}")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens)
     serve(app, host=args.host, port=args.port)
-    return {"served": [k for k in keys if k not in unavailable]}
+    return {"served": served}
 
 
 def cmd_token(args) -> dict:
