@@ -137,11 +137,22 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
     assert frame["tz"].unique().to_list() == ["America/New_York"] and frame["tz_source"][0] == "--tz"
     assert frame["attachments"][2].to_list() == [{"kind": "media", "name": "", "caption": None}]
 
-    from narrative_mirror.index_rows import message_rows
+    from narrative_mirror.index_rows import build_rows, message_rows
 
     vectors = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
                             "local_id": frame["local_id"], "vector": [[1.0, 0.0]] * 4}, schema=schema.MESSAGE_EMBEDDINGS)
     assert message_rows(frame, vectors)["local_id"].to_pylist() == frame["local_id"].to_list()[1:]
+    ids = frame["local_id"].to_list()
+    blocks = pl.DataFrame([{"block_id": "b0", "chat_file": "whatsapp_Ben", "session": 1, "block_index": 0,
+                            "first_position": 0, "last_position": 3, "message_ids": ids,
+                            "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][3],
+                            "speakers": ["Ana", "Ben"], "keywords": [], "label": "", "summary": ""},
+                           {"block_id": "b1", "chat_file": "whatsapp_Ben", "session": 1, "block_index": 1,
+                            "first_position": 0, "last_position": 0, "message_ids": ids[:1],
+                            "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][0],
+                            "speakers": [], "keywords": [], "label": "", "summary": ""}], schema=schema.BLOCKS)
+    rows = build_rows(frame, vectors, blocks=blocks)
+    assert rows["blocks"].to_pydict()["message_ids"] == [ids[1:]]  # the block of only a system line: gone
 
 
 def test_sessions_by_gap_with_slack_days_and_threads():
