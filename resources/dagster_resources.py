@@ -114,9 +114,12 @@ class ChatDataResource(dg.ConfigurableResource):
         return settings.default_arcs_dir(self.data_path())
 
     def import_options(self) -> ImportOptions:
+        from narrative_mirror.layers.sessions import session_gap
+
         return ImportOptions(format=self.export_format or None, tz=self.tz or None,
                              day_first={"true": True, "false": False}.get(self.day_first),
-                             machine_tz=self.machine_tz or None)
+                             machine_tz=self.machine_tz or None,
+                             session_gap_hours=session_gap(settings.load_config("layers")).total_seconds() / 3600)
 
     def chat_sources(self, progress=None) -> tuple[dict[str, ChatSource], list[str]]:
         """Every chat of the data folder by partition key, and problem lines (exports/folder.py)."""
@@ -146,7 +149,7 @@ class ChatDataResource(dg.ConfigurableResource):
         source = self.chat_source(key)
         if source.format == NATIVE:
             return load_chat(source.path, chat_file=key)
-        return load_export_chat(source, self.import_options(), settings.load_config("layers"))
+        return load_export_chat(source, self.import_options())
 
 
 class EmbedderResource(dg.ConfigurableResource):

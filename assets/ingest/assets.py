@@ -8,7 +8,7 @@ import polars as pl
 from assets.freshness import PARTITION_AUTOMATION
 from assets.ingest.checks import GOLD_QA_CHECKS, gold_oddities_check, unresolved_gold_share_check
 from assets.partitions import chat_files
-from assets.sources.assets import arc_file, chat_file, layers_config, split_config
+from assets.sources.assets import arc_file, chat_file, split_config
 from assets.versioning import versioned_asset, versioned_output
 from narrative_mirror import schema, split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
@@ -32,11 +32,12 @@ def input_problems_as_failures():
                          allow_retries=False) from None
 
 
-@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file, layers_config],
+@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file],
           automation_condition=PARTITION_AUTOMATION)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
     """One row per message (schema.MESSAGE_RECORD) of the chat: a RealTalk/LoCoMo file, or one
-    conversation of a chat export (sessions from silence gaps, layers.toml [sessions])."""
+    conversation of a chat export (sessions from silence gaps, layers.toml [sessions], which is
+    part of an export chat's source version)."""
     with input_problems_as_failures():
         chat = chat_data.read_chat(context.partition_key)
     df = chat.messages

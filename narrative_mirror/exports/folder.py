@@ -38,12 +38,14 @@ Progress = Callable[[str], None]
 class ImportOptions:
     """How exports are read: ``format`` forces a reader, ``tz`` is the zone of local-time
     formats (else ``machine_tz``, the machine's zone the caller passes), ``day_first`` settles
-    WhatsApp's day/month order when the file cannot."""
+    WhatsApp's day/month order when the file cannot, ``session_gap_hours`` the silence that
+    starts a session (in the version, so that a new gap rebuilds the exports, not every chat)."""
 
     format: str | None = None
     tz: str | None = None
     day_first: bool | None = None
     machine_tz: str | None = None
+    session_gap_hours: float = 4.0  # layers.toml [sessions]: part of an export chat's version
 
     def token(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -4,14 +4,13 @@ Columns are schema.MESSAGE_RECORD, the same as a RealTalk/LoCoMo chat's: ``local
 native id or the reader's stable content id; ``timestamp`` the local wall-clock time in the
 chat's zone (``--tz``, else the machine's; what relative dates are read against), ``utc_time``
 the instant with ``tz`` / ``tz_source`` saying where its zone came from; sessions come from
-silence gaps (narrative_mirror/layers/sessions.py). Exports carry no gold questions.
+silence gaps (narrative_mirror/layers/sessions.py; the gap is one of the reading options,
+``layers.toml [sessions]``). Exports carry no gold questions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import UTC
-from typing import Any
+from datetime import UTC, timedelta
 
 import polars as pl
 
@@ -21,27 +20,26 @@ from narrative_mirror.exports.folder import ChatSource, ImportOptions
 from narrative_mirror.exports.reader import read_export
 from narrative_mirror.exports.records import Conversation, ExportFormatError
 from narrative_mirror.exports.timezones import choose_zone
-from narrative_mirror.layers.sessions import session_gap, sessions_by_gap
+from narrative_mirror.layers.sessions import sessions_by_gap
 
 
 class ExportChatError(ChatFormatError):
     """An export that cannot be read into a chat (names the file, the place and the problem)."""
 
 
-def load_export_chat(source: ChatSource, options: ImportOptions, layers_config: Mapping[str, Any]) -> Chat:
+def load_export_chat(source: ChatSource, options: ImportOptions) -> Chat:
     """The chat of ``source`` (one conversation of an export), read with ``options``."""
     try:
         for conversation in read_export(source.path, source.format, options.tz, options.day_first,
                                         machine_tz=options.machine_tz):
             if conversation.key == source.key:
-                return conversation_chat(conversation, options, layers_config, path=source.path)
+                return conversation_chat(conversation, options, path=source.path)
     except ExportFormatError as exc:
         raise ExportChatError(" ".join(str(exc).split())) from None
     raise ExportChatError(f"{source.path}: no conversation {source.key!r} in the export any more")
 
 
-def conversation_chat(conversation: Conversation, options: ImportOptions, layers_config: Mapping[str, Any],
-                      path=None) -> Chat:
+def conversation_chat(conversation: Conversation, options: ImportOptions, path=None) -> Chat:
     zone = choose_zone(options.tz, options.machine_tz)
     local_zone = zone.zone or UTC
     messages = list(conversation.messages())
@@ -69,7 +67,7 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, layers
         texts.append(text)
     is_slack = conversation.source_format == "slack"
     sessions = sessions_by_gap(
-        [m.timestamp for m in messages], session_gap(layers_config),
+        [m.timestamp for m in messages], timedelta(hours=options.session_gap_hours),
         days=[m.timestamp.date() for m in messages] if is_slack else None,
         ids=ids, thread_roots=[m.reply_to for m in messages] if is_slack else None,
     )

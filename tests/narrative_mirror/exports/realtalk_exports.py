@@ -66,7 +66,7 @@ def export_chat(chat: Chat, fmt: str, folder: Path, tz: str) -> Chat:
     options = ImportOptions(tz=tz, day_first=True if fmt == "whatsapp_ios_24h" else None, machine_tz="UTC")
     chats, problems = find_chats(folder, options)
     assert not problems and len(chats) == 1, problems
-    return load_export_chat(next(iter(chats.values())), options, settings.load_config("layers"))
+    return load_export_chat(next(iter(chats.values())), options)
 
 
 def normalized(text: str) -> str:

@@ -29,10 +29,6 @@ def _messages(n: int, start: datetime = T0, pause_after: int | None = None) -> l
     return out
 
 
-def _layers() -> dict:
-    return settings.load_config("layers")
-
-
 def test_a_mixed_folder_gives_one_partition_per_conversation_with_safe_stable_keys(tmp_path):
     data = tmp_path / "chats"
     data.mkdir()
@@ -77,6 +73,12 @@ def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are
     # Another zone reads other UTC times: a new version.
     tokyo = find_chats(data, ImportOptions(tz="Asia/Tokyo", machine_tz="UTC"), cache)[0]
     assert tokyo["telegram_4242"].version != second["telegram_4242"].version
+    # Another session gap (layers.toml [sessions]): new versions of the exports, none of chat files.
+    shutil.copy(settings.DEMO_DATA_DIR / "demo_garden_Mara_Theo.json", data)
+    gaps = [find_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
+            for h in (4.0, 2.0)]
+    assert gaps[0]["telegram_4242"].version != gaps[1]["telegram_4242"].version
+    assert gaps[0]["demo_garden_Mara_Theo"].version == gaps[1]["demo_garden_Mara_Theo"].version
 
 
 def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_are_still_found(tmp_path):
@@ -104,7 +106,7 @@ def test_a_conversation_becomes_the_message_record_of_every_format(tmp_path):
     messages[4] = ("Ben Ode", messages[4][1], "answering note 1", 1)
     writers.telegram(messages, tmp_path, tz="Europe/Berlin")
     source = find_chats(tmp_path, BERLIN)[0]["telegram_4242"]
-    chat = load_export_chat(source, BERLIN, _layers())
+    chat = load_export_chat(source, BERLIN)
     frame = chat.messages
     assert dict(frame.schema) == schema.MESSAGE_RECORD
     assert (chat.format, chat.tz, chat.tz_source, chat.speakers) == ("telegram", "UTC+01:00", "file", ["Ana", "Ben Ode"])
@@ -126,7 +128,7 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
                     "14/03/2024, 09:03 - Ben: fixed it <This message was edited>\n", encoding="utf-8")
     options = ImportOptions(tz="America/New_York", machine_tz="UTC")
     source = find_chats(tmp_path, options)[0]["whatsapp_Ben"]
-    frame = load_export_chat(source, options, _layers()).messages
+    frame = load_export_chat(source, options).messages
     assert frame.select("speaker", "text", "system", "edited").rows() == [
         ("", "Messages and calls are end-to-end encrypted.", True, False),
         ("Ana", "hi Ben\nsecond line", False, False),
