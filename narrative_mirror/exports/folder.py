@@ -99,12 +99,19 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
 
 def _is_native(path: Path) -> bool:
     """A ``.json`` file that no export reader claims is a RealTalk/LoCoMo chat file (a broken one
-    too: reading it reports what is wrong)."""
-    try:
-        detect(path)
-    except (ExportFormatError, OSError, ValueError):
-        return True
-    return False
+    too: reading it reports what is wrong). Remembered per file state: detecting streams the file."""
+    info = path.stat()
+    state = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+    if state not in _NATIVE:
+        try:
+            detect(path)
+            _NATIVE[state] = False
+        except (ExportFormatError, OSError, ValueError):
+            _NATIVE[state] = True
+    return _NATIVE[state]
+
+
+_NATIVE: dict[tuple[str, int, int], bool] = {}
 
 
 def scan_export(path: Path, options: ImportOptions, cache_dir: Path | None = None,
