@@ -114,3 +114,10 @@ def test_two_data_folders_on_one_home_keep_a_shared_chat_apart(tmp_path, capsys)
     shutil.rmtree(first)  # the first folder is gone: the second one takes the chat over
     code, out = _build(capsys, second)
     assert code == 0 and "messages" in out["per_file"]["shared_chat"]["ran"]
+
+
+def test_an_unknown_zone_is_a_bad_argument_named_in_one_line(tmp_path, capsys):
+    code, out = _build(capsys, tmp_path, "--tz", "Mars/Olympus_Mons")
+    assert code == 2
+    assert out["problems"] == ["--tz 'Mars/Olympus_Mons': not a time zone name (e.g. Europe/Berlin, "
+                               "America/New_York, UTC)"]
