@@ -106,7 +106,7 @@ def _is_native(path: Path) -> bool:
         try:
             detect(path)
             _NATIVE[state] = False
-        except (ExportFormatError, OSError, ValueError):
+        except (ExportFormatError, OSError, ValueError, RecursionError):
             _NATIVE[state] = True
     return _NATIVE[state]
 
@@ -174,6 +174,8 @@ def _parse(path: Path, options: ImportOptions, progress: Progress | None) -> dic
         problems.append(" ".join(str(exc).split()))
     except (PartitionKeyError, OSError, UnicodeDecodeError) as exc:
         problems.append(f"{path}: {' '.join(str(exc).split())}")
+    except RecursionError:
+        problems.append(f"{path}: nested too deeply to read (no chat export nests this deep)")
     return {"chats": chats, "problems": problems}
 
 
