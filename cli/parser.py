@@ -15,6 +15,22 @@ from cli.commands.service import cmd_serve, cmd_token
 DESCRIPTION = "The ``narrative-mirror`` command: the asset graph for people and scripts without the UI."
 
 
+def export_args(p) -> None:
+    """How chat exports in the data folder are read; given once, remembered for the folder."""
+    from narrative_mirror.exports import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="read every chat export of the folder with this reader (default: detected from the content)")
+    p.add_argument("--tz", default=None,
+                   help="time zone of exports that write local times (WhatsApp, Signal, old Telegram), "
+                        "e.g. Europe/Berlin (default: the machine's zone; recorded per chat)")
+    order = p.add_mutually_exclusive_group()
+    order.add_argument("--day-first", dest="day_first", action="store_const", const=True, default=None,
+                       help="WhatsApp dates whose order the file leaves open are day/month")
+    order.add_argument("--month-first", dest="day_first", action="store_const", const=False,
+                       help="WhatsApp dates whose order the file leaves open are month/day")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="narrative-mirror", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -26,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folder of <chat>.arcs.json (default: NM_ARCS_DIR, the data folder, or <data>_arcs)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--verbose", action="store_true", help="Dagster's log and tracebacks on stderr")
+        export_args(p)
 
     p = sub.add_parser("chats", help="list the chats of the data folder: participants, messages, dates, built or not (and why)")
     data_args(p)

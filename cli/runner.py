@@ -25,6 +25,7 @@ from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_ru
 from assets.ingest.assets import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources.assets import observe_sources
+from cli.broken import NOT_RETRIED, BrokenChats
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror.safe_text import terminal_safe
 from resources import environment
@@ -52,6 +53,8 @@ class BuildReport:
     ran: dict[str, list[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     encoded_messages: dict[str, int] = field(default_factory=dict)
+    partition_seconds: dict[str, float] = field(default_factory=dict)  # per partition: all its steps
+    encode_seconds: dict[str, float] = field(default_factory=dict)  # per partition: encoding messages
     problems: dict[str | None, str] = field(default_factory=dict)
     failures: dict[str | None, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -65,14 +68,17 @@ class BuildReport:
         label = partition or "(all)"
         for event in result.all_events:
             if event.event_type_value == "STEP_SUCCESS":
-                name = event.step_key
-                self.seconds[name] = self.seconds.get(name, 0.0) + event.event_specific_data.duration_ms / 1000
+                name, seconds = event.step_key, event.event_specific_data.duration_ms / 1000
+                self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+                self.partition_seconds[label] = self.partition_seconds.get(label, 0.0) + seconds
             elif event.event_type_value == "ASSET_MATERIALIZATION":
                 materialization = event.event_specific_data.materialization
                 self.ran.setdefault(label, []).append(materialization.asset_key.to_user_string())
                 metadata = {k: v.value for k, v in materialization.metadata.items()}
                 if "encoded_messages" in metadata:
                     self.encoded_messages[label] = self.encoded_messages.get(label, 0) + metadata["encoded_messages"]
+                if "encode_seconds" in metadata:
+                    self.encode_seconds[label] = self.encode_seconds.get(label, 0.0) + metadata["encode_seconds"]
                 self.warnings += _warnings(label, metadata)
         if not result.success:
             message, input_problem = _failure(result)
@@ -83,14 +89,16 @@ class Runner:
     """One command's session with the instance: holds the home lock until ``close``."""
 
     def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
-                 progress: Callable[[str], None] = _stderr, verbose: bool = False):
+                 progress: Callable[[str], None] = _stderr, verbose: bool = False, import_options=None):
         from definitions import build_definitions
 
         self.progress = progress
         self.verbose = verbose
-        self.problems: list[str] = []  # files that could not become partitions (bad names, links out)
+        self.problems: list[str] = []  # files that could not become partitions (bad names, links out, bad exports)
+        self.source_versions: dict[str, dict[str, str]] = {}  # per chat: its source versions (register)
         self.data_dir = Path(data_dir).resolve() if data_dir else environment.data_dir()
-        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""))
+        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
+                                           import_options=import_options)
         self.state = self.resources["state"]
         self._resolved: dict = {}
         self.defs = build_definitions(self.resources)
@@ -100,6 +108,7 @@ class Runner:
             # SIGTERM stops a command as Ctrl-C does (Dagster maps it so inside its runs).
             signal.signal(signal.SIGTERM, signal.default_int_handler)
         home = dagster_home()
+        self.broken = BrokenChats(self.state.root)
         self._lock = HomeLock(home, progress).__enter__()
         try:
             self.instance = dg.DagsterInstance.from_config(str(home))
@@ -134,10 +143,12 @@ class Runner:
     def register(self) -> list[str]:
         """Record the chat files (new partitions) and the versions of changed source files;
         returns the chat files present, the command's partitions."""
-        found = observe_sources(self.instance, self.resources["chat_data"])
+        found = observe_sources(self.instance, self.resources["chat_data"], progress=self.progress)
         self.problems = found.problems
+        self.source_versions = found.versions
         if not found.files:
-            raise FileNotFoundError(f"no chat files (*.json) in {self.data_dir}")
+            why = f": {' | '.join(found.problems)}" if found.problems else ""
+            raise FileNotFoundError(f"no chats (chat files or chat exports) in {self.data_dir}{why}")
         if found.new_keys:
             self.instance.add_dynamic_partitions(chat_files.name, found.new_keys)
         for observation in found.observations:
@@ -212,6 +223,13 @@ class Runner:
                 break
             for i, (partition, keys) in enumerate(plan.items(), 1):
                 label = f"[{i}/{len(plan)}] {partition or '(all)'}"
+                versions = self.source_versions.get(partition) if partition else None
+                if (problem := self.broken.known(partition, versions)) is not None:
+                    # Its input failed before and has not changed: say so again, launch nothing.
+                    report.problems[partition] = f"{problem} {NOT_RETRIED}"
+                    ran.update((partition, k) for k in keys)
+                    self.progress(f"{label}: input unchanged since it failed: not run again")
+                    continue
                 self._wait_for_other_runs(partition)
                 if first and force:
                     why = f"run on request: {', '.join(k.to_user_string() for k in keys)}"
@@ -230,6 +248,10 @@ class Runner:
                                   "the remaining chat files were not started")
                     raise KeyboardInterrupt
                 report.add(partition, result)
+                if partition in report.problems:
+                    self.broken.remember(partition, versions, report.problems[partition])
+                elif versions and result.success:
+                    self.broken.forget(partition)
                 if partition in report.failed:
                     # One bad chat file must not stop the others: report it and go on.
                     self.progress(f"{label}: FAILED")

@@ -13,7 +13,25 @@ EVAL = ["qa_eval", "arc_eval"]
 def runner_for(args):
     from cli.runner import Runner
 
-    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), verbose=getattr(args, "verbose", False))
+    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), verbose=getattr(args, "verbose", False),
+                  import_options=import_options(args))
+
+
+def import_options(args):
+    """How the command's flags say chat exports are read (None: no flag given)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from narrative_mirror.exports.folder import ImportOptions
+
+    fmt, tz, day_first = getattr(args, "format", None), getattr(args, "tz", None), getattr(args, "day_first", None)
+    if (fmt, tz, day_first) == (None, None, None):
+        return None
+    if tz is not None:
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"--tz {tz!r}: not a time zone name (e.g. Europe/Berlin, America/New_York, UTC)") from None
+    return ImportOptions(format=fmt, tz=tz, day_first=day_first)
 
 
 def outcome(runner, *reports) -> dict:
@@ -37,10 +55,9 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     are checked first (cli/integrity.py; ``full_check``: every file and table read whole) and
     what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
     from cli import integrity, stamp
-    from narrative_mirror.keys import find_chat_files
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
-    files = find_chat_files(runner.data_dir)[0]
+    files = runner.resources["chat_data"].chat_files()
     before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
     keys = runner.register()
     unknown = sorted(set(chats or ()) - set(keys))
@@ -75,9 +92,14 @@ def tidy_index(runner) -> None:
 
 
 def partition_rows(report, keys: list[str]) -> dict:
-    """Per chat file: the assets this command ran, and how many messages it encoded."""
-    return {key: {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0)}
-            for key in keys}
+    """Per chat file: the assets this command ran, how many messages it encoded, and the seconds
+    its steps took, split into encoding and the rest."""
+    rows = {}
+    for key in keys:
+        total, encode = report.partition_seconds.get(key, 0.0), report.encode_seconds.get(key, 0.0)
+        rows[key] = {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0),
+                     "seconds": {"encode": round(encode, 3), "other": round(max(total - encode, 0.0), 3)}}
+    return rows
 
 
 def not_built(report, keys: list[str]) -> dict[str, str]:

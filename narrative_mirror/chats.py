@@ -1,4 +1,4 @@
-"""Read one chat file (RealTalk or LoCoMo format) into the MESSAGES layer.
+"""Read one chat file (RealTalk or LoCoMo format) into the message record (schema.MESSAGE_RECORD).
 
 Messages keep FILE order: sessions by their number N, then list order inside a session.
 In RealTalk the ``D`` number of a ``dia_id`` is the day, not the session, so ids are never
@@ -14,6 +14,10 @@ Normalizations applied (each one is recorded in ``Chat.notes`` when it happens):
   message is recognizable. ``blip_caption`` (present on some RealTalk and LoCoMo image
   messages) becomes ``image_caption``.
 - LoCoMo has one time per session; every message of the session gets it.
+- Neither format has a zone, replies, edits or system lines: ``utc_time`` and ``reply_to`` are
+  null, ``tz`` "", the flags false; images become photo attachments (caption: blip_caption).
+
+Chat exports (WhatsApp, Telegram, ...) reach the same record through narrative_mirror/exports/frames.py.
 """
 
 from __future__ import annotations
@@ -46,11 +50,13 @@ class ChatFormatError(ValueError):
 class Chat:
     chat_file: str
     path: Path
-    format: Literal["realtalk", "locomo"]
+    format: str  # "realtalk", "locomo" or an export format ("whatsapp", "slack", ...)
     speakers: list[str]
-    messages: pl.DataFrame  # schema.MESSAGES
+    messages: pl.DataFrame  # schema.MESSAGE_RECORD
     qa: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tz: str = ""  # the zone local times were read in, and how it was decided ("" for RealTalk/LoCoMo)
+    tz_source: str = ""
 
     @property
     def local_ids(self) -> list[str]:
@@ -189,10 +195,24 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
         path=path,
         format=fmt,
         speakers=speakers,
-        messages=pl.DataFrame(rows, schema=schema.MESSAGES),
+        messages=with_research_details(pl.DataFrame(rows, schema=schema.MESSAGES)),
         qa=qa,
         notes=notes,
     )
+
+
+def with_research_details(messages: pl.DataFrame) -> pl.DataFrame:
+    """A RealTalk/LoCoMo messages frame as the full record: no zone, no replies, images as photos."""
+    attachments = [
+        [{"kind": "photo", "name": url, "caption": caption or None} for url in urls]
+        for urls, caption in zip(messages["image_urls"].to_list(), messages["image_caption"].to_list())
+    ]
+    n = messages.height
+    details = pl.DataFrame({
+        "utc_time": [None] * n, "tz": [""] * n, "tz_source": [""] * n, "reply_to": [None] * n,
+        "attachments": attachments, "edited": [False] * n, "system": [False] * n, "bot": [False] * n,
+    }, schema=schema.MESSAGE_DETAILS)
+    return pl.concat([messages, details], how="horizontal")
 
 
 def read_json_file(path: Path) -> Any:

@@ -97,7 +97,10 @@ def _mean_vector(matrix: np.ndarray, rows: list[int]) -> np.ndarray:
 def message_rows(
     messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None
 ) -> pa.Table:
-    """Rows of the ``messages`` table: one per message, vector from ``embeddings``."""
+    """Rows of the ``messages`` table: one per message, vector from ``embeddings``. System lines
+    (joins, calls, group changes) stay in the transcript and out of the index: never retrieved."""
+    if "system" in messages.columns:
+        messages = messages.filter(~pl.col("system").fill_null(False))
     msgs = schema.conform(messages, schema.MESSAGES, "messages").sort("position")
     lookup, matrix = _vector_lookup(embeddings)
     missing = [m for m in msgs["message_id"].to_list() if m not in lookup]
@@ -205,6 +208,16 @@ def thread_rows(threads: pl.DataFrame, blocks: pl.DataFrame, embeddings: pl.Data
     )
 
 
+def _without_members(blocks: pl.DataFrame, threads: pl.DataFrame | None, local_ids: list[str]):
+    blocks = blocks.with_columns(pl.col("message_ids").list.filter(~pl.element().is_in(local_ids)))
+    empty = blocks.filter(pl.col("message_ids").list.len() == 0)["block_id"].to_list()
+    blocks = blocks.filter(pl.col("message_ids").list.len() > 0)
+    if threads is not None and empty:
+        threads = threads.with_columns(pl.col("block_ids").list.filter(~pl.element().is_in(empty)))
+        threads = threads.filter(pl.col("block_ids").list.len() > 0)
+    return blocks, threads
+
+
 def build_rows(
     messages: pl.DataFrame,
     embeddings: pl.DataFrame,
@@ -213,7 +226,12 @@ def build_rows(
     blocks: pl.DataFrame | None = None,
     threads: pl.DataFrame | None = None,
 ) -> dict[str, pa.Table]:
-    """Arrow rows of every table for one chat; tables whose layer is absent are left out."""
+    """Arrow rows of every table for one chat; tables whose layer is absent are left out.
+    System lines are in no table: not as messages, not as block members (a block or thread left
+    without members is left out)."""
+    system = messages.filter(pl.col("system").fill_null(False))["local_id"] if "system" in messages.columns else []
+    if len(system) and blocks is not None:
+        blocks, threads = _without_members(blocks, threads, system.to_list())
     rows = {"messages": message_rows(messages, embeddings, signals)}
     if blocks is not None:
         rows["blocks"] = block_rows(blocks, embeddings)

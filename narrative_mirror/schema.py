@@ -4,6 +4,10 @@ Each layer is a polars DataFrame per chat file (one Dagster partition). Ids are 
 ``local_id`` is the chat's own message id (RealTalk/LoCoMo ``dia_id``, normalized, e.g.
 ``D3:14``); ``message_id`` = ``f"{chat_file}/{local_id}"`` is unique across chat files.
 Positions are 0-based file order, the order the +-3 fuzzy window is measured in.
+
+``MESSAGES`` is what the layers read; the stored messages layer is ``MESSAGE_RECORD``: those
+columns plus what chat exports carry (UTC time and the zone it came from, reply links,
+attachments, edits, system lines), the same for every format.
 """
 
 from __future__ import annotations
@@ -22,6 +26,23 @@ MESSAGES = {
     "image_urls": pl.List(pl.String),
     "image_caption": pl.String,  # blip_caption when the file has one (LoCoMo, most RealTalk images), else ""
 }
+
+ATTACHMENT = pl.Struct({"kind": pl.String, "name": pl.String, "caption": pl.String})
+
+# The one message record of every format: MESSAGES plus these. ``timestamp`` stays the chat's
+# local wall-clock time (what the layers and relative dates read); ``utc_time`` is the instant,
+# null where the file has no zone (RealTalk, LoCoMo).
+MESSAGE_DETAILS = {
+    "utc_time": pl.Datetime("us", "UTC"),
+    "tz": pl.String,  # the zone the time came from ("Europe/Berlin", "UTC+02:00"); "" when unknown
+    "tz_source": pl.String,  # "file", "--tz", "machine"; "" when unknown
+    "reply_to": pl.String,  # local_id of the message this one answers, else null
+    "attachments": pl.List(ATTACHMENT),
+    "edited": pl.Boolean,
+    "system": pl.Boolean,  # joins, calls, group changes: in the transcript, out of retrieval
+    "bot": pl.Boolean,
+}
+MESSAGE_RECORD = {**MESSAGES, **MESSAGE_DETAILS}
 
 GOLD_QA = {
     "question_id": pl.String,  # f"{chat_file}/q{index:03d}"

@@ -1,7 +1,9 @@
-"""Versions of the files the memory is built from: chat files, ARC case files, config, prompts.
+"""Versions of the files the memory is built from: chats, ARC case files, config, prompts.
 
 A version is the content hash of the file, so a touched but unchanged file keeps its version
-and any edit gets a new one. The Dagster layer records these as data versions of its source
+and any edit gets a new one. A chat of an export (a folder or zip too) is versioned by its own
+messages and the reading options (narrative_mirror/exports/folder.py), so a newer export changes
+only the conversations that changed. The Dagster layer records these as data versions of its source
 assets; the command line compares them with a stamp to answer without starting Dagster.
 """
 
@@ -11,20 +13,28 @@ import hashlib
 from pathlib import Path
 
 from narrative_mirror import settings
-from narrative_mirror.keys import find_chat_files
+from narrative_mirror.exports.folder import ImportOptions, Progress, find_chats
+from narrative_mirror.exports.folder import file_version as _tree_version
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
 CONFIG_NAMES = ("embedding", "layers", "retrieval", "agent", "split", "evaluation")
 
 
 def file_version(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
+    """Content hash of a file (or of a folder export's files)."""
+    path = Path(path)
+    if path.is_dir():
+        return _tree_version(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
 
 
-def chat_file_versions(data_dir: Path) -> tuple[dict[str, str], dict[str, Path], list[str]]:
-    """(version per partition key, file per key, problems) of the chat files in ``data_dir``."""
-    files, problems = find_chat_files(data_dir)
-    return {key: file_version(path) for key, path in files.items()}, files, problems
+def chat_file_versions(data_dir: Path, options: ImportOptions | None = None, cache_dir: Path | None = None,
+                       progress: Progress | None = None) -> tuple[dict[str, str], dict[str, Path], list[str]]:
+    """(version per partition key, file per key, problems) of the chats in ``data_dir``: chat
+    files and the conversations of exports (``options``: how exports are read; ``cache_dir``:
+    where what a parse of an export found is kept)."""
+    chats, problems = find_chats(data_dir, options or ImportOptions(), cache_dir, progress)
+    return {k: c.version for k, c in chats.items()}, {k: c.path for k, c in chats.items()}, problems
 
 
 def arc_file_version(arcs_dir: Path | None, chat_file: str) -> str:

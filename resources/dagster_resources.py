@@ -16,7 +16,7 @@ import dagster as dg
 import polars as pl
 
 from narrative_mirror import settings, storage
-from narrative_mirror.keys import find_chat_files
+from narrative_mirror.exports.folder import NATIVE, ChatSource, ImportOptions, find_chats, remembered_options
 from resources import environment
 from resources.alert_delivery import SLACK_API_URL, post_to_slack
 from resources.runtime import embedder as build_embedder
@@ -94,10 +94,17 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
 
 class ChatDataResource(dg.ConfigurableResource):
-    """Where chat files and ARC case files are read from ("" = the packaged demo data)."""
+    """Where chats and ARC case files are read from ("" = the packaged demo data), and how chat
+    exports in that folder are read (forced format, zone of local times, WhatsApp day order;
+    ``machine_tz``: the machine's zone, the default; ``cache_dir``: what parsing found)."""
 
     data_dir: str = ""
     arcs_dir: str = ""
+    export_format: str = ""
+    tz: str = ""
+    day_first: str = ""  # "", "true" or "false"
+    machine_tz: str = ""
+    cache_dir: str = ""
 
     def data_path(self) -> Path:
         return Path(self.data_dir).expanduser().resolve() if self.data_dir else settings.DEMO_DATA_DIR
@@ -107,17 +114,43 @@ class ChatDataResource(dg.ConfigurableResource):
             return Path(self.arcs_dir).expanduser().resolve()
         return settings.default_arcs_dir(self.data_path())
 
-    def chat_files(self) -> dict[str, Path]:
-        return find_chat_files(self.data_path())[0]
+    def import_options(self) -> ImportOptions:
+        from narrative_mirror.layers.sessions import session_gap
 
-    def chat_path(self, key: str) -> Path:
-        files = self.chat_files()
-        if key not in files:
+        return ImportOptions(format=self.export_format or None, tz=self.tz or None,
+                             day_first={"true": True, "false": False}.get(self.day_first),
+                             machine_tz=self.machine_tz or None,
+                             session_gap_hours=session_gap(settings.load_config("layers")).total_seconds() / 3600)
+
+    def chat_sources(self, progress=None) -> tuple[dict[str, ChatSource], list[str]]:
+        """Every chat of the data folder by partition key, and problem lines (exports/folder.py)."""
+        return find_chats(self.data_path(), self.import_options(), Path(self.cache_dir) if self.cache_dir else None,
+                          progress)
+
+    def chat_files(self) -> dict[str, Path]:
+        return {key: source.path for key, source in self.chat_sources()[0].items()}
+
+    def chat_source(self, key: str) -> ChatSource:
+        sources = self.chat_sources()[0]
+        if key not in sources:
             raise FileNotFoundError(
                 f"chat file for partition {key!r} is not in {self.data_path()} "
-                f"(known: {', '.join(sorted(files)) or 'none'}); stored results are kept"
+                f"(known: {', '.join(sorted(sources)) or 'none'}); stored results are kept"
             )
-        return files[key]
+        return sources[key]
+
+    def chat_path(self, key: str) -> Path:
+        return self.chat_source(key).path
+
+    def read_chat(self, key: str):
+        """The chat of partition ``key``: a chat file, or one conversation of an export."""
+        from narrative_mirror.chats import load_chat
+        from narrative_mirror.exports.frames import load_export_chat
+
+        source = self.chat_source(key)
+        if source.format == NATIVE:
+            return load_chat(source.path, chat_file=key)
+        return load_export_chat(source, self.import_options())
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -126,9 +159,10 @@ class EmbedderResource(dg.ConfigurableResource):
 
     model_name: str = ""
     batch_size: int = 0
+    device: str = "auto"  # NM_DEVICE: auto, cpu or cuda
 
     def get(self):
-        return build_embedder(self.model_name, self.batch_size)
+        return build_embedder(self.model_name, self.batch_size, self.device)
 
 
 class LanceDBResource(dg.ConfigurableResource):
@@ -233,19 +267,34 @@ def lancedb_resource(state: StateResource) -> LanceDBResource:
     )
 
 
-def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "") -> dict:
+def chat_data_resource(state: StateResource, data_dir: str = "", arcs_dir: str = "",
+                       import_options: ImportOptions | None = None) -> ChatDataResource:
+    """The chat folder and how its exports are read: the command's flags (``import_options``,
+    then remembered for the folder on this home), else what was remembered, else the defaults
+    with the machine's zone (TZ, /etc/localtime)."""
+    data = data_dir or environment.value(environment.DATA_DIR_ENV)
+    folder = Path(data).expanduser().resolve() if data else settings.DEMO_DATA_DIR
+    options = remembered_options(state.root, folder, import_options, environment.machine_zone())
+    return ChatDataResource(
+        data_dir=data, arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV),
+        export_format=options.format or "", tz=options.tz or "",
+        day_first="" if options.day_first is None else str(options.day_first).lower(),
+        machine_tz=options.machine_tz or "", cache_dir=str(state.root / "imports" / "scans"))
+
+
+def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
+                      import_options: ImportOptions | None = None) -> dict:
     """The resources of a process: explicit arguments first, then the environment
-    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN, NM_SLACK_CHANNEL,
-    NM_LANCEDB_URI and the AWS_* object-store settings)."""
+    (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, NM_DEVICE, TZ, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN,
+    NM_SLACK_CHANNEL, NM_LANCEDB_URI and the AWS_* object-store settings)."""
     environment.hand_to_library()
     state = StateResource(home=str(Path(nm_home).expanduser().resolve()) if nm_home else str(environment.nm_home()))
     llm_settings = environment.llm_settings()  # validates NM_LLM_TIMEOUT once, here
     return {
         "state": state,
         "io_manager": ParquetIOManager(state=state),
-        "chat_data": ChatDataResource(data_dir=data_dir or environment.value(environment.DATA_DIR_ENV),
-                                      arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV)),
-        "embedder": EmbedderResource(),
+        "chat_data": chat_data_resource(state, data_dir, arcs_dir, import_options),
+        "embedder": EmbedderResource(device=environment.device()),
         "lancedb": lancedb_resource(state),
         "llm": LLMResource(base_url=_env(environment.LLM_BASE_URL_ENV), api_key=_env(environment.LLM_API_KEY_ENV),
                            model=_env(environment.LLM_MODEL_ENV), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),

@@ -23,6 +23,10 @@ Variables (all optional):
 - ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``NM_LLM_MODEL`` / ``NM_LLM_TIMEOUT``: the LLM
   endpoint (neither OpenAI variable set: no LLM, offline).
 - ``SLACK_BOT_TOKEN`` / ``NM_SLACK_CHANNEL``: where regression alerts are posted besides the log.
+- ``NM_DEVICE``: where the embedder runs: ``auto`` (a CUDA GPU when there is one, the default),
+  ``cpu`` or ``cuda``.
+- ``TZ``: the machine's zone (else ``/etc/localtime``, else UTC), the zone chat exports with
+  local times are read in when the command gives no ``--tz``.
 
 Beyond one machine (all optional; unset = everything in ``NM_HOME`` on this machine):
 - ``NM_LANCEDB_URI``: where the LanceDB index lives instead of ``NM_HOME/lancedb``, e.g.
@@ -58,6 +62,8 @@ LLM_MODEL_ENV = "NM_LLM_MODEL"
 LLM_TIMEOUT_ENV = "NM_LLM_TIMEOUT"
 SLACK_TOKEN_ENV = "SLACK_BOT_TOKEN"
 SLACK_CHANNEL_ENV = "NM_SLACK_CHANNEL"
+DEVICE_ENV = "NM_DEVICE"
+TZ_ENV = "TZ"
 # The object-store variables: LanceDB (object_store) reads these same names by itself.
 S3_ENDPOINT_ENV = "AWS_ENDPOINT_URL"
 S3_REGION_ENV = "AWS_REGION"
@@ -163,6 +169,36 @@ def llm_settings():
         model=value(LLM_MODEL_ENV) or DEFAULT_MODEL,
         timeout_s=timeout_s,
     )
+
+
+def device() -> str:
+    """NM_DEVICE (auto, cpu, cuda), default auto; anything else is an error naming it."""
+    chosen = (value(DEVICE_ENV) or "auto").strip().lower()
+    if chosen not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"NM_DEVICE={value(DEVICE_ENV)!r}: expected auto, cpu or cuda")
+    return chosen
+
+
+def machine_zone() -> str:
+    """The machine's time zone name: TZ, else the zone /etc/localtime links to, else UTC."""
+    from zoneinfo import ZoneInfo
+
+    candidates = [value(TZ_ENV).lstrip(":")]
+    localtime = Path("/etc/localtime")
+    if localtime.is_symlink():
+        target = str(localtime.resolve())
+        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
+    timezone_file = Path("/etc/timezone")
+    if timezone_file.is_file():
+        candidates.append(timezone_file.read_text(encoding="utf-8", errors="replace").strip())
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            return ZoneInfo(name).key
+        except (ValueError, KeyError, OSError):
+            continue
+    return "UTC"
 
 
 def slack_channel() -> str:

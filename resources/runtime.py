@@ -11,12 +11,14 @@ from narrative_mirror import settings
 from resources import environment
 
 
-def embedder(model_name: str = "", batch_size: int = 0):
-    """The embedder of config/embedding.toml; a non-empty argument overrides the file."""
+def embedder(model_name: str = "", batch_size: int = 0, device: str = ""):
+    """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto); a
+    non-empty argument overrides the file."""
     from narrative_mirror.embedding import Embedder
 
     config = settings.load_config("embedding")
-    return Embedder(model_name or config["model"], batch_size=batch_size or int(config["batch_size"]))
+    return Embedder(model_name or config["model"], device=device or environment.device(),
+                    batch_size=batch_size or int(config["batch_size"]))
 
 
 def lancedb_storage_options(uri: str, endpoint: str | None = None, region: str | None = None,

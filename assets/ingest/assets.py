@@ -13,6 +13,7 @@ from assets.versioning import versioned_asset, versioned_output
 from narrative_mirror import schema, split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
+from narrative_mirror.exports.folder import NATIVE
 from narrative_mirror.gold import gold_qa_frame
 from resources.dagster_resources import ChatDataResource
 
@@ -34,9 +35,11 @@ def input_problems_as_failures():
 @versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file],
           automation_condition=PARTITION_AUTOMATION)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
-    """One row per message of the chat file (RealTalk or LoCoMo format), in file order."""
+    """One row per message (schema.MESSAGE_RECORD) of the chat: a RealTalk/LoCoMo file, or one
+    conversation of a chat export (sessions from silence gaps, layers.toml [sessions], which is
+    part of an export chat's source version)."""
     with input_problems_as_failures():
-        chat = load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key)
+        chat = chat_data.read_chat(context.partition_key)
     df = chat.messages
     for note in chat.notes:
         context.log.warning(note)
@@ -47,6 +50,8 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
             "source": dg.MetadataValue.path(str(chat.path)),
             "sessions": dg.MetadataValue.int(df["session"].n_unique()),
             "speakers": ", ".join(chat.speakers),
+            "zone": f"{chat.tz} ({chat.tz_source})" if chat.tz else "none in the file",
+            "system_messages": dg.MetadataValue.int(int(df["system"].sum())),
             "normalizations": dg.MetadataValue.json(chat.notes),
         },
     )
@@ -62,8 +67,12 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
 )
 def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
     """Gold questions with evidence ids parsed from the messy annotations (raw kept beside)."""
-    with input_problems_as_failures():
-        df = gold_qa_frame(load_chat(chat_data.chat_path(context.partition_key), chat_file=context.partition_key))
+    source = chat_data.chat_source(context.partition_key)
+    if source.format != NATIVE:  # a chat export has no gold questions
+        df = schema.empty_frame(schema.GOLD_QA)
+    else:
+        with input_problems_as_failures():
+            df = gold_qa_frame(load_chat(source.path, chat_file=context.partition_key))
     raw_total = int(df["evidence_raw"].list.len().sum() or 0)
     unresolved = df.select(pl.col("unresolved").explode().drop_nulls())["unresolved"].to_list()
     no_gold = int((df["gold_ids"].list.len() == 0).sum()) if df.height else 0

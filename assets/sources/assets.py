@@ -1,6 +1,7 @@
 """Observable source assets: the files the graph reads, each versioned by its content hash.
 
-- ``chat_file`` / ``arc_file`` (partitioned by chat file): the chat and its ARC cases.
+- ``chat_file`` / ``arc_file`` (partitioned by chat): the chat (a chat file, or one conversation
+  of a chat export in the data folder) and its ARC cases.
 - ``<name>_config``: the config files (``config/*.toml``).
 - ``prompts/<name>``: one per prompt file, so an agent prompt edit touches only the evaluations
   and a summary prompt only the layer that uses it.
@@ -9,6 +10,11 @@
 before deciding what to run, ``source_files_sensor`` every minute, and the automation reads what
 it recorded. It records an observation only when a version changed, so an unchanged folder
 writes nothing and nothing downstream turns stale.
+
+Each chat's observation also records the data folder it came from. Several data folders on one
+home share a chat only while its content is the same: a chat built from another folder that
+still exists, with other content, is refused (a problem line saying why) rather than rebuilt
+back and forth between the two; a folder that moved (the old one is gone) takes over.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from resources.dagster_resources import ChatDataResource
 @dg.observable_source_asset(partitions_def=chat_files, group_name="sources",
                             description="Chat files of the data folder (content hash per file).")
 def chat_file(chat_data: ChatDataResource) -> dg.DataVersionsByPartition:
-    versions, _, _ = source_versions.chat_file_versions(chat_data.data_path())
-    return dg.DataVersionsByPartition({k: dg.DataVersion(v) for k, v in versions.items()})
+    sources, _ = chat_data.chat_sources()
+    return dg.DataVersionsByPartition({k: dg.DataVersion(s.version) for k, s in sources.items()})
 
 
 @dg.observable_source_asset(partitions_def=chat_files, group_name="sources",
@@ -78,34 +84,64 @@ class SourceObservation:
     new_keys: list[str]
     observations: list[dg.AssetObservation] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)  # per chat: its source versions
 
 
-def _recorded_version(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> str | None:
+FOLDER_METADATA = "data_folder"  # metadata, not a tag: tag values cannot hold a path
+
+
+def _recorded(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> tuple[str | None, str | None]:
+    """(version, data folder) of the last observation of ``key`` / ``partition``."""
     filter_ = dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None)
     records = instance.fetch_observations(filter_, limit=1).records
-    return records[0].asset_observation.tags.get(DATA_VERSION_TAG) if records else None
+    if not records:
+        return None, None
+    observation = records[0].asset_observation
+    folder = observation.metadata.get(FOLDER_METADATA)
+    return observation.tags.get(DATA_VERSION_TAG), folder.value if folder is not None else None
 
 
-def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource) -> SourceObservation:
+def _other_folder(recorded: tuple[str | None, str | None], version: str, folder: str) -> str | None:
+    """The other, still existing data folder a chat was last observed in with other content."""
+    before_version, before = recorded
+    if not before or before == folder or before_version == version:
+        return None
+    return before if Path(before).is_dir() else None
+
+
+def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, progress=None) -> SourceObservation:
     """Current version of every source file, compared with what the instance recorded last.
 
     Chat files that left the folder are not observed again: their partitions and stored
-    results stay as they are.
+    results stay as they are. ``progress(line)`` hears about long parses of big exports.
     """
-    chats, files, problems = source_versions.chat_file_versions(chat_data.data_path())
+    sources, problems = chat_data.chat_sources(progress)
+    folder = str(chat_data.data_path())
     arcs_dir = chat_data.arcs_path()
     current: dict[tuple[dg.AssetKey, str | None], str] = {}
-    for key, version in chats.items():
-        current[(chat_file.key, key)] = version
+    files: dict[str, Path] = {}
+    for key, source in sources.items():
+        other = _other_folder(_recorded(instance, chat_file.key, key), source.version, folder)
+        if other is not None:
+            problems.append(
+                f"{source.path}: chat {key!r} is built on this NM_HOME from {other}, whose copy differs: "
+                "not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)")
+            continue
+        files[key] = source.path
+        current[(chat_file.key, key)] = source.version
         current[(arc_file.key, key)] = source_versions.arc_file_version(arcs_dir, key)
     for name, version in source_versions.config_versions().items():
         current[(dg.AssetKey(f"{name}_config"), None)] = version
     for name, version in source_versions.prompt_versions().items():
         current[(PROMPTS[name].key, None)] = version
     known = set(instance.get_dynamic_partitions(chat_files.name))
-    result = SourceObservation(files=files, new_keys=sorted(set(chats) - known), problems=problems)
+    result = SourceObservation(files=files, new_keys=sorted(set(files) - known), problems=problems,
+                               versions={k: {"chat_file": v} for (a, k), v in current.items() if a == chat_file.key})
     for (key, partition), version in current.items():
-        if _recorded_version(instance, key, partition) != version:
-            result.observations.append(
-                dg.AssetObservation(asset_key=key, partition=partition, tags={DATA_VERSION_TAG: version}))
+        if key == arc_file.key:
+            result.versions[partition]["arc_file"] = version
+        if _recorded(instance, key, partition)[0] != version:
+            metadata = {FOLDER_METADATA: folder} if key == chat_file.key else None
+            result.observations.append(dg.AssetObservation(asset_key=key, partition=partition,
+                                                           tags={DATA_VERSION_TAG: version}, metadata=metadata))
     return result

@@ -20,7 +20,7 @@ def cmd_ingest(args) -> dict:
             unresolved += n_unresolved
     return {
         "data": str(runner.data_dir),
-        "partitions": len(keys),
+        **built_counts(keys, report),
         "messages": msgs,
         "qa": qa,
         "arc_cases": arcs,
@@ -46,11 +46,16 @@ def cmd_build(args) -> dict:
             per_file[key].update(row)
             for name, value in row.items():
                 counts[name] += value
-    return {"data": str(runner.data_dir), "chat_files": len(keys), "built": len(built),
-            "not_built": not_built(report, keys), **counts,
+    return {"data": str(runner.data_dir), **built_counts(keys, report), **counts,
             "encoded_messages": sum(report.encoded_messages.values()),
             "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
             "repairs": report.repairs, **outcome(runner, report)}
+
+
+def built_counts(keys: list[str], report) -> dict:
+    """How many chat files there are, how many were built, and which were not and why."""
+    failed = not_built(report, keys)
+    return {"chat_files": len(keys), "built": len(keys) - len(failed), "not_built": failed}
 
 
 def _split_keys(keys: list[str], which: str, allow_test: bool) -> dict[str, list[str]]:

@@ -14,12 +14,16 @@ def _fresh_memory(args) -> None:
     (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
     stale, with progress, and the stamp is renewed."""
     from cli import stamp
-    from narrative_mirror.keys import find_chat_files
+    from cli.session import import_options
+    from narrative_mirror.exports.folder import find_chats, remembered_options
     from resources import environment
 
     data_dir = args.data.resolve() if args.data else environment.data_dir()
-    path = find_chat_files(data_dir)[0].get(args.chat)
-    if path is not None and stamp.is_fresh(environment.nm_home(), args.chat, path):
+    home = environment.nm_home()
+    options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
+    source = find_chats(data_dir, options, home / "imports" / "scans")[0].get(args.chat)
+    path = source.path if source is not None else None
+    if path is not None and stamp.is_fresh(home, args.chat, path):
         return
     with runner_for(args) as runner:
         _, report = build_memory(runner, [args.chat])

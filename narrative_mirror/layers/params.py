@@ -52,6 +52,11 @@ class L2Params:
     max_entities: int
 
 
+@dataclasses.dataclass(frozen=True)
+class SessionParams:
+    gap_hours: float
+
+
 def section(config: Mapping[str, Any], name: str, cls: type[P]) -> P:
     """Section ``[name]`` of the layers config as ``cls``, type- and range-checked."""
     where = f"layers.toml [{name}]"
@@ -93,6 +98,8 @@ def _check_ranges(params: Any, where: str) -> None:
             problems.append("common_entity_block_share must be <= 1")
     if isinstance(params, L2Params) and params.min_sessions < 1:
         problems.append("min_sessions must be >= 1")
+    if isinstance(params, SessionParams) and params.gap_hours <= 0:
+        problems.append("gap_hours must be > 0")
     if isinstance(params, SummaryParams):
         if min(params.item_max_chars, params.label_max_chars, params.summary_max_chars) < 10:
             problems.append("*_max_chars must be >= 10")

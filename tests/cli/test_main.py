@@ -22,7 +22,7 @@ def _json(capsys, argv) -> dict:
 
 def test_ingest_realtalk_reports_the_corpus_counts(realtalk_dir, capsys):
     out = _json(capsys, ["ingest", "--data", str(realtalk_dir), "--json"])
-    assert (out["partitions"], out["messages"], out["qa"]) == (10, 8944, 728)
+    assert (out["chat_files"], out["built"], out["messages"], out["qa"]) == (10, 10, 8944, 728)
     assert out["arc_cases"] > 0
     assert out["unresolved_evidence"] == sum(f["unresolved_evidence"] for f in out["per_file"].values()) > 0
     # A second run finds everything fresh and redoes nothing.

@@ -46,13 +46,17 @@ def test_realtalk_file_order_ids_times_images(tmp_path):
     assert chat.chat_file == "Two_Friends"
     assert chat.speakers == ["Ana", "Ben"]
     assert chat.qa == []
-    assert dict(m.schema) == schema.MESSAGES
+    assert dict(m.schema) == schema.MESSAGE_RECORD  # the record every format shares
     assert m["message_id"].to_list() == ["Two_Friends/D1:1", "Two_Friends/D1:2", "Two_Friends/D1:3", "Two_Friends/D3:1"]
     assert m["position"].to_list() == [0, 1, 2, 3]
     assert m["session"].to_list() == [1, 1, 2, 10]
     assert m["timestamp"].to_list()[1] == datetime(2024, 3, 1, 10, 1, 30)
     assert m["image_urls"].to_list() == [[], ["p.jpg"], ["https://example.org/x.jpg"], []]
     assert m["image_caption"].to_list() == ["", "a dog", "", ""]
+    # No zone, replies, edits or system lines in RealTalk; images are photo attachments.
+    assert m["utc_time"].to_list() == [None] * 4 and m["reply_to"].to_list() == [None] * 4
+    assert m["tz"].to_list() == [""] * 4 and m["system"].to_list() == [False] * 4
+    assert m["attachments"].to_list()[1] == [{"kind": "photo", "name": "p.jpg", "caption": "a dog"}]
     assert chat.notes == ["session_2[0].dia_id 'D 1:3' normalized to 'D1:3'"]
 
 

