@@ -74,11 +74,11 @@ def test_search_returns_hits_meta_and_evidence(setup):
 
 
 def test_a_search_request_may_name_its_variant_and_the_run_file_records_it(setup):
-    client, _, retriever, _ = setup
+    client, _, retriever, root = setup
     body = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "variant": "bm25"}).json()
     assert [h["id"] for h in body["hits"]] == [
         h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits]
-    assert json.loads(Path(body["evidence_path"]).read_text())["params"]["variant"] == "bm25"
+    assert json.loads((root / body["evidence_path"]).read_text())["params"]["variant"] == "bm25"
     refused = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "variant": "best"})
     assert refused.status_code == 400 and "variant" in refused.text
 
