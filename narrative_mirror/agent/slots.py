@@ -216,9 +216,21 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         return f"{MONTH_NAMES[month - 1]} {_near_year(month, 15, said)}"
     if kind == "season":
         season = g["season"].lower()
-        year = int(g["year"]) if g.get("year") else _near_year(_SEASON_MONTH[season], 15, said)
+        year = int(g["year"]) if g.get("year") else _season_year(_SEASON_MONTH[season], sentence, said)
         return f"{season} {year}"
     return _resolve_absolute(kind, g)
+
+
+def _season_year(first_month: int, sentence: str, said: datetime) -> int:
+    """The year of a season named without one: the season it was said in, else the next one when
+    the sentence speaks of what is to come ("we plan to go in the summer"), else the last one
+    ("my friend was in Santorini in the summer", said in January 2024: summer 2023)."""
+    months_in = (said.month - first_month) % 12
+    if months_in < 3:  # said during it (winter, from December: the year it began)
+        return said.year - (1 if said.month < first_month else 0)
+    if _future(sentence):
+        return said.year + (1 if first_month <= said.month else 0)
+    return said.year - (1 if first_month > said.month else 0)
 
 
 def _weekday_day(weekday: int, day: int, said: datetime) -> str | None:
