@@ -79,8 +79,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
 def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str],
                  speakers: Sequence[str]) -> list[Claim]:
     """One claim per each of the best ``LIST_MESSAGES`` messages (read with its continuation)
-    that fills the question's slot, repeated spans once: "What drinks does he like?" gathers
-    what each message names."""
+    that fills the question's slot, repeated spans and phrases of questions left out: "What drinks
+    does he like?" gathers what each message names."""
     claims: list[Claim] = []
     read = reading_order(evidence, LIST_MESSAGES)
     groups: list[list[ChatMessage]] = []
@@ -92,7 +92,8 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
             groups.append([message])
     for group in groups:
         slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group))
-        if slot and all(slot.text.lower() != c.text.lower() for c in claims):
+        asking = slot and slot.kind == "phrase" and slot.sentence.rstrip().endswith("?")  # "what do you drink?"
+        if slot and not asking and all(slot.text.lower() != c.text.lower() for c in claims):
             claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
     return claims
 

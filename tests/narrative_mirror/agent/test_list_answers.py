@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from narrative_mirror.agent.answer import LIST_MESSAGES, EvidenceMessage, offline_answer
+from narrative_mirror.agent.answer import LIST_MESSAGES, NO_ANSWER, EvidenceMessage, offline_answer
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.slot_nouns import asks_for_list
 from narrative_mirror.agent.slots import resolve_date
@@ -67,3 +67,23 @@ def test_a_list_question_reads_a_continuation_with_its_message():
 ])
 def test_a_season_without_a_year_takes_it_from_the_tense(sentence, resolved):
     assert resolve_date(sentence, datetime(2024, 1, 10)) == resolved
+
+
+def test_a_question_offering_two_answers_is_answered_with_the_one_the_evidence_names():
+    question = "Does Nebraas work full-time or part-time in a bubble tea shop?"
+    evidence = [message("D2:1", 1, "Work was slow today. I'm only Part-time at the tea shop, so it's fine.")]
+    text, claims, _ = offline_answer(question, "yes_no", evidence)
+    assert (text, claims[0].ids) == ("Part-time", ["D2:1"])
+    # neither named: no "Yes" (which answers nothing), the chat does not tell
+    text, claims, unknowns = offline_answer(question, "yes_no", [message("D2:1", 1, "Work was slow today.")])
+    assert (text, claims) == (NO_ANSWER, [])
+    # a plain yes/no question still reads yes or no
+    assert offline_answer("Does Nebraas work in a bubble tea shop?", "yes_no", evidence)[0] == "Yes"
+
+
+def test_a_sentence_that_asks_is_not_the_answer():
+    evidence = [message("D3:1", 1, "Do you like snacks these days?", speaker="Vanessa"),
+                message("D3:2", 2, "Pistachios with tea, always.")]
+    assert offline_answer("What snack does Nicolas like with tea?", "what", evidence)[0] == "Pistachios"
+    text, claims, _ = offline_answer("What snacks does Nicolas like with tea?", "what", evidence)
+    assert (text, [c.ids for c in claims]) == ("Pistachios", [["D3:2"]])
