@@ -36,7 +36,9 @@ SUPPORT_MIN = agent_config()["answer"]["support_min"]  # share of an LLM claim's
 RELEVANCE_MIN = agent_config()["answer"]["relevance_min"]
 NO_ANSWER = "Not found in this chat."
 # Words of a question's form, not of what it is about ("how long", "how many times", "what kind of").
-QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often")}
+# "Where is Paola planning to go?" asks where, not about plans: a message naming the place says "going".
+QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
+                                   "plan", "plans", "planned", "planning")}
 LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"

@@ -6,18 +6,18 @@ from datetime import datetime
 
 import pytest
 
-from narrative_mirror.agent.answer import LIST_MESSAGES, NO_ANSWER, EvidenceMessage, offline_answer
+from narrative_mirror.agent.answer import LIST_MESSAGES, NO_ANSWER, Claim, EvidenceMessage, offline_answer, verify
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.slot_nouns import asks_for_list
 from narrative_mirror.agent.slots import resolve_date
 from narrative_mirror.retrieval.records import ChatMessage
 
 
-def message(local_id, position, text, speaker="Nico", continues=None):
+def message(local_id, position, text, speaker="Nico", continues=None, terms=("drink",)):
     return EvidenceMessage(
         ChatMessage(local_id=local_id, message_id=f"c/{local_id}", position=position, session=1, speaker=speaker,
                     text=text, timestamp=datetime(2024, 1, 1 + position)),
-        grade=0.9, match=FacetMatch(frozenset({"drink"}), 1.0, True), continues=continues)
+        grade=0.9, match=FacetMatch(frozenset(terms), 1.0, True), continues=continues)
 
 
 @pytest.mark.parametrize("question, wanted", [
@@ -30,6 +30,8 @@ def message(local_id, position, text, speaker="Nico", continues=None):
     ("What is Paola learning?", False),
     ("Which book did Paola start?", False),
     ("What kind of pasta did Kate make?", False),
+    ("What kind of tomatoes is Ana growing?", False),  # one kind
+    ("What kinds of tomatoes is Ana growing?", True),
 ])
 def test_asks_for_list(question, wanted):
     assert asks_for_list(question, "what") is wanted
@@ -87,3 +89,13 @@ def test_a_sentence_that_asks_is_not_the_answer():
     assert offline_answer("What snack does Nicolas like with tea?", "what", evidence)[0] == "Pistachios"
     text, claims, _ = offline_answer("What snacks does Nicolas like with tea?", "what", evidence)
     assert (text, [c.ids for c in claims]) == ("Pistachios", [["D3:2"]])
+
+
+def test_a_plan_in_the_question_is_its_form_not_its_topic():
+    """"Where is Paola planning to go?": the message naming the place need not say "plan"."""
+    # the question's terms the message holds: none ("planning" is not in it)
+    evidence = {"D4:1": message("D4:1", 1, "Tomorrow we go to Walt Disney World with the kids!", terms=())}
+    claim = Claim("Walt Disney World", ["D4:1"], kind="place")
+    assert verify([claim], evidence, "where", {"D4:1": 0.4}, topic=["planning"]) == ([claim], [])
+    assert verify([claim], evidence, "where", {"D4:1": 0.4}, topic=["holiday"])[1] == [
+        "Unverified (no evidence message mentions holiday): Walt Disney World"]
