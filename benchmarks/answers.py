@@ -177,7 +177,7 @@ def baseline_export(cached: list[dict], retriever, profile, path: Path) -> None:
 
 
 def measures(rows: list[dict], answer: str) -> dict:
-    """F1 / containment / words overall, per category and per chat (F1 only) of ``rows[answer]``."""
+    """F1 / containment / words overall, per category, per question type and per chat (F1 only) of ``rows[answer]``."""
     from narrative_mirror.evaluation import UNANSWERABLE_CATEGORY
     from narrative_mirror.metrics.answer_contains import answer_contains
     from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
@@ -202,6 +202,7 @@ def measures(rows: list[dict], answer: str) -> dict:
 
     by = lambda key: {k: [r for r in rows if r[key] == k] for k in sorted({r[key] for r in rows})}  # noqa: E731
     return {"overall": summary(rows), "per_category": {str(k): summary(g) for k, g in by("category").items()},
+            "per_intent": {k: summary(g) for k, g in by("intent").items()},
             "per_chat": {k: summary(g)["answer_f1"] for k, g in by("chat_file").items()}}
 
 
@@ -216,6 +217,9 @@ def table(report: dict, names: list[str]) -> str:
             m = report[n]["overall"] if label == "overall" else report[n]["per_category"][label.split()[1]]
             cells.append(f"{m['answer_f1']:.3f} ({m['answer_contains']:.3f}) n={m['questions']}")
         lines.append(f"{label:<28}" + "".join(f"{c:>22}" for c in cells))
+    for intent in first["per_intent"]:
+        cells = [f"{report[n]['per_intent'][intent]['answer_f1']:.3f} n={report[n]['per_intent'][intent]['questions']}" for n in names]
+        lines.append(f"{'type ' + intent:<28}" + "".join(f"{c:>22}" for c in cells))
     for key in ("abstained", "false_abstentions", "abstention_lines", "abstention_gold_lines"):
         lines.append(f"{key:<28}" + "".join(f"{report[n]['overall'][key]:>22}" for n in names))
     for chat in first["per_chat"]:
@@ -232,11 +236,13 @@ def main() -> int:
     parser.add_argument("--refresh", action="store_true", help="retrieve the evidence again")
     parser.add_argument("--show", type=int, default=0, help="print this many wrong answers (question, gold, answer)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rows", type=Path, default=None, help="write each question's answers (JSON lines) here")
     args = parser.parse_args()
 
     from common import DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, train_files
 
     from narrative_mirror import settings
+    from narrative_mirror.agent.planner import question_intent
     from narrative_mirror.agent.profiles import get_profile
     from narrative_mirror.chats import load_chat
     from narrative_mirror.gold import gold_qa_frame
@@ -265,6 +271,7 @@ def main() -> int:
     for c in cached:
         result = answer_step(c["state"], retriever, profile)
         rows.append({k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
+                    | {"intent": question_intent(c["question"])}
                     | {"gold_ids": gold_ids[c["question_id"]], "now": result.answer, "now_abstained": result.abstained,
                        "now_selected": [r.id for r in result.trace.final], "now_listed": result.selected_ids})
     retriever.embedder.save()
@@ -284,6 +291,8 @@ def main() -> int:
     else:
         print(f"answer step over cached evidence ({report['questions']} train questions, {args.profile}, offline)")
         print(table(report, names))
+    if args.rows:
+        args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows))
     wrong = sorted(rows, key=lambda r: answer_f1(r["now"], r["gold"]) or 0.0)[:args.show]
     for r in wrong:
         print(f"[{r['category']}] {r['question_id']} {r['question']!r}\n   gold: {r['gold']!r}\n   now:  {r['now']!r}")

@@ -36,8 +36,11 @@ SUPPORT_MIN = agent_config()["answer"]["support_min"]  # share of an LLM claim's
 RELEVANCE_MIN = agent_config()["answer"]["relevance_min"]
 NO_ANSWER = "Not found in this chat."
 # Words of a question's form, not of what it is about ("how long", "how many times", "what kind of").
-QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often")}
+# "Where is Paola planning to go?" asks where, not about plans: a message naming the place says "going".
+QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
+                                   "plan", "plans", "planned", "planning")}
 LOOK_AT = 3  # the offline answer reads the best this many evidence messages
+LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
 
@@ -65,12 +68,36 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
     read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
+    if slot_nouns.asks_for_list(question, intent) and (claims := _list_claims(question, intent, evidence, entities, speakers)):
+        return "; ".join(c.text for c in claims), claims, []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None:
         wanted = slot_nouns.asked_kind(question, intent) or intent
         return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({wanted})"]
     return slot.text, [Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence)], []
+
+
+def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str],
+                 speakers: Sequence[str]) -> list[Claim]:
+    """One claim per each of the best ``LIST_MESSAGES`` messages (read with its continuation)
+    that fills the question's slot, repeated spans and phrases of questions left out: "What drinks
+    does he like?" gathers what each message names."""
+    claims: list[Claim] = []
+    read = reading_order(evidence, LIST_MESSAGES)
+    groups: list[list[ChatMessage]] = []
+    continuing = {e.message.local_id for e in evidence if e.continues}
+    for message in read:
+        if message.local_id in continuing and groups:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    for group in groups:
+        slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group))
+        asking = slot and slot.kind == "phrase" and slot.sentence.rstrip().endswith("?")  # "what do you drink?"
+        if slot and not asking and all(slot.text.lower() != c.text.lower() for c in claims):
+            claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
+    return claims
 
 
 def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -> list[ChatMessage]:

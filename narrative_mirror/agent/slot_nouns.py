@@ -68,6 +68,31 @@ def asked_kind(question: str, intent: str) -> str | None:
     return None
 
 
+# "what drinks", "which recipes", "what tv shows"; "what are her hobbies"
+_ASKED_WORDS = re.compile(r"\b(?:what|which)\s+(?:(?P<kind>kind|type|sort)(?P<kinds>s)?\s+of\s+)?(?P<first>[a-z][\w-]*)(?:\s+(?P<second>[a-z][\w-]*))?", re.I)
+_LIST_OPENING = re.compile(r"\b(?:what|which)\s+(?:are|were)\b", re.I)
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in STOPWORDS
+
+
+def asks_for_list(question: str, intent: str) -> bool:
+    """Whether a "what" question asks for several things ("What drinks does Nicolas like?",
+    "What are Emi's hobbies?", "What types of sports ...", not "What kind of tomatoes ...")."""
+    if intent != "what":
+        return False
+    if _LIST_OPENING.search(question):
+        return True
+    asked = _ASKED_WORDS.search(question)
+    if not asked or asked.group("first").lower() in STOPWORDS:
+        return False
+    if asked.group("kind"):  # "what kind of tomatoes": one kind; "what types of sports": several
+        return bool(asked.group("kinds"))
+    words = [w.lower() for w in asked.group("first", "second") if w]
+    return _plural(words[0]) or (len(words) == 2 and words[1] not in STOPWORDS and _plural(words[1]))
+
+
 def read(kind: str, sentence: str, known: Collection[str], names: Collection[str] = ()) -> str | None:
     """The span of ``sentence`` that gives what a question of ``kind`` asks for, as written;
     ``known``: lower-case words the question already has (not an answer); ``names``: the chat's
