@@ -84,6 +84,8 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
             continue
         if not (path.is_dir() or path.suffix in EXPORT_SUFFIXES):
             continue
+        if path.is_dir() and options.format is None and not _holds_export(path):
+            continue  # a folder no reader recognizes (notes, a state folder) is not a chat
         if path.is_file() and path.suffix == ".json" and _is_native(path):
             try:
                 add(ChatSource(partition_key_for(path), path, NATIVE, file_version(path), path.stem))
@@ -95,6 +97,14 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
         for source in found:
             add(source)
     return chats, problems
+
+
+def _holds_export(folder: Path) -> bool:
+    try:
+        detect(folder)
+    except (ExportFormatError, OSError):
+        return False
+    return True
 
 
 def _is_native(path: Path) -> bool:

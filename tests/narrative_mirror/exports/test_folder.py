@@ -182,3 +182,13 @@ def test_reading_options_are_remembered_per_folder(tmp_path):
     assert remembered_options(home, tmp_path, None, "UTC") == ImportOptions(machine_tz="UTC")
     assert json.loads((home / "imports" / "options.json").read_text()) == {
         str(data.resolve()): {"format": "whatsapp", "tz": "Europe/Berlin", "day_first": True}}
+
+
+def test_a_folder_no_reader_recognizes_is_not_a_chat_nor_a_problem(tmp_path):
+    data = tmp_path / "data"
+    (data / "notes").mkdir(parents=True)
+    (data / "notes" / "todo.txt").write_text("buy milk\n", encoding="utf-8")
+    assert find_chats(data) == ({}, [])
+    # a forced format still reads it, and says what is wrong
+    chats, problems = find_chats(data, ImportOptions(format="whatsapp"))
+    assert chats == {} and len(problems) == 1 and "notes" in problems[0]
