@@ -236,6 +236,22 @@ class IndexStore:
             version = self._db.open_table(table).version
         return version
 
+    def add_rows(self, table: str, chat_file: str, rows: pa.Table) -> int:
+        """Insert ``rows`` of ``chat_file`` whose ids the table lacks, keeping every other row (a
+        live chat's new messages); redoing it adds nothing. Returns the table version after it."""
+        validate_chat_file(chat_file)
+        if set(rows.column("chat_file").to_pylist()) - {chat_file}:
+            raise ValueError(f"{table} rows for {chat_file}: rows of other chat files")
+        if self._open(table) is None:
+            self._create(table, rows.schema)
+
+        def insert() -> int:
+            current = self._db.open_table(table)
+            result = current.merge_insert(ID_COLUMNS[table]).when_not_matched_insert_all().execute(rows)
+            return getattr(result, "version", None) or current.version
+
+        return retry_commit_conflicts(insert)
+
     def _create(self, table: str, schema: pa.Schema) -> bool:
         """Create ``table`` empty, with its full-text index: rows only ever arrive by merge.
         Returns whether this call created it (False: another writer did).
