@@ -1,7 +1,3 @@
 """A live memory: messages added as they happen (``log``: the durable per-chat log;
-``index``: their rows in the LanceDB index at once; ``memory``: both behind one call)."""
-
-from narrative_mirror.live.log import LiveLog, LiveMessage, MessageError
-from narrative_mirror.live.memory import AddResult, LiveMemory
-
-__all__ = ["AddResult", "LiveLog", "LiveMemory", "LiveMessage", "MessageError"]
+``index``: their rows in the LanceDB index at once; ``memory.LiveMemory``: both behind one call).
+Nothing is imported here, so the log is usable without the embedder's and LanceDB's imports."""

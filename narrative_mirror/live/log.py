@@ -38,7 +38,7 @@ class MessageError(ValueError):
 
     def __init__(self, field_name: str, message: str):
         super().__init__(f"{field_name}: {message}")
-        self.field = field_name
+        self.field, self.reason = field_name, message
 
 
 @dataclass(frozen=True)
