@@ -42,6 +42,7 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
     """Add the live routes to ``app`` (whose memory service is ``api``)."""
     pool = ThreadPoolExecutor(ADD_WORKERS, thread_name_prefix="nm-live")
     app.state.live = live
+    api.before_read = live.refresh  # messages another process added are read before answering
 
     @app.post("/api/chats/{chat}/messages")
     async def add_messages(chat: str, request: Request, who: TokenEntry | None = Depends(api.principal)):

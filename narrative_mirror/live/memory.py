@@ -3,6 +3,8 @@ call behind ``POST /api/chats/{chat}/messages``, ``narrative-mirror add`` and Py
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +47,32 @@ class LiveMemory:
                  on_indexed: Callable[[str], None] | None = None):
         self.log = LiveLog(root)
         self.store, self.embedder, self.on_indexed = store, embedder, on_indexed
+        self._seen: dict[str, tuple[int, int] | None] = {}
+
+    def _marker(self, chat: str) -> Path:
+        return self.log.root / f"{chat}.indexed"
+
+    def _mark_indexed(self, chat: str) -> None:
+        """Replace the chat's marker (a new file each time): other processes see new rows by it."""
+        fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.log.root)
+        os.close(fd)
+        os.replace(tmp, self._marker(chat))
+
+    def _marker_stamp(self, chat: str) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self._marker(chat))
+        except (OSError, ValueError):
+            return None
+        return (stat.st_ino, stat.st_mtime_ns)
+
+    def refresh(self, chat: str) -> None:
+        """Call ``on_indexed(chat)`` when any process indexed new messages of ``chat`` since this
+        one last looked (one ``stat``): a serving process reads the chat again before answering."""
+        stamp = self._marker_stamp(chat)
+        if stamp is not None and self._seen.get(chat) != stamp:
+            self._seen[chat] = stamp
+            if self.on_indexed is not None:
+                self.on_indexed(chat)
 
     def add(self, chat: str, messages: Sequence[Any]) -> AddResult:
         """Store the batch's new messages durably, then index them (``MessageError`` names a bad
@@ -60,6 +88,8 @@ class LiveMemory:
             appended = self.log.append_locked(chat, drafts)
             # every logged message the index lacks, also those of a writer that died before indexing
             indexed = index_new(self.store, chat, self.log.known(chat), self.embedder)
+            if indexed:
+                self._mark_indexed(chat)
         if indexed and self.on_indexed is not None:
             self.on_indexed(chat)
         return AddResult(chat, appended.ids, [m.local_id for m in appended.stored], appended.duplicates,
