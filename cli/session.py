@@ -37,10 +37,10 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     are checked first (cli/integrity.py; ``full_check``: every file and table read whole) and
     what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
     from cli import integrity, stamp
-    from narrative_mirror.keys import find_chat_files
+    from narrative_mirror.live.source import find_chats
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
-    files = find_chat_files(runner.data_dir)[0]
+    files = find_chats(runner.data_dir)[0]
     before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
     keys = runner.register()
     unknown = sorted(set(chats or ()) - set(keys))

@@ -46,7 +46,7 @@ class ChatFormatError(ValueError):
 class Chat:
     chat_file: str
     path: Path
-    format: Literal["realtalk", "locomo"]
+    format: Literal["realtalk", "locomo", "live"]
     speakers: list[str]
     messages: pl.DataFrame  # schema.MESSAGES
     qa: list[dict] = field(default_factory=list)
@@ -60,6 +60,14 @@ class Chat:
 def load_chat(path: Path, chat_file: str | None = None) -> Chat:
     """Read ``path``; ``chat_file`` (the partition key) defaults to the file stem."""
     path = Path(path)
+    if path.name.endswith(".jsonl"):  # a live chat's log (narrative_mirror/live)
+        from narrative_mirror.live.source import live_messages
+
+        try:
+            frame, speakers = live_messages(path, chat_file)
+        except ValueError as exc:
+            raise ChatFormatError(str(exc)) from None
+        return Chat(frame["chat_file"][0], path, "live", speakers, frame)  # type: ignore[arg-type]
     chat_file = chat_file or path.stem
     data = read_json_file(path)
     where = path.name

@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 
 from narrative_mirror import settings
-from narrative_mirror.keys import find_chat_files
+from narrative_mirror.live.source import find_chats
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
 CONFIG_NAMES = ("embedding", "layers", "retrieval", "agent", "split", "evaluation")
@@ -23,7 +23,7 @@ def file_version(path: Path) -> str:
 
 def chat_file_versions(data_dir: Path) -> tuple[dict[str, str], dict[str, Path], list[str]]:
     """(version per partition key, file per key, problems) of the chat files in ``data_dir``."""
-    files, problems = find_chat_files(data_dir)
+    files, problems = find_chats(data_dir)  # the data folder's chat files and the home's live chats
     return {key: file_version(path) for key, path in files.items()}, files, problems
 
 

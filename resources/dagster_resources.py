@@ -16,7 +16,7 @@ import dagster as dg
 import polars as pl
 
 from narrative_mirror import settings, storage
-from narrative_mirror.keys import find_chat_files
+from narrative_mirror.live.source import find_chats
 from resources import environment
 from resources.alert_delivery import SLACK_API_URL, post_to_slack
 from resources.runtime import embedder as build_embedder
@@ -108,7 +108,7 @@ class ChatDataResource(dg.ConfigurableResource):
         return settings.default_arcs_dir(self.data_path())
 
     def chat_files(self) -> dict[str, Path]:
-        return find_chat_files(self.data_path())[0]
+        return find_chats(self.data_path())[0]  # live chats of the home too
 
     def chat_path(self, key: str) -> Path:
         files = self.chat_files()
