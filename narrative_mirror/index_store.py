@@ -252,6 +252,20 @@ class IndexStore:
 
         return retry_commit_conflicts(insert)
 
+    def delete_rows(self, table: str, chat_file: str, ids: list[str]) -> int:
+        """Delete the rows of ``chat_file`` with these ids (a forgotten live message); returns how
+        many were there. Their bytes stay in old versions until ``maintain`` removes those."""
+        validate_chat_file(chat_file)
+        tbl = self._open(table)
+        if tbl is None or not ids:
+            return 0
+        quoted = ", ".join("'" + validate_chat_file(i) + "'" for i in ids)
+        where = f"chat_file = '{chat_file}' AND {ID_COLUMNS[table]} IN ({quoted})"
+        found = tbl.count_rows(where)
+        if found:
+            retry_commit_conflicts(lambda: self._db.open_table(table).delete(where))
+        return found
+
     def _create(self, table: str, schema: pa.Schema) -> bool:
         """Create ``table`` empty, with its full-text index: rows only ever arrive by merge.
         Returns whether this call created it (False: another writer did).

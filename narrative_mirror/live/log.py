@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -135,17 +136,27 @@ def parse_batch(messages: Any) -> list[_Draft]:
 
 @dataclass
 class _ChatState:
-    """What one process knows of a chat's log: how far it has read, ids and content keys."""
+    """What one process knows of a chat's log: how far it has read, ids and content keys, and the
+    next position (never reused, also after a forget: a forgotten message leaves a tombstone)."""
 
     offset: int = 0
     messages: list[LiveMessage] = field(default_factory=list)
     ids: dict[str, LiveMessage] = field(default_factory=dict)
     contents: dict[str, LiveMessage] = field(default_factory=dict)
+    next_position: int = 0
+    inode: int | None = None  # of the file read: a forget replaces the file, and reading starts over
 
     def take(self, message: LiveMessage) -> None:
         self.messages.append(message)
         self.ids[message.local_id] = message
         self.contents[message.content_key] = message
+        self.next_position = max(self.next_position, message.position + 1)
+
+    def read(self, row: Mapping[str, Any]) -> None:
+        if row.get("forgotten"):  # a tombstone: no text, only the position it held
+            self.next_position = max(self.next_position, int(row["position"]) + 1)
+        else:
+            self.take(LiveMessage.from_json(row))
 
 
 @dataclass(frozen=True)
@@ -207,12 +218,16 @@ class LiveLog:
         except FileNotFoundError:
             return
         with handle:
+            inode = os.fstat(handle.fileno()).st_ino
+            if state.inode is not None and inode != state.inode:
+                state.__dict__.update(_ChatState().__dict__)  # rewritten by a forget: read it anew
+            state.inode = inode
             handle.seek(state.offset)
             data = handle.read()
         whole = data.rfind(b"\n") + 1
         for line in data[:whole].splitlines():
             if line.strip():
-                state.take(LiveMessage.from_json(json.loads(line)))
+                state.read(json.loads(line))
         state.offset += whole
         if repair and whole < len(data):
             with open(path, "r+b") as handle:
@@ -243,7 +258,7 @@ class LiveLog:
         ids: list[str] = []
         stored: list[LiveMessage] = []
         duplicates: list[str] = []
-        position = len(state.messages)
+        position = state.next_position
         batch_ids: dict[str, LiveMessage] = {}
         batch_contents: dict[str, LiveMessage] = {}
         for draft in drafts:
@@ -266,6 +281,45 @@ class LiveLog:
             state.offset = path.stat().st_size
         return Appended(ids, stored, duplicates, created)
 
+    def forget_locked(self, chat: str, local_id: str) -> LiveMessage | None:
+        """Remove message ``local_id`` from the chat's log (the chat's lock held): the log is
+        rewritten without its text (a tombstone keeps its position) and replaces the old one
+        atomically; None when the chat has no such message."""
+        state = self._states.setdefault(chat, _ChatState())
+        self._catch_up(chat, state, repair=True)
+        gone = state.ids.get(local_id)
+        if gone is None:
+            return None
+        path = self.path(chat)
+        lines = []
+        for line in path.read_bytes().splitlines():
+            row = json.loads(line) if line.strip() else None
+            if row is not None and not row.get("forgotten") and row["id"] == local_id:
+                row = {"id": f"forgotten-{row['position']}", "position": row["position"], "forgotten": True}
+            if row is not None:
+                lines.append(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+        fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.root)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(b"".join(lines))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._fsync_dir()
+        self._states[chat] = fresh = _ChatState()
+        self._catch_up(chat, fresh, repair=False)
+        return gone
+
+    def _fsync_dir(self) -> None:
+        dir_fd = os.open(self.root, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
     def _write(self, path: Path, stored: list[LiveMessage], created: bool) -> None:
         payload = b"".join(json.dumps(m.to_json(), ensure_ascii=False).encode() + b"\n" for m in stored)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -281,8 +335,4 @@ class LiveLog:
         finally:
             os.close(fd)
         if created:  # the new file's directory entry is durable too
-            dir_fd = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            self._fsync_dir()

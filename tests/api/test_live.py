@@ -110,3 +110,29 @@ def test_a_token_adds_only_where_it_has_the_add_right(store_folder, embedder, tm
         assert client.post("/api/chats/team_alpha/messages", json={"messages": [HERON]}).status_code == 401
     assert not (store_folder / "live" / "no_such_chat.jsonl").exists()
     assert [line.count('"m1"') for line in (store_folder / "live" / "team_alpha.jsonl").read_text().splitlines()] == [1]
+
+
+def files_holding(folder: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+def test_forget_removes_the_text_from_the_log_and_the_index(store_folder, embedder, tmp_path):
+    sentinel = "qvx7sentinelwombat"
+    path = tmp_path / "tokens.json"
+    owner = {"Authorization": f"Bearer {add_token(path, 'owner', ['diary_*'], ['read', 'add', 'forget'])}"}
+    adder = {"Authorization": f"Bearer {add_token(path, 'adder', ['*'], ['read', 'add'])}"}
+    with live_client(store_folder, embedder, tmp_path, tokens=load_tokens(path)) as (client, _):
+        client.post("/api/chats/diary_Ada/messages", headers=owner, json={"messages": [
+            {"id": "d1", "author": "Ada", "text": "Lunch with Bo at the harbour.", "timestamp": "2025-04-01T12:00:00Z"},
+            {"id": "d2", "author": "Ada", "text": f"My locker code is {sentinel}.", "timestamp": "2025-04-01T13:00:00Z"}]})
+        assert search(client, "diary_Ada", sentinel, "bm25", headers=owner) == ["d2"]
+        assert files_holding(store_folder, sentinel.encode())
+        for who, chat, status in ((adder, "diary_Ada", 403), (owner, "team_alpha", 403), (owner, "diary_Ada", 200)):
+            response = client.delete(f"/api/chats/{chat}/messages/d2", headers=who)
+            assert response.status_code == status, response.text
+        report = response.json()
+        assert report["removed"]["live_log"] == {"messages": 1} and report["removed"]["index"]["messages_rows"] == 1
+        assert client.delete("/api/chats/diary_Ada/messages/d2", headers=owner).status_code == 404
+        assert search(client, "diary_Ada", sentinel, "bm25", headers=owner) == []
+        assert search(client, "diary_Ada", "lunch harbour", "dense", headers=owner) == ["d1"]
+    assert files_holding(store_folder, sentinel.encode()) == []  # log, tables, full-text index, old versions

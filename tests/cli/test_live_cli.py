@@ -34,6 +34,13 @@ def test_add_reads_json_lines_and_a_resend_stores_nothing(tmp_path, capsys, embe
         "run_Ines_Kofi/L1"]
     log = tmp_path / "nm_home" / "live" / "run_Ines_Kofi.jsonl"
     assert len(log.read_text().splitlines()) == 2 and oct(os.stat(log).st_mode & 0o777) == "0o600"
+    assert main(["forget", "--chat", "run_Ines_Kofi", "--id", "L1", "--json"]) == 0
+    removed = json.loads(capsys.readouterr().out)["removed"]
+    assert (removed["live_log"], removed["index"]["messages_rows"]) == ({"messages": 1}, 1)
+    assert store.full_text_search("messages", "run_Ines_Kofi", "ferry Barreiro", 5) == []
+    assert "Barreiro" not in log.read_text()
+    assert main(["forget", "--chat", "run_Ines_Kofi", "--id", "L1"]) == 2
+    assert "no message with that id" in capsys.readouterr().err
 
 
 def test_add_refuses_a_bad_line_before_storing_anything(tmp_path, capsys):

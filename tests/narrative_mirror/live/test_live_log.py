@@ -117,3 +117,18 @@ def test_kill_9_loses_no_acknowledged_batch(tmp_path):
     before = len(log.messages("crash"))
     again = log.append("crash", [{"id": "b0-0", "author": "Ada", "text": "x", "timestamp": "2025-01-01T00:00:00Z"}])
     assert again.stored == [] and len(log.messages("crash")) == before
+
+
+def test_forget_rewrites_the_log_without_the_text_and_positions_are_never_reused(tmp_path):
+    writer, other = LiveLog(tmp_path), LiveLog(tmp_path)
+    writer.append("diary", [msg("first"), msg("secret wombat", ts="2025-03-01T10:00:00Z"), msg("third", ts="2025-03-01T11:00:00Z")])
+    assert other.append("diary", [msg("first")]).duplicates == ["L0"]  # the other process has read the log
+    with writer.locked("diary"):
+        assert writer.forget_locked("diary", "L1").text == "secret wombat"
+        assert writer.forget_locked("diary", "L1") is None
+    assert b"wombat" not in writer.path("diary").read_bytes()
+    # the other process reads the rewritten file anew: the forgotten message is no duplicate any more,
+    # and positions continue after the highest one
+    added = other.append("diary", [msg("secret wombat", ts="2025-03-01T10:00:00Z")])
+    assert [m.local_id for m in added.stored] == ["L3"]
+    assert [(m.local_id, m.position) for m in LiveLog(tmp_path).messages("diary")] == [("L0", 0), ("L2", 2), ("L3", 3)]
