@@ -130,6 +130,7 @@ def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> d
 
 WRITER = """
 import sys
+sys.path.insert(0, sys.argv[3])
 from narrative_mirror.live.log import LiveLog
 log = LiveLog(sys.argv[1])
 for b in range(10**6):
@@ -143,8 +144,8 @@ def kills(home: Path, rounds: int) -> dict:
     acknowledged: list[str] = []
     lost = duplicated = 0
     for r in range(rounds):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(home / "live"), f"r{r}"], stdout=subprocess.PIPE,
-                                 text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        child = subprocess.Popen([sys.executable, "-c", WRITER, str(home / "live"), f"r{r}", str(ROOT)],
+                                 stdout=subprocess.PIPE, text=True, cwd=ROOT)
         want = 5 + int(np.random.randint(0, 50))
         got = [child.stdout.readline().strip() for _ in range(want)]
         os.kill(child.pid, signal.SIGKILL)
