@@ -15,6 +15,8 @@ A token file is JSON; it stores only SHA-256 hashes of the tokens, never a token
 - ``chats``: the chat keys (file stems) the token may read; ``fnmatch`` globs (``*``, ``?``,
   ``[...]``, matched case-sensitively) are allowed, ``["*"]`` reads every chat. No path
   separators or control characters.
+- ``rights``: optional, what the token may do in its chats: ``read``, ``add`` (messages to a
+  live chat), ``forget``; default ``["read"]`` (tokens written before rights existed read only).
 - ``created``: optional, informative.
 
 ``add_token`` creates the file (mode 0600) or adds to it and returns the secret once (it cannot be
@@ -55,6 +57,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _BAD_PATTERN = re.compile(r"[\x00-\x1f\x7f/\\]")
 MAX_PATTERN_CHARS = 200
+RIGHTS = ("read", "add", "forget")
+DEFAULT_RIGHTS = ("read",)
 
 
 class TokenFileError(ValueError):
@@ -68,23 +72,25 @@ def hash_token(token: str) -> str:
 
 @dataclass(frozen=True)
 class TokenEntry:
-    """One token of the file: its name, hash and the chat patterns it may read."""
+    """One token of the file: its name, hash, the chat patterns it may use and its rights there."""
 
     name: str
     sha256: str
     chats: tuple[str, ...]
     created: str | None = None
+    rights: tuple[str, ...] = DEFAULT_RIGHTS
 
-    def allows(self, chat: str) -> bool:
-        """True when ``chat`` matches one of the token's patterns."""
-        return any(fnmatch.fnmatchcase(chat, pattern) for pattern in self.chats)
+    def allows(self, chat: str, right: str = "read") -> bool:
+        """True when the token has ``right`` and ``chat`` matches one of its patterns."""
+        return right in self.rights and any(fnmatch.fnmatchcase(chat, pattern) for pattern in self.chats)
 
     def visible(self, chats: Iterable[str]) -> list[str]:
         """The chats of ``chats`` this token may read, in their order."""
         return [chat for chat in chats if self.allows(chat)]
 
     def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"name": self.name, "sha256": self.sha256, "chats": list(self.chats)}
+        row: dict[str, Any] = {"name": self.name, "sha256": self.sha256, "chats": list(self.chats),
+                               "rights": list(self.rights)}
         if self.created is not None:
             row["created"] = self.created
         return row
@@ -110,6 +116,13 @@ def _check_patterns(chats: Any, where: str) -> tuple[str, ...]:
     return tuple(chats)
 
 
+def _check_rights(rights: Any, where: str) -> tuple[str, ...]:
+    if isinstance(rights, str) or not isinstance(rights, list | tuple) or not rights \
+            or any(right not in RIGHTS for right in rights):
+        raise TokenFileError(f"{where}: rights must be a non-empty list of {list(RIGHTS)}, got {rights!r}")
+    return tuple(dict.fromkeys(rights))
+
+
 def _parse(path: Path, text: str) -> list[TokenEntry]:
     try:
         data = json.loads(text)
@@ -132,9 +145,10 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
         where = f"{path}: tokens[{i}]"
         if not isinstance(row, dict):
             raise TokenFileError(f"{where}: must be an object with name, sha256 and chats")
-        unknown = sorted(set(row) - {"name", "sha256", "chats", "created"})
+        unknown = sorted(set(row) - {"name", "sha256", "chats", "created", "rights"})
         if unknown:
-            raise TokenFileError(f"{where}: unknown fields {unknown}; allowed: ['name', 'sha256', 'chats', 'created']")
+            raise TokenFileError(f"{where}: unknown fields {unknown}; allowed: "
+                                 "['name', 'sha256', 'chats', 'created', 'rights']")
         for key in ("name", "sha256", "chats"):
             if key not in row:
                 raise TokenFileError(f"{where}.{key}: missing")
@@ -153,7 +167,8 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
             raise TokenFileError(f"{where}.sha256: the same token is stored twice")
         names.add(name)
         hashes.add(digest)
-        entries.append(TokenEntry(name, digest, chats, created))
+        rights = _check_rights(row.get("rights", list(DEFAULT_RIGHTS)), f"{where}.rights")
+        entries.append(TokenEntry(name, digest, chats, created, rights))
     return entries
 
 
@@ -272,18 +287,20 @@ def _write(path: Path, entries: list[TokenEntry]) -> None:
         raise
 
 
-def add_token(path: str | Path, name: str, chats: Iterable[str]) -> str:
-    """Add a token named ``name`` that may read ``chats`` (keys or globs) to the file at ``path``
-    (created if missing) and return the token: it is shown only now, the file keeps its hash."""
+def add_token(path: str | Path, name: str, chats: Iterable[str], rights: Iterable[str] = DEFAULT_RIGHTS) -> str:
+    """Add a token named ``name`` with ``rights`` (default read) in ``chats`` (keys or globs) to the
+    file at ``path`` (created if missing) and return the token: it is shown only now, the file
+    keeps its hash."""
     path = Path(path)
     entries = _read(path)[0] if path.exists() else []
     _check_name(name, f"{path}: new token name")
     patterns = _check_patterns(chats if isinstance(chats, str) else list(chats), f"{path}: new token chats")
+    granted = _check_rights(rights if isinstance(rights, str) else list(rights), f"{path}: new token rights")
     if any(entry.name == name for entry in entries):
         raise TokenFileError(f"{path}: a token named {name!r} exists already (remove it first)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _write(path, [*entries, TokenEntry(name, hash_token(token), patterns, created)])
+    _write(path, [*entries, TokenEntry(name, hash_token(token), patterns, created, granted)])
     return token
 
 

@@ -14,7 +14,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -95,6 +95,7 @@ class MemoryApi:
         self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
         self.offline_reserve_s = offline_reserve_s
         self.store_state = StoreState(retriever, refresh_s)
+        self.before_read: Callable[[str], None] | None = None  # called with each chat a request reads
         self.limiter = ClientLimiter(limits or AskLimits())
         self.asks_stopped: Counter[str] = Counter()  # "client gone" / "deadline": asks stopped before their end
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
@@ -126,6 +127,8 @@ class MemoryApi:
         reading of the index (``StoreState``: read again when the store changes)."""
         if who is not None and not who.allows(chat):
             raise ApiError(403, "chat", "this API token may not read that chat")
+        if self.before_read is not None:  # e.g. a live chat another process added to (api.live)
+            self.before_read(chat)
         if chat in self.unavailable:
             raise ApiError(503, "chat", "that chat is unavailable: its build failed (see /api/health)")
         reading = await self.store_state.current(self.search_pool)

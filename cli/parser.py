@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cli.commands.baseline import cmd_baseline
 from cli.commands.chats import cmd_chats
+from cli.commands.live import add_live_parsers
 from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
 from cli.commands.questions import cmd_arc, cmd_ask, cmd_trace
@@ -109,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["add", "remove"])
     p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
     p.add_argument("--name", required=True, help="who or what the token is for")
-    p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may read (repeatable)")
+    p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may use (repeatable)")
+    p.add_argument("--rights", default="read", help="comma-separated: read, add, forget (default: read)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_token)
 
@@ -142,4 +144,5 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the main job: build and evaluate the packaged demo chats offline")
     data_args(p)
     p.set_defaults(func=cmd_demo)
+    add_live_parsers(sub)
     return parser

@@ -50,7 +50,7 @@ class ChatFormatError(ValueError):
 class Chat:
     chat_file: str
     path: Path
-    format: str  # "realtalk", "locomo" or an export format ("whatsapp", "slack", ...)
+    format: str  # "realtalk", "locomo", "live" or an export format ("whatsapp", "slack", ...)
     speakers: list[str]
     messages: pl.DataFrame  # schema.MESSAGE_RECORD
     qa: list[dict] = field(default_factory=list)
@@ -66,6 +66,14 @@ class Chat:
 def load_chat(path: Path, chat_file: str | None = None) -> Chat:
     """Read ``path``; ``chat_file`` (the partition key) defaults to the file stem."""
     path = Path(path)
+    if path.name.endswith(".jsonl"):  # a live chat's log (narrative_mirror/live)
+        from narrative_mirror.live.source import live_messages
+
+        try:
+            frame, speakers = live_messages(path, chat_file)
+        except ValueError as exc:
+            raise ChatFormatError(str(exc)) from None
+        return Chat(frame["chat_file"][0], path, "live", speakers, frame)  # type: ignore[arg-type]
     chat_file = chat_file or path.stem
     data = read_json_file(path)
     where = path.name

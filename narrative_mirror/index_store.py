@@ -236,6 +236,36 @@ class IndexStore:
             version = self._db.open_table(table).version
         return version
 
+    def add_rows(self, table: str, chat_file: str, rows: pa.Table) -> int:
+        """Insert ``rows`` of ``chat_file`` whose ids the table lacks, keeping every other row (a
+        live chat's new messages); redoing it adds nothing. Returns the table version after it."""
+        validate_chat_file(chat_file)
+        if set(rows.column("chat_file").to_pylist()) - {chat_file}:
+            raise ValueError(f"{table} rows for {chat_file}: rows of other chat files")
+        if self._open(table) is None:
+            self._create(table, rows.schema)
+
+        def insert() -> int:
+            current = self._db.open_table(table)
+            result = current.merge_insert(ID_COLUMNS[table]).when_not_matched_insert_all().execute(rows)
+            return getattr(result, "version", None) or current.version
+
+        return retry_commit_conflicts(insert)
+
+    def delete_rows(self, table: str, chat_file: str, ids: list[str]) -> int:
+        """Delete the rows of ``chat_file`` with these ids (a forgotten live message); returns how
+        many were there. Their bytes stay in old versions until ``maintain`` removes those."""
+        validate_chat_file(chat_file)
+        tbl = self._open(table)
+        if tbl is None or not ids:
+            return 0
+        quoted = ", ".join("'" + validate_chat_file(i) + "'" for i in ids)
+        where = f"chat_file = '{chat_file}' AND {ID_COLUMNS[table]} IN ({quoted})"
+        found = tbl.count_rows(where)
+        if found:
+            retry_commit_conflicts(lambda: self._db.open_table(table).delete(where))
+        return found
+
     def _create(self, table: str, schema: pa.Schema) -> bool:
         """Create ``table`` empty, with its full-text index: rows only ever arrive by merge.
         Returns whether this call created it (False: another writer did).

@@ -9,23 +9,15 @@ assets; the command line compares them with a stamp to answer without starting D
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from narrative_mirror import settings
-from narrative_mirror.exports.folder import ImportOptions, Progress, find_chats
-from narrative_mirror.exports.folder import file_version as _tree_version
+from narrative_mirror.exports.folder import ImportOptions, Progress
+from narrative_mirror.exports.folder import file_version  # a file's content hash, or a folder export's
+from narrative_mirror.live.source import find_chats
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
 CONFIG_NAMES = ("embedding", "layers", "retrieval", "agent", "split", "evaluation")
-
-
-def file_version(path: Path) -> str:
-    """Content hash of a file (or of a folder export's files)."""
-    path = Path(path)
-    if path.is_dir():
-        return _tree_version(path)
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
 
 
 def chat_file_versions(data_dir: Path, options: ImportOptions | None = None, cache_dir: Path | None = None,

@@ -16,7 +16,8 @@ import dagster as dg
 import polars as pl
 
 from narrative_mirror import settings, storage
-from narrative_mirror.exports.folder import NATIVE, ChatSource, ImportOptions, find_chats, remembered_options
+from narrative_mirror.exports.folder import NATIVE, ChatSource, ImportOptions, remembered_options
+from narrative_mirror.live.source import LIVE_FORMAT, find_chats
 from resources import environment
 from resources.alert_delivery import SLACK_API_URL, post_to_slack
 from resources.runtime import embedder as build_embedder
@@ -148,7 +149,7 @@ class ChatDataResource(dg.ConfigurableResource):
         from narrative_mirror.exports.frames import load_export_chat
 
         source = self.chat_source(key)
-        if source.format == NATIVE:
+        if source.format in (NATIVE, LIVE_FORMAT):
             return load_chat(source.path, chat_file=key)
         return load_export_chat(source, self.import_options())
 

@@ -82,3 +82,12 @@ def llm_from_environment():
     """The LLM client of OPENAI_* / NM_LLM_* (None: offline)."""
     llm = environment.llm_settings()
     return llm_client(llm.base_url, llm.api_key, llm.model, llm.timeout_s) if llm else None
+
+
+def live_memory(retriever):
+    """The live chats' logs under NM_HOME (``live/``), indexed into ``retriever``'s store; the
+    retriever drops its cached copy of a chat when new messages are indexed."""
+    from narrative_mirror.live.memory import LiveMemory
+
+    return LiveMemory(environment.nm_home() / "live", retriever.store, retriever.embedder,
+                      on_indexed=retriever.invalidate)

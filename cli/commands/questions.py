@@ -15,7 +15,8 @@ def _fresh_memory(args) -> None:
     stale, with progress, and the stamp is renewed."""
     from cli import stamp
     from cli.session import import_options
-    from narrative_mirror.exports.folder import find_chats, remembered_options
+    from narrative_mirror.exports.folder import remembered_options
+    from narrative_mirror.live.source import find_chats
     from resources import environment
 
     data_dir = args.data.resolve() if args.data else environment.data_dir()

@@ -12,6 +12,7 @@ def cmd_serve(args) -> dict:
     from api.app import check_host, create_app, serve
     from api.connections import bounded_protocol
     from api.limits import AskLimits
+    from api.live import mount_live
     from api.readiness import warm_up
     from narrative_mirror.keys import find_chat_files
     from resources import runtime
@@ -41,6 +42,7 @@ def cmd_serve(args) -> dict:
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
                      ask_limits=limits, warm_up=functools.partial(warm_up, retriever, served))
+    mount_live(app, app.state.api, runtime.live_memory(retriever))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     try:
         serve(app, host=args.host, port=args.port, request_timeout_s=args.request_timeout, keep_alive_s=args.keep_alive)
@@ -56,8 +58,9 @@ def cmd_token(args) -> dict:
     if args.action == "add":
         if not args.chat:
             raise ValueError("token add: --chat PATTERN is required (a chat key or glob, repeatable)")
-        secret = add_token(args.tokens, args.name, args.chat)
-        return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "token": secret,
+        rights = [right.strip() for right in args.rights.split(",") if right.strip()]
+        secret = add_token(args.tokens, args.name, args.chat, rights)
+        return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "rights": rights, "token": secret,
                 "note": "shown once: only its hash is stored"}
     if not remove_token(args.tokens, args.name):
         raise ValueError(f"{args.tokens}: no token named {args.name!r}")

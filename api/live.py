@@ -1,0 +1,73 @@
+"""The live memory's routes: ``POST /api/chats/{chat}/messages`` adds a batch of messages to a
+live chat (``narrative_mirror.live.memory.LiveMemory``), answered once the batch is durable and
+searchable; ``DELETE /api/chats/{chat}/messages/{id}`` forgets one. A token needs the ``add`` /
+``forget`` right in the chat's scope; every chat outside it gets the same 403, whether it exists
+or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from api.access import TokenEntry
+from api.requests import ApiError
+from api.service import MemoryApi
+from narrative_mirror.live.log import MessageError
+from narrative_mirror.live.memory import FileBackedChat, LiveMemory
+
+MAX_ADD_BODY_BYTES = 4 * 2**20
+ADD_WORKERS = 4  # batches of different chats indexed at once; one chat's batches wait for its lock
+
+
+async def _json_body(request: Request) -> object:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_ADD_BODY_BYTES):
+        raise ApiError(413, None, f"request body larger than {MAX_ADD_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_ADD_BODY_BYTES:
+            raise ApiError(413, None, f"request body larger than {MAX_ADD_BODY_BYTES} bytes")
+    try:
+        return json.loads(bytes(body))
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, None, "the body must be a JSON object: {\"messages\": [...]}") from None
+
+
+def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
+    """Add the live routes to ``app`` (whose memory service is ``api``)."""
+    pool = ThreadPoolExecutor(ADD_WORKERS, thread_name_prefix="nm-live")
+    app.state.live = live
+    api.before_read = live.refresh  # messages another process added are read before answering
+
+    @app.post("/api/chats/{chat}/messages")
+    async def add_messages(chat: str, request: Request, who: TokenEntry | None = Depends(api.principal)):
+        if who is not None and not who.allows(chat, "add"):
+            raise ApiError(403, "chat", "this API token may not add messages to that chat")
+        body = await _json_body(request)
+        if not isinstance(body, dict) or set(body) != {"messages"}:
+            raise ApiError(400, "messages", "the body must be a JSON object with one field: messages")
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(pool, live.add, chat, body["messages"])
+        except FileBackedChat as exc:
+            raise ApiError(409, exc.field, exc.reason) from None
+        except MessageError as exc:
+            raise ApiError(400, exc.field, exc.reason) from None
+        return JSONResponse(result.to_json())
+
+    @app.delete("/api/chats/{chat}/messages/{message_id}")
+    async def forget_message(chat: str, message_id: str, who: TokenEntry | None = Depends(api.principal)):
+        if who is not None and not who.allows(chat, "forget"):
+            raise ApiError(403, "chat", "this API token may not forget messages of that chat")
+        try:
+            report = await asyncio.get_running_loop().run_in_executor(pool, live.forget, chat, message_id)
+        except MessageError as exc:
+            raise ApiError(400, exc.field, exc.reason) from None
+        if report is None:
+            raise ApiError(404, "id", "no live message with that id in that chat")
+        return JSONResponse(report)

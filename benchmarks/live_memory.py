@@ -1,0 +1,181 @@
+"""Live adds on a large chat: how long until a 20-message batch is durable and searchable, what
+it costs beside encoding those 20 messages, and whether concurrent writers and kill -9 lose or
+duplicate anything.
+
+1. A live chat of ``--messages`` messages (default 45,000) is seeded: its log through
+   ``LiveLog`` and its index rows with random unit vectors (the add path, not retrieval quality,
+   is measured here; seeding with the embedder would take minutes).
+2. ``--batches`` adds of 20 new messages each (``LiveMemory.add``, the real embedder): per add,
+   the time until it returns and until a full-text search and a dense search of the same process
+   find its last message; against ``Embedder.encode`` of the same 20 texts.
+3. ``--writers`` threads x ``--writer-batches`` batches of 3 messages each to one chat, each batch
+   re-sent once: lost and duplicated messages counted from the log and the index.
+4. kill -9 of a writing process ``--kills`` times (tests/narrative_mirror/live's writer): every
+   acknowledged message must be in the log, none twice.
+
+Prints one JSON object.
+
+    .venv/bin/python benchmarks/live_memory.py [--messages 45000] [--batches 30] [--writers 8]
+        [--writer-batches 200] [--kills 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from narrative_mirror.embedding import Embedder  # noqa: E402
+from narrative_mirror.index_store import IndexStore  # noqa: E402
+from narrative_mirror.live.index import messages_frame  # noqa: E402
+from narrative_mirror.live.log import LiveLog  # noqa: E402
+from narrative_mirror.live.memory import LiveMemory  # noqa: E402
+from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
+
+WORDS = "harbor garden marathon bakery ferry knee ankle beans rye bridge physio race lunch heron mill".split()
+
+
+def pct(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)) * 1000, 1)
+
+
+def seed(home: Path, chat: str, n: int, dim: int) -> None:
+    import polars as pl
+    import pyarrow as pa
+
+    from narrative_mirror import schema
+    from narrative_mirror.index_rows import message_rows
+
+    log = LiveLog(home / "live")
+    start = datetime(2020, 1, 1)
+    rng = np.random.default_rng(0)
+    for first in range(0, n, 1000):
+        log.append(chat, [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 8))} number {i}",
+                           "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(first, min(n, first + 1000))])
+    frame = messages_frame(chat, log.messages(chat))
+    vectors = rng.normal(size=(frame.height, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    embeddings = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
+                               "local_id": frame["local_id"], "vector": [v.tolist() for v in vectors]},
+                              schema=schema.MESSAGE_EMBEDDINGS)
+    rows: pa.Table = message_rows(frame, embeddings)
+    IndexStore(str(home / "lancedb")).add_rows("messages", chat, rows)
+
+
+def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
+    store = IndexStore(str(home / "lancedb"))
+    retriever = Retriever(store, embedder)
+    live = LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate)
+    retriever.search(chat, "warm up", k=5)
+    returned, searchable, encode_only = [], [], []
+    for b in range(batches):
+        token = f"zq{b}unique{b * 7919}"
+        batch = [{"author": "AB"[i % 2], "text": f"{' '.join(np.random.choice(WORDS, 6))} {token if i == 19 else i}",
+                  "timestamp": f"2025-06-01T{b % 24:02d}:{i:02d}:00Z"} for i in range(20)]
+        started = time.perf_counter()
+        result = live.add(chat, batch)
+        returned.append(time.perf_counter() - started)
+        last = f"{chat}/{result.ids[-1]}"
+        found_text = [m for m, _ in store.full_text_search("messages", chat, token, 3)] == [last]
+        found_dense = last.split("/", 1)[1] in [h.local_id for h in retriever.search(chat, batch[-1]["text"], k=5, variant="dense").hits]
+        searchable.append(time.perf_counter() - started)
+        if not (found_text and found_dense):
+            raise AssertionError(f"batch {b}: not found (full-text {found_text}, dense {found_dense})")
+        started = time.perf_counter()
+        embedder.encode([f"{m['author']}: {m['text']}" for m in batch])
+        encode_only.append(time.perf_counter() - started)
+    return {"add_p50_ms": pct(returned, 50), "add_p95_ms": pct(returned, 95), "searchable_p50_ms": pct(searchable, 50),
+            "searchable_p95_ms": pct(searchable, 95), "encode20_p50_ms": pct(encode_only, 50),
+            "encode20_p95_ms": pct(encode_only, 95),
+            "add_minus_encode_p50_ms": round(pct(returned, 50) - pct(encode_only, 50), 1)}
+
+
+def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> dict:
+    store = IndexStore(str(home / "lancedb"))
+    lives = [LiveMemory(home / "live", store, embedder) for _ in range(2)]  # two "processes"
+    started = time.perf_counter()
+
+    def write(w: int) -> None:
+        for b in range(n_batches):
+            batch = [{"id": f"w{w}-b{b}-{i}", "author": "A", "text": f"writer {w} batch {b} message {i}",
+                      "timestamp": "2025-01-01T00:00:00Z"} for i in range(3)]
+            lives[w % 2].add("busy", batch)
+            lives[(w + 1) % 2].add("busy", batch)  # re-sent through the other writer
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(n_writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = [m.local_id for m in LiveLog(home / "live").messages("busy")]
+    expected = n_writers * n_batches * 3
+    rows = store.chat_row_count("messages", "busy")
+    return {"writers": n_writers, "batches_each": n_batches, "expected": expected, "in_log": len(ids),
+            "duplicated_in_log": len(ids) - len(set(ids)), "lost": expected - len(set(ids)), "index_rows": rows,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+WRITER = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from narrative_mirror.live.log import LiveLog
+log = LiveLog(sys.argv[1])
+for b in range(10**6):
+    log.append("crash", [{"id": f"{sys.argv[2]}-{b}-{i}", "author": "A", "text": f"{sys.argv[2]} {b} {i}",
+                          "timestamp": "2025-01-01T00:00:00Z"} for i in range(5)])
+    print(f"{sys.argv[2]}-{b}", flush=True)
+"""
+
+
+def kills(home: Path, rounds: int) -> dict:
+    acknowledged: list[str] = []
+    lost = duplicated = 0
+    for r in range(rounds):
+        child = subprocess.Popen([sys.executable, "-c", WRITER, str(home / "live"), f"r{r}", str(ROOT)],
+                                 stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        want = 5 + int(np.random.randint(0, 50))
+        got = [child.stdout.readline().strip() for _ in range(want)]
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        acknowledged += got
+        ids = [m.local_id for m in LiveLog(home / "live").messages("crash")]
+        duplicated = max(duplicated, len(ids) - len(set(ids)))
+        lost = len({f"{b}-{i}" for b in acknowledged for i in range(5)} - set(ids))
+    return {"rounds": rounds, "acknowledged_batches": len(acknowledged), "lost": lost, "duplicated": duplicated}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=45_000)
+    parser.add_argument("--batches", type=int, default=30)
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--writer-batches", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=10)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="nm_live_bench_"))
+    embedder = Embedder()
+    started = time.perf_counter()
+    seed(home, "big", args.messages, embedder.dimension)
+    out = {"messages": args.messages, "seed_seconds": round(time.perf_counter() - started, 1)}
+    out["add_20"] = adds(home, "big", args.batches, embedder)
+    out["concurrent"] = writers(home, args.writers, args.writer_batches, embedder)
+    out["kill_9"] = kills(home, args.kills)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The live memory's commands: ``add`` (messages as JSON lines, to a live chat's log and index)
+and ``forget`` (one message, from both)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from narrative_mirror.live.log import MAX_BATCH, MessageError, parse_batch
+
+
+def add_live_parsers(sub) -> None:
+    """Register ``add`` on the command line's subparsers."""
+    p = sub.add_parser("add", help="add messages (JSON lines: id, author, text, timestamp, reply_to) to a live chat; "
+                                   "durable and searchable when it returns")
+    p.add_argument("--chat", required=True, help="the live chat (created by its first message)")
+    p.add_argument("--file", type=Path, default=None, help="JSON lines to read (default: standard input)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_add)
+    p = sub.add_parser("forget", help="remove a message of a live chat from its log and the index (old index "
+                                      "versions too); --json says what was removed per store")
+    p.add_argument("--chat", required=True, help="the live chat")
+    p.add_argument("--id", required=True, help="the message's id (as `add` answered it)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_forget)
+
+
+def read_messages(lines) -> list[dict]:
+    """One message object per non-empty line; ``MessageError`` names the line that is not one."""
+    messages = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            messages.append(json.loads(line))
+        except ValueError:
+            raise MessageError(f"line {number}", "not a JSON object") from None
+    if not messages:
+        raise MessageError("input", "no messages (one JSON object per line)")
+    return messages
+
+
+def cmd_add(args) -> dict:
+    from resources import runtime
+
+    if args.file is not None:
+        with open(args.file, encoding="utf-8") as handle:
+            messages = read_messages(handle)
+    else:
+        messages = read_messages(sys.stdin)
+    for start in range(0, len(messages), MAX_BATCH):  # every line checked before the first is stored
+        parse_batch(messages[start:start + MAX_BATCH])
+    store = runtime.index_from_environment()
+    live = runtime.live_memory(runtime.retriever(store, runtime.embedder()))
+    ids: list[str] = []
+    stored: list[str] = []
+    duplicates: list[str] = []
+    created = False
+    for start in range(0, len(messages), MAX_BATCH):  # each batch durable before the next is read
+        result = live.add(args.chat, messages[start:start + MAX_BATCH])
+        ids += result.ids
+        stored += result.stored
+        duplicates += result.duplicates
+        created = created or result.created
+    return {"chat": args.chat, "added": len(stored), "duplicates": len(duplicates), "created": created,
+            "ids": ids, "stored": stored}
+
+
+def cmd_forget(args) -> dict:
+    from resources import runtime
+
+    store = runtime.index_from_environment()
+    report = runtime.live_memory(runtime.retriever(store, runtime.embedder())).forget(args.chat, args.id)
+    if report is None:
+        raise ValueError(f"--id {args.id!r}: live chat {args.chat!r} has no message with that id")
+    return report

@@ -1,0 +1,80 @@
+"""A live chat as a source of the asset graph: its log (``<NM_HOME>/live/<chat>.jsonl``) is found
+beside the data folder's chat files (``find_chats``) and read as the messages of a chat
+(``live_messages``, for ``chats.load_chat``), so Dagster observes it like a file (its version is
+the log's content hash: every accepted batch changes it) and builds its layers by the same rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from narrative_mirror import schema, settings
+from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version
+from narrative_mirror.exports.folder import find_chats as find_folder_chats
+from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
+
+LIVE_FOLDER = "live"
+LIVE_FORMAT = "live"  # a ChatSource's format for a live chat's log
+
+
+def live_root(home: Path | None = None) -> Path | None:
+    """``<NM_HOME>/live``; None in a process that was handed no state folder (a library call)."""
+    if home is None:
+        try:
+            home = settings.state_home()
+        except RuntimeError:
+            return None
+    return Path(home) / LIVE_FOLDER
+
+
+def live_chat_files(home: Path | None = None) -> dict[str, Path]:
+    """Chat key -> log of every live chat of the home."""
+    root = live_root(home)
+    return {chat: root / f"{chat}{LOG_SUFFIX}" for chat in LiveLog(root).chats()} if root is not None else {}
+
+
+def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | None = None) -> None:
+    """Add the home's live chats to ``chats`` (a data folder's chats). A name used by both is
+    refused: neither is built, and ``problems`` says why (rename one of them)."""
+    for chat, log in live_chat_files(home).items():
+        if chat in chats:
+            problems.append(f"{chats.pop(chat).path}: a live chat of this home has the same name ({chat!r}): neither "
+                            "is built until one is renamed")
+            continue
+        chats[chat] = ChatSource(chat, log, LIVE_FORMAT, file_version(log), chat)
+
+
+def live_messages(path: Path, chat_file: str | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """(messages frame, speakers) of the live chat whose log is ``path`` (acknowledged messages
+    only), for ``chats.load_chat``; ValueError when it has none."""
+    path = Path(path)
+    stem = path.name[: -len(LOG_SUFFIX)]
+    messages = LiveLog(path.parent).messages(stem)
+    if not messages:
+        raise ValueError(f"{path.name}: the live chat has no messages")
+    return record_frame(chat_file or stem, messages), list(dict.fromkeys(m.author for m in messages))
+
+
+def record_frame(chat: str, messages: list[LiveMessage]) -> pl.DataFrame:
+    """The live messages as the full message record (schema.MESSAGE_RECORD): times as given in UTC,
+    reply links, no attachments."""
+    from narrative_mirror.live.index import messages_frame
+
+    n = len(messages)
+    details = pl.DataFrame({
+        "utc_time": [m.timestamp for m in messages], "tz": ["UTC"] * n, "tz_source": ["live API"] * n,
+        "reply_to": [m.reply_to for m in messages], "attachments": [[] for _ in messages],
+        "edited": [False] * n, "system": [False] * n, "bot": [False] * n,
+    }, schema={**schema.MESSAGE_DETAILS, "utc_time": pl.Datetime("us")})
+    details = details.with_columns(pl.col("utc_time").dt.replace_time_zone("UTC"))
+    return pl.concat([messages_frame(chat, messages), details], how="horizontal")
+
+
+def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
+               progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
+    """The data folder's chats (chat files and exports: ``exports.folder.find_chats``) and the
+    home's live chats (``merge_live``), by partition key, and problem lines."""
+    chats, problems = find_folder_chats(data_dir, options, cache_dir, progress)
+    merge_live(chats, problems)
+    return chats, problems
