@@ -143,8 +143,12 @@ def verification(state: AgentState, run: Run) -> dict:
     unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
-    if not verified and run.facets.artifact:  # an abstention lists only the messages about what was asked
-        ordered = [e for e in ordered if e.match.artifact_terms or names_in(subjects, "", e.message.text)]
+    if not verified and run.facets.artifact:
+        # An abstention lists the messages about what was asked, and the search's best hit: the
+        # evidence recall of a false abstention is kept (without it, exact recall .572 -> .548 on train).
+        best = run.evidence[0] if run.evidence else None
+        ordered = [e for e in ordered
+                   if e is best or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
     items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
                           speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
