@@ -71,7 +71,9 @@ def inputs_fingerprint(config: Mapping) -> str:
         "retrieval": {key: config.get(key) for key in ("rrf_k", "candidates", "lexical", "hybrid")},
         "features": list(FEATURES),
         "embedding.toml": settings.file_hash(settings.config_path("embedding")),
-        "layers.toml": settings.file_hash(settings.config_path("layers")),
+        # the layer settings the features read: [sessions] applies only to chats without sessions
+        # (exports, live chats), never to the chat files the model is fitted on
+        "layers": {k: v for k, v in settings.load_config("layers").items() if k != "sessions"},
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
