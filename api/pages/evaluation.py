@@ -140,8 +140,9 @@ def recall_history(store: PageStore, visible: list[str], all_visible: bool) -> t
                     per_chat.setdefault(name, {})[n] = float(figures["recall@10"])
     for chat, evaluation in stored.items():
         # the last record that covered the chat under the fingerprint its stored rows were made with
-        n = max((n for n, r in enumerate(records) if evaluation and r.get("fingerprint") == evaluation.fingerprint
-                 and covers(r, chat)), default=None)
+        # (a summary records the qa_eval fingerprint of the chats it included, beside its own)
+        n = max((n for n, r in enumerate(records) if evaluation and covers(r, chat)
+                 and r.get("qa_fingerprint", r.get("fingerprint")) == evaluation.fingerprint), default=None)
         if n is not None and evaluation.recall_at_10 is not None:
             per_chat.setdefault(chat, {}).setdefault(n, evaluation.recall_at_10)
     series = [Series(name, tuple(sorted(points.items())), True) for name, points in sorted(per_chat.items())]

@@ -216,7 +216,8 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
     if outdated or missing:
         report.append(f"Not included — evaluated under another config: {outdated or 'none'}; never evaluated: {missing or 'none'}")
     log = state.experiments_log
-    record = experiments.append_if_changed("summary", fingerprint, metrics, path=log, included=included) if metrics else None
+    record = (experiments.append_if_changed("summary", fingerprint, metrics, path=log, included=included,
+                                            qa_fingerprint=current_of["qa_eval"]) if metrics else None)
     df = pl.DataFrame(rows, schema={"split": pl.String, "chat_files": pl.Int64, **{k: pl.Float64 for k in SUMMARY_KEYS}})
     log_rows = experiments.flat_rows(experiments.read(log))[-20:]
     return versioned_output(df, {

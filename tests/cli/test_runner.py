@@ -146,7 +146,8 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     assert searches[0].startswith('  question   "Where was Lena\'s dad operated on?": found ')
     assert main(["experiments"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert "train/answer_f1" in table[0] and len(table) == 2 + 2 + 1  # header, rule, one experiment per eval, total
+    # header, rule, one experiment (the second eval changed nothing: one row per change), total
+    assert "train/answer_f1" in table[0] and len(table) == 2 + 1 + 1
     protocol = _json(capsys, ["protocol", "--data", str(data), "--json"])
     assert [row["profile"] for row in protocol["profiles"]] == ["fast", "balanced", "deep"]
     assert protocol["adoption_gate"]["severity"] == "WARN" and "supported_claim_rate" in protocol["adoption_gate"]["description"]
