@@ -63,14 +63,21 @@ def _no_distributed_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
+# Marks whose tests run only when the -m expression names them: `services` needs real servers
+# (scripts/test.sh -m services starts them), `slow` (over ~20 s each) runs in its own CI step.
+OPT_IN_MARKS = ("services", "slow")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `services` need real servers (scripts/services.sh): they run only when the
-    -m expression names them (`scripts/test.sh -m services`), never by accident without them."""
-    if "services" in (config.getoption("markexpr", "") or ""):
-        return
-    kept = [item for item in items if item.get_closest_marker("services") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("services")])
+    """Leave out tests with an opt-in mark the -m expression does not name, so the default suite
+    stays short and never runs a `services` test by accident without its servers."""
+    expression = config.getoption("markexpr", "") or ""
+    left_out = [mark for mark in OPT_IN_MARKS if mark not in expression]
+    kept, dropped = [], []
+    for item in items:
+        (dropped if any(item.get_closest_marker(mark) for mark in left_out) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
         items[:] = kept
 
 

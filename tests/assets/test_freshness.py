@@ -124,6 +124,7 @@ def test_rule_agrees_with_dagsters_unsynced_status(built):
     assert built.summary_unsynced() == (True, True)
 
 
+@pytest.mark.slow
 def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path, monkeypatch):
     defs, instance = built.defs, built.instance
     assert _requested(defs, instance)[0] == set()

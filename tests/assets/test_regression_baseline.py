@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 
 import dagster as dg
+import pytest
 
 from assets.evaluation.assets import EVAL_ASSETS
 from assets.evaluation.baseline import CHECKS_PASSED, pin_latest
@@ -46,6 +47,7 @@ def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
     return {c.check_name: c for c in result.get_asset_check_evaluations()}
 
 
+@pytest.mark.slow
 def test_a_regressed_config_keeps_failing_and_alerting_until_recall_recovers_or_the_baseline_is_pinned(
         tmp_path, monkeypatch):
     home = tmp_path / "home"

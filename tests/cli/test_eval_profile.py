@@ -61,6 +61,7 @@ def _evaluations(train: list[str]) -> dict[tuple[str, str], tuple[int, str | Non
         return latest
 
 
+@pytest.mark.slow
 def test_eval_profile_is_recorded_and_only_another_profile_evaluates_again(data, capsys):
     train = split_lib.keys_in(split_lib.TRAIN, sorted(find_chat_files(data)[0]))
     assert len(train) == 2

@@ -61,6 +61,7 @@ def _broken_corpus(folder: Path, outside: Path) -> dict[str, str]:
     return {**{name: words for name, (_, words) in files.items()}, "latin1": "not UTF-8", "escape": "outside the data folder"}
 
 
+@pytest.mark.slow
 def test_bad_files_exit_2_one_line_each_while_the_good_ones_build_and_nothing_stored_changes(tmp_path):
     data, outside = tmp_path / "data", tmp_path / "outside"
     outside.mkdir()

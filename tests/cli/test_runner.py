@@ -92,6 +92,7 @@ def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys
     assert any(appended in e["text"] for e in answer["evidence"])
 
 
+@pytest.mark.slow
 def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither(data, capsys):
     evaluated = _json(capsys, ["eval", "--data", str(data), "--split", "all", "--allow-test", "--json"])
     assert evaluated["per_split"]["train"]["questions"] > 0
@@ -129,6 +130,7 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
         assert len(instance.get_runs()) == runs_before
 
 
+@pytest.mark.slow
 def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     result = _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
     assert main(["eval", "--data", str(data), "--split", "train"]) == 0
@@ -153,6 +155,7 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     assert protocol["adoption_gate"]["severity"] == "WARN" and "supported_claim_rate" in protocol["adoption_gate"]["description"]
 
 
+@pytest.mark.slow
 def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_path, capsys):
     """A copy of the project with one line of a retrieval module changed, on the same home."""
     _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
@@ -176,6 +179,7 @@ def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_p
     assert proc.stdout.strip().splitlines()[-1] == "['arc_eval', 'qa_eval']"
 
 
+@pytest.mark.slow
 def test_two_builds_at_once_on_a_fresh_home_both_succeed_and_build_each_chat_once(data):
     procs = [subprocess.Popen([*CLI, "build", "--data", str(data), "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -210,6 +214,7 @@ def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
             assert _materializations(instance, "lancedb_index", key) == 1
 
 
+@pytest.mark.slow
 def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
     assert main(["build", "--data", str(data)]) == 0
     script = ("import sys\n"
