@@ -41,6 +41,8 @@ NO_ANSWER = "Not found in this chat."
 QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
                                    "plan", "plans", "planned", "planning")}
 LOOK_AT = 3  # the offline answer reads the best this many evidence messages
+# Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
+READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
@@ -81,6 +83,9 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
         return "; ".join(c.text for c in claims), claims, []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
+    if slot is None and intent in READ_FURTHER:  # a count or a place further down the evidence
+        read = reading_order(evidence, len(evidence))
+        slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None:
         wanted = slot_nouns.asked_kind(question, intent) or intent
         return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({wanted})"]

@@ -56,6 +56,7 @@ def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tup
     return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=entities, speakers=speakers)
 
 
+ABSTENTION_BEST = 1  # an abstention lists this many of the search's best hits, on topic or not
 _DAY_ID = re.compile(r"^(D\d+):(\d+)$")
 
 
@@ -171,9 +172,9 @@ def verification(state: AgentState, run: Run) -> dict:
     if not verified and run.facets.artifact:
         # An abstention lists the messages about what was asked, and the search's best hit: the
         # evidence recall of a false abstention is kept (without it, exact recall .572 -> .548 on train).
-        best = run.evidence[0] if run.evidence else None
+        best = run.evidence[:ABSTENTION_BEST]
         ordered = [e for e in ordered
-                   if e is best or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
+                   if any(e is b for b in best) or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
     items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
                           speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")

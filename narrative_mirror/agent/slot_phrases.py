@@ -24,6 +24,8 @@ _SUBJECT_WORD = re.compile(r"^(?:[A-Z][\w'’-]*|both|and|his|her|their|the|a|an
 _LIGHT_VERBS = {"do", "does", "did", "doing", "be", "been", "being", "get", "got", "plan", "planning", "planned",
                 "going", "want", "wants", "wanted", "try", "tried", "trying", "start", "started", "happen",
                 "happened", "think", "thinks", "say", "said", "have", "has", "had", "having"}
+# Verbs the stopword list holds that still take an object ("What did Paola make?").
+_COMMON_VERBS = {"make", "made", "take", "took", "like", "look", "feel", "felt", "went", "come", "came", "need", "know"}
 _IRREGULAR = {"buy": "bought", "make": "made", "eat": "ate", "go": "went", "see": "saw", "take": "took",
               "give": "gave", "find": "found", "write": "wrote", "bring": "brought", "drink": "drank",
               "teach": "taught", "win": "won", "lose": "lost", "meet": "met", "leave": "left", "feel": "felt",
@@ -35,7 +37,7 @@ _IRREGULAR = {"buy": "bought", "make": "made", "eat": "ate", "go": "went", "see"
 _BOUNDARY = set("with in at on for to from because when while but so which that who since after before as "
                 "today yesterday tonight tomorrow this last next even though if until during than then "
                 "or also too together".split())
-_LEADING = set("a an the some my our your his her their this that these those up out any more many much lots lot "
+_LEADING = set("a an the some my our your his her their this that these those up out any more many much lots lot and or "
                "of".split())
 # Words that make nothing specific: "my first Pilates class" -> "Pilates class".
 _GENERIC = set("new first last next favorite favourite fun great good nice interesting very really solid big "
@@ -58,7 +60,7 @@ def asked(question: str) -> tuple[list[str], str | None]:
     while index < len(words) - 1 and _SUBJECT_WORD.match(words[index]):
         index += 1
     verb = words[index].lower() if index < len(words) and index > 0 else None
-    return noun, verb if verb and verb not in _LIGHT_VERBS and verb not in STOPWORDS else None
+    return noun, verb if verb and verb not in _LIGHT_VERBS and (verb not in STOPWORDS or verb in _COMMON_VERBS) else None
 
 
 def _verb_forms(verb: str) -> set[str]:
