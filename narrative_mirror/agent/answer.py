@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -40,6 +41,8 @@ NO_ANSWER = "Not found in this chat."
 QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
                                    "plan", "plans", "planned", "planning")}
 LOOK_AT = 3  # the offline answer reads the best this many evidence messages
+# Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
+READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
@@ -54,6 +57,14 @@ class EvidenceMessage:
     match: FacetMatch
     reply_to: str | None = None  # the evidence message (a question) this one answers
     continues: str | None = None  # the evidence message this one goes on from (same speaker, next message)
+    # When the message's day began (a RealTalk "D" number is a day, and its late replies, past
+    # midnight, still say "today" of it): the date its relative dates are read against.
+    day: datetime | None = None
+
+    @property
+    def said(self) -> ChatMessage:
+        """The message as its dates are read: dated by its day when that is known."""
+        return replace(self.message, timestamp=self.day) if self.day else self.message
 
 
 @dataclass
@@ -72,6 +83,9 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
         return "; ".join(c.text for c in claims), claims, []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
+    if slot is None and intent in READ_FURTHER:  # a count or a place further down the evidence
+        read = reading_order(evidence, len(evidence))
+        slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None:
         wanted = slot_nouns.asked_kind(question, intent) or intent
         return NO_ANSWER, [], [f"No evidence message holds what the question asks for ({wanted})"]
@@ -105,8 +119,8 @@ def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -
     after: dict[str, list[ChatMessage]] = {}
     for e in evidence:
         if e.continues:
-            after.setdefault(e.continues, []).append(e.message)
-    primary = [e.message for e in evidence if not e.continues][:look_at]
+            after.setdefault(e.continues, []).append(e.said)
+    primary = [e.said for e in evidence if not e.continues][:look_at]
     return [m for message in primary for m in [message, *after.get(message.local_id, [])]]
 
 
@@ -121,7 +135,7 @@ def support(claim: Claim, cited_texts: Sequence[str]) -> float:
 
 def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     """An extracted claim is found in its cited message as it was read; an LLM claim by its words."""
-    messages = [e.message for e in cited]
+    messages = [e.said for e in cited]
     if claim.kind == "llm":
         return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= SUPPORT_MIN
     if claim.kind == "date":

@@ -51,7 +51,33 @@ def generator(state: AgentState, run: Run) -> dict:
 
 def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tuple[str, list[answer_mod.Claim], list[str]]:
     entities, speakers = run.retriever.names(run.chat_file)
+    if run.facets.intent == "when":
+        _date_by_day(run, evidence)
     return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=entities, speakers=speakers)
+
+
+ABSTENTION_BEST = 1  # an abstention lists this many of the search's best hits, on topic or not
+_DAY_ID = re.compile(r"^(D\d+):(\d+)$")
+
+
+def _date_by_day(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> None:
+    """Sets each evidence message's ``day`` to the time of its day's first message ("D15:24" is
+    of day 15, which began with "D15:1"): a day's late replies, written past midnight, still say
+    "today" of it. One lookup call, no evidence fetched; ids of another form keep their own time."""
+    first = {e.message.local_id: f"{m.group(1)}:1" for e in evidence if (m := _DAY_ID.match(e.message.local_id))}
+    wanted = sorted(set(first.values()) - {e.message.local_id for e in evidence})
+    if not first or (wanted and not run.can_call(final=True)):
+        return
+    known = {e.message.local_id: e.message for e in evidence}
+    if wanted:
+        run.calls += 1
+        try:
+            known.update((h.local_id, h) for h in run.retriever.messages(run.chat_file, wanted))
+        except ValueError:  # a chat whose days do not start at ":1"
+            return
+    for e in evidence:
+        start = known.get(first.get(e.message.local_id, ""))
+        e.day = start.timestamp if start is not None else None
 
 
 # A message that only makes sense with the one before it: a pronoun or a connective first.
@@ -146,9 +172,9 @@ def verification(state: AgentState, run: Run) -> dict:
     if not verified and run.facets.artifact:
         # An abstention lists the messages about what was asked, and the search's best hit: the
         # evidence recall of a false abstention is kept (without it, exact recall .572 -> .548 on train).
-        best = run.evidence[0] if run.evidence else None
+        best = run.evidence[:ABSTENTION_BEST]
         ordered = [e for e in ordered
-                   if e is best or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
+                   if any(e is b for b in best) or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
     items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
                           speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from narrative_mirror.agent import slot_nouns
+from narrative_mirror.agent import slot_nouns, slot_phrases
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
@@ -398,10 +398,10 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     """An open question's phrase from the sentence that shares the most words with the question,
     half a word less for each message further down the evidence (train "what" F1 .074 -> .078),
     ``ASKING_PENALTY`` less when the sentence is itself a question."""
-    asked, scored = _question_stems(question), []
+    asked, scored, known = _question_stems(question), [], {t.lower() for t in tokens(question)}
     for index, message in enumerate(messages):
         for order, sentence in enumerate(sentences(message.text)):
-            if span := phrase_span(sentence, question):
+            if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question):
                 score = (len(asked & _question_stems(sentence)) - 0.5 * index
                          - ASKING_PENALTY * sentence.rstrip().endswith("?"))
                 scored.append((score, -index, -order, span, message, sentence))
