@@ -252,6 +252,13 @@ def sentiment_and_emotion(text: str) -> tuple[float, str]:
     return score, best if emotion_hits[best] else ""
 
 
+def speaker_words(speakers: list[str]) -> set[str]:
+    """The speakers' names in lower case, and each word of a full name ("ana souza", "ana",
+    "souza"): a group member is mentioned by first name."""
+    names = {s.lower() for s in speakers}
+    return names | {w for n in names if " " in n for w in n.split() if len(w) > 1}
+
+
 def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mapping[str, Any]) -> pl.DataFrame:
     """Signals of every message of one chat (schema.MESSAGE_SIGNALS, message order).
 
@@ -271,7 +278,7 @@ def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mappin
         raise ValueError(f"compute_signals: messages in no block: {missing[:5]}")
 
     texts = messages["text"].to_list()
-    speakers = {s.lower() for s in messages["speaker"].unique().to_list()}
+    speakers = speaker_words(messages["speaker"].unique().to_list())
     vocabulary = proper_vocabulary(texts)
     entities = [extract_entities(t, vocabulary, speakers) for t in texts]
     message_blocks = [block_of[i] for i in messages["local_id"].to_list()]
