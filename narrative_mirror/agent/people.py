@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.state import Run
 from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import query_names
@@ -30,9 +31,6 @@ _SAYING = re.compile(
     r"^(?:suggest|propos|sa(?:y|id)|mention|ask|offer|recommend|writ|wrote|post|shar|announc|volunteer|promis"
     r"|agree|complain|invit|remind|warn|brought|bring|pitch|insist|claim|tell|told)", re.I)
 _AUTHOR = re.compile(r"^\W*who\s+(?:(will|would|can|could|is|was|has|had)\s+)?([a-z]+)\b", re.I)
-_REPLY_VERB = r"(?:answer(?:ed)?|repl(?:y|ied)|respond(?:ed)?|say|said|write|wrote)"
-_WHAT_REPLY = re.compile(r"\bwhat\s+(?:did|was)\b.*\b" + _REPLY_VERB + r"\b.*\bto\b", re.I)
-_WHO_REPLY = re.compile(r"^\W*who\s+(?:answered|replied|responded)\b", re.I)
 
 
 def author_question(question: str) -> str | None:
@@ -79,10 +77,11 @@ def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[
     code = {s: i for i, s in enumerate(chat.speaker_names)}
     replies = np.flatnonzero(chat.parent_row >= 0)
     parents = chat.parent_row[replies]
-    if _WHO_REPLY.search(run.question) and persons:
+    replying = reply_question(run.question)
+    if replying and re.match(r"\W*who\b", run.question, re.I) and persons:
         rows = replies[(speakers[parents] == code[persons[0]]) & (speakers[replies] != code[persons[0]])]
         kind = "who_replied"
-    elif _WHAT_REPLY.search(run.question) and len(persons) >= 2:
+    elif replying and len(persons) >= 2:
         rows = replies[(speakers[replies] == code[persons[0]]) & (speakers[parents] == code[persons[1]])]
         kind = "what_replied"
     elif len(chat.speaker_names) >= GROUP_SIZE and (how := author_question(run.question)):

@@ -25,7 +25,7 @@ import polars as pl
 
 from narrative_mirror import schema
 from narrative_mirror.layers.params import L15Params, section
-from narrative_mirror.layers.text import STOPWORDS, content_tokens, straight_apostrophes, tokens
+from narrative_mirror.layers.text import STOPWORDS, content_tokens, speaker_words, straight_apostrophes, tokens
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _MONTHS = (
@@ -250,13 +250,6 @@ def sentiment_and_emotion(text: str) -> tuple[float, str]:
     score = (positive - negative) / (positive + negative + 1)
     best = max(_EMOTIONS, key=lambda e: (emotion_hits[e], -list(_EMOTIONS).index(e)))
     return score, best if emotion_hits[best] else ""
-
-
-def speaker_words(speakers: list[str]) -> set[str]:
-    """The speakers' names in lower case, and each word of a full name ("ana souza", "ana",
-    "souza"): a group member is mentioned by first name."""
-    names = {s.lower() for s in speakers}
-    return names | {w for n in names if " " in n for w in n.split() if len(w) > 1}
 
 
 def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mapping[str, Any]) -> pl.DataFrame:
