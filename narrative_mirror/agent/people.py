@@ -22,7 +22,6 @@ import numpy as np
 from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.state import Run
-from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
@@ -85,9 +84,10 @@ def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[
         rows = replies[(speakers[replies] == code[persons[0]]) & (speakers[parents] == code[persons[1]])]
         kind = "what_replied"
     elif len(chat.speaker_names) >= GROUP_SIZE and (how := author_question(run.question)):
-        asking = how == "saying" and re.search(r"\bask", run.question, re.I)
-        rows = np.array([r for r in range(chat.size) if (asking or not chat.raw_texts[r].rstrip().endswith("?"))
-                         and (how == "saying" or speaks_of_self(chat.raw_texts[r]))], dtype=np.int64)
+        # A question suggests nothing ("Who is presenting?"), unless the question is who asked.
+        keep = (np.ones(chat.size, dtype=bool) if re.search(r"\bask", run.question, re.I)
+                else np.array([not t.rstrip().endswith("?") for t in chat.raw_texts]))
+        rows = np.flatnonzero(keep & (chat.first_person > 0) if how == "first_person" else keep)
         kind = "author"
     else:
         return None

@@ -13,6 +13,7 @@ from narrative_mirror.index_rows import build_rows, columns_added, message_rows
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.layers.text import speaker_words
 from narrative_mirror.retrieval.chat_index import ChatIndex
+from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.expansion import expand
 from narrative_mirror.retrieval.query_names import first_names, persons, speaker_aliases, without_persons
 
@@ -26,20 +27,27 @@ def _rows(chat_file: str, reply_to: list[str | None] | None = None) -> dict[str,
 
 def test_reply_links_reach_the_index_and_chat_index(tmp_path):
     store = IndexStore(str(tmp_path / "db"))
-    for table, rows in _rows("group", [None, "D1:1", "D1:1", "D1:3"]).items():
+    for table, rows in _rows("group", [None, None, "D1:1", "D1:1"]).items():
         store.replace_partition(table, "group", rows)
     for table, rows in _rows("pair").items():  # a chat file without reply links
         store.replace_partition(table, "pair", rows)
-    assert store.messages_for("group")["reply_to"].to_list() == [None, "D1:1", "D1:1", "D1:3"]
+    assert store.messages_for("group")["reply_to"].to_list() == [None, None, "D1:1", "D1:1"]
     assert store.messages_for("pair")["reply_to"].to_list() == [None] * 4
     chat = ChatIndex("group", store.messages_for("group"), store.blocks_for("group"), store.threads_for("group"),
                      window=1, stem=True)
-    assert chat.parent_row.tolist() == [-1, 0, 0, 2]
-    assert chat.reply_rows == {0: [1, 2], 2: [3]}
-    assert chat.linked_rows(0) == [1, 2] and chat.linked_rows(2) == [0, 3] and chat.linked_rows(3) == [2]
+    assert chat.parent_row.tolist() == [-1, -1, 0, 0]
+    assert chat.reply_rows == {0: [2, 3]}
+    assert chat.linked_rows(0) == [2, 3] and chat.linked_rows(3) == [0] and chat.linked_rows(1) == []
     pair = ChatIndex("pair", store.messages_for("pair"), store.blocks_for("pair"), store.threads_for("pair"),
                      window=1, stem=True)
     assert pair.reply_rows == {} and pair.linked_rows(1) == []
+    # Speakers alternate A, B, A, B: D1:1 (A) is answered by its linked reply of the other speaker,
+    # D1:4 (B), not by the next message; a message without linked replies by the next message of
+    # the other speaker.
+    retriever = Retriever(store, embedder=None)
+    assert retriever.replies("group", ["D1:1", "D1:2", "D1:3", "D1:4"]) == {"D1:1": "D1:4", "D1:2": "D1:3",
+                                                                           "D1:3": "D1:4"}
+    assert retriever.replies("pair", ["D1:1"]) == {"D1:1": "D1:2"}
 
 
 def test_a_table_written_before_the_reply_column_takes_it(tmp_path):
