@@ -3,9 +3,10 @@ ChatIndex and in expansion; first names and reply-addressed vocatives for N spea
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
-from index_frames import TEXTS, chat_frames
+from index_frames import DIM, TEXTS, chat_frames
 
 from narrative_mirror.agent.people import author_question
 from narrative_mirror.agent.planner import facets_offline, reply_question
@@ -122,3 +123,25 @@ def test_reply_questions_keep_the_verb_of_replying_out_of_the_topic():
     assert (facets.intent, facets.target, facets.artifact) == ("what", ["Bruno", "Ana"], ["budget"])
     assert facets_offline("What did Emi say about the movie?").artifact == ["movie"]
     assert facets_offline("Who answered the phone?").artifact == ["phone"]
+
+
+class _OneVector:
+    """Every text gets the same unit vector: the dense lists rank by the message vectors alone."""
+
+    def encode(self, texts, progress=None):
+        return np.full((len(texts), DIM), DIM ** -0.5, dtype=np.float32)
+
+
+def test_reply_links_change_no_ranking_of_the_other_variants(tmp_path):
+    store = IndexStore(str(tmp_path / "db"))
+    for chat_file, links in (("linked", [None, None, "D1:1", "D1:1"]), ("plain", None)):
+        for table, rows in _rows(chat_file, links).items():
+            store.replace_partition(table, chat_file, rows)
+    retriever = Retriever(store, _OneVector())
+
+    def ranking(chat_file: str, variant: str) -> list[tuple[str, float]]:
+        return [(h.local_id, h.score) for h in retriever.search(chat_file, "new bike", 4, variant=variant).hits]
+
+    # Only hybrid_expand reads the links (test_expansion_lends_scores_along_reply_links_only_where_given).
+    for variant in ("hybrid_learned", "hybrid", "bm25", "dense", "dual_path"):
+        assert ranking("linked", variant) == ranking("plain", variant), variant
