@@ -36,8 +36,20 @@ def message_schema(dim: int) -> pa.Schema:
             ("entities", _STRINGS),
             ("temporal", _STRINGS),
             ("vector", pa.list_(pa.float32(), dim)),
+            # Last, so a table written before it existed takes it as an added column (null).
+            ("reply_to", pa.string()),  # local_id of the message this one answers, else null
         ]
     )
+
+
+def columns_added(table: pa.Schema, rows: pa.Schema) -> list[pa.Field]:
+    """The columns ``rows`` have after all of ``table``'s (same names and types, in order): what
+    a table written before those columns existed lacks ([] when there is nothing to add or the
+    schemas differ otherwise)."""
+    head = list(rows)[: len(table)]
+    if len(rows) <= len(table) or [(f.name, f.type) for f in head] != [(f.name, f.type) for f in table]:
+        return []
+    return list(rows)[len(table):]
 
 
 def block_schema(dim: int) -> pa.Schema:
@@ -101,7 +113,9 @@ def message_rows(
     (joins, calls, group changes) stay in the transcript and out of the index: never retrieved."""
     if "system" in messages.columns:
         messages = messages.filter(~pl.col("system").fill_null(False))
-    msgs = schema.conform(messages, schema.MESSAGES, "messages").sort("position")
+    replies = messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
+    msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(replies.cast(pl.String).alias("reply_to"))
+    msgs = msgs.sort("position")
     lookup, matrix = _vector_lookup(embeddings)
     missing = [m for m in msgs["message_id"].to_list() if m not in lookup]
     if missing:
@@ -149,6 +163,7 @@ def message_rows(
             "entities": msgs["entities"].to_arrow(),
             "temporal": msgs["temporal"].to_arrow(),
             "vector": _fixed_vectors(vectors),
+            "reply_to": msgs["reply_to"].to_arrow(),
         },
         schema=message_schema(matrix.shape[1]),
     )

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import FTS
 
-from narrative_mirror.index_rows import block_schema, message_schema, thread_schema
+from narrative_mirror.index_rows import block_schema, columns_added, message_schema, thread_schema
 
 TABLES = ("messages", "blocks", "threads")
 ID_COLUMNS = {"messages": "message_id", "blocks": "block_id", "threads": "thread_id"}
@@ -207,6 +207,7 @@ class IndexStore:
         created = tbl is None and self._create(table, rows.schema)
         if tbl is None:
             tbl = self._db.open_table(table)
+        tbl = self._add_new_columns(table, tbl, rows.schema)
         if not rows.schema.equals(tbl.schema):
             raise ValueError(
                 f"{table} rows for {chat_file}: schema differs from the table's "
@@ -242,8 +243,10 @@ class IndexStore:
         validate_chat_file(chat_file)
         if set(rows.column("chat_file").to_pylist()) - {chat_file}:
             raise ValueError(f"{table} rows for {chat_file}: rows of other chat files")
-        if self._open(table) is None:
+        if (tbl := self._open(table)) is None:
             self._create(table, rows.schema)
+        else:
+            self._add_new_columns(table, tbl, rows.schema)
 
         def insert() -> int:
             current = self._db.open_table(table)
@@ -251,6 +254,20 @@ class IndexStore:
             return getattr(result, "version", None) or current.version
 
         return retry_commit_conflicts(insert)
+
+    def _add_new_columns(self, table: str, tbl, rows: pa.Schema):
+        """A table written before columns ``rows`` have (index_rows.columns_added) gets them, null
+        in its rows until each chat is written again; returns the table as it is now."""
+        if not columns_added(tbl.schema, rows):
+            return tbl
+
+        def add() -> None:  # from the newest version: another writer may have added them first
+            current = self._db.open_table(table)
+            if missing := columns_added(current.schema, rows):
+                current.add_columns(missing)
+
+        retry_commit_conflicts(add)
+        return self._db.open_table(table)
 
     def delete_rows(self, table: str, chat_file: str, ids: list[str]) -> int:
         """Delete the rows of ``chat_file`` with these ids (a forgotten live message); returns how

@@ -143,6 +143,8 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
                    or (m.timestamp and slots.fmt_day(m.timestamp) == claim.text) for m in messages)
     if claim.kind == "names":  # "Miami, Los Angeles": each name in the cited message
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
+    if claim.kind == "author":  # who wrote it (agent/people.py)
+        return any(m.speaker == claim.text for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent import people
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
@@ -33,7 +34,9 @@ def generator(state: AgentState, run: Run) -> dict:
     run.evidence = [answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match)
                     for p in chosen]
     drafted = None
-    if run.evidence:
+    if found := people.answer(run):  # who wrote / who answered whom, from authors and reply links
+        run.evidence, drafted = found
+    elif run.evidence:
         drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
     if drafted is None:
         if continued := _continuations(run):
@@ -45,6 +48,7 @@ def generator(state: AgentState, run: Run) -> dict:
             drafted = _offline_answer(run, replies)
             run.step(f"generator: replies {[e.message.local_id for e in replies]} to the questions in the evidence")
     run.draft = drafted
+    run.evidence += people.linked_context(run)  # the messages they answer and their replies
     run.step(f"generator: {len(run.evidence)} evidence messages, {len(drafted[1])} claims")
     return {}
 

@@ -44,6 +44,19 @@ _NOT_NAMES = _QUESTION_WORDS | _AUX | {m.capitalize() for m in MONTHS} | {w.capi
 }
 
 
+# "What did Bruno answer to Ana about the budget?", "Who replied to Dmitri about the bug?": who
+# answered whom (agent/people.py follows the reply links); the verb of replying is the
+# question's form, not what it is about.
+_REPLY_FORM = re.compile(r"^\W*(?:what\s+(?:did|was)\s+.+?\b(?:answer|reply|respond|say|write)\w*\s+to\b"
+                         r"|who\s+(?:answered|replied|responded)\b)", re.IGNORECASE)
+_REPLY_WORDS = {"answer", "answered", "reply", "replied", "respond", "responded", "say", "said", "write", "wrote"}
+
+
+def reply_question(question: str) -> bool:
+    """Whether the question asks what one person answered another, or who answered someone."""
+    return bool(_REPLY_FORM.search(question))
+
+
 def question_intent(question: str) -> str:
     words = tokens(question)
     if not words:
@@ -98,6 +111,8 @@ def question_targets(question: str) -> list[str]:
 def facets_offline(question: str) -> Facets:
     targets = question_targets(question)
     excluded = {w for t in targets for w in tokens(t)} | time_words(question) | _QUESTION_WORDS | _AUX
+    if reply_question(question):
+        excluded |= _REPLY_WORDS
     artifact: list[str] = []
     for term in content_tokens(question, excluded):
         term = re.sub(r"'s$", "", term)

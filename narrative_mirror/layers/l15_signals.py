@@ -25,7 +25,7 @@ import polars as pl
 
 from narrative_mirror import schema
 from narrative_mirror.layers.params import L15Params, section
-from narrative_mirror.layers.text import STOPWORDS, content_tokens, straight_apostrophes, tokens
+from narrative_mirror.layers.text import STOPWORDS, content_tokens, speaker_words, straight_apostrophes, tokens
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _MONTHS = (
@@ -271,7 +271,7 @@ def compute_signals(messages: pl.DataFrame, blocks: pl.DataFrame, params: Mappin
         raise ValueError(f"compute_signals: messages in no block: {missing[:5]}")
 
     texts = messages["text"].to_list()
-    speakers = {s.lower() for s in messages["speaker"].unique().to_list()}
+    speakers = speaker_words(messages["speaker"].unique().to_list())
     vocabulary = proper_vocabulary(texts)
     entities = [extract_entities(t, vocabulary, speakers) for t in texts]
     message_blocks = [block_of[i] for i in messages["local_id"].to_list()]

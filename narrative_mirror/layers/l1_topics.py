@@ -26,7 +26,7 @@ import polars as pl
 from narrative_mirror import schema
 from narrative_mirror.layers.params import L1Params, SummaryParams, section
 from narrative_mirror.layers.summarize import Summarizer, central_summary
-from narrative_mirror.layers.text import content_tokens, tfidf_keywords, truncate
+from narrative_mirror.layers.text import content_tokens, speaker_words, tfidf_keywords, truncate
 
 
 def message_lines(messages: pl.DataFrame) -> list[str]:
@@ -142,7 +142,7 @@ def build_topic_blocks(
 
     lines = message_lines(messages)
     speakers = messages["speaker"].to_list()
-    chat_speakers = set(speakers)
+    chat_speakers = speaker_words(speakers)  # full names' words too: a group member's first name is no topic
     local_ids = messages["local_id"].to_list()
     texts = messages["text"].to_list()
     block_terms = [[t for i in range(a, b) for t in content_tokens(texts[i], exclude=chat_speakers)] for a, b in ranges]

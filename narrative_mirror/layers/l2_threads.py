@@ -33,7 +33,7 @@ from narrative_mirror import schema
 from narrative_mirror.layers.l15_signals import block_signals
 from narrative_mirror.layers.params import L2Params, L15Params, SummaryParams, section
 from narrative_mirror.layers.summarize import Summarizer
-from narrative_mirror.layers.text import truncate
+from narrative_mirror.layers.text import speaker_words, truncate
 
 
 def block_vectors(blocks: pl.DataFrame, messages: pl.DataFrame, vectors: np.ndarray) -> np.ndarray:
@@ -98,7 +98,7 @@ def build_threads(
     unknown = [b for b in block_ids if b not in entities_of]
     if unknown:
         raise ValueError(f"build_threads: no signals for blocks {unknown[:5]}")
-    speakers = {s.lower() for names in blocks["speakers"].to_list() for s in names}
+    speakers = speaker_words(s for names in blocks["speakers"].to_list() for s in names)
     block_count = Counter(e for b in block_ids for e in entities_of[b])
     common = {e for e, n in block_count.items() if n > l15.common_entity_block_share * len(block_ids)}
     entity_sets = [set(entities_of[b]) - speakers - common for b in block_ids]

@@ -81,3 +81,10 @@ def truncate(text: str, max_chars: int) -> str:
     if text[max_chars - 1] != " " and " " in cut:  # do not end inside a word
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:.") + "…"
+
+
+def speaker_words(speakers: Iterable[str]) -> set[str]:
+    """The speakers' names in lower case, and each word of a full name ("ana souza", "ana",
+    "souza"): a group member is mentioned by first name."""
+    names = {s.lower() for s in speakers}
+    return names | {w for n in names if " " in n for w in n.split() if len(w) > 1}

@@ -101,6 +101,12 @@ class ChatIndex:
         self.tiers = dict(zip(self.local_ids, tiers))
         self.row_of = {lid: i for i, lid in enumerate(self.local_ids)}
         self.row_of_message = {mid: i for i, mid in enumerate(self.message_ids)}
+        # Reply links (exports that carry them): the row each message answers, the rows answering it.
+        replies_to = messages["reply_to"].to_list() if "reply_to" in messages.columns else [None] * self.size
+        self.parent_row = np.array([self.row_of.get(p, -1) if p else -1 for p in replies_to], dtype=np.int64)
+        self.reply_rows: dict[int, list[int]] = {}
+        for row in np.flatnonzero(self.parent_row >= 0).tolist():
+            self.reply_rows.setdefault(int(self.parent_row[row]), []).append(row)
         self.vectors = np.asarray(messages["vector"].to_numpy(), dtype=np.float32)
         # Per-message arrays the learned fusion reads (learned_fusion.FEATURES).
         self.session_array = np.array(self.sessions, dtype=np.int64)
@@ -164,7 +170,8 @@ class ChatIndex:
         self.speaker_names = list(dict.fromkeys(self.speakers))
         speaker_number = {s: i for i, s in enumerate(self.speaker_names)}
         self.speaker_codes = np.array([speaker_number[s] for s in self.speakers], dtype=np.int64)
-        self.aliases = query_names.speaker_aliases(speaker_texts)
+        addressed = [self.speakers[p] if p >= 0 else None for p in self.parent_row.tolist()]
+        self.aliases = query_names.speaker_aliases(speaker_texts, addressees=addressed)
         self.entities = sorted(set(messages["entities"].explode().drop_nulls().to_list()))
         self.entity_matcher = query_names.EntityMatcher(
             self.entities, exclude=[*self.speaker_names, *self.aliases])
@@ -174,10 +181,15 @@ class ChatIndex:
     def _estimate_bytes(self) -> int:
         """Estimated memory held: arrays, index postings, the Python lists and dicts and what they
         hold (lists of more than 2,000 objects from a sample of them)."""
-        total = sum(deep_size(v, depth=2 if k in ("block_members", "block_rows", "thread_blocks") else 1)
+        total = sum(deep_size(v, depth=2 if k in ("block_members", "block_rows", "thread_blocks", "reply_rows") else 1)
                     for k, v in vars(self).items() if isinstance(v, np.ndarray | list | tuple | dict))
         total += sum(index.nbytes for index in (self.bm25, self.window_bm25, self.block_bm25))
         return int(total + len(self.bm25.vocabulary) * 120 + len(self.entities) * 100)
+
+    def linked_rows(self, row: int) -> list[int]:
+        """The row ``row`` answers (when it is a reply) and the rows answering it, in file order."""
+        parent = int(self.parent_row[row])
+        return sorted(([parent] if parent >= 0 else []) + self.reply_rows.get(row, []))
 
     def window_cosines(self, cosines: np.ndarray) -> np.ndarray:
         """On a chat with ``chunked_cosines``: the window cosines from the message ``cosines``,

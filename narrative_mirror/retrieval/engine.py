@@ -113,12 +113,16 @@ class Retriever:
         return [chat.hit(chat.row_of[lid], 0.0, sources=["lookup"]) for lid in local_ids]
 
     def replies(self, chat_file: str, local_ids: Sequence[str]) -> dict[str, str]:
-        """For each of ``local_ids`` that the next message answers (same session, the other
-        speaker), that message's local id; unknown ids and the chat's last message have none."""
+        """For each of ``local_ids`` that a message answers, that message's local id: the first
+        reply linked to it (exports with reply links), else the next message when another speaker
+        wrote it in the same session; unknown ids and the chat's last message have none."""
         chat = self.chat(chat_file)
         out = {}
         for local_id in local_ids:
             row = chat.row_of.get(local_id)
+            if row is not None and (linked := [r for r in chat.reply_rows.get(row, []) if chat.speakers[r] != chat.speakers[row]]):
+                out[local_id] = chat.local_ids[linked[0]]
+                continue
             if row is None or row + 1 >= chat.size:
                 continue
             nxt = row + 1
@@ -370,7 +374,7 @@ class Retriever:
             second, expanded_by = expansion.expand(
                 pool_ranked, chat.size, seeds=int(e["seeds"]), before=int(e["before"]), after=int(e["after"]),
                 decay=float(e["decay"]), block_of=chat.block_of, block_rows=chat.block_rows,
-                block_decay=float(e["block_decay"]))
+                block_decay=float(e["block_decay"]), linked=chat.linked_rows if chat.reply_rows else None)
         timings["expand"] = (time.perf_counter() - t) * 1000
 
         hits = [

@@ -1,13 +1,14 @@
 """Growing a ranked list of messages by their context: neighbours and whole topic blocks.
 
 Evidence for one answer often sits in consecutive messages (a question and its reply, a story
-told over several turns), so a strong hit lends part of its score to the messages around it.
+told over several turns), or, in a group chat, in the message a hit answers and the replies to it
+(reply links), so a strong hit lends part of its score to the messages around it.
 Rows are a chat's messages in file order (row index = position order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 def neighbours(row: int, before: int, after: int, size: int) -> list[tuple[int, int]]:
@@ -40,14 +41,17 @@ def expand(
     block_of: Sequence[int] | None = None,
     block_rows: Mapping[int, Sequence[int]] | None = None,
     block_decay: float = 0.0,
+    linked: Callable[[int], Sequence[int]] | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, str]]:
     """Spread the scores of the top ``seeds`` rows of ``ranked`` to their context.
 
     A neighbour at distance d gets ``seed_score * decay**d``; every other row of the seed's
     block (``block_of[row]`` -> block number, ``block_rows[block]`` -> its rows) gets
-    ``seed_score * block_decay``. A row keeps the highest score it is given (its own included).
+    ``seed_score * block_decay``; in a chat with reply links, the message the seed answers and
+    the replies to it (``linked(row)``, wherever they are in the chat) get ``seed_score * decay``,
+    as the nearest neighbours do. A row keeps the highest score it is given (its own included).
     Returns the re-sorted list (ties: earlier in ``ranked``, then first offered) and, for rows whose
-    score came from expansion, the source ("neighbour" or "block").
+    score came from expansion, the source ("neighbour", "reply" or "block").
     """
     scores = dict(ranked)
     order = {row: i for i, (row, _) in enumerate(ranked)}
@@ -62,6 +66,8 @@ def expand(
     for seed, seed_score in list(ranked)[:seeds]:
         for row, distance in neighbours(seed, before, after, size):
             offer(row, seed_score * decay**distance, "neighbour")
+        for row in linked(seed) if linked is not None else ():
+            offer(row, seed_score * decay, "reply")
         if block_of is not None and block_rows is not None and block_decay > 0 and block_of[seed] >= 0:
             for row in block_rows[block_of[seed]]:
                 if row != seed:

@@ -42,6 +42,18 @@ def _one_edit_apart(a: str, b: str) -> bool:
             or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:]))
 
 
+def first_names(speakers: Sequence[str]) -> dict[str, str]:
+    """{first name (lower case): speaker} for speakers with a full name ("Ana Souza" in a Slack
+    workspace is "Ana" in the questions), where no other speaker has that first name."""
+    firsts: dict[str, list[str]] = {}
+    for speaker in speakers:
+        words = speaker.split()
+        if len(words) > 1 and len(words[0]) > 1:
+            firsts.setdefault(words[0].lower(), []).append(speaker)
+    taken = {s.lower() for s in speakers}
+    return {name: found[0] for name, found in firsts.items() if len(found) == 1 and name not in taken}
+
+
 # Shorter names are too close to ordinary words ("Lisa" would catch "Mona Lisa" for "Liza").
 MIN_TYPO_NAME = 5
 
@@ -51,6 +63,7 @@ def _names_in(query: str, speakers: Sequence[str], aliases: dict[str, str] | Non
     words of ``query`` that misspell one of them by one edit ("Nikolas" for "Nicolas")."""
     names = {s.lower(): s for s in speakers}
     names.update({a.lower(): s for a, s in (aliases or {}).items()})
+    names.update({n: s for n, s in first_names(speakers).items() if n not in names})
     for word in {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", query)} - names.keys():
         close = {s for n, s in names.items()
                  if len(n) >= MIN_TYPO_NAME and len(word) >= MIN_TYPO_NAME and _one_edit_apart(word, n)}
@@ -259,13 +272,16 @@ def _introducing(texts: Sequence[str]) -> set[int]:
     return {int(i) for i in np.searchsorted(starts, hits, side="right") - 1} if hits else set()
 
 
-def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2) -> dict[str, str]:
+def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2,
+                    addressees: Sequence[str | None] | None = None) -> dict[str, str]:
     """Other first names the speakers go by, from (speaker, text) messages: {alias: speaker}.
 
-    Evidence for "X is speaker S": S writes "I'm X." / "my name is X", or (two-person chats)
-    the other speaker addresses X ("Kate!", "thanks, Kate", "hi Kate"). X must be capitalized,
-    never written in lower case anywhere in the chat (so "Wow!" or "Good!" do not count), not a
-    speaker's name, and have ``min_votes`` votes, at least twice as many as for anyone else.
+    Evidence for "X is speaker S": S writes "I'm X." / "my name is X", or a message addressing X
+    ("Kate!", "thanks, Kate", "hi Kate") is written to S: in a two-person chat the other speaker;
+    in a group, the author of the message it replies to (``addressees``, per message: None where
+    it is not a reply). X must be capitalized, never written in lower case anywhere in the chat
+    (so "Wow!" or "Good!" do not count), not a speaker's name, and have ``min_votes`` votes, at
+    least twice as many as for anyone else.
     """
     speakers = list(dict.fromkeys(s for s, _ in messages))
     texts = [t for _, t in messages]
@@ -278,6 +294,9 @@ def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2) -> 
                 votes.setdefault(name, Counter())[speaker] += 1
         if len(speakers) == 2:
             other = speakers[1] if speaker == speakers[0] else speakers[0]
+        else:
+            other = addressees[i] if addressees is not None and addressees[i] != speaker else None
+        if other is not None:
             for pattern in _VOCATIVE:
                 for name in pattern.findall(text):
                     votes.setdefault(name, Counter())[other] += 1

@@ -62,6 +62,7 @@ def rows(chat: str, round_: int) -> pa.Table:
         "timestamp": [None] * n, "block_id": [None] * n, "refs": [0.0] * n, "importance_tier": [0] * n,
         "entities": [[] for _ in range(n)], "temporal": [[] for _ in range(n)],
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
+        "reply_to": [None] * n,
     }
     return pa.table(data, schema=message_schema(DIM))
 
