@@ -16,12 +16,11 @@ def add_forget_parser(sub) -> None:
                                       "events, recall runs, Dagster's records, logs and old index versions; "
                                       "--json says what was removed per store")
     p.add_argument("--chat", required=True, help="the live chat")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--id", action="append", default=None, help="a message id (as `add` answered it); repeatable")
-    which.add_argument("--author", default=None, help="every message of this author (with --since/--until: in that range)")
-    which.add_argument("--since", default=None, help="messages at or after this UTC time (ISO 8601)")
-    which.add_argument("--all", action="store_true", help="the whole chat")
-    p.add_argument("--until", default=None, help="messages before this UTC time (ISO 8601); with --author or --since")
+    p.add_argument("--id", action="append", default=None, help="a message id (as `add` answered it); repeatable")
+    p.add_argument("--author", default=None, help="every message of this author (with --since/--until: in that range)")
+    p.add_argument("--since", default=None, help="messages at or after this UTC time (ISO 8601)")
+    p.add_argument("--until", default=None, help="messages before this UTC time (ISO 8601)")
+    p.add_argument("--all", action="store_true", help="the whole chat")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_forget)
 
@@ -30,8 +29,10 @@ def selection_of(args) -> Selection:
     from narrative_mirror.live.forget import Selection
     from narrative_mirror.live.log import utc_time
 
-    if args.until is not None and (args.id or args.all):
-        raise ValueError("--until: only with --author or --since")
+    ranged = [name for name in ("author", "since", "until") if getattr(args, name) is not None]
+    if sum([bool(args.id), bool(ranged), args.all]) != 1:
+        raise ValueError("name the messages: --id X, or --author A and/or --since T / --until T, or --all"
+                         + (f" (--{ranged[0]} goes with neither --id nor --all)" if ranged else ""))
     since = utc_time(args.since, "--since") if args.since is not None else None
     until = utc_time(args.until, "--until") if args.until is not None else None
     if args.id:

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -264,7 +264,3 @@ class Forgetting:
                 "events_old_versions": compact_events(self.store.uri, self.store.storage_options)}
 
 
-
-def report_lines(report: Mapping[str, Any]) -> list[str]:
-    """One line per store of a forget's report, for people."""
-    return [f"{store}: " + ", ".join(f"{k} {v}" for k, v in counts.items()) for store, counts in report["removed"].items()]
