@@ -116,6 +116,7 @@ class Forgetting:
         no live log or the selection names none of its messages. Returns what was removed, per
         store."""
         check_chat(chat)
+        started = time.perf_counter()
         with self.log.locked(chat):
             if not self.log.exists(chat):
                 return None
@@ -133,7 +134,7 @@ class Forgetting:
             self._save(path, journal)
             self._step(path, journal, "live_log")
             self._step(path, journal, "index")
-        return self._finish(path, journal)
+        return {**self._finish(path, journal), "seconds": round(time.perf_counter() - started, 3)}
 
     def finish_unfinished(self) -> list[dict[str, Any]]:
         """Finish every forget a process left half done (its journal is still there); returns
@@ -163,12 +164,15 @@ class Forgetting:
         finally:
             os.close(dir_fd)
         return {"chat": journal["chat"], "selection": journal["selection"], "ids": journal["ids"],
-                "whole_chat": journal["whole_chat"], "removed": journal["removed"], "marker": MARKER}
+                "whole_chat": journal["whole_chat"], "removed": journal["removed"], "marker": MARKER,
+                "step_seconds": journal.get("step_seconds", {})}
 
     def _step(self, path: Path, journal: dict, step: str) -> None:
         if step in journal["done"]:
             return
+        started = time.perf_counter()
         journal["removed"][step] = getattr(self, f"_{step}")(journal)
+        journal.setdefault("step_seconds", {})[step] = round(time.perf_counter() - started, 3)
         journal["done"].append(step)
         self._save(path, journal)
         if after_step is not None:
@@ -243,7 +247,7 @@ class Forgetting:
     def _recall_runs(self, journal: dict) -> dict[str, int]:
         redactor = self._redactor_of(journal)
         ids = None if journal["whole_chat"] else set(journal["ids"])
-        return {"files_redacted": redact_runs(redactor.redact_any, journal["chat"], ids, marker=MARKER,
+        return {"files_redacted": redact_runs(redactor.redact_any, redactor.found, journal["chat"], ids, marker=MARKER,
                                               root=self.runs_root)}
 
     def _dagster(self, journal: dict) -> dict[str, int]:

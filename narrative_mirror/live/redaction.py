@@ -26,6 +26,7 @@ from narrative_mirror.layers.text import STOPWORDS
 MARKER = "[forgotten]"
 MIN_WORD_CHARS = 4
 _WORD = re.compile(r"[^\W_]{%d,}" % MIN_WORD_CHARS)
+_ANY_WORD = re.compile(r"\w+")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PARQUET_MAGIC = b"PAR1"
 SQLITE_BUSY_ATTEMPTS = 20
@@ -56,30 +57,55 @@ def _forms(text: str) -> set[str]:
 
 
 class Redactor:
-    """Replaces the forgotten texts (every form) and, where ``words`` is on, their distinctive
-    words (whole words only: ``unresolved_gold_share`` does not hold the word ``share``) by
-    ``MARKER``. Words are replaced in free text and JSON values (queries, snippets, log lines),
-    never in SQLite rows, whose serialized records name checks and assets with plain words."""
+    """Replaces the forgotten texts (every form, any case) and, where ``words`` is on, their
+    distinctive words (whole words only: ``unresolved_gold_share`` does not hold the word
+    ``share``) by ``MARKER``. Words are replaced in free text and JSON values (queries, snippets,
+    log lines), never in SQLite rows, whose serialized records name checks and assets with plain
+    words. Matching is one substring search per text form and one word scan, not a regex of
+    thousands of alternatives: a whole chat's texts are searched in linear passes."""
 
     def __init__(self, texts: Iterable[str], distinctive: Iterable[str] = ()):
         self.texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
         self.words = sorted(set(distinctive))
-        forms = sorted({f for t in self.texts for f in _forms(t)}, key=len, reverse=True)
-        text_parts = [re.escape(f) for f in forms]
-        word_parts = [r"(?<!\w)" + re.escape(w) + r"(?!\w)" for w in self.words]
-        self._texts = re.compile("|".join(text_parts), re.IGNORECASE) if text_parts else None
-        self._all = re.compile("|".join(text_parts + word_parts), re.IGNORECASE) if text_parts + word_parts else None
+        self._forms = sorted({f.lower() for t in self.texts for f in _forms(t)}, key=len, reverse=True)
+        self._word_set = {w.lower() for w in self.words}
 
-    def _pattern(self, words: bool) -> re.Pattern | None:
-        return self._all if words else self._texts
+    def _spans(self, text: str, words: bool) -> list[tuple[int, int]]:
+        """Where the forgotten texts and words are in ``text``: sorted, not overlapping."""
+        low = text.lower()
+        if len(low) != len(text):  # a character whose lower case is longer: match the case as written
+            low = text
+        found = []
+        for form in self._forms:
+            at = low.find(form)
+            while at >= 0:
+                found.append((at, at + len(form)))
+                at = low.find(form, at + len(form))
+        if words and self._word_set:
+            found += [m.span() for m in _ANY_WORD.finditer(text) if m.group().lower() in self._word_set]
+        spans: list[tuple[int, int]] = []
+        for start, end in sorted(found, key=lambda span: (span[0], -span[1])):
+            if spans and start < spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+            else:
+                spans.append((start, end))
+        return spans
+
+    def _replace(self, text: str, words: bool, filler: Callable[[str], str]) -> str:
+        spans = self._spans(text, words)
+        if not spans:
+            return text
+        parts, last = [], 0
+        for start, end in spans:
+            parts += [text[last:start], filler(text[start:end])]
+            last = end
+        return "".join(parts) + text[last:]
 
     def found(self, text: str, words: bool = True) -> bool:
-        pattern = self._pattern(words)
-        return pattern is not None and pattern.search(text) is not None
+        return bool(self._spans(text, words))
 
     def redact(self, text: str, words: bool = True) -> str:
-        pattern = self._pattern(words)
-        return pattern.sub(MARKER, text) if pattern is not None else text
+        return self._replace(text, words, lambda _: MARKER)
 
     def redact_any(self, value):
         """``value`` (JSON-like: dicts, lists, strings) with every string value redacted (keys kept)."""
@@ -97,15 +123,13 @@ class Redactor:
     def same_length(self, data: bytes) -> bytes:
         """``data`` with each match overwritten by as many bytes (a file read by offsets, e.g. a
         spool another process appends to, keeps its length)."""
-        if self._all is None:
-            return data
 
-        def filler(match: re.Match) -> str:
-            size = len(match.group().encode("utf-8", errors="surrogateescape"))
+        def filler(match: str) -> str:
+            size = len(match.encode("utf-8", errors="surrogateescape"))
             return (MARKER + "#" * size)[:size] if size >= len(MARKER) else "#" * size
 
         text = data.decode("utf-8", errors="surrogateescape")
-        return self._all.sub(filler, text).encode("utf-8", errors="surrogateescape")
+        return self._replace(text, True, filler).encode("utf-8", errors="surrogateescape")
 
     def to_json(self) -> dict:
         return {"texts": self.texts, "words": self.words}
