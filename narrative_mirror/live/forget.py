@@ -126,7 +126,8 @@ class Forgetting:
                 return None
             ids = [m.local_id for m in chosen]
             whole = selection.everything
-            kept = [m.text for m in self.log.messages(chat) if m.local_id not in set(ids)]
+            gone = set(ids)
+            kept = [m.text for m in self.log.messages(chat) if m.local_id not in gone]
             redactor = self._redactor(chat, [m.text for m in chosen], kept, whole)
             journal = {"chat": chat, "selection": selection.to_json(), "ids": ids, "whole_chat": whole,
                        "targets": redactor.to_json(), "done": [], "removed": {}}
