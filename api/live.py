@@ -1,8 +1,7 @@
 """The live memory's routes: ``POST /api/chats/{chat}/messages`` adds a batch of messages to a
 live chat (``narrative_mirror.live.memory.LiveMemory``), answered once the batch is durable and
 searchable (the forget routes: ``api.live_forget``). A token needs the ``add`` right in the
-chat's scope; every chat outside it gets the same 403, whether it exists
-or not.
+chat's scope; every chat outside it gets the same 403, whether it exists or not.
 """
 
 from __future__ import annotations

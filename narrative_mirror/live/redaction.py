@@ -10,6 +10,7 @@ also blank them in another chat's query or log line: forgetting errs on the side
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -68,6 +69,7 @@ class Redactor:
         self.texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
         self.words = sorted(set(distinctive))
         self._forms = sorted({f.lower() for t in self.texts for f in _forms(t)}, key=len, reverse=True)
+        self._negative_lengths = [-len(f) for f in self._forms]  # ascending: forms longer than a text are skipped
         self._word_set = {w.lower() for w in self.words}
 
     def _spans(self, text: str, words: bool) -> list[tuple[int, int]]:
@@ -76,7 +78,7 @@ class Redactor:
         if len(low) != len(text):  # a character whose lower case is longer: match the case as written
             low = text
         found = []
-        for form in self._forms:
+        for form in self._forms[bisect.bisect_left(self._negative_lengths, -len(text)):]:
             at = low.find(form)
             while at >= 0:
                 found.append((at, at + len(form)))
