@@ -218,11 +218,12 @@ class Forgetting:
         return out
 
     def _home_files(self, kinds: Callable[[Path], bool]) -> list[Path]:
-        """Files under the home that ``kinds`` picks, outside LanceDB tables, live logs and journals."""
+        """Files under the home that ``kinds`` picks, outside LanceDB tables, live logs, journals and
+        the folders a step of their own redacts (spool, recall runs)."""
         found = []
         for folder, dirs, names in os.walk(self.home):
             dirs[:] = [d for d in dirs if not d.endswith(_SKIPPED_SUFFIXES)
-                       and Path(folder, d) not in (self.journals, self.spool_dir)]
+                       and Path(folder, d) not in (self.journals, self.spool_dir, self.runs_root)]
             for name in names:
                 path = Path(folder, name)
                 if path.parent == self.log.root or name.endswith(_SKIPPED_SUFFIXES) or not path.is_file():
