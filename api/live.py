@@ -1,8 +1,7 @@
 """The live memory's routes: ``POST /api/chats/{chat}/messages`` adds a batch of messages to a
 live chat (``narrative_mirror.live.memory.LiveMemory``), answered once the batch is durable and
-searchable; ``DELETE /api/chats/{chat}/messages/{id}`` forgets one. A token needs the ``add`` /
-``forget`` right in the chat's scope; every chat outside it gets the same 403, whether it exists
-or not.
+searchable (the forget routes: ``api.live_forget``). A token needs the ``add`` right in the
+chat's scope; every chat outside it gets the same 403, whether it exists or not.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from api.access import TokenEntry
+from api.live_forget import mount_forget
 from api.requests import ApiError
 from api.service import MemoryApi
 from narrative_mirror.live.log import MessageError
@@ -44,6 +44,7 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
     pool = ThreadPoolExecutor(ADD_WORKERS, thread_name_prefix="nm-live")
     app.state.live = live
     api.before_read = live.refresh  # messages another process added are read before answering
+    mount_forget(app, api, live)
 
     @app.post("/api/chats/{chat}/messages")
     async def add_messages(chat: str, request: Request, who: TokenEntry | None = Depends(api.principal)):
@@ -59,15 +60,3 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
         except MessageError as exc:
             raise ApiError(400, exc.field, exc.reason) from None
         return JSONResponse(result.to_json())
-
-    @app.delete("/api/chats/{chat}/messages/{message_id}")
-    async def forget_message(chat: str, message_id: str, who: TokenEntry | None = Depends(api.principal)):
-        if who is not None and not who.allows(chat, "forget"):
-            raise ApiError(403, "chat", "this API token may not forget messages of that chat")
-        try:
-            report = await asyncio.get_running_loop().run_in_executor(pool, live.forget, chat, message_id)
-        except MessageError as exc:
-            raise ApiError(400, exc.field, exc.reason) from None
-        if report is None:
-            raise ApiError(404, "id", "no live message with that id in that chat")
-        return JSONResponse(report)

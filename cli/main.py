@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+from cli.commands.forget import finish_unfinished_forgets
 from cli.parser import build_parser
 from cli.printers import print_human
 from narrative_mirror.safe_text import terminal_safe
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     verbose = getattr(args, "verbose", False)
     stopped = False
     try:
+        finish_unfinished_forgets()  # a forget a process left half done is finished before the home is used
         result = args.func(args)
     except (FileNotFoundError, ValueError) as exc:  # bad input: an argument, a file, a config value
         if verbose:

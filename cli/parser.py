@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cli.commands.baseline import cmd_baseline
 from cli.commands.chats import cmd_chats
+from cli.commands.forget import add_forget_parser
 from cli.commands.live import add_live_parsers
 from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
@@ -145,4 +146,5 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p)
     p.set_defaults(func=cmd_demo)
     add_live_parsers(sub)
+    add_forget_parser(sub)
     return parser

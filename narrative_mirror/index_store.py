@@ -283,6 +283,23 @@ class IndexStore:
             retry_commit_conflicts(lambda: self._db.open_table(table).delete(where))
         return found
 
+    def delete_chat(self, table: str, chat_file: str) -> int:
+        """Delete every row of ``chat_file`` in ``table`` (a forgotten chat, or layers that
+        quoted a forgotten message); returns how many. Old versions keep them until ``maintain``."""
+        validate_chat_file(chat_file)
+        tbl = self._open(table)
+        if tbl is None:
+            return 0
+        where = f"chat_file = '{chat_file}'"
+        found = tbl.count_rows(where)
+        if found:
+            retry_commit_conflicts(lambda: self._db.open_table(table).delete(where))
+        return found
+
+    def read_columns(self, table: str, columns: list[str]) -> pa.Table | None:
+        """``columns`` of every row of ``table`` (None when it does not exist)."""
+        return self._read(table, None, columns)
+
     def _create(self, table: str, schema: pa.Schema) -> bool:
         """Create ``table`` empty, with its full-text index: rows only ever arrive by merge.
         Returns whether this call created it (False: another writer did).

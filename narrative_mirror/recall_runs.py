@@ -248,3 +248,42 @@ def recorded_search(
     except OSError as exc:
         path, error = None, f"could not write the recall-run record: {exc}"
     return RecordedSearch(result=result, pre=pre, params=params, run_path=path, run_error=error)
+
+
+def redact_runs(redact_any, found, chat: str, forgotten_ids: set[str] | None, *, marker: str = "[forgotten]",
+                root: Path | None = None) -> int:
+    """Forgotten content out of the run records (append-only for runs, not for deleted content):
+    in a run of ``chat``, an item of a forgotten message (``forgotten_ids``; None: the whole
+    chat) gets ``marker`` for its text, and with the whole chat its query too; then every string
+    of a record of that chat, or of one whose text ``found`` quotes, goes through ``redact_any``. A changed record is replaced
+    atomically, same name and mode. Returns the files changed."""
+    from narrative_mirror.live.redaction import write_atomically
+
+    base = runs_dir(root)
+    changed = 0
+    if not base.is_dir():
+        return 0
+    for path in sorted(base.glob("*/run_*.json")):
+        try:
+            raw = path.read_text(encoding="utf-8")
+            record = json.loads(raw)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict):
+            continue
+        of_chat = (record.get("params") or {}).get("chat") == chat
+        if not of_chat and not found(raw):  # one pass over the file: most runs quote nothing forgotten
+            continue
+        new = json.loads(raw)
+        if of_chat:
+            if forgotten_ids is None:
+                new["query"] = marker
+            for key in ("pre_items", "post_items"):
+                for item in new.get(key) or []:
+                    if isinstance(item, dict) and (forgotten_ids is None or item.get("id") in forgotten_ids):
+                        item["text"] = marker
+        new = redact_any(new)
+        if new != record:
+            write_atomically(path, (json.dumps(new, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+            changed += 1
+    return changed

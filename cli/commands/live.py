@@ -1,5 +1,5 @@
-"""The live memory's commands: ``add`` (messages as JSON lines, to a live chat's log and index)
-and ``forget`` (one message, from both)."""
+"""The live memory's ``add`` command: messages as JSON lines, to a live chat's log and index
+(``forget``: ``cli.commands.forget``)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,6 @@ def add_live_parsers(sub) -> None:
     p.add_argument("--file", type=Path, default=None, help="JSON lines to read (default: standard input)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_add)
-    p = sub.add_parser("forget", help="remove a message of a live chat from its log and the index (old index "
-                                      "versions too); --json says what was removed per store")
-    p.add_argument("--chat", required=True, help="the live chat")
-    p.add_argument("--id", required=True, help="the message's id (as `add` answered it)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_forget)
 
 
 def read_messages(lines) -> list[dict]:
@@ -66,12 +60,3 @@ def cmd_add(args) -> dict:
     return {"chat": args.chat, "added": len(stored), "duplicates": len(duplicates), "created": created,
             "ids": ids, "stored": stored}
 
-
-def cmd_forget(args) -> dict:
-    from resources import runtime
-
-    store = runtime.index_from_environment()
-    report = runtime.live_memory(runtime.retriever(store, runtime.embedder())).forget(args.chat, args.id)
-    if report is None:
-        raise ValueError(f"--id {args.id!r}: live chat {args.chat!r} has no message with that id")
-    return report

@@ -281,37 +281,71 @@ class LiveLog:
             state.offset = path.stat().st_size
         return Appended(ids, stored, duplicates, created)
 
-    def forget_locked(self, chat: str, local_id: str) -> LiveMessage | None:
-        """Remove message ``local_id`` from the chat's log (the chat's lock held): the log is
-        rewritten without its text (a tombstone keeps its position) and replaces the old one
-        atomically; None when the chat has no such message."""
-        state = self._states.setdefault(chat, _ChatState())
-        self._catch_up(chat, state, repair=True)
-        gone = state.ids.get(local_id)
-        if gone is None:
-            return None
+    def select(self, chat: str, *, ids: Sequence[str] | None = None, author: str | None = None,
+               since: datetime | None = None, until: datetime | None = None) -> list[LiveMessage]:
+        """The chat's messages a forget names: those with one of ``ids``, else those of ``author``
+        (exact, after trimming) written in [``since``, ``until``) (naive UTC; either may be None);
+        with no criterion at all, every message of the chat."""
+        chosen = self.messages(chat)
+        if ids is not None:
+            wanted = set(ids)
+            return [m for m in chosen if m.local_id in wanted]
+        if author is not None:
+            chosen = [m for m in chosen if m.author == author.strip()]
+        if since is not None:
+            chosen = [m for m in chosen if m.timestamp >= since]
+        if until is not None:
+            chosen = [m for m in chosen if m.timestamp < until]
+        return chosen
+
+    def forget_locked(self, chat: str, local_ids: Sequence[str]) -> int:
+        """Remove messages ``local_ids`` from the chat's log (the chat's lock held): the log is
+        rewritten without their text (a tombstone keeps each position, so positions are never
+        reused) and replaces the old one atomically (fsynced file, then folder). Returns how many
+        lines became tombstones (0 when none was there: redoing a forget changes nothing)."""
         path = self.path(chat)
-        lines = []
-        for line in path.read_bytes().splitlines():
+        if not path.exists():
+            return 0
+        wanted = set(local_ids)
+        lines, removed = [], 0
+        data = path.read_bytes()
+        for line in data[: data.rfind(b"\n") + 1].splitlines():  # a torn last line was never acknowledged
             row = json.loads(line) if line.strip() else None
-            if row is not None and not row.get("forgotten") and row["id"] == local_id:
+            if row is not None and not row.get("forgotten") and row["id"] in wanted:
                 row = {"id": f"forgotten-{row['position']}", "position": row["position"], "forgotten": True}
+                removed += 1
             if row is not None:
                 lines.append(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+        if removed:
+            self._replace(chat, b"".join(lines))
+        self._states[chat] = fresh = _ChatState()
+        self._catch_up(chat, fresh, repair=False)
+        return removed
+
+    def remove_locked(self, chat: str) -> int:
+        """Delete the chat's log (a whole chat forgotten; the chat's lock held); returns how many
+        messages it held. A later add creates the chat anew."""
+        path = self.path(chat)
+        if not path.exists():
+            return 0
+        count = len(self.messages(chat))
+        path.unlink()
+        self._fsync_dir()
+        self._states.pop(chat, None)
+        return count
+
+    def _replace(self, chat: str, content: bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.root)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(b"".join(lines))
+                handle.write(content)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            os.replace(tmp, self.path(chat))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
         self._fsync_dir()
-        self._states[chat] = fresh = _ChatState()
-        self._catch_up(chat, fresh, repair=False)
-        return gone
 
     def _fsync_dir(self) -> None:
         dir_fd = os.open(self.root, os.O_RDONLY)

@@ -8,7 +8,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -95,27 +94,3 @@ class LiveMemory:
             self.on_indexed(chat)
         return AddResult(chat, appended.ids, [m.local_id for m in appended.stored], appended.duplicates,
                          appended.created, indexed, time.perf_counter() - started)
-
-    def forget(self, chat: str, local_id: str) -> dict[str, Any] | None:
-        """Remove message ``local_id`` of live chat ``chat`` from its log and the index, then
-        compact the index and drop its old versions (no copy of the text stays in LanceDB);
-        None when there is no such message. Returns what was removed, per store."""
-        check_chat(chat)
-        with self.log.locked(chat):
-            if not self.log.exists(chat):
-                return None
-            gone = self.log.forget_locked(chat, local_id)
-            if gone is None:
-                return None
-            rows = self.store.delete_rows("messages", chat, [f"{chat}/{local_id}"])
-            self._mark_indexed(chat)
-        if self.on_indexed is not None:
-            self.on_indexed(chat)
-        upkeep = self.store.maintain(keep_versions_for=timedelta(0))
-        versions = sum(t["versions"] for t in upkeep["before"].values()) - sum(
-            t["versions"] for t in upkeep["after"].values())
-        return {"chat": chat, "id": local_id, "removed": {
-            "live_log": {"messages": 1}, "index": {"messages_rows": rows, "old_versions": versions}},
-            "not_covered": ["parquet layers, L1/L2 summaries and Dagster metadata of an earlier build: "
-                            "rebuilt by the next build (the log's new version makes them stale)",
-                            "retrieval events and recall-run files that quote it"]}
