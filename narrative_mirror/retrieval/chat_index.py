@@ -118,6 +118,8 @@ class ChatIndex:
         block_texts = blocks["text"].to_list() if blocks.height else []
         block_counts = vocabulary.count(block_texts)
         counts = widen(counts, len(vocabulary))
+        # kept for chat_append.appended: new messages are counted alone, the indexes rebuilt from counts
+        self.window, self.message_counts = window, counts
         self.bm25 = BM25Index.from_counts(vocabulary, counts)
         self.window_bm25 = BM25Index.from_counts(vocabulary, _window_matrix(self.size, window) @ counts)
         self.chunked_cosines = self.size >= CHUNKED_COSINES_FROM
