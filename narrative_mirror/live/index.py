@@ -49,12 +49,14 @@ def index_rows(chat: str, messages: Sequence[LiveMessage], embedder: Embedder) -
     return message_rows(frame, embeddings)
 
 
-def index_new(store: IndexStore, chat: str, log_messages: Sequence[LiveMessage], embedder: Embedder) -> int:
+def index_new(store: IndexStore, chat: str, log_messages: Sequence[LiveMessage],
+              embedder: Embedder) -> tuple[int, int | None]:
     """Insert the messages of the chat's log that the index lacks (those past its row count: the
-    log and the index hold them in the same order); returns how many. Call it under the chat's
-    lock, so the count is not read while another writer inserts."""
+    log and the index hold them in the same order); returns how many and the ``messages`` table
+    version that holds them (None when none were missing). Call it under the chat's lock, so the
+    count is not read while another writer inserts."""
     indexed = store.chat_row_count("messages", chat)
     missing = list(log_messages[indexed:])  # positions are 0, 1, 2, ... in log order
-    if missing:
-        store.add_rows("messages", chat, index_rows(chat, missing, embedder))
-    return len(missing)
+    if not missing:
+        return 0, None
+    return len(missing), store.add_rows("messages", chat, index_rows(chat, missing, embedder))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +19,63 @@ from narrative_mirror.live.index import index_new
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat, parse_batch
 
 
+APPENDS_FILE = "appended_versions"
+
+
 class FileBackedChat(MessageError):
     """A chat of the index with no live log: its messages come from a chat file, which wins."""
+
+
+class AppendJournal:
+    """Which ``messages`` table versions are live adds, and to which chat: one line per add
+    (``<version> <chat>``) appended to ``<live root>/appended_versions`` by whichever process
+    indexed it. A retriever's cache reads it when the store's versions change: versions that are
+    all adds only make those chats read their new rows (``ChatCache.explain_changes``), anything
+    else (a build, a forget, compaction) still drops the cache. Not fsynced: a lost line only costs
+    one full read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._offset = 0
+        self._chat_at: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def record(self, version: int, chat: str) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{version} {chat}\n".encode())
+        finally:
+            os.close(fd)
+
+    def _read(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        whole = data.rfind(b"\n") + 1
+        for line in data[:whole].decode().splitlines():
+            version, _, chat = line.partition(" ")
+            if version.isdigit() and chat:
+                self._chat_at[int(version)] = chat
+        self._offset += whole
+
+    def explain(self, old: dict[str, int], new: dict[str, int]) -> list[str] | None:
+        """The chats whose adds made every change from table versions ``old`` to ``new``; None
+        when another table changed or a ``messages`` version was not an add."""
+        if "messages" not in old or "messages" not in new or new["messages"] < old["messages"] or any(
+                old.get(t) != new.get(t) for t in set(old) | set(new) if t != "messages"):
+            return None
+        with self._lock:
+            self._read()
+            wanted = range(old["messages"] + 1, new["messages"] + 1)
+            if any(v not in self._chat_at for v in wanted):
+                return None
+            chats = sorted({self._chat_at[v] for v in wanted})
+            for version in [v for v in self._chat_at if v <= old["messages"]]:
+                del self._chat_at[version]
+        return chats
 
 
 @dataclass(frozen=True)
@@ -41,13 +97,19 @@ class AddResult:
 
 
 class LiveMemory:
-    """Live chats: their logs under ``root`` and their rows in ``store``. ``on_indexed(chat)``
-    runs after new rows are in the index (the serving process drops its cached copy of the chat)."""
+    """Live chats: their logs under ``root`` and their rows in ``store``. ``on_appended(chat)``
+    runs after new rows are in the index, in this process or (seen by ``refresh``) another (the
+    serving process reads just those rows into its cached copy: ``ChatCache.mark_behind``);
+    ``on_indexed(chat)`` when the chat's rows changed otherwise (a forget), and for adds too when
+    there is no ``on_appended`` (the cached copy is dropped)."""
 
     def __init__(self, root: Path, store: IndexStore, embedder: Embedder,
-                 on_indexed: Callable[[str], None] | None = None):
+                 on_indexed: Callable[[str], None] | None = None,
+                 on_appended: Callable[[str], None] | None = None):
         self.log = LiveLog(root)
         self.store, self.embedder, self.on_indexed = store, embedder, on_indexed
+        self.on_appended = on_appended or on_indexed
+        self.journal = AppendJournal(self.log.root / APPENDS_FILE)
         self._seen: dict[str, tuple[int, int] | None] = {}
 
     def _marker(self, chat: str) -> Path:
@@ -67,13 +129,14 @@ class LiveMemory:
         return (stat.st_ino, stat.st_mtime_ns)
 
     def refresh(self, chat: str) -> None:
-        """Call ``on_indexed(chat)`` when any process indexed new messages of ``chat`` since this
-        one last looked (one ``stat``): a serving process reads the chat again before answering."""
+        """Call ``on_appended(chat)`` when any process indexed new messages of ``chat`` since this
+        one last looked (one ``stat``): a serving process reads them before answering (the
+        cache reads the chat whole when its rows were not only appended to)."""
         stamp = self._marker_stamp(chat)
         if stamp is not None and self._seen.get(chat) != stamp:
             self._seen[chat] = stamp
-            if self.on_indexed is not None:
-                self.on_indexed(chat)
+            if self.on_appended is not None:
+                self.on_appended(chat)
 
     def add(self, chat: str, messages: Sequence[Any]) -> AddResult:
         """Store the batch's new messages durably, then index them (``MessageError`` names a bad
@@ -88,11 +151,12 @@ class LiveMemory:
                                              "file-backed chat cannot share it")
             appended = self.log.append_locked(chat, drafts)
             # every logged message the index lacks, also those of a writer that died before indexing
-            indexed = index_new(self.store, chat, self.log.known(chat), self.embedder)
-            if indexed:
+            indexed, version = index_new(self.store, chat, self.log.known(chat), self.embedder)
+            if version is not None:
+                self.journal.record(version, chat)
                 self._mark_indexed(chat)
-        if indexed and self.on_indexed is not None:
-            self.on_indexed(chat)
+        if indexed and self.on_appended is not None:
+            self.on_appended(chat)
         return AddResult(chat, appended.ids, [m.local_id for m in appended.stored], appended.duplicates,
                          appended.created, indexed, time.perf_counter() - started)
 
@@ -119,3 +183,13 @@ class LiveMemory:
             "not_covered": ["parquet layers, L1/L2 summaries and Dagster metadata of an earlier build: "
                             "rebuilt by the next build (the log's new version makes them stale)",
                             "retrieval events and recall-run files that quote it"]}
+
+
+def serving_memory(root: Path, retriever: Any) -> LiveMemory:
+    """The live memory of a process that searches through ``retriever`` (a ``Retriever``): the
+    adds of this process and of others (seen through ``refresh`` and the append journal) grow its
+    cached chats by just their new rows; a forget drops the chat's cached copy."""
+    live = LiveMemory(root, retriever.store, retriever.embedder, on_indexed=retriever.invalidate,
+                      on_appended=retriever.cache.mark_behind)
+    retriever.cache.explain_changes = live.journal.explain
+    return live
