@@ -17,6 +17,7 @@ from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.index import index_new
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat, parse_batch
+from narrative_mirror.live.source import REPLACE_HINT, choose_live
 
 
 APPENDS_FILE = "appended_versions"
@@ -138,17 +139,33 @@ class LiveMemory:
             if self.on_appended is not None:
                 self.on_appended(chat)
 
-    def add(self, chat: str, messages: Sequence[Any]) -> AddResult:
+    def _replace_file_chat(self, chat: str) -> None:
+        """The live chat takes ``chat``'s name from a chat file: the choice is recorded (the
+        build then reads the live log for that name) and the file's rows leave the index."""
+        choose_live(self.log.root, chat)
+        if self.log.exists(chat):  # the index holds the live chat's rows (the file was never built)
+            return
+        for table, frame, id_column in (("messages", self.store.messages_for(chat), "message_id"),
+                                        ("blocks", self.store.blocks_for(chat), "block_id"),
+                                        ("threads", self.store.threads_for(chat), "thread_id")):
+            if frame.height:
+                self.store.delete_rows(table, chat, frame[id_column].to_list())
+        if self.on_indexed is not None:
+            self.on_indexed(chat)
+
+    def add(self, chat: str, messages: Sequence[Any], *, replace_file_chat: bool = False) -> AddResult:
         """Store the batch's new messages durably, then index them (``MessageError`` names a bad
-        field; ``FileBackedChat`` when ``chat`` is a chat file's). Safe from many threads and
-        processes: one writer per chat at a time."""
+        field; ``FileBackedChat`` when ``chat`` is a chat file's, unless ``replace_file_chat``:
+        then the live chat replaces it, in the index now and in every build after). Safe from
+        many threads and processes: one writer per chat at a time."""
         started = time.perf_counter()
         check_chat(chat)
         drafts = parse_batch(list(messages) if isinstance(messages, list | tuple) else messages)
         with self.log.locked(chat):
-            if not self.log.exists(chat) and self.store.chat_row_count("messages", chat):
-                raise FileBackedChat("chat", "a chat built from a chat file has that name; a live chat and a "
-                                             "file-backed chat cannot share it")
+            if replace_file_chat:
+                self._replace_file_chat(chat)
+            elif not self.log.exists(chat) and self.store.chat_row_count("messages", chat):
+                raise FileBackedChat("chat", f"a chat built from a chat file has that name; {REPLACE_HINT}")
             appended = self.log.append_locked(chat, drafts)
             # every logged message the index lacks, also those of a writer that died before indexing
             indexed, version = index_new(self.store, chat, self.log.known(chat), self.embedder)
