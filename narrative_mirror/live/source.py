@@ -56,6 +56,12 @@ def choose_live(root: Path, chat: str) -> None:
         os.fsync(handle.fileno())
 
 
+def clash_problem(path: Path, chat: str) -> str:
+    """The one line refusing a chat file and a live chat of one name."""
+    return (f"{path}: a live chat of this home has the same name ({chat!r}): neither is built until one is renamed "
+            f"or you {REPLACE_HINT}")
+
+
 def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | None = None) -> None:
     """Add the home's live chats to ``chats`` (a data folder's chats). A name used by both is
     refused unless the user chose the live chat (``add --replace-file-chat``): neither is built,
@@ -63,8 +69,7 @@ def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | N
     root = live_root(home)
     for chat, log in live_chat_files(home).items():
         if chat in chats and not live_wins(root, chat):
-            problems.append(f"{chats.pop(chat).path}: a live chat of this home has the same name ({chat!r}): neither "
-                            f"is built until one is renamed or you {REPLACE_HINT}")
+            problems.append(clash_problem(chats.pop(chat).path, chat))
             continue
         chats[chat] = ChatSource(chat, log, LIVE_FORMAT, file_version(log), chat)
 
