@@ -15,7 +15,12 @@ duplicate anything.
 4. kill -9 of a writing process ``--kills`` times (tests/narrative_mirror/live's writer): every
    acknowledged message must be in the log, none twice.
 
-Prints one JSON object.
+5. The layers catching up through Dagster (``--layers-messages`` / ``--layers-batches``): a
+   live chat of that many messages is built by ``narrative-mirror build`` (a fresh process, its
+   own NM_HOME), then ``--layers-batches`` batches of 20 are added and ``build`` runs again: its
+   seconds, the assets it ran and the messages it encoded; then once more (nothing to do).
+
+Prints one JSON object (and each section's as it ends, on stderr). ``--sections`` picks some.
 
     .venv/bin/python benchmarks/live_memory.py [--messages 45000] [--batches 30] [--writers 8]
         [--writer-batches 200] [--kills 10]
@@ -180,6 +185,36 @@ def kills(home: Path, rounds: int) -> dict:
     return {"rounds": rounds, "acknowledged_batches": len(acknowledged), "lost": lost, "duplicated": duplicated}
 
 
+def build(home: Path, data: Path) -> tuple[float, dict]:
+    """``narrative-mirror build --json`` in a fresh process on ``home``: (seconds, its chat's report)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "build", "--data", str(data), "--json"],
+                          cwd=ROOT, env={**os.environ, "NM_HOME": str(home), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)["per_file"]["walk"]
+    return time.perf_counter() - started, {k: report.get(k) for k in ("messages", "encoded_messages", "ran")}
+
+
+def layers(root: Path, n_messages: int, n_batches: int, embedder: Embedder) -> dict:
+    home, data = root / "layers_home", root / "layers_data"
+    data.mkdir(parents=True)
+    start = datetime(2024, 1, 1)
+    rng = np.random.default_rng(1)
+    LiveLog(home / "live").append("walk", [
+        {"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 8))} {i}",
+         "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(n_messages)])
+    first_seconds, first = build(home, data)
+    live = LiveMemory(home / "live", IndexStore(str(home / "lancedb")), embedder)
+    for b in range(n_batches):
+        live.add("walk", [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 6))} batch {b} {i}",
+                           "timestamp": (start + timedelta(days=30, minutes=20 * b + i)).isoformat()} for i in range(20)])
+    catch_up_seconds, catch_up = build(home, data)
+    again_seconds, again = build(home, data)
+    return {"messages": n_messages, "batches": n_batches, "first_build_seconds": round(first_seconds, 1), "first": first,
+            "catch_up_seconds": round(catch_up_seconds, 1), "catch_up": catch_up,
+            "nothing_to_do_seconds": round(again_seconds, 1), "nothing_to_do": again}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=45_000)
@@ -187,7 +222,11 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--writer-batches", type=int, default=200)
     parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--layers-messages", type=int, default=1000)
+    parser.add_argument("--layers-batches", type=int, default=5)
+    parser.add_argument("--sections", default="add_20,kill_9,concurrent,layers")
     args = parser.parse_args()
+    wanted = set(args.sections.split(","))
     home = Path(tempfile.mkdtemp(prefix="nm_live_bench_"))
     embedder = Embedder()
     out: dict = {"messages": args.messages}
@@ -202,10 +241,15 @@ def main() -> None:
             out[name] = seconds
         print(json.dumps({name: out[name]}), file=sys.stderr, flush=True)  # a cut-off run keeps what it measured
 
-    section("seed_seconds", lambda: seed(home, "big", args.messages, embedder.dimension) or None)
-    section("add_20", lambda: adds(home, "big", args.batches, embedder))
-    section("kill_9", lambda: kills(home, args.kills))
-    section("concurrent", lambda: writers(home, args.writers, args.writer_batches, embedder))
+    if "add_20" in wanted:
+        section("seed_seconds", lambda: seed(home, "big", args.messages, embedder.dimension) or None)
+        section("add_20", lambda: adds(home, "big", args.batches, embedder))
+    if "kill_9" in wanted:
+        section("kill_9", lambda: kills(home, args.kills))
+    if "concurrent" in wanted:
+        section("concurrent", lambda: writers(home, args.writers, args.writer_batches, embedder))
+    if "layers" in wanted:
+        section("layers", lambda: layers(home, args.layers_messages, args.layers_batches, embedder))
     print(json.dumps(out, indent=2))
 
 
