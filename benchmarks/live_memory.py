@@ -51,6 +51,7 @@ from narrative_mirror.live.index import messages_frame  # noqa: E402
 from narrative_mirror.live.log import LiveLog  # noqa: E402
 from narrative_mirror.live.memory import LiveMemory, serving_memory  # noqa: E402
 from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
+from resources import environment  # noqa: E402
 
 WORDS = "harbor garden marathon bakery ferry knee ankle beans rye bridge physio race lunch heron mill".split()
 
@@ -189,7 +190,7 @@ def build(home: Path, data: Path) -> tuple[float, dict]:
     """``narrative-mirror build --json`` in a fresh process on ``home``: (seconds, its chat's report)."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "build", "--data", str(data), "--json"],
-                          cwd=ROOT, env={**os.environ, "NM_HOME": str(home), "PYTHONPATH": str(ROOT)},
+                          cwd=ROOT, env=environment.child_env(NM_HOME=str(home), PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, check=True)
     report = json.loads(done.stdout)["per_file"]["walk"]
     return time.perf_counter() - started, {k: report.get(k) for k in ("messages", "encoded_messages", "ran")}

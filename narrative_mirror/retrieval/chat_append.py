@@ -29,15 +29,6 @@ class NotAppendable(ValueError):
     """The rows are not messages after the cached ones (read the chat whole instead)."""
 
 
-def _alias_votes(chat: ChatIndex) -> dict[str, Counter]:
-    """The speaker-alias votes of the chat's messages: kept by an appended index, counted once
-    (all messages) for an index read from the store."""
-    votes = vars(chat).get("alias_votes")
-    if votes is None:
-        votes = query_names.alias_votes(list(zip(chat.speakers, chat.raw_texts)), chat.speaker_names)
-    return votes
-
-
 def _window_tail(chat: ChatIndex, new: ChatIndex, vectors: np.ndarray, *, norms_only: bool) -> np.ndarray:
     """The window means (or their lengths) of every row of ``new``: those of the cached rows
     whose windows end before the new rows are kept, the others computed over the chat's tail
@@ -125,7 +116,7 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
         [speaker_number[s] for s in new.speakers[old_size:]], dtype=np.int64)])
     added = list(zip(new.speakers[old_size:], raw_texts))
     if new.speaker_names == chat.speaker_names:
-        votes = {name: Counter(counter) for name, counter in _alias_votes(chat).items()}
+        votes = {name: Counter(counter) for name, counter in chat.alias_votes.items()}
         for name, counter in query_names.alias_votes(added, new.speaker_names).items():
             votes.setdefault(name, Counter()).update(counter)
     else:  # a new speaker changes who is addressed: every message votes again

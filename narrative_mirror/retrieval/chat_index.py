@@ -166,7 +166,9 @@ class ChatIndex:
         self.speaker_names = list(dict.fromkeys(self.speakers))
         speaker_number = {s: i for i, s in enumerate(self.speaker_names)}
         self.speaker_codes = np.array([speaker_number[s] for s in self.speakers], dtype=np.int64)
-        self.aliases = query_names.speaker_aliases(speaker_texts)
+        # speaker_aliases in two steps: the votes are kept, so appended messages only add theirs
+        self.alias_votes = query_names.alias_votes(speaker_texts, self.speaker_names)
+        self.aliases = query_names.aliases_from_votes(self.alias_votes, self.speaker_names, "\n".join(self.raw_texts))
         self.entities = sorted(set(messages["entities"].explode().drop_nulls().to_list()))
         self.entity_matcher = query_names.EntityMatcher(
             self.entities, exclude=[*self.speaker_names, *self.aliases])
