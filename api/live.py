@@ -1,12 +1,14 @@
 """The live memory's routes: ``POST /api/chats/{chat}/messages`` adds a batch of messages to a
 live chat (``narrative_mirror.live.memory.LiveMemory``), answered once the batch is durable and
-searchable (the forget routes: ``api.live_forget``). A token needs the ``add`` right in the
-chat's scope; every chat outside it gets the same 403, whether it exists or not.
+searchable (409 when a chat file's chat has that name, unless the body says
+``"replace_file_chat": true``; the forget routes: ``api.live_forget``). A token needs the ``add``
+right in the chat's scope; every chat outside it gets the same 403, whether it exists or not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -51,10 +53,15 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
         if who is not None and not who.allows(chat, "add"):
             raise ApiError(403, "chat", "this API token may not add messages to that chat")
         body = await _json_body(request)
-        if not isinstance(body, dict) or set(body) != {"messages"}:
-            raise ApiError(400, "messages", "the body must be a JSON object with one field: messages")
+        if not isinstance(body, dict) or "messages" not in body or set(body) - {"messages", "replace_file_chat"}:
+            raise ApiError(400, "messages", "the body must be a JSON object with the field messages "
+                                            "(and optionally replace_file_chat)")
+        replace = body.get("replace_file_chat", False)
+        if not isinstance(replace, bool):
+            raise ApiError(400, "replace_file_chat", "must be true or false")
+        add = functools.partial(live.add, chat, body["messages"], replace_file_chat=replace)
         try:
-            result = await asyncio.get_running_loop().run_in_executor(pool, live.add, chat, body["messages"])
+            result = await asyncio.get_running_loop().run_in_executor(pool, add)
         except FileBackedChat as exc:
             raise ApiError(409, exc.field, exc.reason) from None
         except MessageError as exc:

@@ -5,15 +5,22 @@ duplicate anything.
 1. A live chat of ``--messages`` messages (default 45,000) is seeded: its log through
    ``LiveLog`` and its index rows with random unit vectors (the add path, not retrieval quality,
    is measured here; seeding with the embedder would take minutes).
-2. ``--batches`` adds of 20 new messages each (``LiveMemory.add``, the real embedder): per add,
-   the time until it returns and until a full-text search and a dense search of the same process
-   find its last message; against ``Embedder.encode`` of the same 20 texts.
+2. ``--batches`` adds of 20 new messages each (``LiveMemory.add`` as ``serve`` wires it, the real
+   embedder): per add, the time until it returns, until a full-text (LanceDB) and a dense and a
+   BM25 search (the retriever's cached chat) of the same process find its last message, and until
+   a second reader (its own store, retriever and live memory, as another ``serve`` has) finds it;
+   against ``Embedder.encode`` of the same 20 texts.
 3. ``--writers`` threads x ``--writer-batches`` batches of 3 messages each to one chat, each batch
    re-sent once: lost and duplicated messages counted from the log and the index.
 4. kill -9 of a writing process ``--kills`` times (tests/narrative_mirror/live's writer): every
    acknowledged message must be in the log, none twice.
 
-Prints one JSON object.
+5. The layers catching up through Dagster (``--layers-messages`` / ``--layers-batches``): a
+   live chat of that many messages is built by ``narrative-mirror build`` (a fresh process, its
+   own NM_HOME), then ``--layers-batches`` batches of 20 are added and ``build`` runs again: its
+   seconds, the assets it ran and the messages it encoded; then once more (nothing to do).
+
+Prints one JSON object (and each section's as it ends, on stderr). ``--sections`` picks some.
 
     .venv/bin/python benchmarks/live_memory.py [--messages 45000] [--batches 30] [--writers 8]
         [--writer-batches 200] [--kills 10]
@@ -42,8 +49,9 @@ from narrative_mirror.embedding import Embedder  # noqa: E402
 from narrative_mirror.index_store import IndexStore  # noqa: E402
 from narrative_mirror.live.index import messages_frame  # noqa: E402
 from narrative_mirror.live.log import LiveLog  # noqa: E402
-from narrative_mirror.live.memory import LiveMemory  # noqa: E402
+from narrative_mirror.live.memory import LiveMemory, serving_memory  # noqa: E402
 from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
+from resources import environment  # noqa: E402
 
 WORDS = "harbor garden marathon bakery ferry knee ankle beans rye bridge physio race lunch heron mill".split()
 
@@ -78,9 +86,14 @@ def seed(home: Path, chat: str, n: int, dim: int) -> None:
 def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
     store = IndexStore(str(home / "lancedb"))
     retriever = Retriever(store, embedder)
-    live = LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate)
+    live = serving_memory(home / "live", retriever)
+    reader = Retriever(IndexStore(str(home / "lancedb")), embedder)  # a second serve's
+    reader_live = serving_memory(home / "live", reader)
+    started = time.perf_counter()
     retriever.search(chat, "warm up", k=5)
-    returned, searchable, encode_only = [], [], []
+    first_read = time.perf_counter() - started
+    reader.search(chat, "warm up", k=5)
+    returned, searchable, after_return, second, encode_only = [], [], [], [], []
     for b in range(batches):
         token = f"zq{b}unique{b * 7919}"
         batch = [{"author": "AB"[i % 2], "text": f"{' '.join(np.random.choice(WORDS, 6))} {token if i == 19 else i}",
@@ -91,16 +104,29 @@ def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
         last = f"{chat}/{result.ids[-1]}"
         found_text = [m for m, _ in store.full_text_search("messages", chat, token, 3)] == [last]
         found_dense = last.split("/", 1)[1] in [h.local_id for h in retriever.search(chat, batch[-1]["text"], k=5, variant="dense").hits]
+        found_bm25 = [h.local_id for h in retriever.search(chat, token, k=1, variant="bm25").hits] == [result.ids[-1]]
         searchable.append(time.perf_counter() - started)
-        if not (found_text and found_dense):
-            raise AssertionError(f"batch {b}: not found (full-text {found_text}, dense {found_dense})")
+        after_return.append(searchable[-1] - returned[-1])
+        if not (found_text and found_dense and found_bm25):
+            raise AssertionError(f"batch {b}: not found (full-text {found_text}, dense {found_dense}, bm25 {found_bm25})")
+        seen = time.perf_counter()
+        reader_live.refresh(chat)  # what the second serve does before a request reads the chat
+        if [h.local_id for h in reader.search(chat, token, k=1, variant="bm25").hits] != [result.ids[-1]]:
+            raise AssertionError(f"batch {b}: the second reader does not find it")
+        second.append(time.perf_counter() - seen)
         started = time.perf_counter()
         embedder.encode([f"{m['author']}: {m['text']}" for m in batch])
         encode_only.append(time.perf_counter() - started)
-    return {"add_p50_ms": pct(returned, 50), "add_p95_ms": pct(returned, 95), "searchable_p50_ms": pct(searchable, 50),
-            "searchable_p95_ms": pct(searchable, 95), "encode20_p50_ms": pct(encode_only, 50),
+    return {"first_read_of_chat_ms": round(first_read * 1000, 1),
+            "add_p50_ms": pct(returned, 50), "add_p95_ms": pct(returned, 95), "searchable_p50_ms": pct(searchable, 50),
+            "searchable_p95_ms": pct(searchable, 95), "search_after_return_p50_ms": pct(after_return, 50),
+            "search_after_return_p95_ms": pct(after_return, 95), "second_reader_p50_ms": pct(second, 50),
+            "second_reader_p95_ms": pct(second, 95), "encode20_p50_ms": pct(encode_only, 50),
             "encode20_p95_ms": pct(encode_only, 95),
-            "add_minus_encode_p50_ms": round(pct(returned, 50) - pct(encode_only, 50), 1)}
+            "add_minus_encode_p50_ms": round(pct(returned, 50) - pct(encode_only, 50), 1),
+            "add_over_encode_p95": round(pct(returned, 95) / pct(encode_only, 95), 2),
+            "cache": {k: v for k, v in retriever.cache_info().items() if k in ("loads", "appends", "hits")},
+            "second_reader_cache": {k: v for k, v in reader.cache_info().items() if k in ("loads", "appends", "hits")}}
 
 
 def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> dict:
@@ -114,6 +140,8 @@ def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> d
                       "timestamp": "2025-01-01T00:00:00Z"} for i in range(3)]
             lives[w % 2].add("busy", batch)
             lives[(w + 1) % 2].add("busy", batch)  # re-sent through the other writer
+            if b % 50 == 49:
+                print(f"writer {w}: {b + 1} batches, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(n_writers)]
     for thread in threads:
@@ -158,6 +186,36 @@ def kills(home: Path, rounds: int) -> dict:
     return {"rounds": rounds, "acknowledged_batches": len(acknowledged), "lost": lost, "duplicated": duplicated}
 
 
+def build(home: Path, data: Path) -> tuple[float, dict]:
+    """``narrative-mirror build --json`` in a fresh process on ``home``: (seconds, its chat's report)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "build", "--data", str(data), "--json"],
+                          cwd=ROOT, env=environment.child_env(NM_HOME=str(home), PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)["per_file"]["walk"]
+    return time.perf_counter() - started, {k: report.get(k) for k in ("messages", "encoded_messages", "ran")}
+
+
+def layers(root: Path, n_messages: int, n_batches: int, embedder: Embedder) -> dict:
+    home, data = root / "layers_home", root / "layers_data"
+    data.mkdir(parents=True)
+    start = datetime(2024, 1, 1)
+    rng = np.random.default_rng(1)
+    LiveLog(home / "live").append("walk", [
+        {"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 8))} {i}",
+         "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(n_messages)])
+    first_seconds, first = build(home, data)
+    live = LiveMemory(home / "live", IndexStore(str(home / "lancedb")), embedder)
+    for b in range(n_batches):
+        live.add("walk", [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 6))} batch {b} {i}",
+                           "timestamp": (start + timedelta(days=30, minutes=20 * b + i)).isoformat()} for i in range(20)])
+    catch_up_seconds, catch_up = build(home, data)
+    again_seconds, again = build(home, data)
+    return {"messages": n_messages, "batches": n_batches, "first_build_seconds": round(first_seconds, 1), "first": first,
+            "catch_up_seconds": round(catch_up_seconds, 1), "catch_up": catch_up,
+            "nothing_to_do_seconds": round(again_seconds, 1), "nothing_to_do": again}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=45_000)
@@ -165,15 +223,34 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--writer-batches", type=int, default=200)
     parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--layers-messages", type=int, default=1000)
+    parser.add_argument("--layers-batches", type=int, default=5)
+    parser.add_argument("--sections", default="add_20,kill_9,concurrent,layers")
     args = parser.parse_args()
+    wanted = set(args.sections.split(","))
     home = Path(tempfile.mkdtemp(prefix="nm_live_bench_"))
     embedder = Embedder()
-    started = time.perf_counter()
-    seed(home, "big", args.messages, embedder.dimension)
-    out = {"messages": args.messages, "seed_seconds": round(time.perf_counter() - started, 1)}
-    out["add_20"] = adds(home, "big", args.batches, embedder)
-    out["concurrent"] = writers(home, args.writers, args.writer_batches, embedder)
-    out["kill_9"] = kills(home, args.kills)
+    out: dict = {"messages": args.messages}
+
+    def section(name: str, run) -> None:
+        started = time.perf_counter()
+        out[name] = run()
+        seconds = round(time.perf_counter() - started, 1)
+        if isinstance(out[name], dict):
+            out[name]["section_seconds"] = seconds
+        elif out[name] is None:
+            out[name] = seconds
+        print(json.dumps({name: out[name]}), file=sys.stderr, flush=True)  # a cut-off run keeps what it measured
+
+    if "add_20" in wanted:
+        section("seed_seconds", lambda: seed(home, "big", args.messages, embedder.dimension) or None)
+        section("add_20", lambda: adds(home, "big", args.batches, embedder))
+    if "kill_9" in wanted:
+        section("kill_9", lambda: kills(home, args.kills))
+    if "concurrent" in wanted:
+        section("concurrent", lambda: writers(home, args.writers, args.writer_batches, embedder))
+    if "layers" in wanted:
+        section("layers", lambda: layers(home, args.layers_messages, args.layers_batches, embedder))
     print(json.dumps(out, indent=2))
 
 

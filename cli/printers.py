@@ -117,7 +117,7 @@ def print_chats(result: dict) -> None:
     rows = [("chat", "participants", "messages", "questions", "dates", "memory")]
     for c in result["chats"]:
         dates = f"{c['first']} .. {c['last']}" if c["first"] else "-"
-        rows.append((_one(c["chat"]), _one(", ".join(c["participants"])) or "-", str(c["messages"]),
+        rows.append((_one(c["chat"]) + (" (live)" if c.get("format") == "live" else ""), _one(", ".join(c["participants"])) or "-", str(c["messages"]),
                      str(c["questions"]), dates, "built" if c["built"] else "not built: " + _one(c["why_not"])))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     _print(f"{len(result['chats'])} chats in {_one(result['data'])}"

@@ -381,25 +381,29 @@ class IndexStore:
                 out[name] = tbl.version
         return out
 
-    def _read(self, table: str, chat_file: str | None, columns: list[str] | None = None) -> pa.Table | None:
+    def _read(self, table: str, chat_file: str | None, columns: list[str] | None = None,
+              where: str | None = None) -> pa.Table | None:
         tbl = self._open(table)
         if tbl is None:
             return None
         query = tbl.search()
         if chat_file is not None:
-            query = query.where(f"chat_file = '{validate_chat_file(chat_file)}'")
+            query = query.where(f"chat_file = '{validate_chat_file(chat_file)}'" + (f" AND {where}" if where else ""))
         if columns:
             query = query.select(columns)
         return query.limit(None).to_arrow()
 
-    def _frame(self, table: str, chat_file: str, order_by: str, empty_schema: pa.Schema) -> pl.DataFrame:
-        rows = self._read(table, chat_file)
+    def _frame(self, table: str, chat_file: str, order_by: str, empty_schema: pa.Schema,
+               where: str | None = None) -> pl.DataFrame:
+        rows = self._read(table, chat_file, where=where)
         frame = pl.from_arrow(rows if rows is not None else empty_schema.empty_table())
         return frame.sort(order_by)
 
-    def messages_for(self, chat_file: str) -> pl.DataFrame:
-        """The chat's message rows in file order (empty if the chat is not indexed)."""
-        return self._frame("messages", chat_file, "position", message_schema(1))
+    def messages_for(self, chat_file: str, after_position: int | None = None) -> pl.DataFrame:
+        """The chat's message rows in file order (empty if the chat is not indexed); only those
+        past ``after_position`` when given (the rows a cached copy lacks)."""
+        where = f"position > {int(after_position)}" if after_position is not None else None
+        return self._frame("messages", chat_file, "position", message_schema(1), where)
 
     def blocks_for(self, chat_file: str) -> pl.DataFrame:
         return self._frame("blocks", chat_file, "block_index", block_schema(1))

@@ -86,8 +86,7 @@ def llm_from_environment():
 
 def live_memory(retriever):
     """The live chats' logs under NM_HOME (``live/``), indexed into ``retriever``'s store; the
-    retriever drops its cached copy of a chat when new messages are indexed."""
-    from narrative_mirror.live.memory import LiveMemory
+    retriever's cached copy of a chat grows by the new rows (``memory.serving_memory``)."""
+    from narrative_mirror.live.memory import serving_memory
 
-    return LiveMemory(environment.nm_home() / "live", retriever.store, retriever.embedder,
-                      on_indexed=retriever.invalidate)
+    return serving_memory(environment.nm_home() / "live", retriever)

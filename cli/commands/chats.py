@@ -1,5 +1,6 @@
-"""The ``chats`` command: which chats a data folder holds (participants, messages, date range,
-questions) and whether each one's memory is built, and why not. Plain Python: it reads the chat
+"""The ``chats`` command: which chats a data folder holds, and the home's live chats (format
+``live``), with participants, messages, date range, questions and whether each one's memory is
+built, and why not. Plain Python: it reads the chat
 files and the freshness stamps (cli/stamp.py), never starting Dagster or loading the embedder."""
 
 from __future__ import annotations
@@ -56,11 +57,11 @@ def chat_row(home: Path, chat: str, path: Path) -> dict:
         chat_data = load_chat(path, chat)
     except (ValueError, OSError) as exc:  # ChatFormatError and unreadable files
         reason = " ".join(str(exc).split())
-        return {"chat": chat, "file": str(path), "participants": [], "messages": 0, "questions": 0,
+        return {"chat": chat, "file": str(path), "format": None, "participants": [], "messages": 0, "questions": 0,
                 "first": None, "last": None, "built": False, "why_not": f"cannot be read: {reason}"}
     times = chat_data.messages["timestamp"].drop_nulls()
     why_not = _stale_reason(home, chat, path)
-    return {"chat": chat, "file": str(path), "participants": chat_data.speakers,
+    return {"chat": chat, "file": str(path), "format": chat_data.format, "participants": chat_data.speakers,
             "messages": chat_data.messages.height, "questions": len(chat_data.qa),
             "first": times.min().date().isoformat() if len(times) else None,
             "last": times.max().date().isoformat() if len(times) else None,
@@ -69,14 +70,21 @@ def chat_row(home: Path, chat: str, path: Path) -> dict:
 
 def cmd_chats(args) -> dict:
     from narrative_mirror.keys import find_chat_files
+    from narrative_mirror.live.source import LIVE_FOLDER, clash_problem, live_chat_files, live_wins
     from resources import environment
 
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     arcs_dir = args.arcs.resolve() if args.arcs else environment.arcs_dir(data_dir)
     files, problems = find_chat_files(data_dir)
-    if not files and not problems:
-        raise FileNotFoundError(f"no chat files (*.json) in {data_dir}")
     home = environment.nm_home()
+    live_root = home / LIVE_FOLDER
+    for chat, log in live_chat_files(home).items():  # the build's rule (live.source.merge_live)
+        if chat in files and not live_wins(live_root, chat):
+            problems.append(clash_problem(files.pop(chat), chat))
+        else:
+            files[chat] = log
+    if not files and not problems:
+        raise FileNotFoundError(f"no chat files (*.json) in {data_dir} and no live chats in {live_root}")
     rows = [chat_row(home, chat, path) for chat, path in sorted(files.items())]
     arcs = arcs_line(data_dir, arcs_dir)
     return {"data": str(data_dir), "arcs": str(arcs_dir) if arcs_dir else None, "home": str(home),

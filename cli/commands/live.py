@@ -16,6 +16,9 @@ def add_live_parsers(sub) -> None:
                                    "durable and searchable when it returns")
     p.add_argument("--chat", required=True, help="the live chat (created by its first message)")
     p.add_argument("--file", type=Path, default=None, help="JSON lines to read (default: standard input)")
+    p.add_argument("--replace-file-chat", action="store_true",
+                   help="a chat file's chat has this name: the live chat replaces it (its rows leave the index now, "
+                        "and every build reads the live chat for that name); without it such an add is refused")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_add)
 
@@ -52,7 +55,7 @@ def cmd_add(args) -> dict:
     duplicates: list[str] = []
     created = False
     for start in range(0, len(messages), MAX_BATCH):  # each batch durable before the next is read
-        result = live.add(args.chat, messages[start:start + MAX_BATCH])
+        result = live.add(args.chat, messages[start:start + MAX_BATCH], replace_file_chat=args.replace_file_chat)
         ids += result.ids
         stored += result.stored
         duplicates += result.duplicates

@@ -19,7 +19,7 @@ LIVE_SESSION = 1  # a live chat is one session; its L1 blocks (built by Dagster)
 
 
 def messages_frame(chat: str, messages: Sequence[LiveMessage]) -> pl.DataFrame:
-    """``messages`` in the shape of the ``messages`` layer (``schema.MESSAGES``)."""
+    """``messages`` in the shape of the ``messages`` layer (``schema.MESSAGES``) with their reply links."""
     return pl.DataFrame(
         {
             "message_id": [f"{chat}/{m.local_id}" for m in messages],
@@ -32,8 +32,9 @@ def messages_frame(chat: str, messages: Sequence[LiveMessage]) -> pl.DataFrame:
             "timestamp": [m.timestamp for m in messages],
             "image_urls": [[] for _ in messages],
             "image_caption": [""] * len(messages),
+            "reply_to": [m.reply_to for m in messages],
         },
-        schema=schema.MESSAGES,
+        schema={**schema.MESSAGES, "reply_to": schema.MESSAGE_DETAILS["reply_to"]},
     )
 
 
@@ -49,12 +50,14 @@ def index_rows(chat: str, messages: Sequence[LiveMessage], embedder: Embedder) -
     return message_rows(frame, embeddings)
 
 
-def index_new(store: IndexStore, chat: str, log_messages: Sequence[LiveMessage], embedder: Embedder) -> int:
+def index_new(store: IndexStore, chat: str, log_messages: Sequence[LiveMessage],
+              embedder: Embedder) -> tuple[int, int | None]:
     """Insert the messages of the chat's log that the index lacks (those past its row count: the
-    log and the index hold them in the same order); returns how many. Call it under the chat's
-    lock, so the count is not read while another writer inserts."""
+    log and the index hold them in the same order); returns how many and the ``messages`` table
+    version that holds them (None when none were missing). Call it under the chat's lock, so the
+    count is not read while another writer inserts."""
     indexed = store.chat_row_count("messages", chat)
     missing = list(log_messages[indexed:])  # positions are 0, 1, 2, ... in log order
-    if missing:
-        store.add_rows("messages", chat, index_rows(chat, missing, embedder))
-    return len(missing)
+    if not missing:
+        return 0, None
+    return len(missing), store.add_rows("messages", chat, index_rows(chat, missing, embedder))

@@ -5,6 +5,7 @@ the log's content hash: every accepted batch changes it) and builds its layers b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +17,8 @@ from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
 
 LIVE_FOLDER = "live"
 LIVE_FORMAT = "live"  # a ChatSource's format for a live chat's log
+WINS_SUFFIX = ".wins"  # <live>/<chat>.wins holding "live": the live chat replaces a chat file of that name
+REPLACE_HINT = "add with --replace-file-chat (API: \"replace_file_chat\": true) to make the live chat replace it"
 
 
 def live_root(home: Path | None = None) -> Path | None:
@@ -34,13 +37,39 @@ def live_chat_files(home: Path | None = None) -> dict[str, Path]:
     return {chat: root / f"{chat}{LOG_SUFFIX}" for chat in LiveLog(root).chats()} if root is not None else {}
 
 
+def live_wins(root: Path, chat: str) -> bool:
+    """Whether the user chose the live chat ``chat`` over a chat file of the same name."""
+    try:
+        return (Path(root) / f"{chat}{WINS_SUFFIX}").read_text(encoding="utf-8").strip() == "live"
+    except OSError:
+        return False
+
+
+def choose_live(root: Path, chat: str) -> None:
+    """Record (durably) that the live chat ``chat`` replaces a chat file of the same name."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{chat}{WINS_SUFFIX}"
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("live\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def clash_problem(path: Path, chat: str) -> str:
+    """The one line refusing a chat file and a live chat of one name."""
+    return (f"{path}: a live chat of this home has the same name ({chat!r}): neither is built until one is renamed "
+            f"or you {REPLACE_HINT}")
+
+
 def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | None = None) -> None:
     """Add the home's live chats to ``chats`` (a data folder's chats). A name used by both is
-    refused: neither is built, and ``problems`` says why (rename one of them)."""
+    refused unless the user chose the live chat (``add --replace-file-chat``): neither is built,
+    and ``problems`` says why in one line."""
+    root = live_root(home)
     for chat, log in live_chat_files(home).items():
-        if chat in chats:
-            problems.append(f"{chats.pop(chat).path}: a live chat of this home has the same name ({chat!r}): neither "
-                            "is built until one is renamed")
+        if chat in chats and not live_wins(root, chat):
+            problems.append(clash_problem(chats.pop(chat).path, chat))
             continue
         chats[chat] = ChatSource(chat, log, LIVE_FORMAT, file_version(log), chat)
 

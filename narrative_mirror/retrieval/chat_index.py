@@ -124,6 +124,8 @@ class ChatIndex:
         block_texts = blocks["text"].to_list() if blocks.height else []
         block_counts = vocabulary.count(block_texts)
         counts = widen(counts, len(vocabulary))
+        # kept for chat_append.appended: new messages are counted alone, the indexes rebuilt from counts
+        self.window, self.message_counts = window, counts
         self.bm25 = BM25Index.from_counts(vocabulary, counts)
         self.window_bm25 = BM25Index.from_counts(vocabulary, _window_matrix(self.size, window) @ counts)
         self.chunked_cosines = self.size >= CHUNKED_COSINES_FROM
@@ -170,8 +172,10 @@ class ChatIndex:
         self.speaker_names = list(dict.fromkeys(self.speakers))
         speaker_number = {s: i for i, s in enumerate(self.speaker_names)}
         self.speaker_codes = np.array([speaker_number[s] for s in self.speakers], dtype=np.int64)
-        addressed = [self.speakers[p] if p >= 0 else None for p in self.parent_row.tolist()]
-        self.aliases = query_names.speaker_aliases(speaker_texts, addressees=addressed)
+        # speaker_aliases in two steps: the votes are kept, so appended messages only add theirs
+        self.addressed = [self.speakers[p] if p >= 0 else None for p in self.parent_row.tolist()]
+        self.alias_votes = query_names.alias_votes(speaker_texts, self.speaker_names, self.addressed)
+        self.aliases = query_names.aliases_from_votes(self.alias_votes, self.speaker_names, "\n".join(self.raw_texts))
         self.entities = sorted(set(messages["entities"].explode().drop_nulls().to_list()))
         self.entity_matcher = query_names.EntityMatcher(
             self.entities, exclude=[*self.speaker_names, *self.aliases])

@@ -284,8 +284,16 @@ def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2,
     least twice as many as for anyone else.
     """
     speakers = list(dict.fromkeys(s for s, _ in messages))
+    return aliases_from_votes(alias_votes(messages, speakers, addressees), speakers,
+                              "\n".join(t for _, t in messages), min_votes)
+
+
+def alias_votes(messages: Sequence[tuple[str, str]], speakers: Sequence[str],
+                addressees: Sequence[str | None] | None = None) -> dict[str, Counter]:
+    """The votes of ``speaker_aliases`` cast by these messages of a chat whose speakers are
+    ``speakers`` (``addressees`` as there): {name: Counter(speaker)}. Votes of two parts of a chat
+    add up to the whole's."""
     texts = [t for _, t in messages]
-    joined = "\n".join(texts)
     introducing = _introducing(texts)
     votes: dict[str, Counter] = {}
     for i, (speaker, text) in enumerate(messages):
@@ -300,6 +308,12 @@ def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2,
             for pattern in _VOCATIVE:
                 for name in pattern.findall(text):
                     votes.setdefault(name, Counter())[other] += 1
+    return votes
+
+
+def aliases_from_votes(votes: dict[str, Counter], speakers: Sequence[str], joined: str,
+                       min_votes: int = 2) -> dict[str, str]:
+    """``speaker_aliases`` from the chat's ``alias_votes`` and all its texts joined by newlines."""
     known = {s.lower() for s in speakers}
     aliases = {}
     for name, counter in votes.items():

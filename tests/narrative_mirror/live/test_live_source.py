@@ -47,7 +47,8 @@ def test_a_chat_file_and_a_live_chat_with_one_name_are_both_refused(tmp_path):
     files, problems = find_chats(data)
     assert name not in files and len(files) == 2
     assert problems == [f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): "
-                        "neither is built until one is renamed"]
+                        "neither is built until one is renamed or you add with --replace-file-chat (API: \"replace_file_chat\": "
+                        "true) to make the live chat replace it"]
 
 
 @pytest.mark.slow
