@@ -19,7 +19,7 @@ LIVE_SESSION = 1  # a live chat is one session; its L1 blocks (built by Dagster)
 
 
 def messages_frame(chat: str, messages: Sequence[LiveMessage]) -> pl.DataFrame:
-    """``messages`` in the shape of the ``messages`` layer (``schema.MESSAGES``) with their reply links."""
+    """``messages`` in the shape of the ``messages`` layer (``schema.MESSAGES``)."""
     return pl.DataFrame(
         {
             "message_id": [f"{chat}/{m.local_id}" for m in messages],
@@ -32,15 +32,15 @@ def messages_frame(chat: str, messages: Sequence[LiveMessage]) -> pl.DataFrame:
             "timestamp": [m.timestamp for m in messages],
             "image_urls": [[] for _ in messages],
             "image_caption": [""] * len(messages),
-            "reply_to": [m.reply_to for m in messages],
         },
-        schema={**schema.MESSAGES, "reply_to": schema.MESSAGE_DETAILS["reply_to"]},
+        schema=schema.MESSAGES,
     )
 
 
 def index_rows(chat: str, messages: Sequence[LiveMessage], embedder: Embedder) -> pa.Table:
     """The ``messages`` table rows of ``messages``: one encode of their search texts."""
-    frame = messages_frame(chat, messages)
+    frame = messages_frame(chat, messages).with_columns(
+        pl.Series("reply_to", [m.reply_to for m in messages], dtype=pl.String))
     vectors = embedder.encode([message_search_text(m.author, m.text) for m in messages])
     embeddings = pl.DataFrame(
         {"message_id": frame["message_id"], "chat_file": frame["chat_file"], "local_id": frame["local_id"],
