@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = {"questions": len(questions), "chats": names, "R@10_alone": 100 * sum(alone) / len(alone),
                "search_ms_per_chat_question": 1000 * search_s / (len(questions) * len(names)), "across": {}}
         settings_tried = [(by, None, None) for by in MERGE_BY] + [
-            ("gated", t, w) for t in (0.02, 0.05, 0.1) for w in (0.0, 0.5, 1.0, 2.0)]
+            ("gated", t, w) for t in (0.05, 0.1, 0.2, 0.5, 1e9) for w in (0.0, 1.0, 2.0, 3.0, 5.0)]
         for by, temperature, name_weight in settings_tried:
             recalls, own_share = [], []
             for i, (own, question, gold) in enumerate(questions):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from narrative_mirror.agent.contract import AgentAnswer, DebugTrace, RankedId
-from narrative_mirror.retrieval.records import Hit, SearchResult
+from narrative_mirror.retrieval.records import Hit
 
 MERGE_BY = ("gated", "rrf", "cosine")
 DEFAULT_MERGE = "gated"

@@ -187,3 +187,25 @@ def test_api_ask_all_within_the_token_and_its_event_names_the_chats_searched(sco
     right = client.post("/api/ask", json={"chats": ["*"], "question": "Which city did Eve's sister move to?"},
                         headers=family).json()
     assert (FAMILY, "D1:1") in [(e["chat"], e["id"]) for e in right["evidence"]]
+
+
+def test_people_read_each_messages_chat_when_an_answer_or_search_spans_several(capsys):
+    from cli.printers import print_human
+
+    print_human("search", {"chats": [BAKERY, GARDEN], "count": 1, "hits": [
+        {"chat": BAKERY, "id": "D2:3", "speaker": "Ana", "text": "I baked forty loaves of rye",
+         "timestamp": "2024-03-02T09:02:00"}]})
+    print_human("ask", {"answer": "forty", "chat_file": f"{BAKERY},{GARDEN}", "unknowns": [], "route": "direct",
+                        "profile": "fast", "stop_reason": "coverage_met", "degraded": False,
+                        "evidence": [{"chat": BAKERY, "id": "D2:3", "text": "Ana: I baked forty loaves of rye",
+                                      "point": "grade 0.90"}]})
+    assert capsys.readouterr().out.splitlines() == [
+        "1 messages from 2 chats:",
+        f"  [{BAKERY}/D2:3] Sat 2 Mar 2024 09:02  Ana: I baked forty loaves of rye",
+        "Answer: forty",
+        "Evidence:",
+        f"  [{BAKERY}/D2:3] Ana: I baked forty loaves of rye",
+        "      -> grade 0.90",
+        "Unknowns: none",
+        "(route direct, profile fast, stop: coverage_met)",
+    ]
