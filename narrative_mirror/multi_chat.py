@@ -8,9 +8,10 @@ scores are relative to its own pool's best), so the merge ranks by ``MERGE_BY``:
 - ``rrf``: 1 / (rrf_k + rank within its chat): the chats interleaved.
 - ``cosine``: the query's cosine with the message vector (one embedder for every chat).
 - ``gated`` (default): the hit's score within its chat times its chat's weight,
-  exp((chat best cosine - best cosine of all chats) / ``GATE_TEMPERATURE``): the chat that holds the
-  closest messages keeps its own order, the others fall behind by how much farther they are.
-Measured on the RealTalk train chats by benchmarks/across_chats.py (README, docs/decisions.md).
+  exp((chat best cosine - best cosine of all chats) / ``GATE_TEMPERATURE`` + ``NAME_WEIGHT`` x the
+  chat's speakers and named entities the query names): the chat that holds the closest messages
+  and the people asked about keeps its own order, the others fall behind.
+benchmarks/across_chats.py measures each (and the gate's two settings) on the RealTalk train chats.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from narrative_mirror.retrieval.records import Hit
 
 MERGE_BY = ("gated", "rrf", "cosine")
 DEFAULT_MERGE = "gated"
-GATE_TEMPERATURE = 0.05  # cosine units: a chat 0.05 farther than the best weighs 1/e as much
-NAME_WEIGHT = 0.0  # log weight per speaker or entity of the chat the query names
+GATE_TEMPERATURE = 0.2  # cosine units: a chat 0.2 farther than the best weighs 1/e as much
+NAME_WEIGHT = 2.0  # log weight per speaker or named entity of the chat that the query names
 RRF_K = 60
 SEARCH_WORKERS = 4  # chats searched at once by one request
 ASK_CHATS = 3  # at most this many chats (the merged list's best) are asked with the agent
