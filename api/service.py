@@ -272,12 +272,12 @@ class MemoryApi:
         limits (429 past them) and the profile's deadline; None when the client hung up, whose
         work stops at its next step (or never starts)."""
         arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chat = await self.check_chats(body.chat, body.chats, who)
+        chats = await self.check_chats(body.chat, body.chats, who)
         body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})
         ends = arrival + self.deadlines[body.profile]
         # Offline, the deadline stops the ask itself; with an LLM, it picks the answer (see _answer).
         signal = StopSignal(ends if self.llm is None else math.inf)
-        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chat, arrival, signal))
+        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chats, arrival, signal))
         gone = asyncio.ensure_future(client_gone(request))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -296,7 +296,7 @@ class MemoryApi:
             return None
         return work.result()
 
-    async def _limited(self, client: str, body: AskRequest, chat: tuple[str, ...], arrival: float,
+    async def _limited(self, client: str, body: AskRequest, chats: tuple[str, ...], arrival: float,
                        signal: StopSignal) -> tuple[AgentAnswer, str]:
         """``_answer`` in one of the client's ask slots (429 when they and its queue are full); an
         ask still waiting for a slot at its deadline is refused with 503 without starting."""
@@ -304,7 +304,7 @@ class MemoryApi:
         wait_until = loop.time() + (arrival + self.deadlines[body.profile] - time.monotonic())
         try:
             async with self.limiter.slot(client, wait_until):
-                return await self._answer(body, chat, arrival, signal)
+                return await self._answer(body, chats, arrival, signal)
         except TimeoutError:
             raise self._past_deadline(body.profile, "waiting for one of this client's ask slots") from None
 
@@ -314,18 +314,18 @@ class MemoryApi:
                                    f"{self.deadlines[profile]:g} s ({where}); retry later or with a faster profile",
                         headers={"Retry-After": str(self.limiter.limits.retry_after_s)})
 
-    def _offline(self, body: AskRequest, chat: tuple[str, ...], event_log: Any, signal: StopSignal) -> Any:
+    def _offline(self, body: AskRequest, chats: tuple[str, ...], event_log: Any, signal: StopSignal) -> Any:
         """``ask_logged`` without the LLM, in the ask pool (never the LLM pool), stopped at its next
         step once ``signal`` is set; an awaitable."""
         return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
-            ask_logged_chats, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, None,
+            ask_logged_chats, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, None,
             body.mode, event_log, body.user_id, body.session_id))
 
-    async def _answer(self, body: AskRequest, chat: tuple[str, ...], arrival: float,
+    async def _answer(self, body: AskRequest, chats: tuple[str, ...], arrival: float,
                       signal: StopSignal) -> tuple[AgentAnswer, str]:
         if self.llm is None or self.llm_pool is None:
             try:
-                return await asyncio.wait_for(self._offline(body, chat, self.event_log, signal),
+                return await asyncio.wait_for(self._offline(body, chats, self.event_log, signal),
                                               max(0.0, signal.ends - time.monotonic()))
             except (TimeoutError, AskStopped):
                 signal.stop("its deadline passed")  # a running ask stops at its next step
@@ -333,10 +333,10 @@ class MemoryApi:
         deadline_s = self.deadlines[body.profile]
         ends = arrival + deadline_s
         one = OneAnswer(self.event_log, arrival)
-        future = self.llm_pool.submit(ask_by_chats, ends, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, self.llm,
+        future = self.llm_pool.submit(ask_by_chats, ends, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, self.llm,
                                       body.mode, one.llm_log, body.user_id, body.session_id)
         if future is None:
-            answer, event_id = await self._offline(body, chat, self.event_log, signal)
+            answer, event_id = await self._offline(body, chats, self.event_log, signal)
             return _degraded(answer, "LLM pool busy"), event_id
         llm_answer = asyncio.wrap_future(future)
         offline = None
@@ -344,7 +344,7 @@ class MemoryApi:
             reserve = min(self.offline_reserve_s, deadline_s / 2)
             done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - reserve - time.monotonic()))
             if not done:  # start the offline answer now, so that it is ready at the deadline
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
+                offline = asyncio.ensure_future(self._offline(body, chats, one.offline_log, signal))
                 done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - time.monotonic()))
             failure = (asyncio.CancelledError() if llm_answer.cancelled() else llm_answer.exception()) if done else None
             if done and failure is None:
@@ -358,7 +358,7 @@ class MemoryApi:
                 return await llm_answer
             self.llm_pool.withdraw(future)  # still waiting in the queue: never start it
             if offline is None:
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
+                offline = asyncio.ensure_future(self._offline(body, chats, one.offline_log, signal))
             answer, _ = await offline
             return _degraded(answer, reason), one.commit(one.deferred)
         except BaseException:

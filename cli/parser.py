@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="agent profile (default: config/evaluation.toml)")
     p.set_defaults(func=cmd_eval)
 
-    def question_args(p, several: bool = False):
+    def question_args(p, several: bool = False, profile: bool = True):
         data_args(p)
         if several:
             p.add_argument("--chat", default=None,
@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--all", action="store_true", help="every chat of the data folder")
         else:
             p.add_argument("--chat", required=True, help="partition key of the chat file (its file stem)")
-        p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
+        if profile:
+            p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
 
     p = sub.add_parser("ask", help="answer a question about one chat or several: Answer / Evidence / Unknowns")
     question_args(p, several=True)
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("search", help="the k best messages of one chat or several, each naming its chat")
-    question_args(p, several=True)
+    question_args(p, several=True, profile=False)
     p.add_argument("-k", type=int, default=10, help="how many messages (default 10)")
     p.add_argument("query")
     p.set_defaults(func=cmd_search)
