@@ -37,10 +37,11 @@ def _chosen_chats(args, sources: dict) -> list[str]:
     return select_chats(args.chat, sources)
 
 
-def _fresh_memory(args, chats: list[str], sources: dict) -> None:
+def _fresh_memory(args, chats: list[str], sources: dict) -> dict[str, str]:
     """Make sure the chats' memory is built and fresh. Cheap when it is: a freshness stamp
     (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
-    stale, with progress, and the stamps are renewed."""
+    stale, with progress, and the stamps are renewed. Of several chats, those that cannot be
+    built are left out: {chat: why}; one such chat alone is an error."""
     from cli import stamp
     from resources import environment
 
@@ -48,14 +49,17 @@ def _fresh_memory(args, chats: list[str], sources: dict) -> None:
     stale = [chat for chat in chats if sources.get(chat) is None
              or not stamp.is_fresh(home, chat, sources[chat].path)]
     if not stale:
-        return
+        return {}
     with runner_for(args) as runner:
         _, report = build_memory(runner, stale)
-    for chat in stale:
+    left_out = {chat: str(report.problems.get(chat) or report.failures.get(chat))
+                for chat in stale if chat in report.problems or chat in report.failures}
+    if len(left_out) == len(chats):
+        chat = chats[0]
         if chat in report.problems:
             raise ValueError(report.problems[chat])
-        if chat in report.failures:
-            raise RuntimeError(f"the memory of {chat} could not be built: {report.failures[chat]}")
+        raise RuntimeError(f"the memory of {chat} could not be built: {report.failures[chat]}")
+    return left_out
 
 
 def _memory_for(args, several: bool = False):
@@ -69,9 +73,10 @@ def _memory_for(args, several: bool = False):
         raise ValueError(f"{args.command} answers about one chat: give --chat KEY (ask and search take several)")
     sources = _chat_sources(args)
     chats = _chosen_chats(args, sources) if several else [args.chat]
-    _fresh_memory(args, chats, sources)
+    left_out = _fresh_memory(args, chats, sources)
+    args.left_out = [f"{chat} left out: {' '.join(why.split())}" for chat, why in left_out.items()]
     retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
-    return chats, retriever, runtime.llm_from_environment()
+    return [chat for chat in chats if chat not in left_out], retriever, runtime.llm_from_environment()
 
 
 def cmd_ask(args) -> dict:
@@ -92,7 +97,7 @@ def cmd_ask(args) -> dict:
     finally:
         event_log.close()  # writes the queued event before the process ends
     # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
-    return answer_json(answer, event_id=event_id)
+    return answer_json(answer, event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
 
 
 def cmd_search(args) -> dict:
@@ -106,7 +111,8 @@ def cmd_search(args) -> dict:
             "hits": [{"chat": h.chat, "id": h.hit.local_id, "speaker": h.hit.speaker, "text": h.hit.text,
                       "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
                       "score": round(h.score, 6)} for h in merged.hits],
-            "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()}}
+            "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()},
+            **({"warnings": args.left_out} if args.left_out else {})}
 
 
 def cmd_arc(args) -> dict:
