@@ -28,10 +28,12 @@ MAX_ID_CHARS = 200
 MAX_HALF_LIFE_DAYS = 36500.0
 MAX_FRESH_WEIGHT = 100.0
 MAX_BODY_BYTES = 16_384
+MAX_CHATS_CHARS = 4000  # a search's ``chats``: comma-separated keys and globs
+MAX_CHAT_ITEMS = 100  # an ask's ``chats`` list
 DEFAULT_USER = "anonymous"
-SEARCH_PARAMS = ("q", "chat", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "user_id",
+SEARCH_PARAMS = ("q", "chat", "chats", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "user_id",
                  "session_id")
-ASK_FIELDS = ("chat", "question", "profile", "mode", "user_id", "session_id")
+ASK_FIELDS = ("chat", "chats", "question", "profile", "mode", "user_id", "session_id")
 _INT = re.compile(r"^[0-9]{1,4}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -75,6 +77,22 @@ def _chat_key(value: str) -> str:
         raise ValueError("must be a chat key without quotes, backslashes or control characters") from None
 
 
+def _chat_selector(value: str) -> str:
+    """Comma-separated chat keys and globs (``*`` = every chat the caller may read)."""
+    for part in value.split(","):
+        if part.strip():
+            _chat_key(part.strip())
+    if not any(part.strip() for part in value.split(",")):
+        raise ValueError("must name a chat key or glob")
+    return value
+
+
+def _chat_items(value: list[str]) -> list[str]:
+    if not value or len(value) > MAX_CHAT_ITEMS:
+        raise ValueError(f"must be a list of 1 to {MAX_CHAT_ITEMS} chat keys or globs")
+    return value
+
+
 def _one_of(allowed: tuple[str, ...]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value not in allowed:
@@ -116,6 +134,7 @@ def _positive(upper: float) -> Callable[[Any], Any]:
 QueryText = Annotated[str, AfterValidator(_text(MAX_QUERY_CHARS))]
 Identifier = Annotated[str, AfterValidator(_text(MAX_ID_CHARS)), AfterValidator(_no_control)]
 ChatKey = Annotated[str, AfterValidator(_text(MAX_ID_CHARS)), AfterValidator(_chat_key)]
+ChatSelector = Annotated[str, AfterValidator(_text(MAX_CHATS_CHARS)), AfterValidator(_chat_selector)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
 
 
@@ -125,7 +144,8 @@ class SearchQuery(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     q: QueryText
-    chat: ChatKey
+    chat: ChatKey | None = None  # one chat
+    chats: ChatSelector | None = None  # or several: keys and globs, comma-separated
     k: Annotated[int, BeforeValidator(_k)] = 5
     need_fresh: Flag = False
     halflife_days: Annotated[float, BeforeValidator(_positive(MAX_HALF_LIFE_DAYS))] | None = None
@@ -142,12 +162,21 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    chat: ChatKey
+    chat: ChatKey | None = None  # one chat
+    chats: Annotated[list[ChatSelector], AfterValidator(_chat_items)] | None = None  # or several: keys and globs
     question: QueryText
     profile: Annotated[str, AfterValidator(_one_of(tuple(sorted(PROFILES))))] = DEFAULT_PROFILE
     mode: Annotated[str, AfterValidator(_one_of(tuple(MODES)))] = "agent"
     user_id: Identifier = DEFAULT_USER
     session_id: Identifier | None = None
+
+
+def _one_chat_field(request: SearchQuery | AskRequest) -> None:
+    """400 unless exactly one of ``chat`` and ``chats`` is given."""
+    if request.chat is not None and request.chats is not None:
+        raise ApiError(400, "chats", "give chat (one chat key) or chats (chat keys and globs), not both")
+    if request.chat is None and request.chats is None:
+        raise ApiError(400, "chat", "chat is required (or chats: chat keys and globs, e.g. \"slack_*\")")
 
 
 _MESSAGES = {"missing": "is required", "extra_forbidden": "is not allowed"}
@@ -174,9 +203,11 @@ async def search_query(request: Request) -> SearchQuery:
     if repeated:
         raise ApiError(400, repeated[0], f"parameters given more than once: {repeated}")
     try:
-        return SearchQuery.model_validate(dict(params))
+        query = SearchQuery.model_validate(dict(params))
     except ValidationError as exc:
         raise bad_request(exc.errors(), "parameter", SEARCH_PARAMS) from None
+    _one_chat_field(query)
+    return query
 
 
 async def ask_request(request: Request) -> AskRequest:
@@ -189,6 +220,8 @@ async def ask_request(request: Request) -> AskRequest:
         if len(body) > MAX_BODY_BYTES:
             raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
     try:
-        return AskRequest.model_validate_json(bytes(body))
+        ask = AskRequest.model_validate_json(bytes(body))
     except ValidationError as exc:
         raise bad_request(exc.errors(), "field", ASK_FIELDS) from None
+    _one_chat_field(ask)
+    return ask

@@ -23,14 +23,15 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from api.access import TokenEntry, TokenStore
-from api.bulkhead import LLMPool, OneAnswer, ask_by, discard
+from api.across_chats import ask_by_chats, ask_logged_chats, search_several, select_readable
+from api.bulkhead import LLMPool, OneAnswer, discard
 from api.limits import AskLimits, ClientLimiter
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, StoreState
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
-from narrative_mirror.logged_query import ask_logged
+from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
 from narrative_mirror.safe_text import terminal_safe
 
@@ -138,6 +139,18 @@ class MemoryApi:
             raise ApiError(404, "chat", "no indexed chat has that key")
         return chat
 
+    async def check_chats(self, chat: str | None, chats: list[str] | str | None,
+                          who: TokenEntry | None) -> tuple[str, ...]:
+        """The chats a request names: ``chat`` checked alone, or ``chats`` (keys and globs) with
+        each glob expanded within the indexed chats the token may read (404 naming a glob that
+        matches none of them, whether or not other chats would) and each key checked as ``chat``."""
+        if chats is None:
+            return (await self.check_chat(chat, who),)
+        reading = await self.store_state.current(self.search_pool)
+        chosen = select_readable(chats, reading.chats, lambda c: (who is None or who.allows(c))
+                                 and c not in self.unavailable)
+        return tuple([await self.check_chat(c, who) for c in chosen])
+
     def early_refusal(self, scope: dict) -> ApiError | None:
         """The 429 of an ask whose client is past its limits, decided before routing and before its
         body is read (a flood's refusals stay cheap); None lets the request through."""
@@ -190,8 +203,14 @@ class MemoryApi:
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chat = await self.check_chat(params.chat, who)
+        chats = await self.check_chats(params.chat, params.chats, who)
         loop = asyncio.get_running_loop()
+        if params.chats is not None:
+            merged, event_id = await loop.run_in_executor(self.search_pool, functools.partial(
+                search_several, self.retriever, self.event_log, chats, params, arrival, who and who.name,
+                self.runs_root))
+            return JSONResponse(self._several_json(params, merged, event_id))
+        chat = chats[0]
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
             recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
             half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
@@ -216,12 +235,29 @@ class MemoryApi:
             log.warning("memory search: %s", terminal_safe(recorded.run_error))
             meta["evidence_error"] = without_paths(recorded.run_error)
         return JSONResponse({
-            "hits": [hit_json(h) for h in hits],
+            "hits": [{**hit_json(h), "chat": chat} for h in hits],
             "meta": meta,
             # under NM_HOME: recall_runs/YYYYMMDD/run_<ms>.json (never the server's absolute path)
             "evidence_path": str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
             if recorded.run_path else None,
         })
+
+    @staticmethod
+    def _several_json(params: SearchQuery, merged: MergedSearch, event_id: str) -> dict:
+        """A search over several chats as JSON: the search's shape, each hit naming its chat with its
+        ``merged_score``; ``meta.chats`` the chats searched, one recall-run record per chat."""
+        first = next(iter(merged.results.values()))
+        errors = {chat: without_paths(r.run_error) for chat, r in merged.results.items() if r.run_error}
+        meta = {"chats": merged.chats, "query": params.q, "count": len(merged.hits),
+                "params": {**{k: v for k, v in first.params.items() if k not in ("chat", "tiers")}, "merge": DEFAULT_MERGE},
+                "reranker": "hybrid_score", "event_id": event_id,
+                "timings_ms": {**merged.timings_ms, "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()}}}
+        if errors:
+            log.warning("memory search: %s", terminal_safe("; ".join(errors.values())))
+            meta["evidence_error"] = "; ".join(errors.values())
+        return {"hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits], "meta": meta,
+                "evidence_paths": {chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
+                                   for chat, r in merged.results.items() if r.run_path}}
 
     async def ask(self, request: Request, who: TokenEntry | None, body: AskRequest) -> JSONResponse:
         answered = await self.answer_for(request, who, body)
@@ -236,12 +272,12 @@ class MemoryApi:
         limits (429 past them) and the profile's deadline; None when the client hung up, whose
         work stops at its next step (or never starts)."""
         arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chat = await self.check_chat(body.chat, who)
+        chats = await self.check_chats(body.chat, body.chats, who)
         body = body.model_copy(update={"user_id": tenant_user(who and who.name, body.user_id)})
         ends = arrival + self.deadlines[body.profile]
         # Offline, the deadline stops the ask itself; with an LLM, it picks the answer (see _answer).
         signal = StopSignal(ends if self.llm is None else math.inf)
-        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chat, arrival, signal))
+        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chats, arrival, signal))
         gone = asyncio.ensure_future(client_gone(request))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -260,7 +296,7 @@ class MemoryApi:
             return None
         return work.result()
 
-    async def _limited(self, client: str, body: AskRequest, chat: str, arrival: float,
+    async def _limited(self, client: str, body: AskRequest, chats: tuple[str, ...], arrival: float,
                        signal: StopSignal) -> tuple[AgentAnswer, str]:
         """``_answer`` in one of the client's ask slots (429 when they and its queue are full); an
         ask still waiting for a slot at its deadline is refused with 503 without starting."""
@@ -268,7 +304,7 @@ class MemoryApi:
         wait_until = loop.time() + (arrival + self.deadlines[body.profile] - time.monotonic())
         try:
             async with self.limiter.slot(client, wait_until):
-                return await self._answer(body, chat, arrival, signal)
+                return await self._answer(body, chats, arrival, signal)
         except TimeoutError:
             raise self._past_deadline(body.profile, "waiting for one of this client's ask slots") from None
 
@@ -278,18 +314,18 @@ class MemoryApi:
                                    f"{self.deadlines[profile]:g} s ({where}); retry later or with a faster profile",
                         headers={"Retry-After": str(self.limiter.limits.retry_after_s)})
 
-    def _offline(self, body: AskRequest, chat: str, event_log: Any, signal: StopSignal) -> Any:
+    def _offline(self, body: AskRequest, chats: tuple[str, ...], event_log: Any, signal: StopSignal) -> Any:
         """``ask_logged`` without the LLM, in the ask pool (never the LLM pool), stopped at its next
         step once ``signal`` is set; an awaitable."""
         return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
-            ask_logged, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, None,
+            ask_logged_chats, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, None,
             body.mode, event_log, body.user_id, body.session_id))
 
-    async def _answer(self, body: AskRequest, chat: str, arrival: float,
+    async def _answer(self, body: AskRequest, chats: tuple[str, ...], arrival: float,
                       signal: StopSignal) -> tuple[AgentAnswer, str]:
         if self.llm is None or self.llm_pool is None:
             try:
-                return await asyncio.wait_for(self._offline(body, chat, self.event_log, signal),
+                return await asyncio.wait_for(self._offline(body, chats, self.event_log, signal),
                                               max(0.0, signal.ends - time.monotonic()))
             except (TimeoutError, AskStopped):
                 signal.stop("its deadline passed")  # a running ask stops at its next step
@@ -297,10 +333,10 @@ class MemoryApi:
         deadline_s = self.deadlines[body.profile]
         ends = arrival + deadline_s
         one = OneAnswer(self.event_log, arrival)
-        future = self.llm_pool.submit(ask_by, ends, StoppableRetriever(self.retriever, signal), chat, body.question, body.profile, self.llm,
+        future = self.llm_pool.submit(ask_by_chats, ends, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, self.llm,
                                       body.mode, one.llm_log, body.user_id, body.session_id)
         if future is None:
-            answer, event_id = await self._offline(body, chat, self.event_log, signal)
+            answer, event_id = await self._offline(body, chats, self.event_log, signal)
             return _degraded(answer, "LLM pool busy"), event_id
         llm_answer = asyncio.wrap_future(future)
         offline = None
@@ -308,7 +344,7 @@ class MemoryApi:
             reserve = min(self.offline_reserve_s, deadline_s / 2)
             done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - reserve - time.monotonic()))
             if not done:  # start the offline answer now, so that it is ready at the deadline
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
+                offline = asyncio.ensure_future(self._offline(body, chats, one.offline_log, signal))
                 done, _ = await asyncio.wait({llm_answer}, timeout=max(0.0, ends - time.monotonic()))
             failure = (asyncio.CancelledError() if llm_answer.cancelled() else llm_answer.exception()) if done else None
             if done and failure is None:
@@ -322,7 +358,7 @@ class MemoryApi:
                 return await llm_answer
             self.llm_pool.withdraw(future)  # still waiting in the queue: never start it
             if offline is None:
-                offline = asyncio.ensure_future(self._offline(body, chat, one.offline_log, signal))
+                offline = asyncio.ensure_future(self._offline(body, chats, one.offline_log, signal))
             answer, _ = await offline
             return _degraded(answer, reason), one.commit(one.deferred)
         except BaseException:

@@ -11,7 +11,7 @@ from cli.commands.forget import add_forget_parser
 from cli.commands.live import add_live_parsers
 from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
-from cli.commands.questions import cmd_arc, cmd_ask, cmd_trace
+from cli.commands.questions import cmd_arc, cmd_ask, cmd_search, cmd_trace
 from cli.commands.service import cmd_serve, cmd_token
 
 DESCRIPTION = "The ``narrative-mirror`` command: the asset graph for people and scripts without the UI."
@@ -68,24 +68,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="agent profile (default: config/evaluation.toml)")
     p.set_defaults(func=cmd_eval)
 
-    def question_args(p):
+    def question_args(p, several: bool = False, profile: bool = True):
         data_args(p)
-        p.add_argument("--chat", required=True, help="partition key of the chat file (its file stem)")
-        p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
-        p.add_argument("question")
+        if several:
+            p.add_argument("--chat", default=None,
+                           help="the chat's key (its file stem), a comma-separated list, or a glob such as 'slack_*'")
+            p.add_argument("--all", action="store_true", help="every chat of the data folder")
+        else:
+            p.add_argument("--chat", required=True, help="partition key of the chat file (its file stem)")
+        if profile:
+            p.add_argument("--profile", choices=["fast", "balanced", "deep"], default="balanced")
 
-    p = sub.add_parser("ask", help="answer a question about one chat: Answer / Evidence / Unknowns")
-    question_args(p)
+    p = sub.add_parser("ask", help="answer a question about one chat or several: Answer / Evidence / Unknowns")
+    question_args(p, several=True)
+    p.add_argument("question")
     p.add_argument("--oneshot", action="store_true", help="the deprecated one-shot path, for comparison")
     p.add_argument("--user", default="anonymous", help="user id recorded in the retrieval event")
     p.set_defaults(func=cmd_ask)
 
+    p = sub.add_parser("search", help="the k best messages of one chat or several, each naming its chat")
+    question_args(p, several=True, profile=False)
+    p.add_argument("-k", type=int, default=10, help="how many messages (default 10)")
+    p.add_argument("query")
+    p.set_defaults(func=cmd_search)
+
     p = sub.add_parser("arc", help="tell a story of one chat as chronological phases with evidence ids")
     question_args(p)
+    p.add_argument("question")
     p.set_defaults(func=cmd_arc)
 
     p = sub.add_parser("trace", help="the three debug checkpoints (candidates, after rerank, final selection)")
     question_args(p)
+    p.add_argument("question")
     p.add_argument("--gold", default="", help="comma-separated gold ids: say where each was lost")
     p.set_defaults(func=cmd_trace)
 

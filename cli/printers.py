@@ -63,13 +63,21 @@ def _message_line(lid: str, timestamp: str | None, speaker: str | None, text: st
 def print_answer(result: dict) -> None:
     _print(f"Answer: {_one(result['answer'])}")
     _print("Evidence:")
+    several = "," in result.get("chat_file", "")  # an answer over several chats names each message's chat
     for e in result["evidence"]:
-        _print(f"  {_message_line(e['id'], e.get('timestamp'), None, e['text'])}\n      -> {_one(e['point'])}")
+        lid = f"{e['chat']}/{e['id']}" if several and e.get("chat") else e["id"]
+        _print(f"  {_message_line(lid, e.get('timestamp'), None, e['text'])}\n      -> {_one(e['point'])}")
     _print("Unknowns:" + ("" if result["unknowns"] else " none"))
     for u in result["unknowns"]:
         _print(f"  - {_one(u)}")
     _print(f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
            + (f", DEGRADED: {_one(result['degraded_reason'])}" if result["degraded"] else "") + ")")
+
+
+def print_search(result: dict) -> None:
+    _print(f"{result['count']} messages from {len(result['chats'])} chats:")
+    for h in result["hits"]:
+        _print(f"  {_message_line(h['chat'] + '/' + h['id'], h.get('timestamp'), h.get('speaker'), h['text'])}")
 
 
 def print_phases(result: dict) -> None:
@@ -135,7 +143,7 @@ def print_serve(result: dict) -> None:
 
 
 def print_human(command: str, result: dict) -> None:
-    special = {"chats": print_chats, "serve": print_serve, "ask": print_answer, "arc": print_phases, "trace": print_trace, "eval": print_eval,
+    special = {"chats": print_chats, "serve": print_serve, "ask": print_answer, "search": print_search, "arc": print_phases, "trace": print_trace, "eval": print_eval,
                "experiments": print_experiments, "protocol": print_protocol,
                "demo": print_eval}
     if command in special:

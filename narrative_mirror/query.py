@@ -47,14 +47,19 @@ def ask(
     mode: Mode = "agent",
     on_step: Callable[[str, list[str]], None] | None = None,
 ) -> AgentAnswer:
-    """Answer, evidence and unknowns for one question about one chat; ``on_step(node, lines)``
-    follows the agent's nodes as they finish."""
+    """Answer, evidence and unknowns for one question about one chat, each evidence item naming
+    the chat; ``on_step(node, lines)`` follows the agent's nodes as they finish. Several chats at
+    once: ``narrative_mirror.multi_chat``."""
     question = _check(question, mode)
     chosen = get_profile(profile)
     with _deadline(llm, chosen):
         if mode == "oneshot":
-            return run_oneshot(retriever, chat_file, question, chosen, llm)
-        return run_agent(retriever, chat_file, question, chosen, llm, task="ask", on_step=on_step)
+            answer = run_oneshot(retriever, chat_file, question, chosen, llm)
+        else:
+            answer = run_agent(retriever, chat_file, question, chosen, llm, task="ask", on_step=on_step)
+    # every evidence item names its chat (one shape with answers over several chats)
+    return answer.model_copy(update={"evidence": [e.model_copy(update={"chat": e.chat or chat_file})
+                                                  for e in answer.evidence]})
 
 
 def arc(

@@ -1,4 +1,5 @@
-"""Commands that ask one chat's memory: ask, arc, trace."""
+"""Commands that ask the memory: ask and search (one chat, a comma list, a glob or --all), arc and
+trace (one chat)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.safe_text import terminal_safe
 
 
-def _fresh_memory(args) -> None:
-    """Make sure the chat's memory is built and fresh. Cheap when it is: a freshness stamp
-    (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
-    stale, with progress, and the stamp is renewed."""
-    from cli import stamp
+def _chat_sources(args) -> dict:
+    """The data folder's chats (and the home's live chats), by key."""
     from cli.session import import_options
     from narrative_mirror.exports.folder import remembered_options
     from narrative_mirror.live.source import find_chats
@@ -22,46 +20,105 @@ def _fresh_memory(args) -> None:
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     home = environment.nm_home()
     options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
-    source = find_chats(data_dir, options, home / "imports" / "scans")[0].get(args.chat)
-    path = source.path if source is not None else None
-    if path is not None and stamp.is_fresh(home, args.chat, path):
-        return
+    return find_chats(data_dir, options, home / "imports" / "scans")[0]
+
+
+def _chosen_chats(args, sources: dict) -> list[str]:
+    """The chats ``--chat`` (a key, a comma list, globs) or ``--all`` names; a glob that matches
+    no chat is bad input (exit 2)."""
+    from narrative_mirror.multi_chat import ALL, select_chats
+
+    if getattr(args, "all", False):
+        if args.chat:
+            raise ValueError("give --chat or --all, not both")
+        return select_chats(ALL, sources)
+    if not args.chat:
+        raise ValueError("--chat is required (a chat key, a comma-separated list, a glob such as 'slack_*'), or --all")
+    return select_chats(args.chat, sources)
+
+
+def _fresh_memory(args, chats: list[str], sources: dict) -> dict[str, str]:
+    """Make sure the chats' memory is built and fresh. Cheap when it is: a freshness stamp
+    (cli/stamp.py) is compared without starting Dagster; otherwise Dagster rebuilds what is
+    stale, with progress, and the stamps are renewed. Of several chats, those that cannot be
+    built are left out: {chat: why}; one such chat alone is an error."""
+    from cli import stamp
+    from resources import environment
+
+    home = environment.nm_home()
+    stale = [chat for chat in chats if sources.get(chat) is None
+             or not stamp.is_fresh(home, chat, sources[chat].path)]
+    if not stale:
+        return {}
     with runner_for(args) as runner:
-        _, report = build_memory(runner, [args.chat])
-    if args.chat in report.problems:
-        raise ValueError(report.problems[args.chat])
-    if args.chat in report.failures:
-        raise RuntimeError(f"the memory of {args.chat} could not be built: {report.failures[args.chat]}")
+        _, report = build_memory(runner, stale)
+    left_out = {chat: str(report.problems.get(chat) or report.failures.get(chat))
+                for chat in stale if chat in report.problems or chat in report.failures}
+    if len(left_out) == len(chats):
+        chat = chats[0]
+        if chat in report.problems:
+            raise ValueError(report.problems[chat])
+        raise RuntimeError(f"the memory of {chat} could not be built: {report.failures[chat]}")
+    return left_out
 
 
-def _memory_for(args):
-    """The chat's fresh memory: a retriever and the LLM client (None = offline), built as the
-    asset graph's resources build them, without loading Dagster when the memory is fresh."""
+def _memory_for(args, several: bool = False):
+    """(the chats asked about, a retriever, the LLM client (None = offline)) over the chats' fresh
+    memory, built as the asset graph's resources build them, without loading Dagster when fresh.
+    Without ``several`` exactly one chat (arc, trace)."""
+    from narrative_mirror.multi_chat import is_several
     from resources import runtime
 
-    _fresh_memory(args)
-    return runtime.retriever(runtime.index_from_environment(), runtime.embedder()), runtime.llm_from_environment()
+    if not several and (getattr(args, "all", False) or is_several(args.chat)):
+        raise ValueError(f"{args.command} answers about one chat: give --chat KEY (ask and search take several)")
+    sources = _chat_sources(args)
+    chats = _chosen_chats(args, sources) if several else [args.chat]
+    left_out = _fresh_memory(args, chats, sources)
+    args.left_out = [f"{chat} left out: {' '.join(why.split())}" for chat, why in left_out.items()]
+    retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
+    return [chat for chat in chats if chat not in left_out], retriever, runtime.llm_from_environment()
 
 
 def cmd_ask(args) -> dict:
     from narrative_mirror.logged_query import ask_logged
+    from narrative_mirror.multi_chat import ask_chats_logged
     from resources import runtime
 
-    retriever, llm = _memory_for(args)
+    chats, retriever, llm = _memory_for(args, several=True)
+    mode = "oneshot" if args.oneshot else "agent"
     event_log = runtime.event_log(retriever)
     try:
-        answer, event_id = ask_logged(retriever, args.chat, args.question, args.profile, llm,
-                                      "oneshot" if args.oneshot else "agent", event_log, user_id=args.user)
+        if len(chats) == 1:
+            answer, event_id = ask_logged(retriever, chats[0], args.question, args.profile, llm, mode, event_log,
+                                          user_id=args.user)
+        else:
+            answer, event_id = ask_chats_logged(retriever, chats, args.question, args.profile, llm, mode, event_log,
+                                                user_id=args.user)
     finally:
         event_log.close()  # writes the queued event before the process ends
     # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
-    return answer_json(answer, event_id=event_id)
+    return answer_json(answer, event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
+
+
+def cmd_search(args) -> dict:
+    """The merged search of the chats (``multi_chat.search_chats``): the k best messages, each
+    naming its chat, as ``GET /api/memory/search`` lists hits."""
+    from narrative_mirror.multi_chat import search_chats
+
+    chats, retriever, _ = _memory_for(args, several=True)
+    merged = search_chats(retriever, chats, args.query, args.k)
+    return {"query": args.query, "chats": chats, "count": len(merged.hits),
+            "hits": [{"chat": h.chat, "id": h.hit.local_id, "speaker": h.hit.speaker, "text": h.hit.text,
+                      "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
+                      "score": round(h.score, 6)} for h in merged.hits],
+            "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()},
+            **({"warnings": args.left_out} if args.left_out else {})}
 
 
 def cmd_arc(args) -> dict:
     from narrative_mirror import query
 
-    retriever, llm = _memory_for(args)
+    _, retriever, llm = _memory_for(args)
     answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
     ids = list(dict.fromkeys(lid for phase in answer.phases for lid in phase.evidence))
     # The phases hold ids; people read the messages: each with its author and date.
@@ -74,7 +131,8 @@ def cmd_arc(args) -> dict:
 def cmd_trace(args) -> dict:
     from narrative_mirror import query
 
-    retriever, llm = _memory_for(args)
+    _, retriever, llm = _memory_for(args)
+
     def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
         for line in lines or [f"{node}: -"]:
             print(terminal_safe(f"[{node}] {line.removeprefix(node + ': ')}"), file=sys.stderr, flush=True)

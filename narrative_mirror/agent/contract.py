@@ -23,6 +23,7 @@ class EvidenceItem(BaseModel):
     point: str  # what this message supports, in the agent's words
     speaker: str | None = None  # who wrote it
     timestamp: datetime | None = None  # when (None: the chat gives no time)
+    chat: str | None = None  # the chat it is from (answer_json writes the answer's chat when unset)
 
 
 class ClaimCheck(BaseModel):
@@ -126,5 +127,9 @@ class ArcAnswer(RunInfo):
 
 
 def answer_json(answer: AgentAnswer | ArcAnswer, **extra: Any) -> dict:
-    """The JSON object of an answer (snake_case names, ISO times), with ``extra`` keys added."""
-    return {**answer.model_dump(mode="json"), **extra}
+    """The JSON object of an answer (snake_case names, ISO times), with ``extra`` keys added; every
+    evidence entry names its chat."""
+    data = answer.model_dump(mode="json")
+    for item in data.get("evidence") or ():
+        item["chat"] = item.get("chat") or answer.chat_file
+    return {**data, **extra}
