@@ -107,3 +107,21 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
         existing = stored(folder, name)
     _write_atomic(folder / CURRENT_FILE, json.dumps({"fingerprint": name}))
     return existing
+
+
+def folder_of_home() -> Path | None:
+    """``<NM_HOME>/adaptation`` of this process, or None for a library used without a state folder."""
+    from narrative_mirror import settings
+
+    try:
+        return settings.state_home() / "adaptation"
+    except RuntimeError:
+        return None
+
+
+def embedding_version(file_version: str, config: dict, folder: Path | None) -> str:
+    """embedding.toml's version as the asset graph sees it: the file's, and while ``[adaptation]``
+    is on, the current adaptation's fingerprint. A retrain moves it, so every chat's
+    message_embeddings (and what reads them) turns stale by the freshness rule, nothing upstream."""
+    adaptation = current(folder) if config.get("adaptation", {}).get("enabled") and folder is not None else None
+    return f"{file_version}+adapted-{adaptation.fingerprint}" if adaptation else file_version
