@@ -73,6 +73,7 @@ def measure(embedder: Embedder, chats, config: dict, shipped: LearnedFusion, l2:
                 dense_r10.append(recall_at_k(top, gold, 10))
             print(f"  {embedder.fingerprint}: {chat_file} indexed", file=sys.stderr)
         pools = TrainingPools.collect(Retriever(index, embedder, config), data)
+    print(f"  {embedder.fingerprint}: pools of {len(pools.pools)} questions collected", file=sys.stderr)
     chat_of = np.array(pools.chat_of)
     hybrid = [recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools.pools, pools.golds)]
     learned, shipped_r10 = np.zeros(len(hybrid)), []
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=0, help="default: embedding.toml [adaptation] epochs")
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--chats", default="", help="comma-separated chat numbers to keep (default all 7), e.g. 2,3")
     args = parser.parse_args(argv)
 
     section = dict(settings.load_config("embedding").get("adaptation", {}))
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     config = settings.load_config("retrieval")
     shipped = LearnedFusion.from_config(config["learned"])
     chats = load_chats(args.data)
+    if args.chats:
+        keep = {f"Chat_{n.strip()}_" for n in args.chats.split(",")}
+        chats = [c for c in chats if any(c[0].startswith(k) for k in keep)]
     base = runtime.embedder(adaptation=False)
 
     with tempfile.TemporaryDirectory(prefix="nm_adaptation_") as folder:
