@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import evaluation, events, index, ingest, layers, sources
+from assets import adaptation, evaluation, events, index, ingest, layers, sources
 from resources import environment
 from resources.dagster_resources import default_resources
 
-DOMAINS = [sources, ingest, layers, index, evaluation, events]
+DOMAINS = [sources, ingest, layers, index, evaluation, events, adaptation]
 
 
 def executor_from_env() -> dg.ExecutorDefinition | None:

@@ -27,7 +27,25 @@ def _model_path(model_name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _load(model_name: str, device: str):
+def _load(model_name: str, device: str, adapted_layers: str = ""):
+    model = fresh_model(model_name, device)
+    if adapted_layers:
+        _apply_layers(model, adapted_layers, device)
+    return model
+
+
+def _apply_layers(model, path: str, device: str) -> None:
+    """Replace the transformer layers stored in ``path`` (an adaptation's state dict)."""
+    import torch
+
+    state = torch.load(path, map_location=device, weights_only=True)
+    result = model[0].auto_model.load_state_dict(state, strict=False)
+    if result.unexpected_keys:
+        raise ValueError(f"adapted layers {path}: keys the model does not have: {result.unexpected_keys[:3]}")
+
+
+def fresh_model(model_name: str, device: str):
+    """A new copy of the SentenceTransformer (the cached one is shared; training changes its copy)."""
     import torch
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
@@ -62,8 +80,11 @@ def resolve_device(device: str) -> str:
 class Embedder:
     """Encodes texts into L2-normalized float32 vectors, on ``device`` (auto, cpu or cuda)."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16):
+    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16,
+                 adapted_layers: str = "", adaptation: str = ""):
         self.model_name = model_name
+        # An adaptation (narrative_mirror/adaptation): its layers file and its fingerprint.
+        self.adapted_layers, self.adaptation = adapted_layers, adaptation
         self.requested_device = device
         self._device: str | None = None
         self.batch_size = batch_size
@@ -77,7 +98,7 @@ class Embedder:
 
     @property
     def model(self):
-        return _load(self.model_name, self.device)
+        return _load(self.model_name, self.device, self.adapted_layers)
 
     @property
     def dimension(self) -> int:
@@ -86,9 +107,12 @@ class Embedder:
 
     @property
     def fingerprint(self) -> str:
-        """Identifies the vectors this embedder produces: model, dimension and, off the CPU, the
-        device (GPU kernels give slightly different floats; CPU vectors keep their old keys)."""
+        """Identifies the vectors this embedder produces: model, dimension, the adaptation when one
+        is loaded and, off the CPU, the device (GPU kernels give slightly different floats; CPU
+        vectors of the shipped model keep their old keys)."""
         base = f"{self.model_name}:{self.dimension}"
+        if self.adaptation:
+            base = f"{base}:adapted-{self.adaptation}"
         return base if self.device == "cpu" else f"{base}:{self.device}"
 
     def _encode_single_thread(self, texts: list[str]) -> np.ndarray:

@@ -37,7 +37,12 @@ def arc_file_version(arcs_dir: Path | None, chat_file: str) -> str:
 
 
 def config_versions() -> dict[str, str]:
-    return {name: file_version(settings.config_path(name)) for name in CONFIG_NAMES}
+    from narrative_mirror.adaptation import store as adaptation
+
+    versions = {name: file_version(settings.config_path(name)) for name in CONFIG_NAMES}
+    versions["embedding"] = adaptation.embedding_version(versions["embedding"], settings.load_config("embedding"),
+                                                         adaptation.folder_of_home())
+    return versions
 
 
 def prompt_names() -> list[str]:

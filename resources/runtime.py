@@ -11,14 +11,31 @@ from narrative_mirror import settings
 from resources import environment
 
 
-def embedder(model_name: str = "", batch_size: int = 0, device: str = ""):
+def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adaptation: bool | None = None):
     """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto); a
-    non-empty argument overrides the file."""
+    non-empty argument overrides the file. With ``[adaptation] enabled`` (or ``adaptation=True``)
+    it loads the home's current adapted layers, once one is trained."""
     from narrative_mirror.embedding import Embedder
 
     config = settings.load_config("embedding")
+    enabled = config.get("adaptation", {}).get("enabled", False) if adaptation is None else adaptation
+    current = current_adaptation() if enabled else None
     return Embedder(model_name or config["model"], device=device or environment.device(),
-                    batch_size=batch_size or int(config["batch_size"]))
+                    batch_size=batch_size or int(config["batch_size"]),
+                    adapted_layers=str(current.layers_path) if current else "",
+                    adaptation=current.fingerprint if current else "")
+
+
+def adaptation_folder():
+    """Where the home's adaptations are stored: ``<NM_HOME>/adaptation``."""
+    return environment.nm_home() / "adaptation"
+
+
+def current_adaptation():
+    """The home's current adaptation (narrative_mirror/adaptation/store.py), or None."""
+    from narrative_mirror.adaptation import store
+
+    return store.current(adaptation_folder())
 
 
 def lancedb_storage_options(uri: str, endpoint: str | None = None, region: str | None = None,

@@ -70,12 +70,19 @@ def inputs_fingerprint(config: Mapping) -> str:
     parts = {
         "retrieval": {key: config.get(key) for key in ("rrf_k", "candidates", "lexical", "hybrid")},
         "features": list(FEATURES),
-        "embedding.toml": settings.file_hash(settings.config_path("embedding")),
+        # the embedder's settings; the adaptation's only when it is on (off, vectors are the shipped model's)
+        "embedding": _embedding_inputs(settings.load_config("embedding")),
         # the layer settings the features read: [sessions] applies only to chats without sessions
         # (exports, live chats), never to the chat files the model is fitted on
         "layers": {k: v for k, v in settings.load_config("layers").items() if k != "sessions"},
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _embedding_inputs(config: Mapping) -> dict:
+    adaptation = config.get("adaptation", {})
+    inputs = {k: v for k, v in config.items() if k != "adaptation"}
+    return {**inputs, "adaptation": adaptation} if adaptation.get("enabled") else inputs
 
 
 @dataclass(frozen=True)

