@@ -71,7 +71,11 @@ def test_flagged_message_never_reaches_the_llm_generator_nor_the_answer(retrieve
 
 
 def _cli(argv, retriever, monkeypatch, capsys) -> tuple[int, str, str]:
-    monkeypatch.setattr(questions, "_memory_for", lambda args: (retriever, None))
+    def memory_for(args, several=False):  # the built tiny chat, offline (what _memory_for returns)
+        args.left_out = []
+        return [args.chat], retriever, None
+
+    monkeypatch.setattr(questions, "_memory_for", memory_for)
     code = cli_main.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
