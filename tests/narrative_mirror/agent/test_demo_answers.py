@@ -8,18 +8,16 @@ import json
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
-from narrative_mirror import schema, settings
+from narrative_mirror import settings
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import message_texts
-from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
+from index_frames import index_messages
 
 DEMO = Path(__file__).resolve().parents[3] / "narrative_mirror" / "demo_data" / "chats"
 GARDEN, HARBOR, MARATHON = "demo_garden_Mara_Theo", "demo_harbor_Lena_Sam", "demo_marathon_Ines_Kofi"
@@ -34,14 +32,7 @@ def _index(store: IndexStore, path: Path, embedder, known: dict) -> None:
     missing = [t for t in dict.fromkeys(texts) if t not in known]
     known.update(zip(missing, embedder.encode(missing)) if missing else [])
     vectors = np.stack([known[t] for t in texts])
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, vectors, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)}, schema=schema.MESSAGE_EMBEDDINGS)
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store.replace_partition(table, messages["chat_file"][0], rows)
+    index_messages(store, messages, vectors)
 
 
 @pytest.fixture(scope="module")

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
-from narrative_mirror import schema, settings
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.exports.folder import ImportOptions, find_chats
 from narrative_mirror.exports.frames import load_export_chat
-from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
+from index_frames import index_messages
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "discord_offsite_group.json"
 
@@ -43,16 +40,8 @@ def group(tmp_path_factory, embedder):
     messages = load_export_chat(source, options).messages.with_columns(
         pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id"))
     vectors = embedder.encode(message_texts(messages))
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, vectors, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(np.asarray(vectors))},
-                              schema=schema.MESSAGE_EMBEDDINGS)
     store = IndexStore(str(tmp_path_factory.mktemp("home") / "lancedb"))
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store.replace_partition(table, key, rows)
+    index_messages(store, messages, vectors)
     return Retriever(store, embedder), key, messages
 
 

@@ -20,14 +20,12 @@ import numpy as np
 import polars as pl
 import writers
 
-from narrative_mirror import schema, settings
 from narrative_mirror.chats import Chat
 from narrative_mirror.exports.folder import ImportOptions, find_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.index_rows import build_rows
-from narrative_mirror.layers import block_vectors, build_threads, build_topic_blocks, compute_signals
 from narrative_mirror.retrieval.engine import Retriever
+from index_frames import index_messages
 
 FORMATS: dict[str, Callable] = {
     "whatsapp_android_12h": lambda m, folder, tz: writers.whatsapp_android(m, folder, tz=tz, title="Chat", hour12=True),
@@ -97,15 +95,7 @@ def index(store, chat: Chat, key: str, vectors: TextVectors) -> None:
     messages = chat.messages.with_columns(pl.lit(key).alias("chat_file"),
                                           (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id"))
     matrix = vectors.encode(message_texts(messages))
-    config = settings.load_config("layers")
-    blocks = build_topic_blocks(messages, matrix, config)
-    signals = compute_signals(messages, blocks, config)
-    threads = build_threads(blocks, signals, block_vectors(blocks, messages, matrix), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(matrix)},
-                              schema=schema.MESSAGE_EMBEDDINGS)
-    for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
-        store.replace_partition(table, key, rows)
+    index_messages(store, messages, matrix)
 
 
 def recall_by_text(retriever: Retriever, key: str, chat: Chat, questions: list[tuple[str, set[str]]], k: int = 10) -> float:
