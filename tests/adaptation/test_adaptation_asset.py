@@ -8,6 +8,7 @@ import os
 import re
 
 import dagster as dg
+import pytest
 from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
@@ -47,6 +48,7 @@ def _materialize(defs, instance, resources, selection, **kwargs):
     return dg.materialize(list(defs.assets), selection=selection, instance=instance, resources=resources, **kwargs)
 
 
+@pytest.mark.slow
 def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkeypatch):
     data = tmp_path / "data"
     write_chat(data, KEY, small_chat())
