@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror.keys import PartitionKeyError, validate_partition_key
+from narrative_mirror.live.redaction import write_atomically
 
 LOG_SUFFIX = ".jsonl"
 MAX_BATCH = 1000
@@ -317,7 +317,7 @@ class LiveLog:
             if row is not None:
                 lines.append(json.dumps(row, ensure_ascii=False).encode() + b"\n")
         if removed:
-            self._replace(chat, b"".join(lines))
+            write_atomically(self.path(chat), b"".join(lines))
         self._states[chat] = fresh = _ChatState()
         self._catch_up(chat, fresh, repair=False)
         return removed
@@ -333,19 +333,6 @@ class LiveLog:
         self._fsync_dir()
         self._states.pop(chat, None)
         return count
-
-    def _replace(self, chat: str, content: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.root)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path(chat))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self._fsync_dir()
 
     def _fsync_dir(self) -> None:
         dir_fd = os.open(self.root, os.O_RDONLY)
