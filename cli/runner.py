@@ -26,6 +26,7 @@ from assets.ingest.assets import INPUT_PROBLEM
 from assets.partitions import chat_files
 from assets.sources.assets import observe_sources
 from cli.broken import NOT_RETRIED, BrokenChats
+from cli.stop_signal import StopSignal
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror.safe_text import terminal_safe
 from resources import environment
@@ -104,9 +105,11 @@ class Runner:
         self.defs = build_definitions(self.resources)
         self.assets = list(self.defs.assets)
         self.instance = None
+        self.stop_signal = None
         if threading.current_thread() is threading.main_thread():
             # SIGTERM stops a command as Ctrl-C does (Dagster maps it so inside its runs).
             signal.signal(signal.SIGTERM, signal.default_int_handler)
+            self.stop_signal = StopSignal()
         home = dagster_home()
         self.broken = BrokenChats(self.state.root)
         self._lock = HomeLock(home, progress).__enter__()
@@ -119,6 +122,9 @@ class Runner:
             raise
 
     def close(self) -> None:
+        if self.stop_signal is not None:
+            self.stop_signal.close()
+            self.stop_signal = None
         if self.instance is not None:
             self.instance.dispose()
             self.instance = None
@@ -230,6 +236,9 @@ class Runner:
                     ran.update((partition, k) for k in keys)
                     self.progress(f"{label}: input unchanged since it failed: not run again")
                     continue
+                if self._stop_asked():
+                    self.progress(f"{label}: not started (stopped by a signal)")
+                    raise KeyboardInterrupt
                 self._wait_for_other_runs(partition)
                 if first and force:
                     why = f"run on request: {', '.join(k.to_user_string() for k in keys)}"
@@ -247,6 +256,11 @@ class Runner:
                     self.progress(f"{label}: stopped; run {result.run_id[:8]} marked canceled, "
                                   "the remaining chat files were not started")
                     raise KeyboardInterrupt
+                if self._stop_asked():  # the signal reached no step: the run finished
+                    self.progress(f"{label}: stopped by a signal after run {result.run_id[:8]} had finished "
+                                  f"({'succeeded' if result.success else 'failed'}); "
+                                  "the remaining chat files were not started")
+                    raise KeyboardInterrupt
                 report.add(partition, result)
                 if partition in report.problems:
                     self.broken.remember(partition, versions, report.problems[partition])
@@ -260,6 +274,9 @@ class Runner:
             if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
+
+    def _stop_asked(self) -> bool:
+        return self.stop_signal is not None and self.stop_signal.received()
 
     def named_job(self, keys: Sequence[dg.AssetKey], tags: Mapping[str, str]) -> dg.JobDefinition | None:
         """The smallest job of the definitions that selects all of ``keys`` and whose own tags the
