@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent import slot_nouns, slots
+from narrative_mirror.agent import list_items, slot_nouns, slots
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import names_in, stem, stems
@@ -44,6 +44,8 @@ LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
+TITLE_MESSAGES = 6  # a question asking for titles gathers the quoted ones of the best this many
+OWN_WORDS = True  # a list answer's phrases are kept to their own words (filler left out)
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
 
@@ -79,7 +81,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
     read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
-    if slot_nouns.asks_for_list(question, intent) and (claims := _list_claims(question, intent, evidence, entities, speakers)):
+    if slot_nouns.asks_for_list(question, intent) and (
+            claims := _title_claims(question, evidence) or _list_claims(question, intent, evidence, entities, speakers)):
         return "; ".join(c.text for c in claims), claims, []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
@@ -109,8 +112,28 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
     for group in groups:
         slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group))
         asking = slot and slot.kind == "phrase" and slot.sentence.rstrip().endswith("?")  # "what do you drink?"
-        if slot and not asking and all(slot.text.lower() != c.text.lower() for c in claims):
-            claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
+        if not slot or asking:
+            continue
+        text, kind = slot.text, slot.kind
+        if OWN_WORDS and kind == "phrase" and (words := list_items.own_words(text)):
+            text, kind = words, "words"
+        if all(text.lower() != c.text.lower() for c in claims):
+            claims.append(Claim(text, [slot.local_id], kind=kind, sentence=slot.sentence))
+    return claims
+
+
+def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Claim]:
+    """A question asking for shows, films or books: the titles each of the best ``TITLE_MESSAGES``
+    messages writes in quotes, one claim per message, a title said before left out."""
+    if not list_items.asks_for_titles(question):
+        return []
+    claims: list[Claim] = []
+    seen: set[str] = set()
+    for message in reading_order(evidence, TITLE_MESSAGES):
+        new = [t for t in list_items.titles(message.text) if t.lower() not in seen]
+        seen |= {t.lower() for t in new}
+        if new:
+            claims.append(Claim(", ".join(new), [message.local_id], kind="names", sentence=message.text))
     return claims
 
 
@@ -145,6 +168,8 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "author":  # who wrote it (agent/people.py)
         return any(m.speaker == claim.text for m in messages)
+    if claim.kind == "words":  # a phrase kept to its own words
+        return any(list_items.words_in_order(claim.text, m.text) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)

@@ -1,0 +1,60 @@
+"""The items of a list answer, read from evidence messages as written: the quoted titles of a
+question asking for shows, films or books ("What tv shows did Emi watch?" -> "Friends, The
+Office" of 'I loved "Friends" and "The Office"'), and a phrase kept to its own words, the
+filler around them left out ("lemon tea every morning" of "I drink lemon tea every morning").
+"""
+
+from __future__ import annotations
+
+import re
+
+from narrative_mirror.layers.text import STOPWORDS
+
+# Things a chat names by a title in quotes.
+TITLED = set("show shows tv series sitcom sitcoms episode episodes movie movies film films book books novel novels "
+             "song songs album albums podcast podcasts".split())
+_ASKED = re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?P<words>(?:[a-z][\w-]*\s+){0,3})", re.I)
+_QUOTED = re.compile(r"[\"“](?P<title>[^\"“”\n]{2,60}?)[\"”]")
+_WORD = re.compile(r"[\w'’-]+")
+
+
+def asks_for_titles(question: str) -> bool:
+    """Whether the question asks for things a chat names in quotes ("What movies or tv shows did
+    Paola recommend?", "Which books does Paola like?"), not what they are about ("What genres ...")."""
+    found = _ASKED.search(question)
+    return bool(found and TITLED & {w.lower() for w in found.group("words").split()})
+
+
+def titles(text: str) -> list[str]:
+    """The titles ``text`` writes in quotes, in order, each once: 'I loved "Friends" and "Up"'
+    -> ["Friends", "Up"]; a quote that is a sentence (ends with . ! ?) is no title."""
+    found: list[str] = []
+    for match in _QUOTED.finditer(text):
+        title = match.group("title").strip(" ,")
+        if title and not re.search(r"[.!?]$", title) and title.lower() not in (f.lower() for f in found):
+            found.append(title)
+    return found
+
+
+def own_words(phrase: str) -> str | None:
+    """The phrase without its filler (the stopwords: "is", "my", "every", "really"), its words
+    as written and in order, an "and" / "or" between two of them kept ("Quasar and Nimbus");
+    None when nothing else is left."""
+    words = _WORD.findall(phrase)
+    own = [w.lower().replace("’", "'") not in STOPWORDS for w in words]
+    kept = [w for i, w in enumerate(words) if own[i] or (
+        w.lower() in ("and", "or") and any(own[:i]) and i + 1 < len(words) and own[i + 1])]
+    return " ".join(kept) or None
+
+
+def words_in_order(claim: str, text: str) -> bool:
+    """Whether every word of ``claim`` is a word of ``text``, in the same order (a phrase kept to
+    its own words is checked against its message this way)."""
+    written = [w.lower() for w in _WORD.findall(text)]
+    at = 0
+    for word in (w.lower() for w in _WORD.findall(claim)):
+        try:
+            at = written.index(word, at) + 1
+        except ValueError:
+            return False
+    return bool(claim.strip())

@@ -1,0 +1,85 @@
+"""Answers of the fourth round on hand-made evidence: a question asking for shows, films or books
+is answered with the titles the evidence writes in quotes, a list answer's phrases keep their own
+words only, and a "what" question that names no one thing asks for several."""
+
+from datetime import datetime
+
+import pytest
+
+from narrative_mirror.agent.answer import Claim, EvidenceMessage, offline_answer, verify
+from narrative_mirror.agent.grading import FacetMatch
+from narrative_mirror.agent.list_items import asks_for_titles, own_words, titles, words_in_order
+from narrative_mirror.retrieval.records import ChatMessage
+
+
+def message(local_id, position, text, speaker="Emi", terms=("show",)):
+    return EvidenceMessage(
+        ChatMessage(local_id=local_id, message_id=f"c/{local_id}", position=position, session=1, speaker=speaker,
+                    text=text, timestamp=datetime(2024, 1, 1 + position)),
+        grade=0.9, match=FacetMatch(frozenset(terms), 1.0, True))
+
+
+@pytest.mark.parametrize("question, wanted", [
+    ("What tv shows did Emi watch?", True),
+    ("What movies or tv shows did Paola recommend to Emi?", True),
+    ("Which books does Paola like?", True),
+    ("What kinds of films did Nebraas watch?", True),
+    ("What are Paola's favorite genres?", False),  # what they are about, not titles
+    ("What sports does Kevin play?", False),
+])
+def test_asks_for_titles(question, wanted):
+    assert asks_for_titles(question) is wanted
+
+
+def test_titles_are_the_quoted_names_each_once_and_no_quoted_sentence():
+    text = 'I loved "Friends" and “The Office”. She said "see you soon!" and then "Friends" again.'
+    assert titles(text) == ["Friends", "The Office"]
+
+
+def test_a_question_asking_for_shows_is_answered_with_the_quoted_titles():
+    evidence = [message("D1:2", 2, 'Lately I have been re-watching "Friends" and "The Office", so good.'),
+                message("D1:5", 5, "I watch a lot of tv on weekends."),  # no title: no claim
+                message("D1:7", 7, 'Also "Sherlock"! And "Friends" of course.')]  # "Friends" said before
+    text, claims, unknowns = offline_answer("What tv shows did Emi watch?", "what", evidence)
+    assert text == "Friends, The Office; Sherlock"
+    assert [(c.text, c.ids, c.kind) for c in claims] == [("Friends, The Office", ["D1:2"], "names"),
+                                                         ("Sherlock", ["D1:7"], "names")]
+    assert unknowns == []
+    verified, problems = verify(claims, {e.message.local_id: e for e in evidence}, "what", {"D1:2": 0.5, "D1:7": 0.5})
+    assert (len(verified), problems) == (2, [])
+
+
+def test_without_quoted_titles_the_phrases_answer():
+    evidence = [message("D1:2", 2, "I watch cooking shows with my mom every evening.")]
+    text, claims, _ = offline_answer("What tv shows did Emi watch?", "what", evidence)
+    assert (text, claims[0].kind) == ("cooking shows", "words")
+
+
+@pytest.mark.parametrize("phrase, kept", [
+    ("Iced bubble tea is my favourite", "Iced bubble tea favourite"),
+    ("Quasar and Nimbus", "Quasar and Nimbus"),  # "and" between two words kept
+    ("and then I really love it", "love"),
+    ("it is what it is", None),
+])
+def test_own_words_leave_the_filler_out(phrase, kept):
+    assert own_words(phrase) == kept
+
+
+def test_a_phrase_kept_to_its_own_words_is_verified_word_by_word_in_order():
+    evidence = {"D1:1": message("D1:1", 1, "Honestly I drink lemon tea every morning.", terms=("drink",))}
+    assert words_in_order("lemon tea morning", "Honestly I drink lemon tea every morning.")
+    assert not words_in_order("morning lemon tea", "Honestly I drink lemon tea every morning.")
+    kept, _ = verify([Claim("lemon tea morning", ["D1:1"], kind="words")], evidence, "what", {"D1:1": 0.5})
+    wrong, problems = verify([Claim("green tea morning", ["D1:1"], kind="words")], evidence, "what", {"D1:1": 0.5})
+    assert (len(kept), wrong, problems) == (1, [], ["Unverified (not what ['D1:1'] says): green tea morning"])
+
+
+def test_a_question_naming_no_one_thing_gathers_a_phrase_from_each_message():
+    evidence = [message("D2:1", 1, "I made spicy shrimp scampi tonight.", speaker="Paola", terms=("cook",)),
+                message("D2:2", 2, "Veggie stirfry is my go-to dinner.", speaker="Paola", terms=("cook",))]
+    # "food" is no plural, but the question names no one dish: what she cooks
+    text, claims, _ = offline_answer("What food does Paola cook?", "what", evidence)
+    assert (text, [c.ids for c in claims]) == ("spicy shrimp scampi tonight; Veggie stirfry go-to dinner",
+                                               [["D2:1"], ["D2:2"]])
+    # one event, on a day: the best phrase only
+    assert offline_answer("What food did Paola cook on 2 January?", "what", evidence)[0] == "spicy shrimp scampi tonight"
