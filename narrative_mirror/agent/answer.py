@@ -44,7 +44,6 @@ LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
-TITLE_MESSAGES = 6  # a question asking for titles gathers the quoted ones of the best this many
 OWN_WORDS = True  # a list answer's phrases are kept to their own words (filler left out)
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
@@ -123,13 +122,13 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
 
 
 def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Claim]:
-    """A question asking for shows, films or books: the titles each of the best ``TITLE_MESSAGES``
-    messages writes in quotes, one claim per message, a title said before left out."""
+    """A question asking for shows, films or books: the titles each evidence message writes in
+    quotes (all of them, best first: nothing fitted), one claim per message, a title said before left out."""
     if not list_items.asks_for_titles(question):
         return []
     claims: list[Claim] = []
     seen: set[str] = set()
-    for message in reading_order(evidence, TITLE_MESSAGES):
+    for message in reading_order(evidence, len(evidence)):
         new = [t for t in list_items.titles(message.text) if t.lower() not in seen]
         seen |= {t.lower() for t in new}
         if new:

@@ -83,7 +83,10 @@ def asks_for_list(question: str, intent: str) -> bool:
     like?", "What are Emi's hobbies?", "What types of sports ..."), or any that names no one
     thing ("What food does Nicolas prefer?", "What is Paola learning?"); not one kind ("What kind
     of tomatoes ...") nor one event, a question pinned to a time ("What sport did Kevin play on
-    21.01.2024?")."""
+    21.01.2024?"). A "where" question about the past not pinned to a time asks for every place
+    ("Where has Emi traveled?", "Where did Kevin go with his family?"; "Where does Ines run?": one)."""
+    if intent == "where":
+        return bool(_PAST.search(question)) and not time_phrases(question)
     if intent != "what":
         return False
     if _plural_asked(question):
@@ -91,6 +94,7 @@ def asks_for_list(question: str, intent: str) -> bool:
     return not time_phrases(question) and not _ONE_KIND.search(question)
 
 
+_PAST = re.compile(r"\b(?:did|has|have|had|was|were)\b", re.I)
 _ONE_KIND = re.compile(r"\b(?:kind|type|sort)\s+of\b", re.I)
 
 

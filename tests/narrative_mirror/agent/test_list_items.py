@@ -83,3 +83,13 @@ def test_a_question_naming_no_one_thing_gathers_a_phrase_from_each_message():
                                                [["D2:1"], ["D2:2"]])
     # one event, on a day: the best phrase only
     assert offline_answer("What food did Paola cook on 2 January?", "what", evidence)[0] == "spicy shrimp scampi tonight"
+
+
+def test_a_where_question_about_the_past_gathers_every_place_and_one_about_a_habit_one():
+    evidence = [message("D2:5", 5, "Today I think im going to the waterpark with my family!", speaker="Kevin", terms=("family",)),
+                message("D5:14", 14, "We went to a nice small restaurant that felt warm.", speaker="Kevin", terms=("family",))]
+    text, claims, _ = offline_answer("Where did Kevin go with his family?", "where", evidence)
+    assert (text, [c.ids for c in claims]) == ("to the waterpark; to a nice small restaurant that felt warm",
+                                               [["D2:5"], ["D5:14"]])
+    assert offline_answer("Where does Kevin go with his family?", "where", evidence)[0] == "to the waterpark"
+    assert offline_answer("Where did Kevin go with his family on 5 January?", "where", evidence)[0] == "to the waterpark"
