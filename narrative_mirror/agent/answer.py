@@ -129,10 +129,10 @@ def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Cl
     claims: list[Claim] = []
     seen: set[str] = set()
     for message in reading_order(evidence, len(evidence)):
-        new = [t for t in list_items.titles(message.text) if t.lower() not in seen]
-        seen |= {t.lower() for t in new}
-        if new:
-            claims.append(Claim(", ".join(new), [message.local_id], kind="names", sentence=message.text))
+        new = [t for t in list_items.titles(message.text) if t.split(" by ")[0].lower() not in seen]
+        seen |= {t.split(" by ")[0].lower() for t in new}
+        if new:  # checked word by word: 'Becoming by Michelle Obama' is written '"Becoming" by Michelle Obama'
+            claims.append(Claim(", ".join(new), [message.local_id], kind="words", sentence=message.text))
     return claims
 
 

@@ -14,7 +14,7 @@ from narrative_mirror.layers.text import STOPWORDS
 TITLED = set("show shows tv series sitcom sitcoms episode episodes movie movies film films book books novel novels "
              "song songs album albums podcast podcasts".split())
 _ASKED = re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?P<words>(?:[a-z][\w-]*\s+){0,3})", re.I)
-_QUOTED = re.compile(r"[\"“](?P<title>[^\"“”\n]{2,60}?)[\"”]")
+_QUOTED = re.compile(r"[\"“](?P<title>[^\"“”\n]{2,60}?)[\"”](?:,?\s+by\s+(?P<author>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3}))?")
 _WORD = re.compile(r"[\w'’-]+")
 
 
@@ -26,14 +26,27 @@ def asks_for_titles(question: str) -> bool:
 
 
 def titles(text: str) -> list[str]:
-    """The titles ``text`` writes in quotes, in order, each once: 'I loved "Friends" and "Up"'
-    -> ["Friends", "Up"]; a quote that is a sentence (ends with . ! ?) is no title."""
+    """The titles ``text`` writes in quotes, in order, each once, with the author named after
+    one: 'I loved "Friends" and "Becoming" by Michelle Obama' -> ["Friends", "Becoming by
+    Michelle Obama"]; a quote that is a sentence (ends with . ! ?) is no title."""
     found: list[str] = []
     for match in _QUOTED.finditer(text):
         title = match.group("title").strip(" ,")
-        if title and not re.search(r"[.!?]$", title) and title.lower() not in (f.lower() for f in found):
-            found.append(title)
+        if not title or re.search(r"[.!?]$", title) or title.lower() in (f.split(" by ")[0].lower() for f in found):
+            continue
+        found.append(f"{title} by {_author(match.group('author'))}" if match.group("author") else title)
     return found
+
+
+def _author(words: str) -> str:
+    """The author's name up to the end of its sentence: "V.E. Schwab. And" -> "V.E. Schwab"."""
+    kept: list[str] = []
+    for word in words.split():
+        if word.endswith(".") and not re.fullmatch(r"(?:[A-Z]\.)+", word):  # a full stop, not an initial
+            kept.append(word.rstrip("."))
+            break
+        kept.append(word)
+    return " ".join(kept)
 
 
 def own_words(phrase: str) -> str | None:

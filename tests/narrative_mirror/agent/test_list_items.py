@@ -36,14 +36,23 @@ def test_titles_are_the_quoted_names_each_once_and_no_quoted_sentence():
     assert titles(text) == ["Friends", "The Office"]
 
 
+def test_a_title_keeps_the_author_named_after_it_and_is_verified_word_by_word():
+    text = 'Lately I read "The Invisible Life of Addie LaRue" by V.E. Schwab. And "Becoming" by Michelle Obama!'
+    assert titles(text) == ["The Invisible Life of Addie LaRue by V.E. Schwab", "Becoming by Michelle Obama"]
+    evidence = [message("D2:14", 14, text, terms=("book",))]
+    answer, claims, _ = offline_answer("What books did Emi read?", "what", evidence)
+    assert answer == "The Invisible Life of Addie LaRue by V.E. Schwab, Becoming by Michelle Obama"
+    assert len(verify(claims, {"D2:14": evidence[0]}, "what", {"D2:14": 0.5})[0]) == 1
+
+
 def test_a_question_asking_for_shows_is_answered_with_the_quoted_titles():
     evidence = [message("D1:2", 2, 'Lately I have been re-watching "Friends" and "The Office", so good.'),
                 message("D1:5", 5, "I watch a lot of tv on weekends."),  # no title: no claim
                 message("D1:7", 7, 'Also "Sherlock"! And "Friends" of course.')]  # "Friends" said before
     text, claims, unknowns = offline_answer("What tv shows did Emi watch?", "what", evidence)
     assert text == "Friends, The Office; Sherlock"
-    assert [(c.text, c.ids, c.kind) for c in claims] == [("Friends, The Office", ["D1:2"], "names"),
-                                                         ("Sherlock", ["D1:7"], "names")]
+    assert [(c.text, c.ids, c.kind) for c in claims] == [("Friends, The Office", ["D1:2"], "words"),
+                                                         ("Sherlock", ["D1:7"], "words")]
     assert unknowns == []
     verified, problems = verify(claims, {e.message.local_id: e for e in evidence}, "what", {"D1:2": 0.5, "D1:7": 0.5})
     assert (len(verified), problems) == (2, [])
