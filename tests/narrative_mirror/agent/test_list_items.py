@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from narrative_mirror.agent.answer import Claim, EvidenceMessage, offline_answer, verify
+from narrative_mirror.agent.answer import LIST_SPAN_WORDS, Claim, EvidenceMessage, offline_answer, verify
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.list_items import asks_for_titles, own_words, titles, words_in_order
 from narrative_mirror.retrieval.records import ChatMessage
@@ -102,3 +102,15 @@ def test_a_where_question_about_the_past_gathers_every_place_and_one_about_a_hab
                                                [["D2:5"], ["D5:14"]])
     assert offline_answer("Where does Kevin go with his family?", "where", evidence)[0] == "to the waterpark"
     assert offline_answer("Where did Kevin go with his family on 5 January?", "where", evidence)[0] == "to the waterpark"
+
+
+def test_a_list_answers_phrase_keeps_up_to_list_span_words_before_its_filler_is_left_out():
+    evidence = [message("D3:1", 1, "Lately pottery, climbing, baking sourdough bread, chess, knitting warm scarves and "
+                                   "painting watercolours keep me busy.", speaker="Ana", terms=("hobby",)),
+                message("D3:2", 2, "Weekends mean long hikes along the coast with my sister and our two dogs.",
+                        speaker="Ana", terms=("hobby",))]
+    assert LIST_SPAN_WORDS == 12
+    text, claims, _ = offline_answer("What hobbies does Ana have?", "what", evidence)
+    assert text == ("Lately pottery climbing baking sourdough bread chess knitting warm scarves and painting; "
+                    "long hikes along coast sister two dogs")
+    assert [c.kind for c in claims] == ["words", "words"]
