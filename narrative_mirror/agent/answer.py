@@ -86,6 +86,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
     if slot_nouns.asks_for_list(question, intent) and (
             claims := _title_claims(question, evidence) or _list_claims(question, intent, evidence, entities, speakers)):
         return "; ".join(c.text for c in claims), claims, []
+    if intent == "what" and list_items.asks_for_titles(question) and (title := _first_title(evidence)):
+        return title.text, [title], []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None and intent in READ_FURTHER:  # a count or a place further down the evidence
@@ -138,6 +140,15 @@ def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Cl
         if new:  # checked word by word: 'Becoming by Michelle Obama' is written '"Becoming" by Michelle Obama'
             claims.append(Claim(", ".join(new), [message.local_id], kind="words", sentence=message.text))
     return claims
+
+
+def _first_title(evidence: Sequence[EvidenceMessage]) -> Claim | None:
+    """A question asking for one show, film or book: the first title in quotes of the best
+    ``LOOK_AT`` messages ("What book is Emi reading on 21.01.2024?")."""
+    for message in reading_order(evidence):
+        if found := list_items.titles(message.text):
+            return Claim(found[0], [message.local_id], kind="words", sentence=message.text)
+    return None
 
 
 def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -> list[ChatMessage]:

@@ -114,3 +114,12 @@ def test_a_list_answers_phrase_keeps_up_to_list_span_words_before_its_filler_is_
     assert text == ("Lately pottery climbing baking sourdough bread chess knitting warm scarves and painting; "
                     "long hikes along coast sister two dogs")
     assert [c.kind for c in claims] == ["words", "words"]
+
+
+def test_a_question_asking_for_one_title_is_answered_with_the_first_quoted_one():
+    evidence = [message("D4:6", 6, 'I am in Paris this week. Reading "Where the Crawdads Sing" by Delia Owens and '
+                                   'then "Crazy, Stupid, Love" tonight.', terms=("book",)),
+                message("D4:9", 9, 'Also "Becoming" later.', terms=("book",))]
+    text, claims, _ = offline_answer("What book is Emi reading on 21.01.2024?", "what", evidence)
+    assert (text, claims[0].ids, claims[0].kind) == ("Where the Crawdads Sing by Delia Owens", ["D4:6"], "words")
+    assert len(verify(claims, {"D4:6": evidence[0]}, "what", {"D4:6": 0.5})[0]) == 1
