@@ -44,10 +44,6 @@ LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
-# A list answer's phrase keeps at most this many words before its filler is left out (12 chosen
-# leave-one-chat-out on the train chats, on every fold, of 4-30).
-LIST_SPAN_WORDS = 12
-OWN_WORDS = True  # a list answer's phrases are kept to their own words (filler left out)
 OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
 LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
 
@@ -114,16 +110,12 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
         else:
             groups.append([message])
     for group in groups:
-        slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group),
-                                 span_words=LIST_SPAN_WORDS)
+        slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group))
         asking = slot and slot.kind == "phrase" and slot.sentence.rstrip().endswith("?")  # "what do you drink?"
         if not slot or asking:
             continue
-        text, kind = slot.text, slot.kind
-        if OWN_WORDS and kind == "phrase" and (words := list_items.own_words(text)):
-            text, kind = words, "words"
-        if all(text.lower() != c.text.lower() for c in claims):
-            claims.append(Claim(text, [slot.local_id], kind=kind, sentence=slot.sentence))
+        if all(slot.text.lower() != c.text.lower() for c in claims):
+            claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
     return claims
 
 
@@ -138,7 +130,7 @@ def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Cl
         new = [t for t in list_items.titles(message.text) if t.split(" by ")[0].lower() not in seen]
         seen |= {t.split(" by ")[0].lower() for t in new}
         if new:  # checked word by word: 'Becoming by Michelle Obama' is written '"Becoming" by Michelle Obama'
-            claims.append(Claim(", ".join(new), [message.local_id], kind="words", sentence=message.text))
+            claims.append(Claim(", ".join(new), [message.local_id], kind="title", sentence=message.text))
     return claims
 
 
@@ -147,7 +139,7 @@ def _first_title(evidence: Sequence[EvidenceMessage]) -> Claim | None:
     ``LOOK_AT`` messages ("What book is Emi reading on 21.01.2024?")."""
     for message in reading_order(evidence):
         if found := list_items.titles(message.text):
-            return Claim(found[0], [message.local_id], kind="words", sentence=message.text)
+            return Claim(found[0], [message.local_id], kind="title", sentence=message.text)
     return None
 
 
@@ -182,7 +174,7 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "author":  # who wrote it (agent/people.py)
         return any(m.speaker == claim.text for m in messages)
-    if claim.kind == "words":  # a phrase kept to its own words
+    if claim.kind == "title":  # a quoted title, the author named after it
         return any(list_items.words_in_order(claim.text, m.text) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)

@@ -1,14 +1,11 @@
-"""The items of a list answer, read from evidence messages as written: the quoted titles of a
-question asking for shows, films or books ("What tv shows did Emi watch?" -> "Friends, The
-Office" of 'I loved "Friends" and "The Office"'), and a phrase kept to its own words, the
-filler around them left out ("lemon tea every morning" of "I drink lemon tea every morning").
+"""The quoted titles a question asking for shows, films or books is answered with ("What tv shows
+did Emi watch?" -> "Friends, The Office" of 'I loved "Friends" and "The Office"'), checked word by
+word against their message.
 """
 
 from __future__ import annotations
 
 import re
-
-from narrative_mirror.layers.text import STOPWORDS
 
 # Things a chat names by a title in quotes.
 TITLED = set("show shows tv series sitcom sitcoms episode episodes movie movies film films book books novel novels "
@@ -49,20 +46,9 @@ def _author(words: str) -> str:
     return " ".join(kept)
 
 
-def own_words(phrase: str) -> str | None:
-    """The phrase without its filler (the stopwords: "is", "my", "every", "really"), its words
-    as written and in order, an "and" / "or" between two of them kept ("Quasar and Nimbus");
-    None when nothing else is left."""
-    words = _WORD.findall(phrase)
-    own = [w.lower().replace("’", "'") not in STOPWORDS for w in words]
-    kept = [w for i, w in enumerate(words) if own[i] or (
-        w.lower() in ("and", "or") and any(own[:i]) and i + 1 < len(words) and own[i + 1])]
-    return " ".join(kept) or None
-
-
 def words_in_order(claim: str, text: str) -> bool:
-    """Whether every word of ``claim`` is a word of ``text``, in the same order (a phrase kept to
-    its own words is checked against its message this way)."""
+    """Whether every word of ``claim`` is a word of ``text``, in the same order (a title with the
+    author named after it is checked against its message this way)."""
     written = [w.lower() for w in _WORD.findall(text)]
     at = 0
     for word in (w.lower() for w in _WORD.findall(claim)):

@@ -265,18 +265,18 @@ def _question_stems(question: str) -> set[str]:
     return {stem(t) for t in tokens(question)}
 
 
-def phrase_span(sentence: str, question: str, span_words: int = SPAN_WORDS) -> str | None:
+def phrase_span(sentence: str, question: str) -> str | None:
     """The part of the sentence (as written) from its first to its last word the question lacks,
-    cut to the densest ``span_words`` words; None when every word is already in the question."""
+    cut to the densest ``SPAN_WORDS`` words; None when every word is already in the question."""
     known = _question_stems(question)
     words = list(re.finditer(r"[\w'’-]+", sentence))
     new = [i for i, w in enumerate(words)
            if w.group().lower() not in STOPWORDS and stem(w.group().lower()) not in known]
     if not new:
         return None
-    best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < span_words))
+    best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < SPAN_WORDS))
     start = new[best]
-    end = max(i for i in new if i - start < span_words)
+    end = max(i for i in new if i - start < SPAN_WORDS)
     return sentence[words[start].start():words[end].end()]
 
 
@@ -334,10 +334,9 @@ def _quantity(sentence: str, question: str) -> str | None:
 
 
 def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], entities: Iterable[str] = (),
-                speakers: Iterable[str] = (), look_at: int = 3, span_words: int = SPAN_WORDS) -> SlotAnswer | None:
+                speakers: Iterable[str] = (), look_at: int = 3) -> SlotAnswer | None:
     """The answer span for a question of type ``intent`` (planner.question_intent) from the
-    ``look_at`` best evidence messages (best first), an open one's phrase at most ``span_words``
-    words; None when none of them fills the slot."""
+    ``look_at`` best evidence messages (best first); None when none of them fills the slot."""
     entities, speakers = set(entities), set(speakers)
     if kind := slot_nouns.asked_kind(question, intent):  # a name, colour, role or people: as written
         known = {t.lower() for t in tokens(question)}
@@ -349,7 +348,7 @@ def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], ent
             return None
     if intent == "yes_no" and _offered(question):  # "full-time or part-time?": neither yes nor no answers it
         return _alternative(question, list(evidence)[:look_at])
-    if intent in OPEN_INTENTS and (best := _best_phrase(question, list(evidence)[:look_at], span_words)):
+    if intent in OPEN_INTENTS and (best := _best_phrase(question, list(evidence)[:look_at])):
         return best
     for message in list(evidence)[:look_at]:
         for sentence in sorted(sentences(message.text), key=lambda s: -len(_question_stems(question) & _question_stems(s))):
@@ -395,14 +394,14 @@ def _alternative(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     return None
 
 
-def _best_phrase(question: str, messages: Sequence[ChatMessage], span_words: int = SPAN_WORDS) -> SlotAnswer | None:
+def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer | None:
     """An open question's phrase from the sentence that shares the most words with the question,
     half a word less for each message further down the evidence (train "what" F1 .074 -> .078),
     ``ASKING_PENALTY`` less when the sentence is itself a question."""
     asked, scored, known = _question_stems(question), [], {t.lower() for t in tokens(question)}
     for index, message in enumerate(messages):
         for order, sentence in enumerate(sentences(message.text)):
-            if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question, span_words):
+            if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question):
                 score = (len(asked & _question_stems(sentence)) - 0.5 * index
                          - ASKING_PENALTY * sentence.rstrip().endswith("?"))
                 scored.append((score, -index, -order, span, message, sentence))

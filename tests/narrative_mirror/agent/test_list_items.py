@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from narrative_mirror.agent.answer import LIST_SPAN_WORDS, Claim, EvidenceMessage, offline_answer, verify
+from narrative_mirror.agent.answer import Claim, EvidenceMessage, offline_answer, verify
 from narrative_mirror.agent.grading import FacetMatch
-from narrative_mirror.agent.list_items import asks_for_titles, own_words, titles, words_in_order
+from narrative_mirror.agent.list_items import asks_for_titles, titles, words_in_order
 from narrative_mirror.retrieval.records import ChatMessage
 
 
@@ -51,8 +51,8 @@ def test_a_question_asking_for_shows_is_answered_with_the_quoted_titles():
                 message("D1:7", 7, 'Also "Sherlock"! And "Friends" of course.')]  # "Friends" said before
     text, claims, unknowns = offline_answer("What tv shows did Emi watch?", "what", evidence)
     assert text == "Friends, The Office; Sherlock"
-    assert [(c.text, c.ids, c.kind) for c in claims] == [("Friends, The Office", ["D1:2"], "words"),
-                                                         ("Sherlock", ["D1:7"], "words")]
+    assert [(c.text, c.ids, c.kind) for c in claims] == [("Friends, The Office", ["D1:2"], "title"),
+                                                         ("Sherlock", ["D1:7"], "title")]
     assert unknowns == []
     verified, problems = verify(claims, {e.message.local_id: e for e in evidence}, "what", {"D1:2": 0.5, "D1:7": 0.5})
     assert (len(verified), problems) == (2, [])
@@ -61,25 +61,15 @@ def test_a_question_asking_for_shows_is_answered_with_the_quoted_titles():
 def test_without_quoted_titles_the_phrases_answer():
     evidence = [message("D1:2", 2, "I watch cooking shows with my mom every evening.")]
     text, claims, _ = offline_answer("What tv shows did Emi watch?", "what", evidence)
-    assert (text, claims[0].kind) == ("cooking shows", "words")
-
-
-@pytest.mark.parametrize("phrase, kept", [
-    ("Iced bubble tea is my favourite", "Iced bubble tea favourite"),
-    ("Quasar and Nimbus", "Quasar and Nimbus"),  # "and" between two words kept
-    ("and then I really love it", "love"),
-    ("it is what it is", None),
-])
-def test_own_words_leave_the_filler_out(phrase, kept):
-    assert own_words(phrase) == kept
+    assert (text, claims[0].kind) == ("cooking shows", "phrase")
 
 
 def test_a_phrase_kept_to_its_own_words_is_verified_word_by_word_in_order():
     evidence = {"D1:1": message("D1:1", 1, "Honestly I drink lemon tea every morning.", terms=("drink",))}
     assert words_in_order("lemon tea morning", "Honestly I drink lemon tea every morning.")
     assert not words_in_order("morning lemon tea", "Honestly I drink lemon tea every morning.")
-    kept, _ = verify([Claim("lemon tea morning", ["D1:1"], kind="words")], evidence, "what", {"D1:1": 0.5})
-    wrong, problems = verify([Claim("green tea morning", ["D1:1"], kind="words")], evidence, "what", {"D1:1": 0.5})
+    kept, _ = verify([Claim("lemon tea morning", ["D1:1"], kind="title")], evidence, "what", {"D1:1": 0.5})
+    wrong, problems = verify([Claim("green tea morning", ["D1:1"], kind="title")], evidence, "what", {"D1:1": 0.5})
     assert (len(kept), wrong, problems) == (1, [], ["Unverified (not what ['D1:1'] says): green tea morning"])
 
 
@@ -88,7 +78,7 @@ def test_a_question_naming_no_one_thing_gathers_a_phrase_from_each_message():
                 message("D2:2", 2, "Veggie stirfry is my go-to dinner.", speaker="Paola", terms=("cook",))]
     # "food" is no plural, but the question names no one dish: what she cooks
     text, claims, _ = offline_answer("What food does Paola cook?", "what", evidence)
-    assert (text, [c.ids for c in claims]) == ("spicy shrimp scampi tonight; Veggie stirfry go-to dinner",
+    assert (text, [c.ids for c in claims]) == ("spicy shrimp scampi tonight; Veggie stirfry is my go-to dinner",
                                                [["D2:1"], ["D2:2"]])
     # one event, on a day: the best phrase only
     assert offline_answer("What food did Paola cook on 2 January?", "what", evidence)[0] == "spicy shrimp scampi tonight"
@@ -104,22 +94,10 @@ def test_a_where_question_about_the_past_gathers_every_place_and_one_about_a_hab
     assert offline_answer("Where did Kevin go with his family on 5 January?", "where", evidence)[0] == "to the waterpark"
 
 
-def test_a_list_answers_phrase_keeps_up_to_list_span_words_before_its_filler_is_left_out():
-    evidence = [message("D3:1", 1, "Lately pottery, climbing, baking sourdough bread, chess, knitting warm scarves and "
-                                   "painting watercolours keep me busy.", speaker="Ana", terms=("hobby",)),
-                message("D3:2", 2, "Weekends mean long hikes along the coast with my sister and our two dogs.",
-                        speaker="Ana", terms=("hobby",))]
-    assert LIST_SPAN_WORDS == 12
-    text, claims, _ = offline_answer("What hobbies does Ana have?", "what", evidence)
-    assert text == ("Lately pottery climbing baking sourdough bread chess knitting warm scarves and painting; "
-                    "long hikes along coast sister two dogs")
-    assert [c.kind for c in claims] == ["words", "words"]
-
-
 def test_a_question_asking_for_one_title_is_answered_with_the_first_quoted_one():
     evidence = [message("D4:6", 6, 'I am in Paris this week. Reading "Where the Crawdads Sing" by Delia Owens and '
                                    'then "Crazy, Stupid, Love" tonight.', terms=("book",)),
                 message("D4:9", 9, 'Also "Becoming" later.', terms=("book",))]
     text, claims, _ = offline_answer("What book is Emi reading on 21.01.2024?", "what", evidence)
-    assert (text, claims[0].ids, claims[0].kind) == ("Where the Crawdads Sing by Delia Owens", ["D4:6"], "words")
+    assert (text, claims[0].ids, claims[0].kind) == ("Where the Crawdads Sing by Delia Owens", ["D4:6"], "title")
     assert len(verify(claims, {"D4:6": evidence[0]}, "what", {"D4:6": 0.5})[0]) == 1
