@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent import slot_nouns, slots
+from narrative_mirror.agent import list_items, slot_nouns, slots
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import names_in, stem, stems
@@ -79,8 +79,11 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
     read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
-    if slot_nouns.asks_for_list(question, intent) and (claims := _list_claims(question, intent, evidence, entities, speakers)):
+    if slot_nouns.asks_for_list(question, intent) and (
+            claims := _title_claims(question, evidence) or _list_claims(question, intent, evidence, entities, speakers)):
         return "; ".join(c.text for c in claims), claims, []
+    if intent == "what" and list_items.asks_for_titles(question) and (title := _first_title(evidence)):
+        return title.text, [title], []
     read = reading_order(evidence)
     slot = slots.answer_slot(question, intent, read, entities=entities, speakers=speakers, look_at=len(read))
     if slot is None and intent in READ_FURTHER:  # a count or a place further down the evidence
@@ -109,9 +112,35 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
     for group in groups:
         slot = slots.answer_slot(question, intent, group, entities=entities, speakers=speakers, look_at=len(group))
         asking = slot and slot.kind == "phrase" and slot.sentence.rstrip().endswith("?")  # "what do you drink?"
-        if slot and not asking and all(slot.text.lower() != c.text.lower() for c in claims):
+        if not slot or asking:
+            continue
+        if all(slot.text.lower() != c.text.lower() for c in claims):
             claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
     return claims
+
+
+def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Claim]:
+    """A question asking for shows, films or books: the titles each evidence message writes in
+    quotes (all of them, best first: nothing fitted), one claim per message, a title said before left out."""
+    if not list_items.asks_for_titles(question):
+        return []
+    claims: list[Claim] = []
+    seen: set[str] = set()
+    for message in reading_order(evidence, len(evidence)):
+        new = [t for t in list_items.titles(message.text) if t.split(" by ")[0].lower() not in seen]
+        seen |= {t.split(" by ")[0].lower() for t in new}
+        if new:  # checked word by word: 'Becoming by Michelle Obama' is written '"Becoming" by Michelle Obama'
+            claims.append(Claim(", ".join(new), [message.local_id], kind="title", sentence=message.text))
+    return claims
+
+
+def _first_title(evidence: Sequence[EvidenceMessage]) -> Claim | None:
+    """A question asking for one show, film or book: the first title in quotes of the best
+    ``LOOK_AT`` messages ("What book is Emi reading on 21.01.2024?")."""
+    for message in reading_order(evidence):
+        if found := list_items.titles(message.text):
+            return Claim(found[0], [message.local_id], kind="title", sentence=message.text)
+    return None
 
 
 def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -> list[ChatMessage]:
@@ -145,6 +174,8 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "author":  # who wrote it (agent/people.py)
         return any(m.speaker == claim.text for m in messages)
+    if claim.kind == "title":  # a quoted title, the author named after it
+        return any(list_items.words_in_order(claim.text, m.text) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)

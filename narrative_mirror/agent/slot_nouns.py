@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from narrative_mirror.agent.text import time_phrases
 from narrative_mirror.layers.text import STOPWORDS
 
 COLOURS = ("red|orange|yellow|green|blue|purple|violet|pink|brown|black|white|grey|gray|beige|teal|turquoise|navy|"
@@ -78,10 +79,26 @@ def _plural(word: str) -> bool:
 
 
 def asks_for_list(question: str, intent: str) -> bool:
-    """Whether a "what" question asks for several things ("What drinks does Nicolas like?",
-    "What are Emi's hobbies?", "What types of sports ...", not "What kind of tomatoes ...")."""
+    """Whether a "what" question asks for several things: a plural ("What drinks does Nicolas
+    like?", "What are Emi's hobbies?", "What types of sports ..."), or any that names no one
+    thing ("What food does Nicolas prefer?", "What is Paola learning?"); not one kind ("What kind
+    of tomatoes ...") nor one event, a question pinned to a time ("What sport did Kevin play on
+    21.01.2024?"). A "where" question about the past not pinned to a time asks for every place
+    ("Where has Emi traveled?", "Where did Kevin go with his family?"; "Where does Ines run?": one)."""
+    if intent == "where":
+        return bool(_PAST.search(question)) and not time_phrases(question)
     if intent != "what":
         return False
+    if _plural_asked(question):
+        return True
+    return not time_phrases(question) and not _ONE_KIND.search(question)
+
+
+_PAST = re.compile(r"\b(?:did|has|have|had|was|were)\b", re.I)
+_ONE_KIND = re.compile(r"\b(?:kind|type|sort)\s+of\b", re.I)
+
+
+def _plural_asked(question: str) -> bool:
     if _LIST_OPENING.search(question):
         return True
     asked = _ASKED_WORDS.search(question)
