@@ -105,36 +105,48 @@ def held_out_scores(pools: TrainingPools, columns: list[int], names: list[str], 
 
 
 def measure(embedder: Embedder, chats, vectors: list[np.ndarray], config: dict, shipped: LearnedFusion, l2: float,
-            agent: str, arcs_dir: Path, other: tuple[Embedder, list[np.ndarray]] | None = None) -> dict:
-    """Per question: dense, hybrid, pipeline (learned, held out) and shipped-fusion R@10 (and the
-    both-cosines fusion given ``other``); with ``agent`` (a profile) the agent's measures and ARC."""
-    with tempfile.TemporaryDirectory(prefix="nm_adapt_") as tmp:
-        index = open_index(Path(tmp) / "lancedb")
-        data, dense_r10 = [], []
-        for (chat_file, messages, qa), chat_vectors in zip(chats, vectors):
-            index_chat(index, messages, chat_vectors)
-            data.append(ChatData(chat_file, messages, chat_vectors, qa))
-            ids = messages["local_id"].to_list()
-            for qvec, gold in zip(embedder.encode(qa["question"].to_list()), qa["gold_ids"].to_list()):
-                top = [ids[r] for r, _ in dense.top_k(dense.cosine_scores(chat_vectors, qvec), 10)]
-                dense_r10.append(recall_at_k(top, gold, 10))
-        retriever = Retriever(index, embedder, config)
-        pools = TrainingPools.collect(retriever, data)
-        print(f"  {embedder.fingerprint}: pools of {len(pools.pools)} questions collected", file=sys.stderr)
-        columns = [list(FEATURES).index(name) for name in shipped.features]
-        names = list(shipped.features)
-        out = {"chat_of": np.array(pools.chat_of), "category": np.array(pools.categories), "dense": np.array(dense_r10),
-               "hybrid": np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools.pools, pools.golds)]),
-               "shipped_fusion": np.array([recall_at_k(ranked(ids, shipped.score(features[:, columns])), gold, 10)
-                                           for (ids, features), gold in zip(pools.pools, pools.golds)]),
-               "chats": [c[0] for c in chats]}
-        out["pipeline"], models = held_out_scores(pools, columns, names, l2)
-        if other is not None:
-            extra = other_cosines(retriever, pools, data, *other)
-            out["both_cosines"], _ = held_out_scores(pools, columns, names + ["cosine_other"], l2, extra)
-        if agent:
-            out.update(agent_measures(index, embedder, data, config, models, agent, arcs_dir))
+            agent: str, arcs_dir: Path, folder: Path, other: tuple[Embedder, list[np.ndarray]] | None = None) -> dict:
+    """Per question: dense, hybrid, pool recall, pipeline (learned, held out) and shipped-fusion
+    R@10 (and the both-cosines fusion given ``other``); with ``agent`` (a profile) the agent's
+    measures and ARC. The index is built in ``folder``; the pools and retriever are kept
+    (``_pools``, ``_retriever``, ``_data``) for features of another embedder."""
+    index = open_index(folder / "lancedb")
+    data, dense_r10 = [], []
+    for (chat_file, messages, qa), chat_vectors in zip(chats, vectors):
+        index_chat(index, messages, chat_vectors)
+        data.append(ChatData(chat_file, messages, chat_vectors, qa))
+        ids = messages["local_id"].to_list()
+        for qvec, gold in zip(embedder.encode(qa["question"].to_list()), qa["gold_ids"].to_list()):
+            top = [ids[r] for r, _ in dense.top_k(dense.cosine_scores(chat_vectors, qvec), 10)]
+            dense_r10.append(recall_at_k(top, gold, 10))
+    retriever = Retriever(index, embedder, config)
+    pools = TrainingPools.collect(retriever, data)
+    print(f"  {embedder.fingerprint}: pools of {len(pools.pools)} questions collected", file=sys.stderr)
+    columns = [list(FEATURES).index(name) for name in shipped.features]
+    names = list(shipped.features)
+    out = {"chat_of": np.array(pools.chat_of), "category": np.array(pools.categories), "dense": np.array(dense_r10),
+           "hybrid": np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools.pools, pools.golds)]),
+           "pool_recall": np.array([recall_at_k(ids, gold, len(ids)) for (ids, _), gold in zip(pools.pools, pools.golds)]),
+           "shipped_fusion": np.array([recall_at_k(ranked(ids, shipped.score(features[:, columns])), gold, 10)
+                                       for (ids, features), gold in zip(pools.pools, pools.golds)]),
+           "chats": [c[0] for c in chats], "_pools": pools, "_retriever": retriever, "_data": data}
+    out["pipeline"], models = held_out_scores(pools, columns, names, l2)
+    if other is not None:
+        extra = other_cosines(retriever, pools, data, *other)
+        out["both_cosines"], _ = held_out_scores(pools, columns, names + ["cosine_other"], l2, extra)
+    if agent:
+        out.update(agent_measures(index, embedder, data, config, models, agent, arcs_dir))
     return out
+
+
+def shipped_pools_adapted_cosine(base_run: dict, shipped: LearnedFusion, l2: float, adapted: Embedder,
+                                 adapted_vectors: list[np.ndarray]) -> np.ndarray:
+    """R@10 held out of the SHIPPED candidate pools and features with the adapted cosine as one
+    more feature: the candidate lists BM25 fusion relied on, and the adapted model's signal."""
+    pools = base_run["_pools"]
+    extra = other_cosines(base_run["_retriever"], pools, base_run["_data"], adapted, adapted_vectors)
+    columns = [list(FEATURES).index(name) for name in shipped.features]
+    return held_out_scores(pools, columns, list(shipped.features) + ["cosine_other"], l2, extra)[0]
 
 
 def agent_measures(index, embedder: Embedder, data: list[ChatData], config: dict, models, profile: str,
@@ -173,17 +185,24 @@ def table(base: dict, adapted: dict, measures: list[str], chat_key: str = "chat_
 
 
 def overrides(assignments: str) -> dict:
-    """``key=value,key=value`` (numbers parsed) over the [adaptation] section."""
-    out = {}
+    """``key=value,key=value`` (numbers parsed) over the [adaptation] section; a part without
+    ``=`` continues the value before it (``pair_kinds=turns,questions``)."""
+    out, key = {}, None
     for item in filter(None, (a.strip() for a in assignments.split(","))):
+        if "=" not in item and key is not None:
+            out[key] = f"{out[key]},{item}"
+            continue
         key, _, value = item.partition("=")
-        out[key.strip()] = json.loads(value) if value.strip()[:1].isdigit() or value.strip()[:1] == "-" else value
+        key, value = key.strip(), value.strip()
+        out[key] = json.loads(value) if value[:1].isdigit() or value[:1] == "-" else value
     return out
 
 
-def adapted_run(name: str, chats, section: dict, base: Embedder, folder: Path, measure_with, agent: str) -> tuple[dict, list[str]]:
+def adapted_run(name: str, chats, section: dict, base: Embedder, folder: Path, measure_with, with_shipped_pools,
+                agent: str) -> tuple[dict, list[str]]:
     """Train one adaptation (``section``: [adaptation] settings), encode the home with it and
-    measure it; the measures and its report lines."""
+    measure it (``measure_with``, and ``with_shipped_pools`` for the shipped pools plus its
+    cosine); the measures and its report lines."""
     settings_ = AdaptationSettings.from_config(section)
     started = time.perf_counter()
     adaptation = store.adapt([m for _, m, _ in chats], settings_, folder, base.model_name, device=base.device,
@@ -194,6 +213,7 @@ def adapted_run(name: str, chats, section: dict, base: Embedder, folder: Path, m
                        adapted_layers=str(adaptation.layers_path), adaptation=adaptation.fingerprint)
     vectors, encode_seconds = encode_home(adapted, chats)
     run = measure_with(adapted, vectors, agent)
+    run["shipped_pools_plus_adapted_cosine"] = with_shipped_pools(adapted, vectors)
     report = adaptation.meta["report"]
     lines = [f"{name} = adaptation {adaptation.fingerprint}: {json.dumps(settings_.as_dict())}; {adaptation.meta['pairs']} pairs "
              f"({report['train_pairs']} train, {report['held_out_pairs']} held out), {report['texts']} distinct texts, "
@@ -205,9 +225,12 @@ def adapted_run(name: str, chats, section: dict, base: Embedder, folder: Path, m
 
 
 def report_tables(base_run: dict, run: dict, agent: str) -> list[str]:
-    lines = ["retrieval, R@10 (pipeline: learned fusion re-fitted per fold, held out; both_cosines: the same with the "
-             "shipped cosine as one more feature; shipped_fusion: retrieval.toml's weights, fitted on all 7 chats):"]
-    lines += table(base_run, run, ["dense", "hybrid", "pipeline", "both_cosines", "shipped_fusion"])
+    lines = ["retrieval, R@10 (pool_recall: gold anywhere in the hybrid pool; pipeline: learned fusion re-fitted per "
+             "fold, held out; both_cosines: the same with the shipped cosine as one more feature; "
+             "shipped_pools_plus_adapted_cosine: the shipped model's pools and features plus the adapted cosine, "
+             "re-fitted per fold; shipped_fusion: retrieval.toml's weights, fitted on all 7 chats):"]
+    lines += table(base_run, run, ["dense", "hybrid", "pool_recall", "pipeline", "both_cosines",
+                                   "shipped_pools_plus_adapted_cosine", "shipped_fusion"])
     if agent and "agent_r10" in run:
         lines += ["", f"agent ({agent}, offline, held-out fusion per chat):"]
         lines += table(base_run, run, ["agent_r10", "exact", "answer_f1"])
@@ -253,15 +276,22 @@ def main(argv: list[str] | None = None) -> int:
             f"torch threads {threads}")
     print(head, flush=True)
     agent = "" if args.no_agent else args.profile
-    base_run = measure(base, chats, base_vectors, config, shipped, args.l2, agent, arcs_dir)
     out = {"encode_seconds": encode_seconds, "variants": {}}
     with tempfile.TemporaryDirectory(prefix="nm_adaptation_") as folder:
+        folder = Path(folder)
+        base_run = measure(base, chats, base_vectors, config, shipped, args.l2, agent, arcs_dir, folder / "shipped")
+
+        def measure_with(embedder, vectors, with_agent):
+            return measure(embedder, chats, vectors, config, shipped, args.l2, with_agent, arcs_dir,
+                           folder / embedder.fingerprint.replace(":", "_"), other=(base, base_vectors))
+
+        def with_shipped_pools(embedder, vectors):
+            return shipped_pools_adapted_cosine(base_run, shipped, args.l2, embedder, vectors)
+
         for number, assignments in enumerate(variants):
             name = f"variant {number + 1} ({assignments or 'embedding.toml'})"
-            run, lines = adapted_run(name, chats, section | overrides(assignments), base, Path(folder),
-                                     lambda embedder, vectors, with_agent: measure(
-                                         embedder, chats, vectors, config, shipped, args.l2, with_agent, arcs_dir,
-                                         other=(base, base_vectors)), agent if number == 0 else "")
+            run, lines = adapted_run(name, chats, section | overrides(assignments), base, folder / "adaptation",
+                                     measure_with, with_shipped_pools, agent if number == 0 else "")
             lines = ["", f"## {name}", *report_tables(base_run, run, agent if number == 0 else ""), "", *lines]
             print("\n".join(lines), flush=True)
             out["variants"][name] = lines

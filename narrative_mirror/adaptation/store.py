@@ -93,7 +93,8 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
 
     frames = list(chats)
     messages = sum(frame.height for frame in frames)
-    sampled = pair_source.sample_pairs(pair_source.home_pairs(frames), settings.pair_cap, settings.seed)
+    kinds = tuple(kind.strip() for kind in settings.pair_kinds.split(","))
+    sampled = pair_source.sample_pairs(pair_source.home_pairs(frames, kinds), settings.pair_cap, settings.seed)
     version = pair_source.pairs_version(sampled)
     texts = [text for frame in frames for text in message_texts(frame)]
     texts_version = pair_source.pairs_version([(text, "") for text in texts])

@@ -32,6 +32,7 @@ class AdaptationSettings:
     seed: int = 0
     threads: int = 1  # torch intra-op threads on a CPU (two spin-wait on a busy 2-core machine)
     cost_budget: float = 1.0  # compute at most this many full encodes of the home's messages (0: unbounded)
+    pair_kinds: str = "turns,replies"  # adaptation/pairs.py's kinds, comma-separated
 
     @classmethod
     def from_config(cls, section: dict) -> AdaptationSettings:
