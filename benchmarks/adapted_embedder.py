@@ -5,15 +5,16 @@ The adaptation trains on the 7 chats' MESSAGES only (pairs; never questions or g
 chat's texts are in the unlabeled data, its questions never. For each embedder the chats are
 encoded, layered and indexed, every category 1-3 question's candidate pool is collected, and the
 learned fusion (the default pipeline's ranking) is re-fitted inside each fold on the other six
-chats' pools and scores the seventh. Printed per chat and per category, shipped vs adapted:
-dense R@10 (cosine alone), hybrid R@10 (the pool's order), the pipeline's R@10 (learned fusion,
-held out), for the adapted embedder also the fusion given BOTH cosines (shipped and adapted
-message vectors, one more feature) and the shipped fusion unchanged; then the agent (`balanced`,
-offline) with each chat's held-out fusion: R@10, exact evidence recall, answer F1, and the ARC
-cases' global recall and phase coverage; then training seconds beside one full encode of the
-same messages, in this process with the same torch threads. Test chats are refused.
+chats' pools and scores the seventh. Printed per chat and per category, shipped vs each adapted
+variant: dense R@10 (cosine alone), hybrid R@10 (the pool's order), pool recall (gold anywhere
+in the pool), the pipeline's R@10 (learned fusion, held out), the fusion given BOTH cosines
+(adapted pools plus the shipped cosine; shipped pools plus the adapted cosine) and the shipped
+fusion unchanged; for the first variant also the agent (`balanced`, offline) with each chat's
+held-out fusion: R@10, exact evidence recall, answer F1, and the ARC cases' global recall and
+phase coverage; then each training's seconds beside one full encode of the same messages, in
+this process with the same torch threads. Test chats are refused.
 
-    .venv/bin/python benchmarks/adapted_embedder.py [--data DIR] [--set pair_cap=1000 --set epochs=2] [--no-agent] [--json OUT]
+    .venv/bin/python benchmarks/adapted_embedder.py [--data DIR] [--variant pair_cap=1000,top_layers=1 ...] [--no-agent] [--json OUT]
 """
 
 from __future__ import annotations
