@@ -45,6 +45,38 @@ import json
 from narrative_mirror.retrieval.learned_fusion import FEATURES
 print(json.dumps({"features": list(FEATURES)}))
 """
+def held_out_agent(store, embedder, chats, base_config: dict, models, arc_cases: dict, profile: str) -> tuple[list, list]:
+    """The agent over each chat with that chat's held-out fusion model (``models``, chat order):
+    one row per question (retriever and agent R@10, exact recall, precision, the answer) and one
+    per ARC case (``arc_cases``: chat file -> cases frame; global recall, phase coverage)."""
+    from narrative_mirror import query
+    from narrative_mirror.metrics.arc import arc_case_metrics
+    from narrative_mirror.metrics.per_question import question_metrics
+    from narrative_mirror.metrics.recall_at_k import recall_at_k
+    from narrative_mirror.retrieval.engine import Retriever
+
+    rows, arc_rows = [], []
+    for chat, model in zip(chats, models):
+        config = copy.deepcopy(base_config)
+        config["learned"] = model.to_config()
+        retriever = Retriever(store, embedder, config)
+        positions = dict(zip(chat.messages["local_id"].to_list(), chat.messages["position"].to_list()))
+        for q in chat.questions.iter_rows(named=True):
+            answer = query.ask(retriever, chat.chat_file, q["question"], profile=profile)
+            first = [h.local_id for h in retriever.search(chat.chat_file, q["question"], k=10).hits]
+            now = question_metrics(answer.ranked_ids, answer.selected_ids, q["gold_ids"], positions)
+            rows.append({"question_id": q["question_id"], "chat": chat.chat_file, "category": q["category"],
+                         "retriever_r10": recall_at_k(first, q["gold_ids"], 10),
+                         "r10": now["recall@10"], "exact": now["exact_recall"], "precision": now["precision"],
+                         "gold_ids": q["gold_ids"], "positions": positions,
+                         "answer": answer.answer, "abstained": answer.abstained})
+        for case in (arc_cases[chat.chat_file].iter_rows(named=True) if chat.chat_file in arc_cases else []):
+            phases = [p.evidence for p in query.arc(retriever, chat.chat_file, case["query"], profile=profile).phases]
+            arc_rows.append({"case_id": case["case_id"], "chat": chat.chat_file, "gold": case["phase_evidence"],
+                             **arc_case_metrics(case["phase_evidence"], phases)})
+    return rows, arc_rows
+
+
 MEASURES = ("retriever_r10", "base_r10", "base_exact", "base_precision", "r10", "exact", "precision")
 ARC_MEASURES = ("base_global_recall", "base_phase_coverage", "global_recall", "phase_coverage")
 
@@ -64,11 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     from retrieval_variants import load_train
     from train_fusion import TrainingPools
 
-    from narrative_mirror import query, settings
+    from narrative_mirror import settings
     from narrative_mirror.arcs import arcs_file_for, load_arc_cases
     from narrative_mirror.metrics.arc import arc_case_metrics
     from narrative_mirror.metrics.per_question import question_metrics
-    from narrative_mirror.metrics.recall_at_k import recall_at_k
     from narrative_mirror.retrieval.engine import Retriever
     from narrative_mirror.retrieval.learned_fusion import FEATURES
 
@@ -87,24 +118,7 @@ def main(argv: list[str] | None = None) -> int:
               "arcs": arc_cases[chat.chat_file].select("case_id", "query").rows() if chat.chat_file in arc_cases else []}
              for chat, model in zip(chats, models)]
 
-    rows, arc_rows = [], []
-    for chat, fold in zip(chats, folds):
-        config = copy.deepcopy(base_config)
-        config["learned"] = fold["learned"]
-        retriever = Retriever(store, embedder, config)
-        positions = dict(zip(chat.messages["local_id"].to_list(), chat.messages["position"].to_list()))
-        for q in chat.questions.iter_rows(named=True):
-            answer = query.ask(retriever, chat.chat_file, q["question"], profile=args.profile)
-            first = [h.local_id for h in retriever.search(chat.chat_file, q["question"], k=10).hits]
-            now = question_metrics(answer.ranked_ids, answer.selected_ids, q["gold_ids"], positions)
-            rows.append({"question_id": q["question_id"], "chat": chat.chat_file, "category": q["category"],
-                         "retriever_r10": recall_at_k(first, q["gold_ids"], 10),
-                         "r10": now["recall@10"], "exact": now["exact_recall"], "precision": now["precision"],
-                         "gold_ids": q["gold_ids"], "positions": positions})
-        for case in (arc_cases[chat.chat_file].iter_rows(named=True) if chat.chat_file in arc_cases else []):
-            phases = [p.evidence for p in query.arc(retriever, chat.chat_file, case["query"], profile=args.profile).phases]
-            arc_rows.append({"case_id": case["case_id"], "chat": chat.chat_file, "gold": case["phase_evidence"],
-                             **arc_case_metrics(case["phase_evidence"], phases)})
+    rows, arc_rows = held_out_agent(store, embedder, chats, base_config, models, arc_cases, args.profile)
     frame = pl.DataFrame([{k: v for k, v in r.items() if k != "positions"} for r in rows])
     arc_frame = pl.DataFrame([{k: v for k, v in r.items() if k != "gold"} for r in arc_rows])
     if args.baseline:

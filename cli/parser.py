@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.commands.adapt import add_adapt_parser
 from cli.commands.baseline import cmd_baseline
 from cli.commands.chats import cmd_chats
 from cli.commands.forget import add_forget_parser
@@ -161,4 +162,5 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     add_live_parsers(sub)
     add_forget_parser(sub)
+    add_adapt_parser(sub)
     return parser

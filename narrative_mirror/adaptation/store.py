@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from narrative_mirror.adaptation import pairs as pair_source
-from narrative_mirror.adaptation.training import AdaptationSettings, train_top_layers
+from narrative_mirror.adaptation.training import AdaptationSettings, encode_cost, train_top_layers
+from narrative_mirror.embedding import message_texts
 
 LAYERS_FILE = "top_layers.pt"
 META_FILE = "adaptation.json"
@@ -43,8 +44,12 @@ def code_version() -> str:
     return digest.hexdigest()[:12]
 
 
-def fingerprint(pairs_version: str, settings: AdaptationSettings, base_model: str) -> str:
+def fingerprint(pairs_version: str, settings: AdaptationSettings, base_model: str, texts_version: str = "") -> str:
+    """The adaptation's name: what it trained on (the pairs, and the home's texts, whose encode
+    cost is the compute budget), how, from which model, with which code."""
     parts = {"pairs": pairs_version, "settings": settings.as_dict(), "base": base_model, "code": code_version()}
+    if texts_version:
+        parts["texts"] = texts_version
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -88,20 +93,26 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
 
     frames = list(chats)
     messages = sum(frame.height for frame in frames)
-    sampled = pair_source.sample_pairs(pair_source.home_pairs(frames), settings.pair_cap, settings.seed)
+    kinds = tuple(kind.strip() for kind in settings.pair_kinds.split(","))
+    sampled = pair_source.sample_pairs(pair_source.home_pairs(frames, kinds), settings.pair_cap, settings.seed)
     version = pair_source.pairs_version(sampled)
-    name = fingerprint(version, settings, base_model)
+    texts = [text for frame in frames for text in message_texts(frame)]
+    texts_version = pair_source.pairs_version([(text, "") for text in texts])
+    name = fingerprint(version, settings, base_model, texts_version)
     folder = Path(folder)
     existing = stored(folder, name)
     if existing is None:
         if len(sampled) < 2:
             raise ValueError(f"adaptation: {len(sampled)} training pairs; at least 2 messages of two speakers are needed")
-        state, report = train_top_layers(load_model(), sampled, settings, device=device, log=log)
+        model = load_model()
+        # the budget: one full encode of the home's messages (settings.cost_budget of them)
+        state, report = train_top_layers(model, sampled, settings, device=device, log=log,
+                                         encode_layer_tokens=encode_cost(model, texts))
         target = folder / name
         target.mkdir(parents=True, exist_ok=True)
         torch.save(state, target / LAYERS_FILE)
         meta = {"fingerprint": name, "base_model": base_model, "pairs_version": version, "pairs": len(sampled),
-                "messages": messages, "chats": len(frames), "settings": settings.as_dict(), "code": code_version(),
+                "messages": messages, "texts_version": texts_version, "chats": len(frames), "settings": settings.as_dict(), "code": code_version(),
                 "report": report.as_dict()}
         _write_atomic(target / META_FILE, json.dumps(meta, indent=1, sort_keys=True))
         existing = stored(folder, name)

@@ -2,8 +2,10 @@
 negatives (MultipleNegativesRanking: each message must pick its answer among the batch's).
 
 Affordable on a CPU: the frozen lower layers run once per distinct text (their outputs are kept),
-batches hold texts of similar length (little padding), the pairs are a bounded sample, and
-training stops when the loss on a held-out slice of pairs stops falling."""
+batches hold texts of similar length (little padding), the pairs are a bounded sample, training
+stops when the loss on a held-out slice of pairs stops falling, and it stops once its compute
+(layer-tokens: lower layers, training steps, held-out checks) reaches ``cost_budget`` full encodes
+of the home's messages."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ class AdaptationSettings:
     """embedding.toml ``[adaptation]``'s training settings."""
 
     top_layers: int = 2  # the layers trained; the ones below stay as shipped
-    pair_cap: int = 4000  # pairs sampled at most (the cost bound)
+    pair_cap: int = 1000  # pairs sampled at most
     epochs: int = 2  # more overfits (issue 31's measurement)
     batch_size: int = 32  # in-batch negatives: batch_size - 1 per pair
     learning_rate: float = 3e-5
@@ -29,6 +31,8 @@ class AdaptationSettings:
     patience: int = 1  # epochs without a better held-out loss before stopping
     seed: int = 0
     threads: int = 1  # torch intra-op threads on a CPU (two spin-wait on a busy 2-core machine)
+    cost_budget: float = 1.0  # compute at most this many full encodes of the home's messages (0: unbounded)
+    pair_kinds: str = "turns,replies"  # adaptation/pairs.py's kinds, comma-separated
 
     @classmethod
     def from_config(cls, section: dict) -> AdaptationSettings:
@@ -51,6 +55,9 @@ class TrainingReport:
     held_out_loss: list[float]
     lower_seconds: float
     train_seconds: float
+    steps: int = 0
+    stopped_by: str = "epochs"  # epochs, held-out loss or budget
+    cost: float = 0.0  # compute spent, in full encodes of the home's messages (0 when no budget was given)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -70,12 +77,31 @@ def _layer_out(output):
     return output[0] if isinstance(output, tuple) else output
 
 
+# A training step's compute per layer-token in forward passes: forward, backward (about twice a
+# forward) and the optimizer; measured on a 2-core CPU, MiniLM top 2 layers: ~5.3.
+TRAIN_STEP_FORWARDS = 6.0
+
+
+def token_lengths(model, texts: Sequence[str]) -> list[int]:
+    """Each text's token count as the model encodes it (truncated to its max_seq_length)."""
+    tokenizer = model[0].tokenizer
+    ids = tokenizer(list(texts), truncation=True, max_length=model.max_seq_length)["input_ids"]
+    return [len(row) for row in ids]
+
+
+def encode_cost(model, texts: Sequence[str]) -> float:
+    """Compute of one full encode of ``texts``, in layer-tokens (every token through every layer)."""
+    return float(sum(token_lengths(model, texts))) * len(_bert(model).encoder.layer)
+
+
 class LowerStates:
-    """The frozen lower layers' output of each distinct text, computed once (float32, CPU)."""
+    """The frozen lower layers' output of each distinct text, computed once (float32, CPU).
+    ``layer_tokens`` counts the compute spent (padded tokens times layers run)."""
 
     def __init__(self, model, split: int, device: str, batch_size: int = 64):
         self.model, self.split, self.device, self.batch_size = model, split, device, batch_size
         self.states: dict[str, np.ndarray] = {}
+        self.layer_tokens = 0
 
     def tokenize(self, texts: Sequence[str]):
         tokenizer = self.model[0].tokenizer
@@ -92,6 +118,7 @@ class LowerStates:
                 batch = todo[start: start + self.batch_size]
                 features = self.tokenize(batch).to(self.device)
                 hidden = bert.embeddings(input_ids=features["input_ids"], token_type_ids=features["token_type_ids"])
+                self.layer_tokens += features["input_ids"].numel() * self.split
                 mask = _mask(bert, features["attention_mask"], hidden)
                 for layer in bert.encoder.layer[: self.split]:
                     hidden = _layer_out(layer(hidden, attention_mask=mask))
@@ -150,26 +177,38 @@ def _batches(pairs: Sequence[tuple[str, str]], size: int, lengths: dict[str, int
     return batches
 
 
+def _padded_tokens(pairs, indexes, lengths: dict[str, int]) -> int:
+    """Tokens a batch runs through each top layer: anchors and answers, each padded to its longest."""
+    return sum(len(indexes) * max(lengths[pairs[i][side]] for i in indexes) for side in (0, 1))
+
+
 def _loss(model, split, lower: LowerStates, pairs, indexes, scale):
+    """The in-batch loss of ``pairs[indexes]`` and the padded tokens it ran through the top layers."""
     import torch
 
-    anchors = upper_vectors(model, split, *lower.batch([pairs[i][0] for i in indexes]))
-    answers = upper_vectors(model, split, *lower.batch([pairs[i][1] for i in indexes]))
+    anchor_states, anchor_mask = lower.batch([pairs[i][0] for i in indexes])
+    answer_states, answer_mask = lower.batch([pairs[i][1] for i in indexes])
+    anchors = upper_vectors(model, split, anchor_states, anchor_mask)
+    answers = upper_vectors(model, split, answer_states, answer_mask)
     logits = scale * anchors @ answers.T
     target = torch.arange(len(indexes), device=logits.device)
     # both directions: a message picks its answer, an answer picks its message
-    return (torch.nn.functional.cross_entropy(logits, target) + torch.nn.functional.cross_entropy(logits.T, target)) / 2
+    loss = (torch.nn.functional.cross_entropy(logits, target) + torch.nn.functional.cross_entropy(logits.T, target)) / 2
+    return loss, anchor_mask.numel() + answer_mask.numel()
 
 
 def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: AdaptationSettings, device: str = "cpu",
-                     log: Callable[[str], None] | None = None) -> tuple[dict, TrainingReport]:
+                     log: Callable[[str], None] | None = None, encode_layer_tokens: float = 0.0) -> tuple[dict, TrainingReport]:
     """Train ``model``'s (a SentenceTransformer, changed in place) top ``settings.top_layers``
     layers on ``pairs``; returns the best held-out epoch's state dict of those layers (keys as in
-    the BertModel, ``encoder.layer.N.…``) and the report."""
+    the BertModel, ``encoder.layer.N.…``) and the report. ``encode_layer_tokens`` (``encode_cost``
+    of the home's messages) bounds the compute to ``settings.cost_budget`` times it; 0: unbounded."""
     import torch
 
     bert = _bert(model)
-    split = len(bert.encoder.layer) - settings.top_layers
+    top = settings.top_layers
+    split = len(bert.encoder.layer) - top
+    budget = encode_layer_tokens * settings.cost_budget if settings.cost_budget > 0 else 0.0
     rng = random.Random(settings.seed)
     pairs = list(pairs)
     rng.shuffle(pairs)
@@ -185,6 +224,7 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
         bert.eval()
         lower.add([t for pair in pairs for t in pair])
         lower_seconds = time.perf_counter() - started
+        spent = float(lower.layer_tokens)
         lengths = {t: len(s) for t, s in lower.states.items()}
         for name, param in bert.named_parameters():
             param.requires_grad = name.startswith(tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer))))
@@ -193,32 +233,50 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
         held_batches = _batches(held_out, settings.batch_size, lengths, random.Random(settings.seed))
 
         def held_out_loss() -> float:
+            nonlocal spent
             if not held_batches:
                 return float("nan")
             bert.eval()
+            total = 0.0
             with torch.no_grad():
-                losses = [float(_loss(model, split, lower, held_out, b, settings.scale)) * len(b) for b in held_batches]
-            return sum(losses) / sum(map(len, held_batches))
+                for b in held_batches:
+                    loss, tokens = _loss(model, split, lower, held_out, b, settings.scale)
+                    total += float(loss) * len(b)
+                    spent += tokens * top
+            return total / sum(map(len, held_batches))
 
         def top_state() -> dict:
             return {k: v.detach().cpu().clone() for k, v in bert.state_dict().items()
                     if k.startswith(tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer))))}
 
+        # What the last held-out check costs, reserved so the budget holds when training stops.
+        check_cost = sum(_padded_tokens(held_out, b, lengths) for b in held_batches) * top
         losses = [held_out_loss()]
-        best_state, best_epoch, epochs_run = top_state(), 0, 0
+        best_state, best_epoch, epochs_run, steps, stopped_by = top_state(), 0, 0, 0, "epochs"
         for epoch in range(1, settings.epochs + 1):
             bert.train()
             for batch in _batches(train, settings.batch_size, lengths, rng):
+                step_cost = _padded_tokens(train, batch, lengths) * top * TRAIN_STEP_FORWARDS
+                if budget and spent + step_cost + check_cost > budget:
+                    stopped_by = "budget"
+                    break
                 optimizer.zero_grad()
-                _loss(model, split, lower, train, batch, settings.scale).backward()
+                loss, _ = _loss(model, split, lower, train, batch, settings.scale)
+                loss.backward()
                 optimizer.step()
+                spent += step_cost
+                steps += 1
             epochs_run = epoch
             losses.append(held_out_loss())
             if log:
-                log(f"adaptation epoch {epoch}: held-out loss {losses[-1]:.4f} (before training {losses[0]:.4f})")
+                log(f"adaptation epoch {epoch}: {steps} steps, held-out loss {losses[-1]:.4f} (before training "
+                    f"{losses[0]:.4f})" + (f", {spent / encode_layer_tokens:.2f} encodes of compute" if budget else ""))
             if not held_batches or losses[-1] < min(losses[:-1]):
                 best_state, best_epoch = top_state(), epoch
             elif epoch - best_epoch >= settings.patience:
+                stopped_by = "held-out loss"
+                break
+            if stopped_by == "budget":
                 break
         bert.eval()
         for param in bert.parameters():
@@ -226,7 +284,8 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
         bert.load_state_dict(best_state, strict=False)
         report = TrainingReport(len(train), len(held_out), len(lower.states), epochs_run, best_epoch,
                                 [round(x, 5) for x in losses], round(lower_seconds, 3),
-                                round(time.perf_counter() - started, 3))
+                                round(time.perf_counter() - started, 3), steps, stopped_by,
+                                round(spent / encode_layer_tokens, 3) if encode_layer_tokens else 0.0)
         return best_state, report
     finally:
         torch.set_num_threads(threads)

@@ -5,7 +5,6 @@ nothing due keeps the adaptation and leaves everything fresh."""
 from __future__ import annotations
 
 import os
-import re
 
 import dagster as dg
 import pytest
@@ -15,7 +14,6 @@ from assets.freshness import FreshnessQuery
 from assets.sources.assets import observe_sources
 from cli.session import INGEST, LAYERS
 from definitions import build_definitions
-from narrative_mirror import settings
 from resources.dagster_resources import default_resources
 
 KEY = "chat_a"
@@ -34,27 +32,15 @@ def _requested(defs, instance):
     return {r.key.to_user_string() for r in result.results if r.true_subset.size}
 
 
-def _enable_adaptation(folder):
-    text = settings.config_path("embedding").read_text()
-    text, n = re.subn(r"^enabled = false.*$", "enabled = true", text, flags=re.M)
-    assert n == 1
-    text = re.sub(r"^pair_cap = \d+", "pair_cap = 6", text, flags=re.M)
-    text = re.sub(r"^epochs = \d+", "epochs = 1", text, flags=re.M)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "embedding.toml").write_text(text)
-
-
 def _materialize(defs, instance, resources, selection, **kwargs):
     return dg.materialize(list(defs.assets), selection=selection, instance=instance, resources=resources, **kwargs)
 
 
 @pytest.mark.slow
-def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkeypatch):
+def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkeypatch, adaptation_on):
     data = tmp_path / "data"
     write_chat(data, KEY, small_chat())
     monkeypatch.setenv("NM_DATA_DIR", str(data))
-    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "cfg"))
-    _enable_adaptation(tmp_path / "cfg")
     with dg.instance_for_test() as instance:
         resources = default_resources(data_dir=str(data), nm_home=os.environ["NM_HOME"])
         defs = build_definitions(resources)

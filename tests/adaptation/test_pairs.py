@@ -4,6 +4,7 @@ never a question, answer or gold id (a chat whose QA is a unique sentinel)."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from chat_factory import realtalk_chat, write_chat
 
 from narrative_mirror.adaptation.pairs import chat_pairs, home_pairs, pairs_version, sample_pairs
@@ -42,3 +43,13 @@ def test_sampling_is_bounded_and_repeatable():
     assert sample_pairs(pairs, 10, seed=3) == sample_pairs(pairs, 10, seed=3)
     assert len(sample_pairs(pairs, 10)) == 10 and sample_pairs(pairs, 0) == pairs
     assert pairs_version(pairs) != pairs_version(pairs[:-1])
+
+
+def test_question_pairs_are_the_turns_that_ask(tmp_path):
+    chat = realtalk_chat([[("Ana", "I start at the bakery"), ("Ben", "Which one?"), ("Ana", "Elm Street"),
+                           ("Ben", "nice"), ("Ana", "are you coming?"), ("Ana", "say yes"), ("Ben", "yes")]])
+    messages = load_chat(write_chat(tmp_path, "c", chat)).messages
+    assert chat_pairs(messages, ("questions",)) == [("Ben: Which one?", "Ana: Elm Street")]
+    assert len(chat_pairs(messages)) == 5 and chat_pairs(messages, ("turns",)) == chat_pairs(messages)
+    with pytest.raises(ValueError, match="windows"):
+        chat_pairs(messages, ("windows",))

@@ -13,7 +13,8 @@ import torch
 from narrative_mirror import settings
 from narrative_mirror.adaptation import store
 from narrative_mirror.adaptation.pairs import home_pairs
-from narrative_mirror.adaptation.training import AdaptationSettings, LowerStates, upper_vectors
+from narrative_mirror.adaptation.training import (AdaptationSettings, LowerStates, encode_cost, train_top_layers,
+                                                   upper_vectors)
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder, fresh_model, message_texts
 
@@ -79,3 +80,34 @@ def test_the_graph_sees_the_adaptation_in_embedding_config_only_while_it_is_on(t
     assert store.embedding_version("v1", on, folder) == f"v1+adapted-{adaptation.fingerprint}"
     assert store.embedding_version("v1", off, folder) == "v1"
     assert store.embedding_version("v1", on, folder / "none") == "v1"
+
+
+def test_the_lower_layers_run_once_per_distinct_text(demo_frames):
+    """Every text is in up to two pairs and every pair is seen each epoch: layer 0 still runs once per distinct text."""
+    model = fresh_model(MODEL, "cpu")
+    pairs = home_pairs(demo_frames)[:64]
+    distinct = {text for pair in pairs for text in pair}
+    assert len(distinct) < 2 * len(pairs)  # texts repeat across pairs
+    rows = []
+    hook = model[0].auto_model.encoder.layer[0].register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
+    try:
+        _, report = train_top_layers(model, pairs, AdaptationSettings(epochs=2, batch_size=16, patience=2))
+    finally:
+        hook.remove()
+    assert report.epochs_run == 2 and report.steps > 4
+    assert sum(rows) == len(distinct) == report.texts
+
+
+def test_training_stops_at_its_compute_budget(demo_frames):
+    """The compute (lower layers, steps, held-out checks) stays within cost_budget full encodes of the home."""
+    model = fresh_model(MODEL, "cpu")
+    texts = [text for frame in demo_frames for text in message_texts(frame)]
+    one_encode = encode_cost(model, texts)
+    pairs = home_pairs(demo_frames)[:128]
+    settings_ = AdaptationSettings(epochs=5, batch_size=16, patience=5, cost_budget=1.5)
+    _, bounded = train_top_layers(model, pairs, settings_, encode_layer_tokens=one_encode)
+    # lower layers and the held-out checks ~0.82 encodes of the small demo home, each step ~0.3
+    assert (bounded.stopped_by, bounded.steps, bounded.epochs_run) == ("budget", 2, 1)
+    assert bounded.cost == pytest.approx(1.469, abs=1e-3)
+    _, unbounded = train_top_layers(fresh_model(MODEL, "cpu"), pairs, AdaptationSettings(epochs=2, batch_size=16, patience=5))
+    assert (unbounded.stopped_by, unbounded.epochs_run, unbounded.cost) == ("epochs", 2, 0.0) and unbounded.steps > 2
