@@ -89,6 +89,8 @@ def test_ask_highlights_the_evidence_in_the_transcript(servers, browser):
     browser.visit(f"{site.base}/chats/{GARDEN}/ask")
     browser.one("form.ask input[name=q]").send_keys(QUESTION)
     browser.one("form.ask button").click()
+    # the click returns before the answered page has loaded on a loaded machine
+    wait_for(lambda: "?q=" in browser.driver.current_url, seconds=60)
     assert browser.driver.current_url == f"{site.base}/chats/{GARDEN}/ask?q={quote(QUESTION, safe='').replace('%20', '+')}&profile=balanced"
     assert browser.one("#answer").text == expected["answer"]
     assert ids(browser.css(".evidence .msg.hl")) == sorted(evidence, key=lambda i: (int(i[1:].split(':')[0]), int(i.split(':')[1])))
@@ -120,15 +122,18 @@ def test_evaluation_question_shows_gold_and_missed(servers, browser):
     settled(browser)
 
     row.find_element(By.CSS_SELECTOR, "a.eval-chat").click()
+    wait_for(lambda: browser.driver.current_url.endswith(f"/evaluation/{GARDEN}"), seconds=30)
     assert len(browser.css("tr.question")) == qa.height
     Select(browser.one("select[name=lost]")).select_by_value("ranked_too_low")
     browser.one("form.filters button").click()
+    wait_for(lambda: "lost=ranked_too_low" in browser.driver.current_url, seconds=30)
     too_low = qa.filter(pl.col("lost_ranked_too_low").list.len() > 0)
     assert [r.text for r in browser.css("tr.question a.qlink")] == [q.rpartition("/")[2] for q in too_low["question_id"]]
     settled(browser)
 
     Select(browser.one("select[name=category]")).select_by_value("2")
     browser.one("form.filters button").click()
+    wait_for(lambda: "category=2" in browser.driver.current_url, seconds=30)
     assert browser.driver.current_url.endswith(f"/evaluation/{GARDEN}?category=2&lost=ranked_too_low")
     both = too_low.filter(pl.col("category") == 2)
     assert [r.text for r in browser.css("tr.question a.qlink")] == [q.rpartition("/")[2] for q in both["question_id"]]
