@@ -257,7 +257,7 @@ def redact_runs(redact_any, found, chat: str, forgotten_ids: set[str] | None, *,
     chat) gets ``marker`` for its text, and with the whole chat its query too; then every string
     of a record of that chat, or of one whose text ``found`` quotes, goes through ``redact_any``. A changed record is replaced
     atomically, same name and mode. Returns the files changed."""
-    from narrative_mirror.live.redaction import write_atomically
+    from narrative_mirror.storage import write_atomically
 
     base = runs_dir(root)
     changed = 0

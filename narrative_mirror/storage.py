@@ -15,6 +15,29 @@ from pathlib import Path
 import polars as pl
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace (or create) ``path`` with ``data``: a temp file in the same folder, fsynced, renamed
+    over it, then the folder fsynced; an existing file's mode is kept."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def frame_path(base: Path, asset: str, partition: str | None) -> Path:
     return base / asset / f"{partition or '__all__'}.parquet"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import polars as pl
 from narrative_mirror.adaptation import pairs as pair_source
 from narrative_mirror.adaptation.training import AdaptationSettings, encode_cost, train_top_layers
 from narrative_mirror.embedding import message_texts
+from narrative_mirror.storage import write_atomically
 
 LAYERS_FILE = "top_layers.pt"
 META_FILE = "adaptation.json"
@@ -71,12 +71,6 @@ def stored(folder: Path, name: str) -> Adaptation | None:
     return Adaptation(name, layers, json.loads(meta_path.read_text(encoding="utf-8")))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def needs_retrain(previous: Adaptation | None, messages: int, growth: float) -> bool:
     """Whether the corpus grew enough since ``previous`` was trained (by ``growth``, e.g. 0.25 =
     25% more messages) to train again; with none trained, yes."""
@@ -114,9 +108,9 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
         meta = {"fingerprint": name, "base_model": base_model, "pairs_version": version, "pairs": len(sampled),
                 "messages": messages, "texts_version": texts_version, "chats": len(frames), "settings": settings.as_dict(), "code": code_version(),
                 "report": report.as_dict()}
-        _write_atomic(target / META_FILE, json.dumps(meta, indent=1, sort_keys=True))
+        write_atomically(target / META_FILE, json.dumps(meta, indent=1, sort_keys=True).encode("utf-8"))
         existing = stored(folder, name)
-    _write_atomic(folder / CURRENT_FILE, json.dumps({"fingerprint": name}))
+    write_atomically(folder / CURRENT_FILE, json.dumps({"fingerprint": name}).encode("utf-8"))
     return existing
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from narrative_mirror.exports.reader import detect, read_export
 from narrative_mirror.exports.records import ExportFormatError
 from narrative_mirror.keys import ARCS_SUFFIX, PartitionKeyError, partition_key_for
+from narrative_mirror.storage import write_atomically
 
 NATIVE = "native"  # a RealTalk or LoCoMo chat file
 EXPORT_SUFFIXES = (".txt", ".zip", ".json")
@@ -140,9 +140,7 @@ def scan_export(path: Path, options: ImportOptions, cache_dir: Path | None = Non
         _MEMORY[str(path.resolve())] = cached
         if cache_file is not None:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(cached), encoding="utf-8")
-            os.replace(tmp, cache_file)
+            write_atomically(cache_file, json.dumps(cached).encode("utf-8"))
     sources = [ChatSource(c["key"], path, c["format"], c["version"], c["title"]) for c in cached["chats"]]
     return sources, list(cached["problems"])
 
@@ -231,9 +229,7 @@ def remembered_options(home: Path, data_dir: Path, given: ImportOptions | None, 
         if saved.get(folder) != entry:
             saved[folder] = entry
             store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(saved, indent=1), encoding="utf-8")
-            os.replace(tmp, store)
+            write_atomically(store, json.dumps(saved, indent=1).encode("utf-8"))
     entry = saved.get(folder) if isinstance(saved.get(folder), dict) else {}
     return ImportOptions(format=entry.get("format"), tz=entry.get("tz"), day_first=entry.get("day_first"),
                          machine_tz=machine_tz)

@@ -29,9 +29,10 @@ from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat
 from narrative_mirror.live.redaction import (
     MARKER, Redactor, distinctive_words, is_parquet, is_sqlite, redact_parquet, redact_sqlite,
-    redact_text_file, write_atomically,
+    redact_text_file,
 )
 from narrative_mirror.recall_runs import redact_runs
+from narrative_mirror.storage import write_atomically
 
 JOURNAL_FOLDER = "forgetting"
 STEPS = ("live_log", "index", "layers", "events", "recall_runs", "dagster", "files", "compaction")
@@ -102,8 +103,6 @@ class Forgetting:
         raise AssertionError("unreachable")
 
     def _save(self, path: Path, journal: dict) -> None:
-        if not path.exists():
-            path.touch(mode=0o600)
         write_atomically(path, json.dumps(journal, ensure_ascii=False).encode())
 
     def pending(self) -> list[Path]:

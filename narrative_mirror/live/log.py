@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror.keys import PartitionKeyError, validate_partition_key
-from narrative_mirror.live.redaction import write_atomically
+from narrative_mirror.storage import write_atomically
 
 LOG_SUFFIX = ".jsonl"
 MAX_BATCH = 1000

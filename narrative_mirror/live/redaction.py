@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from narrative_mirror.layers.text import STOPWORDS
+from narrative_mirror.storage import write_atomically
 
 MARKER = "[forgotten]"
 MIN_WORD_CHARS = 4
@@ -135,27 +136,6 @@ class Redactor:
 
     def to_json(self) -> dict:
         return {"texts": self.texts, "words": self.words}
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` (same mode; fsynced file, then folder)."""
-    mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _head(path: Path, size: int) -> bytes:

@@ -35,3 +35,15 @@ def test_frame_hash_is_content_based():
 def test_missing_output_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="materialize the upstream"):
         storage.read_frame(tmp_path / "nope.parquet")
+
+
+def test_write_atomically_keeps_an_existing_files_mode_and_creates_new_ones_private(tmp_path):
+    shared = tmp_path / "shared.json"
+    shared.write_text("old")
+    shared.chmod(0o644)
+    storage.write_atomically(shared, b"new")
+    fresh = tmp_path / "fresh.json"
+    storage.write_atomically(fresh, b"first")
+    assert (shared.read_bytes(), shared.stat().st_mode & 0o777) == (b"new", 0o644)
+    assert (fresh.read_bytes(), fresh.stat().st_mode & 0o777) == (b"first", 0o600)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.json", "shared.json"]  # no temp file left
