@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -209,11 +208,8 @@ class Forgetting:
         # recomputes them from the log without the forgotten ones
         out = {"messages_rows": messages, "blocks_rows": self.store.delete_chat("blocks", chat),
                "threads_rows": self.store.delete_chat("threads", chat)}
-        marker = self.log.root / f"{chat}.indexed"  # other processes read the chat again (LiveMemory.refresh)
         if self.log.root.is_dir():
-            fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.log.root)
-            os.close(fd)
-            os.replace(tmp, marker)  # a new file: its inode tells readers the chat changed
+            self.log.mark_indexed(chat)  # other processes read the chat again
         return out
 
     def _home_files(self, kinds: Callable[[Path], bool]) -> list[Path]:

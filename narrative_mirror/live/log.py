@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -187,6 +188,16 @@ class LiveLog:
 
     def exists(self, chat: str) -> bool:
         return self.path(chat).is_file()
+
+    def indexed_marker(self, chat: str) -> Path:
+        return self.root / f"{chat}.indexed"
+
+    def mark_indexed(self, chat: str) -> None:
+        """Replace the chat's marker by a new file: its inode tells other processes the chat's
+        indexed rows changed (LiveMemory.refresh reads the chat again)."""
+        fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.root)
+        os.close(fd)
+        os.replace(tmp, self.indexed_marker(chat))
 
     @contextmanager
     def locked(self, chat: str) -> Iterator[None]:

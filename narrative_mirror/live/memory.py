@@ -4,7 +4,6 @@ call behind ``POST /api/chats/{chat}/messages``, ``narrative-mirror add`` and Py
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -112,18 +111,9 @@ class LiveMemory:
         self.journal = AppendJournal(self.log.root / APPENDS_FILE)
         self._seen: dict[str, tuple[int, int] | None] = {}
 
-    def _marker(self, chat: str) -> Path:
-        return self.log.root / f"{chat}.indexed"
-
-    def _mark_indexed(self, chat: str) -> None:
-        """Replace the chat's marker (a new file each time): other processes see new rows by it."""
-        fd, tmp = tempfile.mkstemp(prefix=f".{chat}.", suffix=".tmp", dir=self.log.root)
-        os.close(fd)
-        os.replace(tmp, self._marker(chat))
-
     def _marker_stamp(self, chat: str) -> tuple[int, int] | None:
         try:
-            stat = os.stat(self._marker(chat))
+            stat = os.stat(self.log.indexed_marker(chat))
         except (OSError, ValueError):
             return None
         return (stat.st_ino, stat.st_mtime_ns)
@@ -170,7 +160,7 @@ class LiveMemory:
             indexed, version = index_new(self.store, chat, self.log.known(chat), self.embedder)
             if version is not None:
                 self.journal.record(version, chat)
-                self._mark_indexed(chat)
+                self.log.mark_indexed(chat)
         if indexed and self.on_appended is not None:
             self.on_appended(chat)
         return AddResult(chat, appended.ids, [m.local_id for m in appended.stored], appended.duplicates,

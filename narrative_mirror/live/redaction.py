@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import re
 import sqlite3
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from narrative_mirror.layers.text import STOPWORDS
-from narrative_mirror.storage import write_atomically
+from narrative_mirror.storage import write_atomically, write_frame
 
 MARKER = "[forgotten]"
 MIN_WORD_CHARS = 4
@@ -187,10 +185,7 @@ def redact_parquet(paths: Iterable[Path], chat: str, ids: set[str], whole_chat: 
             path.unlink()
             out["files_deleted"] += 1
         elif keep.height != frame.height:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-            os.close(fd)
-            keep.write_parquet(tmp)
-            os.replace(tmp, path)
+            write_frame(path, keep)
             out["files_rewritten"] += 1
             out["rows_removed"] += frame.height - keep.height
     return out
