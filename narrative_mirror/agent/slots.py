@@ -55,6 +55,7 @@ _DATES = [
     ("vague_ago", re.compile(r"\b(?P<amount>a\s+couple\s+of|a\s+few|several|many)\s+(?P<unit>days|weeks|months|years)\s+ago\b",
                              re.I)),
     ("in_count", re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.I)),
+    ("vague_in", re.compile(r"\bin\s+(?P<amount>a\s+couple\s+of|a\s+few|several)\s+(?P<unit>days|weeks|months|years)\b", re.I)),
     ("weekday", re.compile(rf"\b(?P<rel>next|last|this|on|coming)?\s*{_WEEKDAY}\b", re.I)),
     ("relative_period", re.compile(r"\b(?P<rel>last|next|this)\s+(?P<period>week|weekend|month|year)\b", re.I)),
     ("holiday", re.compile(r"\b(?P<holiday>christmas eve|christmas|new year'?s eve|new year'?s day|new year|"
@@ -63,6 +64,13 @@ _DATES = [
     ("season", re.compile(rf"\b(?P<season>spring|summer|fall|autumn|winter)\b(?:\s+(?:of\s+)?{_YEAR})?", re.I)),
     ("month", re.compile(rf"\b(?:in|since|until|by|early|late|mid|during|last|next|this)\s+{_MONTH}\b", re.I)),
     ("year", re.compile(rf"\b{_YEAR}\b")),
+    # no date, a time all the same: a habit ("every year I carve pumpkins"), a time of life
+    ("habit", re.compile(r"\bevery\s+(?:other\s+|single\s+)?(?:day|week|weekend|month|year|summer|winter|spring|fall|"
+                         r"autumn|morning|evening|night|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)),
+    ("life_period", re.compile(r"\b(?:(?:when|while)\s+(?:i|we|he|she|they)\s+(?:was|were)\s+(?:(?:in|at)\s+)?"
+                               r"(?:a\s+)?(?:kids?|little|young|younger|child|children|teenagers?|high\s+school|"
+                               r"middle\s+school|college|university|uni)|as\s+(?:a\s+)?(?:kids?|child|children|teenagers?)|"
+                               r"growing\s+up|in\s+(?:high|middle|elementary)\s+school|in\s+college)\b", re.I)),
 ]
 _PLACE_CUE = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
                         r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)")
@@ -87,10 +95,13 @@ _A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|sev
                       re.I)
 _UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|summers?|winters?)"
 _DURATION = re.compile(rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
-                       rf"\d+|{_COUNT_WORDS}|a|an)\s+)+{_UNITS}\b", re.I)
-_SINCE = re.compile(r"\bsince\s+(?:(?:the|my|her|his|our|last|early|late)\s+)?[\w'-]+(?:\s+(?:school|\d{4}))?", re.I)
+                       rf"\d+|{_COUNT_WORDS}|a|an)\s+)*{_UNITS}\b", re.I)
+# "since he left" gives no time: "since" as "because" or before a clause is no answer
+_SINCE = re.compile(r"\bsince\s+(?:(?:the|my|her|his|our|last|early|late)\s+)?(?!(?:he|she|it|they|i|we|you|then|that|this)\b)"
+                    r"[\w'-]+(?:\s+(?:school|\d{4}))?", re.I)
 _EVERY = re.compile(rf"\bevery\s+(?:(?:other|single|\d+|{_COUNT_WORDS})\s+)?[a-z]+", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
+_PAST_QUESTION = re.compile(r"\b(?:did|was|were|had)\b", re.I)
 _NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
 # A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
@@ -137,10 +148,13 @@ def _future(sentence: str) -> bool:
                           r"looking forward|hope to|want to|about to)\b", sentence, re.I))
 
 
-def resolve_date(sentence: str, said: datetime | None) -> str | None:
+def resolve_date(sentence: str, said: datetime | None, habits: bool = True) -> str | None:
     """The date or period a sentence speaks of, resolved against when it was said; None if it
-    names none."""
+    names none. ``habits``: whether "every year" counts (it answers "when does she ...", not
+    "when did she ...")."""
     for kind, pattern in _DATES:
+        if kind == "habit" and not habits:
+            continue
         for match in pattern.finditer(straight_apostrophes(sentence)):
             resolved = _resolve(kind, match, sentence, said)
             if resolved:
@@ -163,6 +177,8 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         if not 1 <= day <= 31:
             return None
         return f"{day} {MONTH_NAMES[month - 1]}" + (f" {year}" if year else "")
+    if kind in ("habit", "life_period"):  # as written
+        return " ".join(m.group().split())
     if said is None:
         return None if kind not in ("year", "month_year", "season") else _resolve_absolute(kind, g)
     if kind == "relative_day":
@@ -175,15 +191,15 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         sign = -1 if kind == "ago" else 1
         if unit == "day":
             return fmt_day(said + timedelta(days=sign * n))
-        if unit == "week":
-            return f"the week of {fmt_day(said + timedelta(weeks=sign * n))}"
-        if unit == "month":
+        if unit == "month":  # "a month ago" said in January: December
             month = (said.month - 1 + sign * n) % 12
-            year = said.year + (said.month - 1 + sign * n) // 12
-            return f"{MONTH_NAMES[month]} {year}"
-        return str(said.year + sign * n)
-    if kind == "vague_ago":  # no exact date: said as written, before the day it was said
-        return f"{' '.join(g['amount'].lower().split())} {g['unit'].lower()} before {fmt_day(said)}"
+            return f"{MONTH_NAMES[month]} {said.year + (said.month - 1 + sign * n) // 12}"
+        # "2 weeks ago", "in a year": as said, from the day it was said (a speaker counting weeks
+        # or years rounds; a date would claim more than the message says)
+        return f"{g['count'].lower()} {unit}{'s' if n != 1 else ''} {'before' if sign < 0 else 'after'} {fmt_day(said)}"
+    if kind in ("vague_ago", "vague_in"):  # no exact date: said as written, from the day it was said
+        return (f"{' '.join(g['amount'].lower().split())} {g['unit'].lower()} "
+                f"{'before' if kind == 'vague_ago' else 'after'} {fmt_day(said)}")
     if kind == "weekday_day":
         return _weekday_day(WEEKDAY_NUMBERS[g["weekday"].lower()], int(g["day"]), said)
     if kind == "weekday":
@@ -263,6 +279,15 @@ def _resolve_absolute(kind: str, g: dict) -> str | None:
 
 def _question_stems(question: str) -> set[str]:
     return {stem(t) for t in tokens(question)}
+
+
+def _shared_words(question: str, sentence: str) -> int:
+    """How many content words (stopwords aside) the sentence shares with the question, by stem
+    ("planning" is "plan": a doubled last consonant counts once)."""
+    def content(text: str) -> set[str]:
+        found = {stem(t) for t in tokens(text) if t not in STOPWORDS}
+        return {w[:-1] if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls" else w for w in found}
+    return len(content(question) & content(sentence))
 
 
 def phrase_span(sentence: str, question: str) -> str | None:
@@ -351,7 +376,7 @@ def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], ent
     if intent in OPEN_INTENTS and (best := _best_phrase(question, list(evidence)[:look_at])):
         return best
     for message in list(evidence)[:look_at]:
-        for sentence in sorted(sentences(message.text), key=lambda s: -len(_question_stems(question) & _question_stems(s))):
+        for sentence in sorted(sentences(message.text), key=lambda s: -_shared_words(question, s)):
             found = _fill(question, intent, sentence, message, entities, speakers)
             if found:
                 return SlotAnswer(found[0], message.local_id, sentence, found[1])
@@ -414,7 +439,7 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
 def _fill(question: str, intent: str, sentence: str, message: ChatMessage, entities: set[str],
           speakers: set[str]) -> tuple[str, str] | None:
     if intent == "when":
-        date = resolve_date(sentence, message.timestamp)
+        date = resolve_date(sentence, message.timestamp, habits=not _PAST_QUESTION.search(question))
         return (date, "date") if date else None
     if intent == "where":
         place = _place(sentence, question, speakers)
@@ -442,5 +467,5 @@ def required_slot_filled(intent: str, answer: str) -> bool:
     if intent == "who":
         return bool(re.search(r"\b[A-Z]", answer))
     if intent == "how_many":
-        return bool(_A_COUNT.search(answer))
+        return bool(_A_COUNT.search(answer) or _DURATION.search(answer))
     return bool(answer.strip())

@@ -97,12 +97,39 @@ def test_required_slot(intent, answer, filled):
     ("Lisbon half marathon, Sunday the 19th.", datetime(2024, 5, 2, 20, 10), "19 May 2024"),  # not 28 April
     ("NO WAY. Friday the 12th?", datetime(2024, 4, 7, 17, 20), "12 April 2024"),
     ("Saturday the 22nd. I've got less than three weeks", datetime(2024, 6, 3, 18, 40), "22 June 2024"),
-    ("Ask me again in two weeks.", datetime(2024, 5, 2, 20, 10), "the week of 16 May 2024"),
-    # no exact date to give: the amount as written, before the day it was said
+    # weeks and years counted by a speaker are rounded: the amount as written, from the day it was said
+    ("Ask me again in two weeks.", datetime(2024, 5, 2, 20, 10), "two weeks after 2 May 2024"),
     ("One trip was a visit to Kyoto a couple of years ago.", datetime(2024, 1, 11, 9), "a couple of years before 11 January 2024"),
 ])
 def test_relative_dates_of_the_demo_chats(sentence, said, resolved):
     assert resolve_date(sentence, said) == resolved
+
+
+@pytest.mark.parametrize("sentence, said, resolved", [
+    ("I had bad stomach pains like 2 weeks ago and thought I was gonna die", datetime(2024, 1, 6, 9), "2 weeks before 6 January 2024"),
+    ("when I got covid about a year ago it really kicked my butt", datetime(2023, 12, 31, 9), "a year before 31 December 2023"),
+    ("I had ravioli a month ago", datetime(2024, 1, 7, 9), "December 2023"),  # a month: the month it names
+    ("My semester at Stanford will start in a couple of weeks.", datetime(2024, 1, 5, 9), "a couple of weeks after 5 January 2024"),
+    ("Every year I carve pumpkins.", FRIDAY, "Every year"),  # a habit
+    ("I have played chess for some years when I was in high school.", FRIDAY, "when I was in high school"),
+    ("I used to have small ones as a kid when we had our aquarium", FRIDAY, "as a kid"),
+])
+def test_counted_weeks_and_years_habits_and_times_of_life(sentence, said, resolved):
+    assert resolve_date(sentence, said) == resolved
+    assert required_slot_filled("when", resolved)
+
+
+def test_a_habit_answers_when_does_not_when_did():
+    pumpkins = [Msg("D10:36", "Elise", "Every year I carve pumpkins. That's a must for my Halloween decor.", FRIDAY)]
+    assert answer_slot("When does Elise carve pumpkins?", "when", pumpkins).text == "Every year"
+    assert answer_slot("When did Elise carve pumpkins?", "when", pumpkins).text == "31 October 2024"  # not the habit
+
+
+def test_the_date_is_read_in_the_sentence_that_shares_the_question_s_words():
+    # "planning ... going skiing" is the question's "plan to go skiing": its sentence, not the one with "go" and "to"
+    skiing = [Msg("D9:19", "Elise", "Actually I am planning on going skiing next week. It is one of my favorite winter "
+                                    "activities, and I haven't been able to go for a couple of years.", FRIDAY)]
+    assert answer_slot("When does Elise plan to go skiing?", "when", skiing).text == "the week after 7 June 2024"
 
 
 def test_a_lower_case_place_in_the_evidence_comes_before_a_name_the_chat_uses():
@@ -143,6 +170,12 @@ def test_a_colour_role_or_name_question_without_one_in_the_evidence_gets_no_frag
      "since September"),
     ("How often does she get her nails done?", "Oh she never goes without nails, every 2 weeks she has a new pair on",
      "every 2 weeks"),
+    ("For how long does Nebraas have to rest?", "He said I hurt my lower back and I need to rest for a month!!",
+     "for a month"),
+    ("For how long did his family ask her to work at the bakery?", "she wants to work at the bakery which we wanted "
+     "her to anyways for years", "for years"),
+    # "since he ..." is no time: the count of the next sentence answers
+    ("For how long did Vanessa date him?", "It got weird since he moved in. I think about 3 years?", "3 years"),
 ])
 def test_how_long_and_how_often_are_read_as_written(question, text, answer):
     found = answer_slot(question, "how_many", [Msg("D1:1", "Ana", text, FRIDAY)])
