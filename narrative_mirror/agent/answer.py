@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent import list_items, slot_nouns, slots
+from narrative_mirror.agent import countries, dates, list_items, slot_nouns, slots
 from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import names_in, stem, stems
@@ -79,6 +79,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
                    speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
     read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
+    if countries.asks_for_country(question) and (claims := _country_claims(question, evidence, speakers)):
+        return ", ".join(c.text for c in claims), claims, []
     if slot_nouns.asks_for_list(question, intent) and (
             claims := _title_claims(question, evidence) or _list_claims(question, intent, evidence, entities, speakers)):
         return "; ".join(c.text for c in claims), claims, []
@@ -116,6 +118,27 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
             continue
         if all(slot.text.lower() != c.text.lower() for c in claims):
             claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
+    return claims
+
+
+def _country_claims(question: str, evidence: Sequence[EvidenceMessage], speakers: Sequence[str]) -> list[Claim]:
+    """A question asking for a country: the countries of the places the evidence names (the
+    first message naming one; for "countries", each of the best ``LIST_MESSAGES``), those the
+    question names left out ("What countries except the US ...")."""
+    seen = {country for _, country in countries.countries_in(question)}
+    people = {s.lower() for s in speakers}
+    plural = countries.asks_for_countries(question)
+    claims: list[Claim] = []
+    for message in reading_order(evidence, LIST_MESSAGES if plural else len(evidence)):
+        said = " ".join(s for s in slots.sentences(message.text) if not s.endswith("?"))  # "What city in Albania are you from?"
+        named = [c for place, c in countries.countries_in(said) if place.lower() not in people and c not in seen]
+        named = list(dict.fromkeys(named))
+        if named:
+            seen |= set(named)
+            claims.append(Claim(", ".join(named if plural else named[:1]), [message.local_id], kind="country",
+                                sentence=message.text))
+            if not plural:
+                break
     return claims
 
 
@@ -168,12 +191,14 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     if claim.kind == "llm":
         return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= SUPPORT_MIN
     if claim.kind == "date":
-        return any(slots.resolve_date(claim.sentence, m.timestamp) == claim.text
-                   or (m.timestamp and slots.fmt_day(m.timestamp) == claim.text) for m in messages)
+        return any(dates.resolve_date(claim.sentence, m.timestamp) == claim.text
+                   or (m.timestamp and dates.fmt_day(m.timestamp) == claim.text) for m in messages)
     if claim.kind == "names":  # "Miami, Los Angeles": each name in the cited message
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "author":  # who wrote it (agent/people.py)
         return any(m.speaker == claim.text for m in messages)
+    if claim.kind == "country":  # the countries of places the message names
+        return any(set(claim.text.split(", ")) <= {c for _, c in countries.countries_in(m.text)} for m in messages)
     if claim.kind == "title":  # a quoted title, the author named after it
         return any(list_items.words_in_order(claim.text, m.text) for m in messages)
     if claim.kind == "yes_no":

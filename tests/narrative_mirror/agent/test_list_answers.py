@@ -9,7 +9,7 @@ import pytest
 from narrative_mirror.agent.answer import LIST_MESSAGES, NO_ANSWER, Claim, EvidenceMessage, offline_answer, verify
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.slot_nouns import asks_for_list
-from narrative_mirror.agent.slots import resolve_date
+from narrative_mirror.agent.dates import resolve_date
 from narrative_mirror.retrieval.records import ChatMessage
 
 

@@ -5,7 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from narrative_mirror.agent.slots import answer_slot, phrase_span, required_slot_filled, resolve_date
+from narrative_mirror.agent.dates import resolve_date
+from narrative_mirror.agent.slots import answer_slot, phrase_span, required_slot_filled
 
 FRIDAY = datetime(2024, 6, 7, 18, 0)  # Friday 7 June 2024
 
