@@ -57,6 +57,12 @@ def reply_question(question: str) -> bool:
     return bool(_REPLY_FORM.search(question))
 
 
+# "When" / "where" opening the question (or after one word: "Since when"), not in a clause of it:
+# "What helps Paola when she's tired?" asks what, "Can Vanessa ... when she faces aggression?" yes or no.
+_WHEN = re.compile(r"^(?:\w+\s+)?when\b|\b(?:what\s+(?:time|date|day|month|year)|which\s+(?:day|date|month|year))\b")
+_WHERE = re.compile(r"^(?:\w+\s+)?where\b|\bwhich\s+(?:place|city|country|town|restaurant|store|shop)\b")
+
+
 def question_intent(question: str) -> str:
     words = tokens(question)
     if not words:
@@ -66,9 +72,9 @@ def question_intent(question: str) -> str:
     text = " ".join(words)
     if re.search(r"\bhow\s+(?:many|much|often|long)\b", text):
         return "how_many"
-    if re.search(r"\b(?:when|what\s+(?:time|date|day|month|year)|which\s+(?:day|date|month|year))\b", text):
+    if _WHEN.search(text):
         return "when"
-    if re.search(r"\b(?:where|which\s+(?:place|city|country|town|restaurant|store|shop))\b", text):
+    if _WHERE.search(text):
         return "where"
     if re.search(r"\b(?:who|whom|whose)\b", text):
         return "who"

@@ -2,7 +2,7 @@ import pytest
 from llm_servers import fault_server
 
 from narrative_mirror.agent.contract import Facets
-from narrative_mirror.agent.planner import plan_llm, plan_offline
+from narrative_mirror.agent.planner import plan_llm, plan_offline, question_intent
 from narrative_mirror.llm import LLMClient, LLMError
 
 
@@ -25,6 +25,17 @@ from narrative_mirror.llm import LLMClient, LLMError
 def test_offline_routes_follow_the_question_form(question, route, intent):
     got_route, facets, _ = plan_offline(question)
     assert (got_route, facets.intent) == (route, intent)
+
+
+@pytest.mark.parametrize("question, intent", [
+    ("What helps Paola when she's tired?", "what"),  # "when" opens a clause, not the question
+    ("Can Vanessa be considered a pacific person when she faces aggression?", "yes_no"),
+    ("What do the locations where Kate spends her holidays have in common?", "what"),
+    ("Since when has Moon been in different families?", "when"),
+    ("In which country did Elise ski?", "where"),
+])
+def test_when_and_where_ask_only_when_they_open_the_question(question, intent):
+    assert question_intent(question) == intent
 
 
 def test_offline_facets_split_targets_artifact_and_time():
