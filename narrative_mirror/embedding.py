@@ -59,6 +59,8 @@ def fresh_model(model_name: str, device: str):
 
 
 DEVICES = ("auto", "cpu", "cuda")
+# MiniLM on an H200 (torch 2.11, CUDA 13): 15,651 texts/s in batches of 256, 2,432 in the CPU's 16.
+GPU_BATCH_SIZE = 256
 
 
 def resolve_device(device: str) -> str:
@@ -115,12 +117,17 @@ class Embedder:
             base = f"{base}:adapted-{self.adaptation}"
         return base if self.device == "cpu" else f"{base}:{self.device}"
 
+    @property
+    def device_batch_size(self) -> int:
+        """The batch a forward pass takes: ``batch_size`` on the CPU, at least ``GPU_BATCH_SIZE`` on a GPU."""
+        return self.batch_size if self.device == "cpu" else max(self.batch_size, GPU_BATCH_SIZE)
+
     def _encode_single_thread(self, texts: list[str]) -> np.ndarray:
-        if self.device != "cpu":
-            return self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                     normalize_embeddings=True, show_progress_bar=False).astype(np.float32, copy=False)
         """Queries are a handful of short texts: one intra-op thread is ~10x faster than two when
         the cores are busy (measured 50 ms vs 510 ms per query under load), and no slower idle."""
+        if self.device != "cpu":
+            return self.model.encode(texts, batch_size=self.device_batch_size, convert_to_numpy=True,
+                                     normalize_embeddings=True, show_progress_bar=False).astype(np.float32, copy=False)
         import torch
 
         threads = torch.get_num_threads()
@@ -148,7 +155,7 @@ class Embedder:
         # (as one encode call would sort them) so chunking adds no padding.
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
-            return self._encode_chunks(texts, order, self.batch_size * 64, progress, tuner=None)
+            return self._encode_chunks(texts, order, self.device_batch_size * 4, progress, tuner=None)
         return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
 
     def _encode_chunks(self, texts: list[str], order: np.ndarray, chunk: int,
@@ -158,7 +165,7 @@ class Embedder:
             rows = order[start : start + chunk]
             batch = [texts[i] for i in rows]
             with tuner.timed(sum(map(len, batch))) if tuner else nullcontext():
-                vectors[rows] = self.model.encode(batch, batch_size=self.batch_size, convert_to_numpy=True,
+                vectors[rows] = self.model.encode(batch, batch_size=self.device_batch_size, convert_to_numpy=True,
                                                   normalize_embeddings=True, show_progress_bar=False)
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
