@@ -10,6 +10,7 @@ Abstentions are counted with the false ones among them (a gold message was in th
 evidence) and the evidence lines they list (how many of them gold).
 
     .venv/bin/python benchmarks/answers.py [--profile balanced] [--baseline ff801dc] [--refresh] [--show N]
+        [--test-chats]  (the finished change on Chat_8..Chat_10 instead: a check, never a choice)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import copy
 import hashlib
 import json
 import pickle
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -176,23 +178,40 @@ def baseline_export(cached: list[dict], retriever, profile, path: Path) -> None:
                 "entities": list(entities), "speakers": list(speakers)}) + "\n")
 
 
+def days_as_one(text: str) -> str:
+    """``text`` with each full date written as one token ("On 02.01.2024." / "2 January 2024" /
+    "Jan 2, 2024" -> "On 2024m1d2."): the annotators of different chats write the same day in
+    different ways, which token F1 counts as wrong; this diagnostic shows how much of it is that."""
+    from narrative_mirror.agent.dates import MONTH_NUMBERS, WRITTEN_DAYS
+
+    def day_token(m: re.Match) -> str:
+        g = m.groupdict()
+        month = int(g["m"]) if g.get("m") else MONTH_NUMBERS[g["month"].lower()]
+        return f"{g['year']}m{month}d{int(g.get('d') or g['day'])}"
+
+    for pattern in WRITTEN_DAYS:
+        text = pattern.sub(day_token, text)
+    return text
+
+
 def measures(rows: list[dict], answer: str) -> dict:
     """F1 / containment / words overall, per category, per question type and per chat (F1 only) of ``rows[answer]``."""
     from narrative_mirror.evaluation import UNANSWERABLE_CATEGORY
     from narrative_mirror.metrics.answer_contains import answer_contains
     from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
 
-    def score(r: dict) -> tuple[float, float, float]:
+    def score(r: dict) -> tuple[float, float, float, float]:
         if r["category"] == UNANSWERABLE_CATEGORY:
-            return float(r[f"{answer}_abstained"]), float(r[f"{answer}_abstained"]), 0.0
+            return float(r[f"{answer}_abstained"]), float(r[f"{answer}_abstained"]), 0.0, float(r[f"{answer}_abstained"])
         return (answer_f1(r[answer], r["gold"]) or 0.0, float(answer_contains(r[answer], r["gold"])),
-                float(len(answer_tokens(r[answer]))))
+                float(len(answer_tokens(r[answer]))), answer_f1(days_as_one(r[answer]), days_as_one(r["gold"])) or 0.0)
 
     def summary(group: list[dict]) -> dict:
         scores = [score(r) for r in group]
         n = max(len(scores), 1)
         abstained = [r for r in group if r[f"{answer}_abstained"]]
         return {"answer_f1": round(sum(s[0] for s in scores) / n, 3), "answer_contains": round(sum(s[1] for s in scores) / n, 3),
+                "answer_f1_days_as_one": round(sum(s[3] for s in scores) / n, 3),
                 "answer_words": round(sum(s[2] for s in scores) / n, 1), "questions": len(group),
                 "abstained": len(abstained),
                 # a gold message was among the selected evidence, yet the answer abstained
@@ -220,6 +239,7 @@ def table(report: dict, names: list[str]) -> str:
     for intent in first["per_intent"]:
         cells = [f"{report[n]['per_intent'][intent]['answer_f1']:.3f} n={report[n]['per_intent'][intent]['questions']}" for n in names]
         lines.append(f"{'type ' + intent:<28}" + "".join(f"{c:>22}" for c in cells))
+    lines.append(f"{'F1, dates as days':<28}" + "".join(f"{report[n]['overall']['answer_f1_days_as_one']:>22.3f}" for n in names))
     for key in ("abstained", "false_abstentions", "abstention_lines", "abstention_gold_lines"):
         lines.append(f"{key:<28}" + "".join(f"{report[n]['overall'][key]:>22}" for n in names))
     for chat in first["per_chat"]:
@@ -237,9 +257,11 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=0, help="print this many wrong answers (question, gold, answer)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rows", type=Path, default=None, help="write each question's answers (JSON lines) here")
+    parser.add_argument("--test-chats", action="store_true", help="the test chats instead of the train chats")
     args = parser.parse_args()
 
-    from common import DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, train_files
+    from common import (DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, test_files,
+                        train_files)
 
     from narrative_mirror import settings
     from narrative_mirror.agent.planner import question_intent
@@ -249,7 +271,7 @@ def main() -> int:
     from narrative_mirror.metrics.answer_f1 import answer_f1
     from narrative_mirror.retrieval.engine import Retriever
 
-    files = train_files(args.data or DEFAULT_DATA)
+    files = (test_files if args.test_chats else train_files)(args.data or DEFAULT_DATA)
     key = search_fingerprint(REPO, args.profile, files)
     folder = args.cache / f"evidence_{key}"
     embedder = build_embedder()
@@ -289,7 +311,8 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"answer step over cached evidence ({report['questions']} train questions, {args.profile}, offline)")
+        chats_of = "test" if args.test_chats else "train"
+        print(f"answer step over cached evidence ({report['questions']} {chats_of} questions, {args.profile}, offline)")
         print(table(report, names))
     if args.rows:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows))

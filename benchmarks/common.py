@@ -54,6 +54,15 @@ def train_files(data_dir: Path) -> list[Path]:
     return files
 
 
+def test_files(data_dir: Path) -> list[Path]:
+    """The test split's chats of ``data_dir`` (Chat_8..Chat_10): to check a finished change, never
+    to choose among variants."""
+    files = sorted(p for p in Path(data_dir).glob("*.json") if split.assign(p.stem).split == split.TEST)
+    if not files:
+        raise SystemExit(f"no test chats in {data_dir}")
+    return files
+
+
 def message_vectors(messages: pl.DataFrame, embedder: Embedder, cache: Path | None) -> np.ndarray:
     """Vectors of ``message_texts(messages)``, kept in ``cache`` (keyed by model and texts)."""
     texts = message_texts(messages)

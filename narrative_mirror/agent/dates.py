@@ -57,6 +57,12 @@ _DATES = [
                                r"middle\s+school|college|university|uni)|as\s+(?:a\s+)?(?:kids?|child|children|teenagers?)|"
                                r"growing\s+up|in\s+(?:high|middle|elementary)\s+school|in\s+college)\b", re.I)),
 ]
+# A full date as written, its year included ("02.01.2024", "2 January, 2024", "Jan 2, 2024").
+WRITTEN_DAYS = (
+    re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<year>(?:19|20)\d{2})\b"),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b,?\s+{_YEAR}\b", re.I),
+    re.compile(rf"\b{_MONTH}\.?,?\s+{_DAY}\b,?\s+{_YEAR}\b", re.I),
+)
 _SEASON_MONTH = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 
 
