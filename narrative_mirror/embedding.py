@@ -58,6 +58,13 @@ def fresh_model(model_name: str, device: str):
     return SentenceTransformer(_model_path(model_name), device=device, local_files_only=True)
 
 
+def vector_settings(config: Mapping) -> dict:
+    """embedding.toml's settings the vectors depend on: ``[adaptation]`` only while it is on (off,
+    the vectors are the shipped model's whatever its training settings say)."""
+    adaptation = config.get("adaptation", {})
+    return dict(config) if adaptation.get("enabled") else {k: v for k, v in config.items() if k != "adaptation"}
+
+
 DEVICES = ("auto", "cpu", "cuda")
 # MiniLM on an H200 (torch 2.11, CUDA 13): 15,651 texts/s in batches of 256, 2,432 in the CPU's 16.
 GPU_BATCH_SIZE = 256

@@ -1,7 +1,7 @@
 """Versions of the files the memory is built from: chats, ARC case files, config, prompts.
 
 A version is the content hash of the file, so a touched but unchanged file keeps its version
-and any edit gets a new one. A chat of an export (a folder or zip too) is versioned by its own
+and any edit gets a new one (embedding.toml: of the settings its vectors depend on). A chat of an export (a folder or zip too) is versioned by its own
 messages and the reading options (narrative_mirror/exports/folder.py), so a newer export changes
 only the conversations that changed. The Dagster layer records these as data versions of its source
 assets; the command line compares them with a stamp to answer without starting Dagster.
@@ -9,9 +9,12 @@ assets; the command line compares them with a stamp to answer without starting D
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from narrative_mirror import settings
+from narrative_mirror.embedding import vector_settings
 from narrative_mirror.exports.folder import ImportOptions, Progress
 from narrative_mirror.exports.folder import file_version  # a file's content hash, or a folder export's
 from narrative_mirror.live.source import find_chats
@@ -40,8 +43,11 @@ def config_versions() -> dict[str, str]:
     from narrative_mirror.adaptation import store as adaptation
 
     versions = {name: file_version(settings.config_path(name)) for name in CONFIG_NAMES}
-    versions["embedding"] = adaptation.embedding_version(versions["embedding"], settings.load_config("embedding"),
-                                                         adaptation.folder_of_home())
+    # embedding.toml by the settings its vectors depend on: an edit to [adaptation] while it is off
+    # (or to a comment) re-embeds nothing
+    embedding = settings.load_config("embedding")
+    settings_digest = hashlib.sha256(json.dumps(vector_settings(embedding), sort_keys=True).encode()).hexdigest()[:16]
+    versions["embedding"] = adaptation.embedding_version(settings_digest, embedding, adaptation.folder_of_home())
     return versions
 
 

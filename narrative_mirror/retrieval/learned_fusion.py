@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from narrative_mirror import settings
+from narrative_mirror.embedding import vector_settings
 
 # One line each: what the feature measures for a candidate message.
 FEATURES = {
@@ -71,18 +72,12 @@ def inputs_fingerprint(config: Mapping) -> str:
         "retrieval": {key: config.get(key) for key in ("rrf_k", "candidates", "lexical", "hybrid")},
         "features": list(FEATURES),
         # the embedder's settings; the adaptation's only when it is on (off, vectors are the shipped model's)
-        "embedding": _embedding_inputs(settings.load_config("embedding")),
+        "embedding": vector_settings(settings.load_config("embedding")),
         # the layer settings the features read: [sessions] applies only to chats without sessions
         # (exports, live chats), never to the chat files the model is fitted on
         "layers": {k: v for k, v in settings.load_config("layers").items() if k != "sessions"},
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _embedding_inputs(config: Mapping) -> dict:
-    adaptation = config.get("adaptation", {})
-    inputs = {k: v for k, v in config.items() if k != "adaptation"}
-    return {**inputs, "adaptation": adaptation} if adaptation.get("enabled") else inputs
 
 
 @dataclass(frozen=True)

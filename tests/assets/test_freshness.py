@@ -8,7 +8,7 @@ import pytest
 from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
-from assets.sources.assets import observe_sources
+from assets.sources.assets import observe_sources, record_observation
 from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from narrative_mirror import settings
@@ -27,11 +27,7 @@ def _override(folder, name, pattern, replacement, prompt=False):
 
 
 def _observe(instance, resources):
-    found = observe_sources(instance, resources["chat_data"])
-    if found.new_keys:
-        instance.add_dynamic_partitions("chat_files", found.new_keys)
-    for observation in found.observations:
-        instance.report_runless_asset_event(observation)
+    record_observation(instance, observe_sources(instance, resources["chat_data"]))
 
 
 def _requested(defs, instance, cursor=None):
@@ -148,6 +144,11 @@ def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path,
     assert built.materialize(["qa_eval", "arc_eval"]).success
     assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
                           resources=built.resources).success
+
+    # The adaptation's training settings while it is off: the vectors do not change, nothing runs.
+    _override(cfg, "embedding", r"^pair_cap = \d+", "pair_cap = 500")
+    _observe(instance, built.resources)
+    assert _requested(defs, instance)[0] == set()
 
     # The block summary prompt: L1 only (its output is unchanged offline, so the wave stops there).
     _override(cfg, "block_summary", r"\A", "Be brief.\n", prompt=True)
