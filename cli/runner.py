@@ -23,8 +23,7 @@ import polars as pl
 
 from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_run
 from assets.ingest.assets import INPUT_PROBLEM
-from assets.partitions import chat_files
-from assets.sources.assets import observe_sources
+from assets.sources.assets import observe_sources, record_observation
 from cli.broken import NOT_RETRIED, BrokenChats
 from cli.stop_signal import StopSignal
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
@@ -155,10 +154,7 @@ class Runner:
         if not found.files:
             why = f": {' | '.join(found.problems)}" if found.problems else ""
             raise FileNotFoundError(f"no chats (chat files or chat exports) in {self.data_dir}{why}")
-        if found.new_keys:
-            self.instance.add_dynamic_partitions(chat_files.name, found.new_keys)
-        for observation in found.observations:
-            self.instance.report_runless_asset_event(observation)
+        record_observation(self.instance, found)
         return sorted(found.files)
 
     # -- the freshness question -------------------------------------------------------------

@@ -145,3 +145,12 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
             result.observations.append(dg.AssetObservation(asset_key=key, partition=partition,
                                                            tags={DATA_VERSION_TAG: version}, metadata=metadata))
     return result
+
+
+def record_observation(instance: dg.DagsterInstance, found: SourceObservation) -> None:
+    """Record what ``observe_sources`` found on the instance, as the sensor's result does: new
+    chat files as partitions, changed versions as observations."""
+    if found.new_keys:
+        instance.add_dynamic_partitions(chat_files.name, found.new_keys)
+    for observation in found.observations:
+        instance.report_runless_asset_event(observation)

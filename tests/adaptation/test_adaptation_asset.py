@@ -11,7 +11,7 @@ import pytest
 from chat_factory import small_chat, write_chat
 
 from assets.freshness import FreshnessQuery
-from assets.sources.assets import observe_sources
+from assets.sources.assets import observe_sources, record_observation
 from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from resources.dagster_resources import default_resources
@@ -20,11 +20,7 @@ KEY = "chat_a"
 
 
 def _observe(instance, resources):
-    found = observe_sources(instance, resources["chat_data"])
-    if found.new_keys:
-        instance.add_dynamic_partitions("chat_files", found.new_keys)
-    for observation in found.observations:
-        instance.report_runless_asset_event(observation)
+    record_observation(instance, observe_sources(instance, resources["chat_data"]))
 
 
 def _requested(defs, instance):

@@ -8,7 +8,7 @@ import json
 
 import dagster as dg
 
-from assets.sources.assets import chat_file, observe_sources
+from assets.sources.assets import chat_file, observe_sources, record_observation
 from assets.versioning import DATA_VERSION_TAG
 from cli.main import main
 from narrative_mirror.live.log import LiveLog
@@ -25,10 +25,7 @@ def observed(instance: dg.DagsterInstance, data) -> list[str]:
     """The new data versions the source observation records for the live chat (as the daemon's
     sensor does: reported to the instance)."""
     found = observe_sources(instance, ChatDataResource(data_dir=str(data)))
-    if found.new_keys:
-        instance.add_dynamic_partitions("chat_files", found.new_keys)
-    for observation in found.observations:
-        instance.report_runless_asset_event(observation)
+    record_observation(instance, found)
     return [o.tags[DATA_VERSION_TAG] for o in found.observations if o.asset_key == chat_file.key and o.partition == CHAT]
 
 
