@@ -82,7 +82,8 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
     if countries.asks_for_country(question) and (claims := _country_claims(question, evidence, speakers)):
         return ", ".join(c.text for c in claims), claims, []
     if slot_nouns.asks_for_list(question, intent) and (
-            claims := _title_claims(question, evidence) or _list_claims(question, intent, evidence, entities, speakers)):
+            claims := _title_claims(question, evidence) or _place_claims(question, intent, evidence, speakers)
+            or _list_claims(question, intent, evidence, entities, speakers)):
         return "; ".join(c.text for c in claims), claims, []
     if intent == "what" and list_items.asks_for_titles(question) and (title := _first_title(evidence)):
         return title.text, [title], []
@@ -118,6 +119,22 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
             continue
         if all(slot.text.lower() != c.text.lower() for c in claims):
             claims.append(Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence))
+    return claims
+
+
+def _place_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage], speakers: Sequence[str]) -> list[Claim]:
+    """A "where" question asking for every place ("Where has Emi traveled?"): the places of the
+    gazetteer each of the best ``LIST_MESSAGES`` messages names, as written, one claim per message."""
+    if intent != "where":
+        return []
+    known = {place.lower() for place, _ in countries.countries_in(question)} | {s.lower() for s in speakers}
+    claims: list[Claim] = []
+    for message in reading_order(evidence, LIST_MESSAGES):
+        said = " ".join(s for s in slots.sentences(message.text) if not s.endswith("?"))
+        places = [p for p in dict.fromkeys(place for place, _ in countries.countries_in(said)) if p.lower() not in known]
+        if places:
+            known |= {p.lower() for p in places}
+            claims.append(Claim(", ".join(places), [message.local_id], kind="names", sentence=message.text))
     return claims
 
 

@@ -67,27 +67,32 @@ def _unaccented(text: str) -> str:
 def countries_in(text: str) -> list[tuple[str, str]]:
     """(place as written, country shown) for each place of ``text`` whose country is known, in
     order: 'I went skiing in St. Moritz' -> [("St. Moritz", "Switzerland")]; a run of capitalized
-    words is read as the longest places it holds ("Cancun and Mexico City": two); a place written
+    words is one place, else the places between its "and"s ("Cancun and Mexico City"); a place written
     with its country or state after a comma is in that one ("Bali, Indonesia": not Bali in India)."""
     shown, by_name, cities = _gazetteer()
     text = straight_apostrophes(text)
     found: list[tuple[str, str, int, bool]] = []  # place, code, where it ends, named as a country or state
     for match in _RUN.finditer(text):
         cued = bool(_PLACE_WORD.search(text[:match.start()]))
-        words = match.group().split()
-        start = 0
-        while start < len(words):
-            for end in range(len(words), start, -1):
-                place = " ".join(words[start:end]).rstrip(".'")
-                if code := _country_code(place, cued, by_name, cities):
-                    if found and not found[-1][3] and place.lower() in by_name and \
-                            re.fullmatch(r",\s*", text[found[-1][2]:match.start()]):
-                        found[-1] = (found[-1][0], code, found[-1][2], False)
-                    found.append((place, code, match.start() + len(" ".join(words[:end])), place.lower() in by_name))
-                    start = end
-                    break
-            else:
-                start += 1
+        run = match.group().rstrip(".'")
+        # the whole run ("Turks and Caicos"), else each of its parts between "and"s; never a part
+        # of a name ("JP Morgan Chase Bank" holds no town called Morgan)
+        if _country_code(run, cued, by_name, cities):
+            parts = [run]
+        else:
+            parts = re.split(r"\s+and\s+", run)
+            opening = re.search(r"(?:^|[.!?]\s*)$", text[:match.start()])
+            if opening and " " in parts[0] and not _country_code(parts[0], cued, by_name, cities):
+                parts[0] = parts[0].split(" ", 1)[1]  # a sentence's first word is capitalized by its place: "Loved Paris"
+        at = match.start()
+        for place in parts:
+            at = text.index(place, at)
+            if code := _country_code(place, cued, by_name, cities):
+                between = text[found[-1][2]:at] if found else ""
+                if found and not found[-1][3] and place.lower() in by_name and re.fullmatch(r",\s*", between):
+                    found[-1] = (found[-1][0], code, found[-1][2], False)  # "Bali, Indonesia"
+                found.append((place, code, at + len(place), place.lower() in by_name))
+            at += len(place)
     return [(place, shown[code]) for place, code, _, _ in found]
 
 

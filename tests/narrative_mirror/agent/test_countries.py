@@ -25,6 +25,9 @@ def message(local_id, position, text, speaker="Kevin", terms=()):
     ("I live in Houston", [("Houston", "USA")]),  # the big one, not Houston in Scotland
     ("We saw the Mona Lisa at the Louvre in Paris", [("Paris", "France")]),  # "We" is no place
     ("Hope you are well! Friday was fun", []),  # small towns called so, named without a place word
+    ("I interned at JP Morgan Chase Bank", []),  # a name is one run: no town called Morgan in it
+    ("Loved Paris so much", [("Paris", "France")]),  # a sentence's first word is capitalized by its place
+    ("Turks and Caicos is amazing", [("Turks and Caicos", "Turks and Caicos Islands")]),
 ])
 def test_countries_in(text, found):
     assert countries_in(text) == found
@@ -45,3 +48,14 @@ def test_countries_the_question_names_are_left_out():
     evidence = [message("D5:21", 1, "Yes I have also been to Italy and the USA, and Greece last summer.", terms=("been",))]
     text, _, _ = offline_answer("What countries except the US has Kevin been to?", "what", evidence, speakers=["Kevin"])
     assert text == "Italy, Greece"
+
+
+def test_a_where_question_asking_for_every_place_lists_the_places_each_message_names():
+    evidence = [message("D1:1", 1, "One trip was a visit to Kyoto, Japan a couple of years ago.", speaker="Paola"),
+                message("D1:2", 2, "Where did you go last summer?", speaker="Emi"),  # a question names none
+                message("D1:3", 3, "We hiked the Grand Canyon in Arizona and I loved Kyoto again.", speaker="Paola")]
+    text, claims, _ = offline_answer("Where has Paola traveled?", "where", evidence, speakers=["Paola", "Emi"])
+    assert text == "Kyoto, Japan; Arizona"  # Kyoto once; the Grand Canyon is no place of the gazetteer
+    assert [c.ids for c in claims] == [["D1:1"], ["D1:3"]] and {c.kind for c in claims} == {"names"}
+    verified, _ = verify(claims, {e.message.local_id: e for e in evidence}, "where", {"D1:1": 0.5, "D1:3": 0.5})
+    assert verified == claims
