@@ -130,8 +130,8 @@ def _place_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage
     known = {place.lower() for place, _ in countries.countries_in(question)} | {s.lower() for s in speakers}
     claims: list[Claim] = []
     for message in reading_order(evidence, LIST_MESSAGES):
-        said = " ".join(s for s in slots.sentences(message.text) if not s.endswith("?"))
-        places = [p for p in dict.fromkeys(place for place, _ in countries.countries_in(said)) if p.lower() not in known]
+        places = [p for p in dict.fromkeys(place for place, _ in countries.countries_in(_statements(message.text)))
+                  if p.lower() not in known]
         if places:
             known |= {p.lower() for p in places}
             claims.append(Claim(", ".join(places), [message.local_id], kind="names", sentence=message.text))
@@ -147,8 +147,7 @@ def _country_claims(question: str, evidence: Sequence[EvidenceMessage], speakers
     plural = countries.asks_for_countries(question)
     claims: list[Claim] = []
     for message in reading_order(evidence, LIST_MESSAGES if plural else len(evidence)):
-        said = " ".join(s for s in slots.sentences(message.text) if not s.endswith("?"))  # "What city in Albania are you from?"
-        named = [c for place, c in countries.countries_in(said) if place.lower() not in people and c not in seen]
+        named = [c for place, c in countries.countries_in(_statements(message.text)) if place.lower() not in people and c not in seen]
         named = list(dict.fromkeys(named))
         if named:
             seen |= set(named)
@@ -157,6 +156,12 @@ def _country_claims(question: str, evidence: Sequence[EvidenceMessage], speakers
             if not plural:
                 break
     return claims
+
+
+def _statements(text: str) -> str:
+    """The sentences of ``text`` that are no questions: "What city in Albania are you from?" says
+    nothing of where its writer is."""
+    return " ".join(s for s in slots.sentences(text) if not s.endswith("?"))
 
 
 def _title_claims(question: str, evidence: Sequence[EvidenceMessage]) -> list[Claim]:

@@ -27,7 +27,7 @@ BIG_CITY = 100_000  # a city named without a place word before it needs this man
 _RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:(?:and|of|de|la|le|del|da|du|am|on)\s+)?[A-Z][\w'.-]*)*")
 _PLACE_WORD = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing|s)?|toward|towards|via|through|"
                          r"moved to|live in|lives in|trip to|flew to|fly to|flying to|heading to)\s+(?:the\s+)?$", re.I)
-_ASKS = re.compile(r"\bcountr(?:y|ies)\b", re.I)
+_ASKS = re.compile(r"\bcountr(?:y|ies)\b(?!\s+(?:music|songs?|side|club|house|road))", re.I)  # not "country music"
 _PLURAL = re.compile(r"\bcountries\b", re.I)
 
 

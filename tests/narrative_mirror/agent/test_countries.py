@@ -37,7 +37,7 @@ def test_a_country_question_is_answered_with_the_country_of_the_place_named():
     evidence = [message("D1:1", 1, "What city in Albania are you from?", speaker="Elise", terms=("ski",)),  # a question
                 message("D1:2", 2, "I went skiing in St. Moritz a few years ago", speaker="Elise", terms=("ski",))]
     question = "In which country did Elise ski a few years ago?"
-    assert asks_for_country(question)
+    assert asks_for_country(question) and not asks_for_country("What country music does Elise like?")
     text, claims, _ = offline_answer(question, "where", evidence, speakers=["Elise", "Kevin"])
     assert (text, claims[0].ids, claims[0].kind) == ("Switzerland", ["D1:2"], "country")
     verified, problems = verify(claims, {e.message.local_id: e for e in evidence}, "where", {"D1:2": 0.5})
