@@ -98,6 +98,8 @@ def countries_in(text: str) -> list[tuple[str, str]]:
 
 def _country_code(place: str, cued: bool, by_name: dict[str, str], cities: dict[str, tuple[str, int]]) -> str | None:
     key = place.lower()
+    if len(key) <= 3 and not place.isupper():  # "US", "UK", "USA" in capitals: "Us too!" names no country
+        return None
     if key in by_name:
         return by_name[key]
     if len(key) <= 3 or key in STOPWORDS or key not in cities:  # "We", "Hi": no place

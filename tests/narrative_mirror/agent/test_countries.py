@@ -28,6 +28,7 @@ def message(local_id, position, text, speaker="Kevin", terms=()):
     ("I interned at JP Morgan Chase Bank", []),  # a name is one run: no town called Morgan in it
     ("Loved Paris so much", [("Paris", "France")]),  # a sentence's first word is capitalized by its place
     ("Turks and Caicos is amazing", [("Turks and Caicos", "Turks and Caicos Islands")]),
+    ("Us too! We flew back to the US and then the UK", [("US", "USA"), ("UK", "UK")]),  # short names in capitals
 ])
 def test_countries_in(text, found):
     assert countries_in(text) == found
