@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror.exports.archive import ExportTree, base_of, iter_with_index, parent_of
+from narrative_mirror.exports.limits import ReadBudget
 from narrative_mirror.exports.records import (
     TZ_FROM_FILE,
     Attachment,
@@ -111,7 +112,8 @@ def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversat
     for done, folder in enumerate(folders, start=1):
         record = channels.get(folder, {})
         label = tree.label(root + folder)
-        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids)
+        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids,
+                            tree.budget)
         if on_progress is not None:
             on_progress(done, len(folders), folder)
 
@@ -126,13 +128,13 @@ def _index(tree: ExportTree, name: str, names: list[str]) -> list:
 
 
 def _conversation(path: Path, label: str, folder: str, record: dict, files: list[str], users: Users,
-                  channel_ids: dict[str, str]) -> Conversation:
+                  channel_ids: dict[str, str], budget: ReadBudget) -> Conversation:
     channel_id = record.get("id") if isinstance(record.get("id"), str) else None
     members = record.get("members") if isinstance(record.get("members"), list) else []
     title = folder if record.get("name") or not members else ", ".join(users.name(m) for m in members)
 
     def read_messages() -> Iterator[ExportedMessage]:
-        tree = ExportTree(path)
+        tree = ExportTree(path, budget)
         try:
             for name in files:
                 yield from _day(tree, name, users, channel_ids)

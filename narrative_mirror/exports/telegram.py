@@ -21,6 +21,7 @@ from typing import IO, Any
 import ijson
 
 from narrative_mirror.exports.archive import json_error_path
+from narrative_mirror.exports.limits import open_file
 from narrative_mirror.exports.records import (
     TZ_FROM_FILE,
     Attachment,
@@ -55,12 +56,12 @@ def top_level_keys(handle: IO[bytes], stop: tuple[str, ...] = ("messages", "chat
 
 def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     try:
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             keys = top_level_keys(handle)
         if "chats" in keys:
             yield from _full_export(path, zone, on_progress)
             return
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             chat = dict(ijson.kvitems(handle, ""))
     except ijson.JSONError as exc:
         raise _invalid_json(path, exc) from exc
@@ -73,7 +74,7 @@ def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | N
     done = 0
     for list_name in CHAT_LISTS:
         index = -1
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             chats = ijson.items(handle, f"{list_name}.list.item")
             while True:
                 where = f"{list_name}.list[{index + 1}]"
@@ -91,7 +92,7 @@ def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | N
 
 
 def _invalid_json(path: Path, exc: Exception) -> ExportFormatError:
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         where = json_error_path(handle)
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return ExportFormatError(path, where, f"invalid JSON ({reason})")
