@@ -12,6 +12,8 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -57,10 +59,11 @@ def read_limits() -> ReadLimits:
     values = {}
     for name, kind in ReadLimits.__annotations__.items():
         value = table.get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ValueError(f"{settings.config_path(CONFIG)}: [limits] {name} must be a positive number, "
-                             f"found {value!r}")
-        values[name] = float(value) if kind == "float" else int(value)
+        allowed = int | float if kind == "float" else int
+        if isinstance(value, bool) or not isinstance(value, allowed) or value <= 0:
+            raise ValueError(f"{settings.config_path(CONFIG)}: [limits] {name} must be a positive "
+                             f"{'number' if kind == 'float' else 'whole number'}, found {value!r}")
+        values[name] = value
     return ReadLimits(**values)
 
 
@@ -88,7 +91,10 @@ class LimitedReader:
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
             return b"".join(iter(lambda: self.read(CHUNK), b""))
-        data = self.raw.read(min(size, CHUNK) if size else 0)
+        try:
+            data = self.raw.read(min(size, CHUNK) if size else 0)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise ExportFormatError(self.label, None, f"a damaged archive member ({exc})") from None
         self._spend(len(data))
         return data
 
@@ -134,10 +140,10 @@ def refusal(path: Path, root: Path | None = None) -> str | None:
         return "a link loop: refused"
     except OSError:
         return "a broken link: refused" if path.is_symlink() else "cannot be read: refused"
-    if root is not None and not resolved.is_relative_to(root.resolve()):
-        return f"links to {resolved}, outside the data folder: refused"
     if any(resolved.is_relative_to(folder) for folder in _SYSTEM_FOLDERS):
         return f"links to {resolved}, a system file: refused"
+    if root is not None and not resolved.is_relative_to(root.resolve()):
+        return f"links to {resolved}, outside the data folder: refused"
     kind = _kind(mode)
     return f"is {kind}, not a regular file: refused" if kind else None
 
@@ -179,9 +185,7 @@ def decode_text(handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimit
     data = handle.read(CHUNK)
     encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
     shown = encoding.upper().removesuffix("-SIG")
-    if encoding == "utf-8" and b"\x00" in data:
-        raise ExportFormatError(label, None, "holds NUL bytes: UTF-16 text without a byte order mark? "
-                                             "save it as UTF-8 (or UTF-16 with its BOM)")
+    _refuse_nul_bytes(data, encoding, label)
     decoder = codecs.getincrementaldecoder(encoding)()
     pieces: list[str] = []
     offset, line, partial = 0, 1, 0  # bytes before ``data``, the current line, its characters so far
@@ -208,10 +212,18 @@ def decode_text(handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimit
         data = handle.read(CHUNK)
 
 
-def sniff_text(head: bytes) -> str:
+def sniff_text(head: bytes, label: object) -> str:
     """The first bytes of a file as text for telling its format (UTF-16/32 when a BOM says so)."""
     encoding = next((name for bom, name in _BOMS if head.startswith(bom)), "utf-8")
+    _refuse_nul_bytes(head, encoding, label)
     return head.decode(encoding, errors="replace")
+
+
+def _refuse_nul_bytes(data: bytes, encoding: str, label: object) -> None:
+    """No chat text holds NUL; UTF-16 without its BOM is full of them."""
+    if encoding == "utf-8" and b"\x00" in data:
+        raise ExportFormatError(label, None, "holds NUL bytes: UTF-16 text without a byte order mark? "
+                                             "save it as UTF-8 (or UTF-16 with its BOM)")
 
 
 def checked_messages(conversation: Conversation, limits: ReadLimits | None = None) -> Iterator[ExportedMessage]:

@@ -38,7 +38,7 @@ def detect(path: Path | str) -> str:
             tree.close()
     with open_file(path) as handle:
         head = handle.read(_SNIFF_BYTES)
-    text = sniff_text(head).lstrip("\ufeff")
+    text = sniff_text(head, path).lstrip("\ufeff")
     lines = [line for line in text.splitlines() if line.strip()][:5]
     if signal.looks_like_text(lines):
         return "signal"

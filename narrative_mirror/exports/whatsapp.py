@@ -123,7 +123,7 @@ def _load(path: Path) -> tuple[str, str, str]:
 
 def _first_lines(tree: ExportTree, name: str) -> list[str]:
     with tree.open(name) as handle:
-        head = sniff_text(handle.read(4096)).lstrip("\ufeff")
+        head = sniff_text(handle.read(4096), tree.label(name)).lstrip("\ufeff")
     return head.splitlines()[:5]
 
 
