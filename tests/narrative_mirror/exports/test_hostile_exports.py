@@ -214,7 +214,7 @@ def test_a_default_sized_bomb_is_refused_before_it_is_unpacked(tmp_path):
         assert archive.read("users.json") == b"[]" and archive.getinfo(f"general/{DAY}.json").file_size == 1 << 30
     found, problems = _find(data)
     assert len(problems) == 1 and problems[0].startswith(
-        f"{bomb}!general/{DAY}.json: over the limit max_ratio = 200 (exports.toml [limits]): "
+        f"{bomb}!general/{DAY}.json: over the limit max_ratio = 300 (exports.toml [limits]): "
         "1,073,741,824 bytes from ")
     assert found == {"whatsapp_Good"}
 
