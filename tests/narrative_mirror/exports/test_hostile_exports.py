@@ -219,7 +219,7 @@ def test_a_default_sized_bomb_is_refused_before_it_is_unpacked(tmp_path):
     assert found == {"whatsapp_Good"}
 
 
-def test_a_huge_message_is_refused_while_it_is_read(tmp_path, small_limits):
+def test_a_huge_message_is_refused_while_it_is_read(tmp_path, small_limits, monkeypatch):
     data = _data(tmp_path)
     (data / "WhatsApp Chat with Long.txt").write_text(GOOD_WHATSAPP + "13/01/2024, 09:07 - Ann: " + "x" * 1_500 + "\n")
     _slack(data / "slack", {f"general/{DAY}": _day("y" * 1_001), f"random/{DAY}": _day("short")})
@@ -231,6 +231,8 @@ def test_a_huge_message_is_refused_while_it_is_read(tmp_path, small_limits):
         "message 1704186000.000100 has 1,001 characters",
     ]
     assert found == {"whatsapp_Good", "slack_C1"}  # random (C1 by its folder's order) still builds
+    monkeypatch.delenv("NM_CONFIG_DIR")  # the shipped limits: a new limit re-reads what was refused
+    assert _find(data) == ({"whatsapp_Good", "whatsapp_Long", "slack_C0", "slack_C1"}, [])
 
 
 def test_utf16_whatsapp_with_a_bom_is_read_and_bad_encodings_are_named(tmp_path):
@@ -261,19 +263,32 @@ def test_slack_day_files_without_channels_or_users_json_are_a_problem_not_skippe
     assert found == {"whatsapp_Good"}
 
 
-@pytest.mark.slow  # a Dagster build: over a minute on a loaded machine
-def test_build_exits_2_naming_the_refused_file_and_builds_the_good_chat_beside_it(tmp_path):
+@pytest.mark.slow  # two Dagster builds: minutes on a loaded machine
+def test_build_exits_2_naming_the_refused_files_keeps_what_was_stored_and_builds_the_good_chat(tmp_path):
     data, outside = _data(tmp_path), tmp_path / "outside"
     outside.mkdir()
+    archive = data / "WhatsApp Chat - Zipped.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("_chat.txt", GOOD_WHATSAPP)
+    build = [sys.executable, "-m", "cli.main", "build", "--data", str(data), "--tz", "UTC", "--json"]
+    first = subprocess.run(build, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    stored = {p: p.read_bytes() for p in (Path(os.environ["NM_HOME"]) / "storage").rglob("*.parquet")}
+    assert any("whatsapp_Zipped" in str(p) for p in stored)
+    # the zip becomes a bomb (one 1 GiB message in 1 MB), and a linked chat appears beside it
+    _deflated_zip(archive, {"_chat.txt": (b"13/01/2024, 09:00 - Ann: " + b"a" * ((1 << 24) - 25), 64)})
     (outside / "secret.txt").write_text("13/01/2024, 09:00 - Eve: the secret text\n", encoding="utf-8")
     chat = data / "WhatsApp Chat - Linked" / "_chat.txt"
     chat.parent.mkdir()
     chat.symlink_to(outside / "secret.txt")
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "build", "--data", str(data), "--tz", "UTC", "--json"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2, proc.stderr
-    line = f"{chat}: links to {(outside / 'secret.txt').resolve()}, outside the data folder: refused"
-    assert [x for x in proc.stderr.splitlines() if "_chat.txt" in x] == [f"narrative-mirror build: {line}"]
-    out = json.loads(proc.stdout)
-    assert out["problems"] == [line] and list(out["per_file"]) == ["whatsapp_Good"]
-    assert out["per_file"]["whatsapp_Good"]["messages"] == 2
+    second = subprocess.run(build, capture_output=True, text=True)
+    assert second.returncode == 2, second.stderr
+    linked = f"{chat}: links to {(outside / 'secret.txt').resolve()}, outside the data folder: refused"
+    out = json.loads(second.stdout)
+    bomb, link = sorted(out["problems"], key=lambda line: "Linked" in line)
+    assert link == linked and bomb.startswith(f"{archive}!_chat.txt: over the limit max_ratio = 300 (exports.toml "
+                                         "[limits]): 1,073,741,824 bytes from ")
+    assert sorted(x for x in second.stderr.splitlines() if "_chat.txt" in x) == sorted(
+        f"narrative-mirror build: {line}" for line in out["problems"])
+    assert list(out["per_file"]) == ["whatsapp_Good"] and out["per_file"]["whatsapp_Good"]["messages"] == 2
+    assert stored == {p: p.read_bytes() for p in stored}  # what the zip's chat built before is kept as it was
