@@ -178,9 +178,11 @@ def open_file(path: Path, root: Path | None = None, label: str | None = None,
 
 def decode_text(handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimits | None = None, *,
                 message_lines: bool = True) -> str:
-    """The text of ``handle``: UTF-8 (a BOM allowed), or UTF-16/32 when a BOM says so. A line
-    longer than ``max_message_chars`` is refused as soon as it is read (a message is at least a
-    line; ``message_lines`` False for JSON, which may be one line); undecodable bytes are named by line and byte offset."""
+    """The text of ``handle``: UTF-8 (a BOM allowed), or UTF-16/32 when a BOM says so.
+
+    With ``message_lines`` (text exports: a message is at least one line; not JSON, which may be
+    one line) a line longer than ``max_message_chars`` is refused as soon as it is read.
+    Undecodable bytes are named by line and byte offset."""
     limits = limits or read_limits()
     data = handle.read(CHUNK)
     encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
