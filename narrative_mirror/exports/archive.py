@@ -48,14 +48,20 @@ class ExportTree:
             check_file(path)
         if not path.is_file():
             raise ExportFormatError(path, None, "no such file or folder")
+        self._refuse_many_entries(_declared_entries(path))  # before the listing costs memory
         try:
             self._zip = zipfile.ZipFile(path)
         except zipfile.BadZipFile as exc:
             raise ExportFormatError(path, None, f"not a readable zip archive ({exc})") from exc
-        entries = len(self._zip.infolist())
-        if entries > self.limits.max_members:
+        try:
+            self._refuse_many_entries(len(self._zip.infolist()))  # a count that lied
+        except ExportRefused:
             self._zip.close()
-            raise ExportRefused(path, self.limits.over("max_members", f"{entries:,} entries"))
+            raise
+
+    def _refuse_many_entries(self, entries: int) -> None:
+        if entries > self.limits.max_members:
+            raise ExportRefused(self.path, self.limits.over("max_members", f"{entries:,} entries"))
 
     @property
     def is_zip(self) -> bool:
@@ -108,6 +114,13 @@ class ExportTree:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+def _declared_entries(path: Path) -> int:
+    """The entry count an archive's end record declares (0 when there is none to read)."""
+    with path.open("rb") as handle:
+        end = zipfile._EndRecData(handle)  # the stdlib's own reader of that record
+    return end[zipfile._ECD_ENTRIES_TOTAL] if end else 0
 
 
 def _walk(root: Path) -> list[str]:

@@ -159,7 +159,12 @@ def test_zip_bombs_are_refused_by_ratio_member_size_total_and_entries(tmp_path, 
     many = [_day(noise[i:i + 900], f"{1704186000 + i}.000100")[0] for i in range(0, 90_000, 900)]
     _slack_zip(data / "total.zip", {f"general/{DAY}.json": json.dumps(many), f"random/{DAY}.json": json.dumps(many)})
     _slack_zip(data / "entries.zip", {f"c{n}/{DAY}.json": json.dumps(_day("hi")) for n in range(20)})
+    lying = bytearray((data / "entries.zip").read_bytes())  # its end record claims 1 entry, not 22
+    lying[-14:-10] = struct.pack("<2H", 1, 1)
+    (data / "lying.zip").write_bytes(bytes(lying))
     found, problems = _find(data)
+    assert problems.pop(1).startswith(f"{data / 'lying.zip'}: over the limit max_members = 20 (exports.toml "
+                                      "[limits]): 22 entries")
     assert len(problems) == 4, problems
     assert problems[0].startswith(f"{data / 'entries.zip'}: over the limit max_members = 20 (exports.toml [limits]): "
                                   "22 entries")
