@@ -140,7 +140,7 @@ def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
     elif chosen == "telegram":
         yield from telegram.read(_find(path, ("result.json",), "Telegram"), zone, on_progress)
     elif chosen == "slack":
-        yield from slack.read(path, on_progress)
+        yield from slack.read(path, zone, on_progress)
     else:
         yield from messenger.read(path, on_progress)
 

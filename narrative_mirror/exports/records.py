@@ -83,6 +83,8 @@ class Conversation:
     tz_source: str
     source: str  # the file/folder (and member) it was read from, for messages naming it
     _read: Callable[[], Iterable[ExportedMessage]] = field(repr=False, compare=False)
+    # One line per message the last messages() pass left out (unreadable), naming file and message.
+    warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def messages(self) -> Iterator[ExportedMessage]:
         return iter(self._read())
