@@ -43,15 +43,15 @@ def test_single_chat_entities_service_replies_edits(tmp_path):
     assert (conversation.key, conversation.title) == ("telegram_1234567", "Hiking 🏔")
     assert (conversation.tz, conversation.tz_source) == ("UTC+02:00", "file")
     assert [(m.local_id, m.author, m.text, m.system, m.reply_to, m.edited) for m in messages] == [
-        ("1", "Ann", "create_group: Hiking 🏔", True, None, False),
+        ("1", "Ann", "Ann created the group «Hiking 🏔»", True, None, False),
         ("2", "Ann", "See this route: https://example.org/r!", False, None, False),
         ("3", "Bob", "looks steep", False, "2", True),
-        ("4", "user3", "", False, None, False),
-        ("5", "Ann", "invite_members: Dee, Eve", True, None, False),
+        ("4", "user3", "[forwarded from Cy]", False, None, False),
+        ("5", "Ann", "Ann added Dee, Eve", True, None, False),
     ]
     assert messages[1].timestamp == datetime(2024, 5, 1, 8, 1, tzinfo=UTC)
     assert messages[2].attachments == (Attachment("photo", "photo_1@01-05-2024_10-05-00.jpg", "looks steep"),)
-    assert messages[3].attachments == (Attachment("voice_message", "audio_1.ogg", None),)
+    assert messages[3].attachments == (Attachment("audio", "audio_1.ogg", "[forwarded from Cy]"),)
     assert conversation.participants == ("Ann", "Bob", "user3")
 
 
