@@ -142,7 +142,7 @@ def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
     elif chosen == "slack":
         yield from slack.read(path, zone, on_progress)
     else:
-        yield from messenger.read(path, on_progress)
+        yield from messenger.read(path, zone, on_progress)
 
 
 def _single(conversations: Iterator[Conversation], on_progress: ProgressCallback | None) -> Iterator[Conversation]:

@@ -49,3 +49,13 @@ def test_whatsapp_rows_show_the_given_zone(tmp_path):
     row = _frame(path, ImportOptions(tz="America/New_York", day_first=True)).messages.row(0, named=True)
     assert (row["timestamp"], row["utc_time"], row["tz"], row["tz_source"]) == (
         datetime(2024, 3, 12, 9, 20), datetime(2024, 3, 12, 13, 20, tzinfo=UTC), "America/New_York", "--tz")
+
+
+def test_messenger_epochs_are_shown_in_the_given_or_machine_zone(tmp_path):
+    thread = tmp_path / "inbox" / "max_1"
+    thread.mkdir(parents=True)
+    (thread / "message_1.json").write_text(json.dumps({"participants": [{"name": "Max"}], "title": "Max", "messages": [
+        {"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"}]}), encoding="utf-8")
+    row = _frame(thread / "message_1.json").messages.row(0, named=True)
+    assert (row["timestamp"], row["utc_time"], row["tz"], row["tz_source"]) == (
+        datetime(2023, 11, 15, 7, 13, 20), datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), "Asia/Tokyo", "machine")
