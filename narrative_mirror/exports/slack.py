@@ -4,11 +4,12 @@
 Facts: ``ts`` is the UTC epoch as a string, unique per channel: it is the message id;
 ``thread_ts`` differing from ``ts`` makes a reply to the thread's parent; ``edited`` marks the
 final text of an edited message; ``subtype`` marks joins, topic changes and the like (system),
-``bot_message`` (bots), ``file_share`` (with ``files``); ``message_changed`` /
-``message_deleted`` events carry no message of their own and are skipped. Text is Slack markup:
-``<@U123>`` becomes ``@`` and the user's name, ``<#C1|general>`` ``#general``, ``<url|label>``
-the label, ``<!here>`` ``@here``; then ``&lt;`` ``&gt;`` ``&amp;`` are unescaped. Users' ``tz``
-names each author's zone.
+``bot_message`` (bots), ``file_share`` (with ``files``), ``file_comment`` (author and words in
+``comment``); ``message_changed`` / ``message_deleted`` events carry no message of their own and
+are skipped. Words come from ``text``, ``blocks`` and legacy ``attachments`` (slack_text.py).
+Times are shown in --tz, else in the zone most of the channel's members have (``users.json``
+``tz``): Slack itself stores only UTC. A message that cannot be read is one warning line in
+``Conversation.warnings``; the rest of its channel is still read.
 
 Streaming: one conversation per channel; its messages are read lazily one day file at a time,
 so memory stays bounded by the largest day file however big the export.
@@ -232,7 +233,7 @@ def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[
     return ExportedMessage(
         local_id=ts, author=author, timestamp=utc, tz=tz, tz_source=tz_source, text=text,
         reply_to=thread_ts if isinstance(thread_ts, str) and thread_ts != ts else None,
-        attachments=_files(files), edited=isinstance(item.get("edited"), dict) or "edited" in item,
+        attachments=_files(files), edited="edited" in item,
         system=subtype in SYSTEM_SUBTYPES, bot=bot,
     )
 

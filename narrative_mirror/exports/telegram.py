@@ -3,10 +3,12 @@
 
 Facts: ``id`` is the message id (per chat); ``type`` is ``message`` or ``service`` (group
 changes, with ``actor`` and ``action``); ``date`` is local ISO without offset and
-``date_unixtime`` the epoch as a string (missing in old exports, which then need a zone);
-``from``/``from_id``; ``reply_to_message_id``; ``edited``/``edited_unixtime``;
-``forwarded_from``; ``photo``/``file`` (+ ``media_type``, ``file_name``). ``text`` is a string
-or a list of strings and ``{type, text}`` entities, joined without adding spaces.
+``date_unixtime`` the epoch as a string (missing in old exports, which then need a zone): their
+difference is the offset the exporting machine showed, kept per message; ``from``/``from_id``;
+``reply_to_message_id``; ``edited``/``edited_unixtime``; ``forwarded_from``/``saved_from`` (the
+origin leads the forwarder's text); ``photo``/``file`` (+ ``media_type``, ``file_name``).
+``text`` is a string or a list of strings and ``{type, text, href}`` entities, joined without
+adding spaces (``text_entities`` is the same as a list).
 
 Files are streamed with ijson (in linear time: exports/jsonstream.py): a single chat's messages
 one at a time, a full export one chat at a time.
