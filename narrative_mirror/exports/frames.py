@@ -43,7 +43,8 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
     zone = choose_zone(options.tz, options.machine_tz)
     messages = list(conversation.messages())
     if not messages:
-        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages")
+        unreadable = f": {len(conversation.warnings)} unreadable, e.g. {conversation.warnings[0]}" if conversation.warnings else ""
+        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages{unreadable}")
     key = conversation.key
     notes: list[str] = list(conversation.warnings)
     ids: list[str] = []

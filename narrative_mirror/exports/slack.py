@@ -36,6 +36,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    left_out_line,
     optional_field,
 )
 from narrative_mirror.exports.slack_text import message_text, render_markup
@@ -191,7 +192,7 @@ def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str],
             message = _message(item, f"[{index}]", label, users, channel_ids, tz, tz_source)
         except ExportFormatError as exc:
             ts = item.get("ts") if isinstance(item, dict) and isinstance(item.get("ts"), str) else None
-            warnings.append(f"{exc} (message {f'ts {ts}' if ts else f'[{index}]'} left out; the rest of the channel is read)")
+            warnings.append(left_out_line(exc, f"ts {ts}" if ts else f"[{index}]", "channel"))
             continue
         if message is not None:
             messages.append(message)

@@ -38,6 +38,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    left_out_line,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc, offset_name
 
@@ -133,15 +134,24 @@ def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: Zon
     chat_id = head.get("id")
     key = conversation_key(FORMAT, str(chat_id) if chat_id is not None else title)
     ids = StableIds()
-    messages = [
-        _message(item, f"{prefix}messages[{index}]", path, zone, ids) for index, item in enumerate(items)
-    ]
+    messages = []
+    warnings: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            messages.append(_message(item, f"{prefix}messages[{index}]", path, zone, ids))
+        except ExportFormatError as exc:
+            if exc.where is None:  # not about this message (no zone for the whole file)
+                raise
+            native = item.get("id") if isinstance(item, dict) else None
+            warnings.append(left_out_line(exc, f"id {native}" if native is not None else f"[{index}]", "chat"))
     file_zones = Counter(m.tz for m in messages if m.tz_source == TZ_FROM_FILE)
     tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
-    return conversation_from_messages(
+    conversation = conversation_from_messages(
         key=key, title=title, source_format=FORMAT, source=str(path), messages=messages,
         tz=tz, tz_source=tz_source,
     )
+    conversation.warnings.extend(warnings)
+    return conversation
 
 
 def text_of(value: Any, path: Path, where: str) -> str:
