@@ -43,8 +43,9 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
     zone = choose_zone(options.tz, options.machine_tz)
     messages = list(conversation.messages())
     if not messages:
-        unreadable = f": {len(conversation.warnings)} unreadable, e.g. {conversation.warnings[0]}" if conversation.warnings else ""
-        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages{unreadable}")
+        left_out = conversation.warnings
+        why = f": {len(left_out)} unreadable, e.g. {left_out[0]}" if left_out else ""
+        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages{why}")
     key = conversation.key
     notes: list[str] = list(conversation.warnings)
     ids: list[str] = []
