@@ -286,10 +286,13 @@ def _attachments(item: dict) -> tuple[Attachment, ...]:
         media_type = str(item.get("media_type") or "")
         kind = _MEDIA_KINDS.get(media_type) or kind_from_name(name, "document" if not media_type else "file")
         found.append(Attachment(kind, name, item.get("sticker_emoji") if kind == "sticker" else None))
-    for field_name, kind in (("contact_information", "contact"), ("location_information", "location"),
-                             ("poll", "poll")):
-        if item.get(field_name):
-            found.append(Attachment(kind, "", None))
+    for field_name, kind, parts in (("contact_information", "contact", ("first_name", "last_name", "phone_number")),
+                                    ("location_information", "location", ("latitude", "longitude")),
+                                    ("poll", "poll", ("question",))):
+        value = item.get(field_name)
+        if value:
+            words = [str(value[p]) for p in parts if isinstance(value, dict) and value.get(p) not in (None, "")]
+            found.append(Attachment(kind, "", " ".join(words) or None))
     return tuple(found)
 
 

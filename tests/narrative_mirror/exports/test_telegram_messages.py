@@ -45,6 +45,10 @@ CHAT = {"name": "Family", "type": "private_group", "id": 42, "messages": [
     _service(12, "2024-04-02T18:07:00", 1712074020, "Bob", "phone_call", duration_seconds=65),
     _service(13, "2024-04-02T18:08:00", 1712074080, "Bob", "phone_call", discard_reason="missed"),
     _service(14, "2024-04-02T18:09:00", 1712074140, "Ann", "edit_group_title", title="Family ❤"),
+    _message(15, "2024-04-02T18:10:00", 1712074200, **{"from": "Cy", "from_id": "user3", "text": "",
+             "poll": {"question": "Dinner at 8?", "closed": False, "answers": []}}),
+    _message(16, "2024-04-02T18:11:00", 1712074260, **{"from": "Cy", "from_id": "user3", "text": "",
+             "location_information": {"latitude": 52.52, "longitude": 13.405}}),
 ]}
 
 
@@ -68,6 +72,8 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         ("12", "Bob", "Bob started a call (65 s)", True),
         ("13", "Bob", "Missed call from Bob", True),
         ("14", "Ann", "Ann changed the group name to «Family ❤»", True),
+        ("15", "Cy", "", False),
+        ("16", "Cy", "", False),
     ]
     assert (messages[4].reply_to, messages[4].edited) == ("3", True)
     assert [m.attachments for m in messages[4:7]] == [
@@ -75,6 +81,8 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         (Attachment("document", "plan.pdf", "the plan"),),
         (Attachment("photo", "photo_3@02-04-2024_18-02-00.jpg", None),),
     ]
+    assert [m.attachments for m in messages[14:]] == [(Attachment("poll", "", "Dinner at 8?"),),
+                                                      (Attachment("location", "", "52.52 13.405"),)]
     assert chat.participants == ("Bob", "Cy", "Dee", "Ann")
 
 
