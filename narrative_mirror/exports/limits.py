@@ -92,7 +92,7 @@ class LimitedReader:
         if size is None or size < 0:
             return b"".join(iter(lambda: self.read(CHUNK), b""))
         try:
-            data = self.raw.read(min(size, CHUNK) if size else 0)
+            data = self.raw.read(min(size, self.limits.max_member_bytes - self.count + 1))
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise ExportFormatError(self.label, None, f"a damaged archive member ({exc})") from None
         self._spend(len(data))
