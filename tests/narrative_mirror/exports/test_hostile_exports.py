@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from narrative_mirror.exports import read_export
 from narrative_mirror.exports.folder import ImportOptions, find_chats
 from narrative_mirror.exports.limits import ExportRefused, LimitedReader, read_limits
 
@@ -248,6 +249,11 @@ def test_utf16_whatsapp_with_a_bom_is_read_and_bad_encodings_are_named(tmp_path)
                                                         .encode("latin-1"))
     found, problems = _find(data)
     assert found == {"whatsapp_Good", "whatsapp_Sixteen"}
+
+    def texts(name: str) -> list[str]:
+        return [m.text for c in read_export(data / name, tz="UTC") for m in c.messages()]
+
+    assert texts("WhatsApp Chat with Sixteen.txt") == texts("WhatsApp Chat with Good.txt") == ["hello", "hi Ann"]
     offset = len(GOOD_WHATSAPP) + len("13/01/2024, 09:09 - Ann: Gr")
     assert problems == [
         f"{data / 'WhatsApp Chat with Latin.txt'}: line 3: not UTF-8 text: byte 0xfc at offset {offset:,} "
