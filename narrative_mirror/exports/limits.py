@@ -25,6 +25,7 @@ from narrative_mirror.exports.records import Conversation, ExportedMessage, Expo
 CONFIG = "exports"
 CHUNK = 1 << 20
 _SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+_SHM = Path("/dev/shm")  # ordinary files in memory: a data folder may live there
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
@@ -140,7 +141,7 @@ def refusal(path: Path, root: Path | None = None) -> str | None:
         return "a link loop: refused"
     except OSError:
         return "a broken link: refused" if path.is_symlink() else "cannot be read: refused"
-    if any(resolved.is_relative_to(folder) for folder in _SYSTEM_FOLDERS):
+    if any(resolved.is_relative_to(folder) for folder in _SYSTEM_FOLDERS) and not resolved.is_relative_to(_SHM):
         return f"links to {resolved}, a system file: refused"
     if root is not None and not resolved.is_relative_to(root.resolve()):
         return f"links to {resolved}, outside the data folder: refused"
