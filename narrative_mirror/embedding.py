@@ -163,7 +163,15 @@ class Embedder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
             return self._encode_chunks(texts, order, self.device_batch_size * 4, progress, tuner=None)
-        return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
+        import torch
+
+        before = torch.get_num_threads()
+        threads = threads_for_now()  # what the machine can give this encode, not what it had at start-up
+        torch.set_num_threads(threads)
+        try:
+            return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
+        finally:
+            torch.set_num_threads(before)
 
     def _encode_chunks(self, texts: list[str], order: np.ndarray, chunk: int,
                        progress: Callable[[int, int], None] | None, tuner: ThreadTuner | None) -> np.ndarray:
@@ -223,6 +231,67 @@ class ThreadTuner:
 
 
 SMALL_INPUT = 16
+LOAD_WINDOW_S = 0.1  # how long the other processes' CPU use is sampled before an encode
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; all of them where that is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def choose_threads(cores: int, busy_elsewhere: float) -> int:
+    """Intra-op threads for an encode: the cores other processes leave free, rounded, at least one
+    and never more than ``cores``. Threads beyond the free cores spin-wait for each other (on 2
+    busy cores, two threads encode several times slower than one)."""
+    return max(1, min(cores, int(cores - max(busy_elsewhere, 0.0) + 0.5)))
+
+
+def _cpu_times(cpus: set[int]) -> tuple[int, int, int] | None:
+    """(busy jiffies, all jiffies) over ``cpus`` and this process's own jiffies, from /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            own = handle.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total, int(own[11]) + int(own[12])  # utime + stime
+
+
+def busy_cores_elsewhere(window_s: float = LOAD_WINDOW_S) -> float:
+    """How many of this process's cores other processes keep busy now: their CPU time over
+    ``window_s`` (``/proc/stat`` minus this process's own); the 1-minute load average where
+    /proc cannot be read."""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        cpus = set(range(os.cpu_count() or 1))
+    first = _cpu_times(cpus)
+    if first is None or first[1] == 0:
+        return os.getloadavg()[0]
+    time.sleep(window_s)
+    second = _cpu_times(cpus)
+    elapsed = second[1] - first[1]
+    if elapsed <= 0:
+        return 0.0
+    others = (second[0] - first[0]) - (second[2] - first[2])
+    return max(0.0, others / elapsed * len(cpus))
+
+
+def threads_for_now() -> int:
+    """``choose_threads`` for the machine as it is now."""
+    cores = usable_cores()
+    return 1 if cores == 1 else choose_threads(cores, busy_cores_elsewhere())
 
 
 def vector_key(fingerprint: str, text: str) -> str:

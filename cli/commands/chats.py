@@ -71,8 +71,11 @@ def chat_row(home: Path, chat: str, path: Path) -> dict:
 def cmd_chats(args) -> dict:
     from narrative_mirror.keys import find_chat_files
     from narrative_mirror.live.source import LIVE_FOLDER, clash_problem, live_chat_files, live_wins
+    from cli.server_client import through_server
     from resources import environment
 
+    if (result := through_server(args)) is not None:
+        return result
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     arcs_dir = args.arcs.resolve() if args.arcs else environment.arcs_dir(data_dir)
     files, problems = find_chat_files(data_dir)
