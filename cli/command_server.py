@@ -19,6 +19,7 @@ import struct
 import threading
 import time
 from argparse import Namespace
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +85,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             os.umask(old_mask)
         os.chmod(self.path, 0o600)
         self.info.socket = str(self.path)
+        self.answered: Counter[str] = Counter()  # commands answered here, by name
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -115,7 +117,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"fallback": "another protocol version"}
         command = request.get("command")
         if command == "status":
-            return {"result": vars(self.info)}
+            return {"result": {**vars(self.info), "answered": dict(self.answered)}}
         if command not in self.functions:
             return {"fallback": f"{command!r} is not served"}
         if request.get("settings") != self.settings:
@@ -134,6 +136,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             result, _ = execute(args)
         except NeedsLocalRun as exc:
             return {"fallback": str(exc)}
+        self.answered[command] += 1
         return {"result": result, "stderr": lines}
 
 

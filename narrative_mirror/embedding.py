@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -66,6 +68,7 @@ def vector_settings(config: Mapping) -> dict:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+BACKENDS = ("torch", "onnx-fp32", "onnx-int8")  # embedding.toml's backend (narrative_mirror/onnx_embedding.py)
 # MiniLM on an H200 (torch 2.11, CUDA 13): 15,651 texts/s in batches of 256, 2,432 in the CPU's 16.
 GPU_BATCH_SIZE = 256
 
@@ -90,7 +93,12 @@ class Embedder:
     """Encodes texts into L2-normalized float32 vectors, on ``device`` (auto, cpu or cuda)."""
 
     def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16,
-                 adapted_layers: str = "", adaptation: str = ""):
+                 adapted_layers: str = "", adaptation: str = "", backend: str = "torch", onnx_cache: str = ""):
+        if backend not in BACKENDS:
+            raise ValueError(f"embedder backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+        if backend != "torch" and not onnx_cache:
+            raise ValueError(f"embedder backend {backend!r} needs a folder for its exported model (onnx_cache)")
+        self.backend, self.onnx_cache = backend, onnx_cache
         self.model_name = model_name
         # An adaptation (narrative_mirror/adaptation): its layers file and its fingerprint.
         self.adapted_layers, self.adaptation = adapted_layers, adaptation
@@ -110,7 +118,24 @@ class Embedder:
         return _load(self.model_name, self.device, self.adapted_layers)
 
     @property
+    def uses_onnx(self) -> bool:
+        return self.backend != "torch" and not self.adapted_layers and self.device == "cpu"
+
+    @property
+    def onnx(self):
+        """The ONNX Runtime encoder when this embedder uses one: the shipped model on the CPU only
+        (adapted layers and GPUs stay on torch)."""
+        if not self.uses_onnx:
+            return None
+        from narrative_mirror.onnx_embedding import encoder
+
+        return encoder(_model_path(self.model_name), self.onnx_cache, self.backend.removeprefix("onnx-"))
+
+    @property
     def dimension(self) -> int:
+        if self.uses_onnx:  # without loading torch's copy of the model
+            config = json.loads((Path(_model_path(self.model_name)) / "config.json").read_text(encoding="utf-8"))
+            return int(config["hidden_size"])
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get_dim())
 
@@ -122,6 +147,8 @@ class Embedder:
         base = f"{self.model_name}:{self.dimension}"
         if self.adaptation:
             base = f"{base}:adapted-{self.adaptation}"
+        elif self.uses_onnx:
+            base = f"{base}:{self.backend}"
         return base if self.device == "cpu" else f"{base}:{self.device}"
 
     @property
@@ -135,6 +162,8 @@ class Embedder:
         if self.device != "cpu":
             return self.model.encode(texts, batch_size=self.device_batch_size, convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False).astype(np.float32, copy=False)
+        if (onnx := self.onnx) is not None:
+            return onnx.encode(texts, threads=1)
         import torch
 
         threads = torch.get_num_threads()
@@ -163,6 +192,8 @@ class Embedder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
             return self._encode_chunks(texts, order, self.device_batch_size * 4, progress, tuner=None)
+        if (onnx := self.onnx) is not None:
+            return self._encode_onnx(onnx, texts, order, progress)
         import torch
 
         before = torch.get_num_threads()
@@ -172,6 +203,21 @@ class Embedder:
             return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
         finally:
             torch.set_num_threads(before)
+
+    def _encode_onnx(self, onnx, texts: list[str], order: np.ndarray,
+                     progress: Callable[[int, int], None] | None) -> np.ndarray:
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        chunk = self.batch_size * 8
+        threads = 1
+        for number, start in enumerate(range(0, len(texts), chunk)):
+            if number % RECHECK_CHUNKS == 0:  # the load changes during a long encode
+                threads = threads_for_now()
+            for first in range(start, min(start + chunk, len(texts)), self.batch_size):
+                rows = order[first : min(first + self.batch_size, start + chunk, len(texts))]
+                vectors[rows] = onnx.encode([texts[i] for i in rows], threads=threads)
+            if progress:
+                progress(min(start + chunk, len(texts)), len(texts))
+        return vectors
 
     def _encode_chunks(self, texts: list[str], order: np.ndarray, chunk: int,
                        progress: Callable[[int, int], None] | None, tuner: ThreadTuner | None) -> np.ndarray:
@@ -231,6 +277,7 @@ class ThreadTuner:
 
 
 SMALL_INPUT = 16
+RECHECK_CHUNKS = 16  # ONNX: chunks between two looks at the machine's load
 LOAD_WINDOW_S = 0.1  # how long the other processes' CPU use is sampled before an encode
 
 
