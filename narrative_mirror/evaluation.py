@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import polars as pl
@@ -46,6 +46,15 @@ def load_eval_config(profile: str | None = None) -> dict:
 # leaves the evaluations fresh for (a summary prompt, layers.toml) does not make them outdated.
 EVAL_CONFIGS = ("retrieval", "agent", "evaluation")
 EVAL_PROMPT_PREFIX = "agent_"
+# Only arc mode segments a story into phases, so only the ARC evaluation reads this prompt.
+ARC_ONLY_PROMPTS = ("agent_segment",)
+
+
+def prompts_read(assets: Iterable[str]) -> list[str]:
+    """The agent prompts the evaluation ``assets`` read (qa_eval and profile_protocol every agent
+    prompt but the arc-only ones; arc_eval all of them)."""
+    names = [n for n in settings.prompt_names() if n.startswith(EVAL_PROMPT_PREFIX)]
+    return names if "arc_eval" in assets else [n for n in names if n not in ARC_ONLY_PROMPTS]
 
 
 def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
@@ -64,7 +73,7 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
         "mode": mode,
         **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12] for name in EVAL_CONFIGS},
         **{f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
-           for name in settings.prompt_names() if name.startswith(EVAL_PROMPT_PREFIX)},
+           for name in prompts_read(code_versions)},
         **{f"code:{asset}": version[:12] for asset, version in sorted(code_versions.items())},
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]

@@ -22,7 +22,7 @@ from assets.evaluation.tables import table_metadata
 from assets.index.assets import lancedb_index
 from assets.ingest.assets import split
 from assets.partitions import chat_files
-from assets.sources.assets import AGENT_PROMPTS, agent_config, evaluation_config, retrieval_config
+from assets.sources.assets import agent_config, evaluation_config, prompt_sources, retrieval_config
 from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import evaluation as ev
 from narrative_mirror import baselines, experiments, settings
@@ -83,7 +83,7 @@ def _float_metadata(stats: dict, prefix: str = "") -> dict:
 
 @versioned_asset(
     partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("qa_eval",)), evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=QA_CHECK_SPECS,
 )
 def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold_qa: pl.DataFrame,
@@ -130,7 +130,7 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
 
 @versioned_asset(
     partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("arc_eval",)), evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=ARC_CHECK_SPECS,
 )
 def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc_cases: pl.DataFrame,
@@ -239,7 +239,7 @@ PROTOCOL_KEYS = ["recall@10", "exact_recall", "precision", "answer_f1", "answer_
 
 @versioned_asset(
     group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config],
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("profile_protocol",)), evaluation_config],
     check_specs=PROTOCOL_CHECK_SPECS,
 )
 def profile_protocol(context: dg.AssetExecutionContext, config: EvaluationRunConfig, embedder: EmbedderResource,
