@@ -38,7 +38,23 @@ def load_eval_config(profile: str | None = None) -> dict:
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
+    regression = cfg["regression"]
+    headline = regression["metric"]  # first: the checks report its figures
+    regression["metrics"] = [headline, *(m for m in regression.get("metrics", []) if m != headline)]
+    for metric, limits in regression.get("per_metric", {}).items():
+        unknown = set(limits) - {"warn_drop", "error_drop", "floor"}
+        if unknown or metric not in regression["metrics"]:
+            raise ValueError(f"{settings.config_path('evaluation')}: [regression.per_metric] {metric}: "
+                             + (f"unknown keys {sorted(unknown)}" if unknown else "not in [regression] metrics"))
     return cfg
+
+
+def tolerance(regression: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """``metric``'s warn_drop, error_drop and floor: its [regression.per_metric] entry over the
+    section's defaults (the ARC metric's floor is ``arc_floor``)."""
+    floor = regression["arc_floor"] if metric == regression.get("arc_metric") else regression["floor"]
+    base = {"warn_drop": regression["warn_drop"], "error_drop": regression["error_drop"], "floor": floor}
+    return {**base, **regression.get("per_metric", {}).get(metric, {})}
 
 
 # What an evaluation reads besides the data and the index: the config files and prompts its asset
@@ -78,6 +94,38 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
     return parts
+
+
+def settings_snapshot() -> dict[str, Any]:
+    """Every setting of the config files an evaluation reads, flattened to one value per
+    ``"<file>.toml [section] key"`` (nested tables joined with dots), as written in the experiment log."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, table: Mapping[str, Any], section: str) -> None:
+        for key, value in table.items():
+            if isinstance(value, Mapping):
+                walk(prefix, value, f"{section}.{key}" if section else key)
+            else:
+                flat[f"{prefix} [{section}] {key}" if section else f"{prefix} {key}"] = value
+
+    for name in EVAL_CONFIGS:
+        walk(f"{name}.toml", settings.load_config(name), "")
+    return flat
+
+
+def changed_settings(previous: Mapping[str, Any], current: Mapping[str, Any], file: str) -> list[str]:
+    """The settings of ``file`` (``"retrieval.toml"``) that differ: ``"retrieval.toml [fusion]
+    rrf_k: 60 -> 40"``, ``... (added): 3``, ``... (removed)``."""
+    names = sorted(k for k in set(previous) | set(current) if k.startswith(f"{file} "))
+    out = []
+    for name in names:
+        if name not in previous:
+            out.append(f"{name} (added): {current[name]!r}")
+        elif name not in current:
+            out.append(f"{name} (removed, was {previous[name]!r})")
+        elif previous[name] != current[name]:
+            out.append(f"{name}: {previous[name]!r} -> {current[name]!r}")
+    return out
 
 
 def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]) -> list[str]:

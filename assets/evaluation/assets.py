@@ -13,6 +13,7 @@ from assets.evaluation.checks import (
     QA_CHECK_SPECS,
     adoption_gate_check,
     alert_failed_checks,
+    record_standing,
     floor_check,
     regression_check,
 )
@@ -106,10 +107,10 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
                           gold_qa, messages, fingerprint["fingerprint"], progress)
     summary = ev.qa_summary(rows)
     overall = summary["overall"]
-    metric = cfg["regression"]["metric"]
+    metrics = cfg["regression"]["metrics"]
     baseline = find_baseline(context.instance, "qa_eval", key, baselines.pins_path(state.root))
-    checks = [regression_check("qa_recall_regression", "qa_eval", metric, overall.get(metric), baseline, cfg),
-              floor_check("qa_recall_floor", "qa_eval", metric, overall.get(metric), cfg["regression"]["floor"])]
+    checks = [regression_check("qa_recall_regression", "qa_eval", metrics, overall, baseline, cfg),
+              floor_check("qa_recall_floor", "qa_eval", metrics, overall, cfg)]
     yield versioned_output(rows, {
         **_float_metadata(overall),
         "questions": dg.MetadataValue.int(overall["count"]),
@@ -122,6 +123,7 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
         "config": dg.MetadataValue.json(fingerprint),
         "lancedb_versions": dg.MetadataValue.json(versions),
     })
+    record_standing(context, state, checks)
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
         experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
@@ -146,16 +148,17 @@ def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc
     rows = ev.evaluate_arcs(lambda q: query.arc(retriever, key, q, profile=cfg["run"]["profile"], llm=client),
                             arc_cases, fingerprint["fingerprint"])
     overall = ev.arc_summary(rows)["overall"]
-    metric = cfg["regression"].get("arc_metric", "arc_global_recall")
+    metrics = [cfg["regression"].get("arc_metric", "arc_global_recall")]
     baseline = find_baseline(context.instance, "arc_eval", key, baselines.pins_path(state.root))
-    checks = [regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), baseline, cfg),
-              floor_check("arc_recall_floor", "arc_eval", metric, overall.get(metric), cfg["regression"]["arc_floor"])]
+    checks = [regression_check("arc_recall_regression", "arc_eval", metrics, overall, baseline, cfg),
+              floor_check("arc_recall_floor", "arc_eval", metrics, overall, cfg)]
     yield versioned_output(rows, {**_float_metadata(overall), "cases": dg.MetadataValue.int(overall["count"]),
                             "split": which, CHECKS_PASSED: dg.MetadataValue.bool(all(c.passed for c in checks)),
                             "baseline": baseline.describe() if baseline else "none (first evaluation)",
                             "fingerprint": fingerprint["fingerprint"],
                             "config": dg.MetadataValue.json(fingerprint),
                             "lancedb_versions": dg.MetadataValue.json(versions)})
+    record_standing(context, state, checks)
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
         experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,

@@ -294,7 +294,8 @@ class Retriever:
         ranked, trace = iterative_search(
             self, chat_file, query, k, rounds=int(loop.get("rounds", 3)),
             rewrite_every=int(loop.get("rewrite_every", 1)), n_blocks=int(loop.get("n_blocks", 2)),
-            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned")
+            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned",
+            rrf_k=self.rrf_k)
         hits = [dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
                 for i, h in enumerate(self.messages(chat_file, ranked))]
         ranks = [(h.local_id, h.score) for h in hits]
