@@ -12,20 +12,26 @@ from export_chat import EDITED, LONG_NAME, PHOTO, SYSTEM_LINES, ZONE, build_expo
 from inspector_browser import LoopbackServer
 from selenium.webdriver.common.by import By
 
-# Every row's id, author, time and text boxes, and whether any two of them intersect or leave the row.
+# Every row's id, author, time and text as painted (the extent of their text, cut to the element's
+# box where it clips its overflow), the row's box, and the page's width against the window's.
 ROW_BOXES = """
+function painted(e) {
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  const text = range.getBoundingClientRect(), box = e.getBoundingClientRect();
+  const clips = getComputedStyle(e).overflowX !== 'visible';
+  return {cls: e.className || e.tagName,
+          left: clips ? Math.max(text.left, box.left) : text.left, right: clips ? Math.min(text.right, box.right) : text.right,
+          top: clips ? Math.max(text.top, box.top) : text.top, bottom: clips ? Math.min(text.bottom, box.bottom) : text.bottom};
+}
 const boxes = [];
 for (const row of document.querySelectorAll('.transcript .msg')) {
   const outer = row.getBoundingClientRect();
-  const parts = [...row.querySelectorAll('.mid, .who, time, .text')].map(e => {
-    const r = e.getBoundingClientRect();
-    return {cls: e.className || e.tagName, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
-  });
+  const parts = [...row.querySelectorAll('.mid, .who, time, .text')].map(painted).filter(p => p.right > p.left);
   boxes.push({id: row.dataset.id, row: {left: outer.left, right: outer.right}, parts});
 }
 return {boxes, scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth};
 """
-
 
 def overlaps(a: dict, b: dict) -> bool:
     return a["left"] < b["right"] - 0.5 and b["left"] < a["right"] - 0.5 and a["top"] < b["bottom"] - 0.5 \
@@ -53,7 +59,6 @@ def test_no_row_overlaps_at_any_id_or_name_length(export_site, browser, width):
     browser.driver.set_window_size(width, 1000)
     browser.visit(f"{base}/chats/{chat}")
     measured = browser.driver.execute_script(ROW_BOXES)
-    assert len(measured["boxes"]) == 15
     for row in measured["boxes"]:
         parts = row["parts"]
         assert len(parts) >= 3, row  # id, time, text (and the author on people's rows)
@@ -62,8 +67,8 @@ def test_no_row_overlaps_at_any_id_or_name_length(export_site, browser, width):
             for b in parts[i + 1:]:
                 assert not overlaps(a, b), (width, row["id"], a, b)
     assert measured["scroll"] <= measured["width"]  # nothing pushes the page sideways
-    if width == 1400:
-        browser.screenshot("transcript_real_chat")
+    assert len(measured["boxes"]) == 15  # every line, the system lines too
+    browser.screenshot("transcript_real_chat" if width == 1400 else f"transcript_real_chat_{width}")
 
 
 def test_transcript_shows_system_lines_attachments_edits_in_the_chat_zone(export_site, browser):
@@ -107,7 +112,7 @@ def test_evaluation_of_a_chat_without_gold_says_what_to_do(export_site, browser)
     browser.one("#no-gold a[href='/evaluation/" + chat + "']").click()
     advice = browser.one("#no-gold")
     assert advice.text.startswith("This chat has no gold questions, so there is nothing to evaluate.")
-    assert f"narrative-mirror trace --chat {chat} --gold ID,ID" in advice.text
+    assert f"narrative-mirror trace --data FOLDER --chat {chat} --gold ID,ID" in advice.text
     browser.screenshot("evaluation_no_gold")
     advice.find_element(By.CSS_SELECTOR, "a.ask-link").click()
     assert browser.driver.current_url == f"{base}/chats/{chat}/ask"
