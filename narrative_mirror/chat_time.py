@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -43,23 +43,36 @@ def zone_named(name: str | None) -> tzinfo | None:
         return None
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 @dataclass(frozen=True)
 class ChatClock:
     """One chat's message times in its zone. ``zones``: the zone names its times are shown in,
-    most used first (empty: the chat records no zone); ``local``: local id -> aware local time."""
+    most used first (empty: the chat records no zone). Each message's local time is made when
+    asked for (a transcript asks for all, an answer for a few)."""
 
     zones: tuple[str, ...] = ()
-    local: dict[str, datetime] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)  # local id -> row of ``micros`` / ``zone_of``
+    micros: Sequence[int] = ()  # the instant, microseconds since the epoch
+    zone_of: Sequence[tzinfo] = ()  # the zone it is shown in
+
+    def local(self, local_id: str) -> datetime | None:
+        """The message's aware local time; None when the chat records no instant for it."""
+        row = self.rows.get(local_id)
+        if row is None:
+            return None
+        return (EPOCH + timedelta(microseconds=int(self.micros[row]))).astimezone(self.zone_of[row])
 
     def time(self, local_id: str, written: datetime | None) -> datetime | None:
         """The message's time in the chat's zone; ``written`` (as stored) when it has no instant."""
-        return self.local.get(local_id, written)
+        local = self.local(local_id)
+        return written if local is None else local
 
     def iso(self, local_id: str, written: datetime | str | None) -> str | None:
         """The message's time as ISO 8601, with its offset when the chat records one."""
-        if local_id in self.local:
-            return self.local[local_id].isoformat()
-        return written.isoformat() if isinstance(written, datetime) else written
+        local = self.time(local_id, written if isinstance(written, datetime) else None)
+        return local.isoformat() if local is not None else written
 
     @property
     def label(self) -> str:
@@ -74,19 +87,22 @@ def chat_clock(messages: pl.DataFrame) -> ChatClock:
     ``utc_time`` / ``tz`` records no zone)."""
     if not {"local_id", "utc_time", "tz"} <= set(messages.columns):
         return ChatClock()
-    rows = messages.select("local_id", "utc_time", "tz").filter(pl.col("utc_time").is_not_null())
-    names = [(name or "").strip() for name in rows["tz"].to_list()]
-    named = Counter(n for n in names if n and not _FIXED.match(n) and zone_named(n) is not None)
-    chat_name = named.most_common(1)[0][0] if named else "UTC"
-    local: dict[str, datetime] = {}
+    rows = messages.select("local_id", "utc_time", pl.col("tz").fill_null("").str.strip_chars()) \
+        .filter(pl.col("utc_time").is_not_null())
+    if rows["utc_time"].dtype.time_zone is None:  # a frame written without its zone holds UTC instants
+        rows = rows.with_columns(pl.col("utc_time").dt.replace_time_zone("UTC"))
+    names = rows["tz"].to_list()
+    counts = Counter(names)
+    named = [(n, c) for n, c in counts.most_common() if n and not _FIXED.match(n) and zone_named(n) is not None]
+    chat_name = named[0][0] if named else "UTC"
+    shown_as = {n: n if _FIXED.match(n) else chat_name for n in counts}
+    zones = {n: zone_named(n) or UTC for n in set(shown_as.values())}
     shown: Counter[str] = Counter()
-    for local_id, instant, name in zip(rows["local_id"].to_list(), rows["utc_time"].to_list(), names):
-        zone = zone_named(name if _FIXED.match(name) else chat_name) or UTC
-        if instant.tzinfo is None:  # a frame written without its zone holds UTC instants
-            instant = instant.replace(tzinfo=UTC)
-        local[local_id] = instant.astimezone(zone)
-        shown[zone_name(local[local_id])] += 1
-    return ChatClock(tuple(name for name, _ in shown.most_common()), local)
+    for name, count in counts.items():
+        shown[shown_as[name]] += count
+    return ChatClock(tuple(n for n, _ in shown.most_common()),
+                     {lid: i for i, lid in enumerate(rows["local_id"].to_list())},
+                     rows["utc_time"].dt.epoch("us").to_numpy(), [zones[shown_as[n]] for n in names])
 
 
 class StoredClocks:
@@ -132,7 +148,7 @@ def stamp_messages(items: list[dict], clocks: Clocks, default_chat: str) -> list
     ISO 8601 in its chat's zone, in place; returns the zone names used, most used first."""
     used: Counter[str] = Counter()
     for item in items:
-        local = clocks(item.get("chat") or default_chat).local.get(item.get("id"))
+        local = clocks(item.get("chat") or default_chat).local(item.get("id"))
         if local is not None:
             item["timestamp"] = local.isoformat()
             used[zone_name(local)] += 1

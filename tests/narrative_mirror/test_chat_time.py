@@ -56,7 +56,7 @@ def test_a_chat_without_instants_keeps_its_written_times():
 def test_stored_clocks_read_the_layer_again_when_it_changes(tmp_path):
     path = storage.frame_path(tmp_path, "messages", "c")
     clocks = StoredClocks(tmp_path)
-    assert clocks("c").local == {}  # no stored layer yet
+    assert clocks("c").zones == () and clocks("c").local("1") is None  # no stored layer yet
     storage.write_frame(path, layer([("1", datetime(2024, 3, 12, 8, 0, tzinfo=UTC), "Europe/Lisbon")]))
     items = [{"id": "1", "chat": "c", "timestamp": "2024-03-12T08:00:00"}, {"id": "other", "timestamp": None}]
     assert stamp_messages(items, clocks, "c") == ["Europe/Lisbon"]
