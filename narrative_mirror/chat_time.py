@@ -11,36 +11,32 @@ that records no instant (RealTalk, LoCoMo) keeps its times as the file wrote the
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
 from narrative_mirror import storage
 
-_FIXED = re.compile(r"^UTC([+-])(\d{2}):(\d{2})$")
 
+def _zone(name: str) -> tzinfo | None:
+    """The zone a stored ``tz`` names (the readers' own reading of it); None when this machine
+    does not know the name."""
+    from narrative_mirror.exports.timezones import zone_named  # the readers' package: only when a chat has zones
 
-def zone_named(name: str | None) -> tzinfo | None:
-    """The zone a stored ``tz`` names: an IANA name, ``UTC`` or a fixed ``UTC+02:00``; None
-    for "" or a name this machine does not know."""
-    name = (name or "").strip()
-    fixed = _FIXED.match(name)
-    if fixed:
-        sign = -1 if fixed[1] == "-" else 1
-        return timezone(sign * timedelta(hours=int(fixed[2]), minutes=int(fixed[3])), name)
-    if name == "UTC":
-        return UTC
     try:
-        return ZoneInfo(name) if name else None
-    except (ZoneInfoNotFoundError, ValueError):
+        return zone_named(name)
+    except ValueError:
         return None
+
+
+def _fixed(zone: tzinfo | None) -> bool:
+    """A fixed offset the file wrote (``UTC+02:00``), not a place's zone (nor plain UTC)."""
+    return isinstance(zone, timezone) and zone.utcoffset(None) != timedelta(0)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -93,10 +89,11 @@ def chat_clock(messages: pl.DataFrame) -> ChatClock:
         rows = rows.with_columns(pl.col("utc_time").dt.replace_time_zone("UTC"))
     names = rows["tz"].to_list()
     counts = Counter(names)
-    named = [(n, c) for n, c in counts.most_common() if n and not _FIXED.match(n) and zone_named(n) is not None]
-    chat_name = named[0][0] if named else "UTC"
-    shown_as = {n: n if _FIXED.match(n) else chat_name for n in counts}
-    zones = {n: zone_named(n) or UTC for n in set(shown_as.values())}
+    known = {n: _zone(n) for n in counts}
+    named = [n for n, _ in counts.most_common() if n and known[n] is not None and not _fixed(known[n])]
+    chat_name = named[0] if named else "UTC"
+    shown_as = {n: n if _fixed(known[n]) else chat_name for n in counts}
+    zones = {n: _zone(n) or UTC for n in set(shown_as.values())}
     shown: Counter[str] = Counter()
     for name, count in counts.items():
         shown[shown_as[name]] += count
