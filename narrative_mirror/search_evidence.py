@@ -7,7 +7,9 @@
 - ``recall/cards_YYYYMMDD.json``: the day's recall cards, a snapshot rewritten atomically after
   each search: ``{"date", "cards": [...]}``, one card per search, oldest first: ``ts``, ``chat``,
   ``query``, ``top`` (its first ``CARD_ITEMS`` hits: id, tier, score, text cut to ``CARD_TEXT``
-  characters), ``search_run`` and ``recall_run``. A glance at what was recalled that day.
+  characters), ``search_run`` and ``recall_run``. A glance at what was recalled that day: the
+  last ``MAX_CARDS`` searches (the search runs keep every one), so a busy day's rewrite stays
+  small; not fsynced (a snapshot, rebuilt by the next search).
 
 Both live under the recall runs' parent folder (``<NM_HOME>`` by default), in UTC.
 """
@@ -16,18 +18,19 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from narrative_mirror.recall_runs import runs_dir, utc_iso, write_record
-from narrative_mirror.storage import write_atomically
 
 SEARCH_RUNS_DIR = "search_runs"
 CARDS_DIR = "recall"
 CARD_ITEMS = 3
 CARD_TEXT = 160
+MAX_CARDS = 200
 _cards_lock = threading.Lock()  # one writer per process; flock orders processes
 
 
@@ -67,6 +70,7 @@ def add_card(path: Path, card: Mapping, date: str) -> None:
                 cards = json.loads(path.read_text(encoding="utf-8"))["cards"]
             except (ValueError, KeyError, TypeError):
                 path.replace(path.with_name(path.name + ".unreadable"))
-        cards.append(dict(card))
-        write_atomically(path, (json.dumps({"date": date, "cards": cards}, ensure_ascii=False, indent=1) + "\n")
-                         .encode("utf-8"))
+        cards = [*cards, dict(card)][-MAX_CARDS:]
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"date": date, "cards": cards}, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)  # readers never see a half-written snapshot

@@ -78,3 +78,14 @@ def test_a_search_run_and_the_day_s_recall_cards(retriever, tmp_path):
     assert [t["id"] for t in first["top"]] == [h["id"] for h in hits][:3]
     assert all(t["tier"] == retriever.chat(CHAT).tiers[t["id"]] for t in first["top"])
     assert first["search_run"] == str(paths[0].relative_to(tmp_path))
+
+
+def test_the_cards_keep_the_day_s_last_searches(tmp_path, monkeypatch):
+    from narrative_mirror import search_evidence
+
+    monkeypatch.setattr(search_evidence, "MAX_CARDS", 3)
+    for n in range(5):
+        record_search(f"q{n}", CHAT, {}, f"ev{n}", [], {}, None, root=tmp_path / "recall_runs")
+    [cards] = (tmp_path / "recall").glob("cards_*.json")
+    assert [c["query"] for c in json.loads(cards.read_text())["cards"]] == ["q2", "q3", "q4"]
+    assert len(list((tmp_path / "search_runs").rglob("run_*.json"))) == 5  # every search keeps its run
