@@ -236,7 +236,8 @@ def recorded_search(
     def kept(hits: Sequence[Hit]) -> list[Hit]:
         return [h for h in hits if wanted is None or chat.tiers[h.local_id] in wanted][:k]
 
-    if variant == RERANK_VARIANT:
+    if variant == RERANK_VARIANT or need_fresh:
+        # The engine reranks with the hybrid score here (need_fresh does under every variant).
         result = retriever.search(chat_file, query, depth, variant=variant, need_fresh=need_fresh, reranker=recording)
         result = dataclasses.replace(result, hits=kept(result.hits))
         # Stable sort: with Self-RAG off the pre order equals the post order.
