@@ -161,18 +161,26 @@ def _frame_found(frame: pl.DataFrame, redactor: Redactor) -> bool:
     return False
 
 
+# A chat's own layer files (``<asset>/<chat>.parquet``) are deleted by a forget: blocks, signals and
+# threads list and place their messages, so a file with rows dropped would disagree with the log,
+# and the next build rebuilds the chat from its messages on (a missing output is repaired with
+# everything after it). Its vectors are kept, without the forgotten rows: the rebuild reuses them.
+KEPT_LAYERS = ("message_embeddings",)
+
+
 def redact_parquet(paths: Iterable[Path], chat: str, ids: set[str], whole_chat: bool,
                    redactor: Redactor) -> dict[str, int]:
-    """The parquet files ``paths`` (layers: ``<asset>/<partition>.parquet``): a whole chat's
-    files are deleted; in the others the forgotten messages' rows (by ``message_id`` or
-    ``chat_file`` + ``local_id``) are dropped, and a file that still quotes them (block
-    summaries, keywords, thread titles) is deleted: Dagster's checks find it missing and the next
-    build recomputes it (and everything after it) from the log without the forgotten messages."""
+    """The parquet files ``paths`` (layers: ``<asset>/<partition>.parquet``): the chat's own
+    files are deleted (``KEPT_LAYERS`` lose only the forgotten rows unless the whole chat is
+    forgotten); in the others the forgotten messages' rows (by ``message_id`` or ``chat_file`` +
+    ``local_id``) are dropped, and a file that still quotes them (block summaries, keywords,
+    thread titles) is deleted: Dagster's checks find it missing and the next build recomputes it
+    (and everything after it) from the log without the forgotten messages."""
     out = {"files_deleted": 0, "files_rewritten": 0, "rows_removed": 0}
     message_ids = {f"{chat}/{i}" for i in ids}
     for path in sorted(paths):
-        if whole_chat and path.stem == chat:
-            path.unlink()
+        if path.stem == chat and (whole_chat or path.parent.name not in KEPT_LAYERS):
+            path.unlink(missing_ok=True)
             out["files_deleted"] += 1
             continue
         frame = pl.read_parquet(path)
