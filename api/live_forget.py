@@ -46,6 +46,8 @@ def mount_forget(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
             raise ApiError(400, exc.field, exc.reason) from None
         if report is None:
             raise ApiError(404, "chat", "no live message of that chat matches")
+        if report["whole_chat"]:
+            api.store_state.forget(chat)  # gone on purpose: health does not miss it
         return JSONResponse(report)
 
     def selection(**given) -> Selection:
