@@ -2,7 +2,9 @@
 half way) the next build exits 0, a build after it has nothing left to run, and the home serves
 every chat: a live chat and a chat-file chat (a demo chat) are built once, through Dagster, and
 each test forgets in a copy of that home. One message whose text no block summary quotes is the
-case that used to fail (the blocks still listed it: "members without a message vector")."""
+case that used to fail (the blocks still listed it: "members without a message vector"). And a
+forget leaves no word of the message in any file of the home: Dagster's SQLite stores, its logs,
+and the fields of a retrieval event that a client chose (its session id)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
+import lancedb
+import polars as pl
 import pytest
 from starlette.testclient import TestClient
 
@@ -20,6 +25,7 @@ from api.app import create_app
 from api.live import mount_live
 from cli.main import main
 from narrative_mirror import settings
+from narrative_mirror.events.record import RetrievalEvent
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.memory import LiveMemory
@@ -153,3 +159,43 @@ def test_the_build_after_a_killed_forget_finishes_it_and_succeeds(built_home, ho
     assert report["per_file"][CHAT]["messages"] == 6
     served = serving(home, embedder)
     assert served["health"]["status"] == "ok" and served["status"] == {CHAT: 200, FILE_CHAT: 200}
+
+
+def holders(home: Path, word: bytes) -> list[str]:
+    """Files under ``home`` (Dagster's SQLite files and logs included) holding ``word``, any case:
+    raw bytes, UTF-16, and the rows of parquet files and LanceDB tables (compressed on disk)."""
+    db = lancedb.connect(str(home / "lancedb"))
+    found = [f"lancedb/{name} (rows)" for name in db.table_names()
+             if word.decode() in str(db.open_table(name).to_arrow().to_pylist()).lower()]
+    for path in sorted(p for p in home.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if word in data.lower() or word.decode().encode("utf-16-le") in data.lower():
+            found.append(str(path.relative_to(home)))
+        elif data[:4] == b"PAR1" and word.decode() in str(pl.read_parquet(path).to_dicts()).lower():
+            found.append(str(path.relative_to(home)) + " (rows)")
+    return found
+
+
+def test_forget_leaves_no_word_in_dagster_or_in_a_client_chosen_field(built_home, home, embedder):
+    from cli.runner import Runner
+
+    store = IndexStore(str(home / "lancedb"))
+    events = EventLog(store.uri, spool_dir=home / "events" / "spool", embedder=embedder)
+    for _ in range(2):  # the same question again: a follow-up, listed by the stats asset
+        events.log(RetrievalEvent("local/ada", CHAT, "where is the qvzplover bench?", ["m4", "m6"], "hybrid",
+                                  session_id="qvzplover-hunt"))
+    events.close()
+    with Runner(built_home[0], progress=lambda line: None) as runner:
+        assert not runner.materialize(["retrieval_event_stats"], None, force=True).failed
+    before = holders(home, b"qvzplover")
+    assert "live/notes_Ada_Bo.jsonl" in before and "lancedb/retrieval_events (rows)" in before
+
+    assert main(["forget", "--chat", CHAT, "--id", "m4", "--json"]) == 0
+    assert holders(home, b"qvzplover") == []
+    stored = lancedb.connect(str(home / "lancedb")).open_table("retrieval_events").to_arrow().to_pylist()
+    assert [(e["session_id"], e["query"], e["returned_ids"]) for e in stored] == [
+        ("[forgotten]-hunt", "where is the [forgotten] [forgotten]?", ["[forgotten]", "m6"])] * 2
+    with Runner(built_home[0], progress=lambda line: None) as runner:  # Dagster still reads its records
+        record = runner.instance.get_latest_materialization_event(dg.AssetKey("retrieval_event_stats"))
+        metadata = {k: v.value for k, v in record.asset_materialization.metadata.items()}
+    assert (metadata["followed_up_queries"], metadata["export"]) == (1, "exports/retrieval_training_examples.jsonl")
