@@ -115,6 +115,8 @@ def serving(home: Path, embedder) -> dict:
 
 def test_the_build_after_forgetting_one_message_succeeds_and_settles(built_home, home, embedder, capsys):
     assert main(["forget", "--chat", CHAT, "--id", "m5", "--json"]) == 0
+    forgot = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert len(forgot["not_reached"]) == 2 and "outside NM_HOME" in forgot["not_reached"][0]  # said, per store
     report = build(built_home[0], capsys)
     assert report["per_file"][CHAT]["messages"] == 6 and report["per_file"][CHAT]["messages_in_blocks"] == 6
     assert report["per_file"][CHAT]["encoded_messages"] == 0  # the kept vectors were reused
@@ -198,4 +200,9 @@ def test_forget_leaves_no_word_in_dagster_or_in_a_client_chosen_field(built_home
     with Runner(built_home[0], progress=lambda line: None) as runner:  # Dagster still reads its records
         record = runner.instance.get_latest_materialization_event(dg.AssetKey("retrieval_event_stats"))
         metadata = {k: v.value for k, v in record.asset_materialization.metadata.items()}
+        sources = {chat: runner.instance.fetch_materializations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("messages"), asset_partitions=[chat]), limit=1).records[0]
+            .asset_materialization.metadata["source"].value for chat in (CHAT, FILE_CHAT)}
     assert (metadata["followed_up_queries"], metadata["export"]) == (1, "exports/retrieval_training_examples.jsonl")
+    # files named relative to their folder (NM_HOME, the data folder), never by absolute path
+    assert sources == {CHAT: "live/notes_Ada_Bo.jsonl", FILE_CHAT: f"{FILE_CHAT}.json"}
