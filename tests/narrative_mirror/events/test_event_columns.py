@@ -68,3 +68,16 @@ def test_confidences_must_match_the_cited_ids():
         event(cited_ids=["D1:1"], cited_confidences=[0.5, 0.5])
     with pytest.raises(ValueError, match="cited_confidences"):
         event(cited_ids=["D1:1"], cited_confidences=[1.5])
+
+
+def test_a_redacted_query_loses_its_stored_vector(events_log):
+    from narrative_mirror.events.redaction import redact_events
+
+    secret = events_log.log(event("where is the spare key of Ana's flat", query_vector=[0.1, 0.2]))
+    kept = events_log.log(event("rye bread", at=T0 + timedelta(seconds=1), query_vector=[0.3, 0.4]))
+    events_log.flush()
+    assert redact_events(events_log.uri, lambda text: text.replace("spare key", "[forgotten]")) == 1
+    rows = {r["event_id"]: r for r in events_log.events().to_dicts()}
+    assert rows[secret]["query"] == "where is the [forgotten] of Ana's flat"
+    assert rows[secret]["query_vector"] is None  # the vector would still tell the forgotten words
+    assert rows[kept]["query_vector"] == pytest.approx([0.3, 0.4])
