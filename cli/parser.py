@@ -127,7 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
     p.add_argument("--name", required=True, help="who or what the token is for")
     p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may use (repeatable)")
-    p.add_argument("--rights", default="read", help="comma-separated: read, add, forget (default: read)")
+    p.add_argument("--rights", default="read", help="comma-separated: read, add, forget, replace (a live chat "
+                   "replacing a chat file's chat; add does not imply it) (default: read)")
+    p.add_argument("--expires", default=None, help="refuse the token from then on: a duration (12h, 30d) or a "
+                   "UTC time (2026-12-31T00:00:00Z); default: never")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_token)
 

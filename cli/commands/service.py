@@ -53,15 +53,16 @@ def cmd_serve(args) -> dict:
 
 def cmd_token(args) -> dict:
     """Create or revoke an API token of `serve --tokens FILE` (the file keeps only its hash)."""
-    from api.access import add_token, remove_token
+    from api.access import add_token, expiry, remove_token
 
     if args.action == "add":
         if not args.chat:
             raise ValueError("token add: --chat PATTERN is required (a chat key or glob, repeatable)")
         rights = [right.strip() for right in args.rights.split(",") if right.strip()]
-        secret = add_token(args.tokens, args.name, args.chat, rights)
+        expires = expiry(args.expires) if args.expires else None
+        secret = add_token(args.tokens, args.name, args.chat, rights, expires)
         return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "rights": rights, "token": secret,
-                "note": "shown once: only its hash is stored"}
+                "expires": expires, "note": "shown once: only its hash is stored"}
     if not remove_token(args.tokens, args.name):
         raise ValueError(f"{args.tokens}: no token named {args.name!r}")
     return {"tokens": str(args.tokens), "removed": args.name}
