@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="API token file (`token add`); required to serve beyond loopback")
     p.add_argument("--ask-running", type=int, default=4, help="asks at work at once per token (open API: per address)")
     p.add_argument("--ask-queued", type=int, default=8, help="asks waiting beyond those per token; more get 429")
+    p.add_argument("--search-running", type=int, default=2,
+                   help="searches at work at once per token (open API: per address)")
+    p.add_argument("--search-queued", type=int, default=6, help="searches waiting beyond those per token; more get 429")
     p.add_argument("--request-timeout", type=float, default=10.0,
                    help="seconds a client has to send a whole request (head and body); slower ones are disconnected")
     p.add_argument("--keep-alive", type=int, default=5, help="seconds an idle connection is kept between requests")
