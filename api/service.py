@@ -34,7 +34,7 @@ from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
-from narrative_mirror.safe_text import terminal_safe
+from narrative_mirror.safe_text import clip_line, terminal_safe
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -244,7 +244,7 @@ class MemoryApi:
             "timings_ms": recorded.result.timings_ms,
         }
         if recorded.run_error:
-            log.warning("memory search: %s", terminal_safe(recorded.run_error))
+            log.warning("memory search: %s", clip_line(terminal_safe(recorded.run_error)))
             meta["evidence_error"] = without_paths(recorded.run_error)
         return JSONResponse({
             "hits": [{**hit_json(h), "chat": chat} for h in hits],
@@ -265,7 +265,7 @@ class MemoryApi:
                 "reranker": "hybrid_score", "event_id": event_id,
                 "timings_ms": {**merged.timings_ms, "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()}}}
         if errors:
-            log.warning("memory search: %s", terminal_safe("; ".join(errors.values())))
+            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors.values()))))
             meta["evidence_error"] = "; ".join(errors.values())
         return {"hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits], "meta": meta,
                 "evidence_paths": {chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
