@@ -89,10 +89,12 @@ def _relative(location: bytes) -> bytes:
 
 
 def _cross_site(headers: list[tuple[bytes, bytes]]) -> bool:
-    """True when the browser says another site started the request (Sec-Fetch-Site), or its
-    Origin names another host than its Host."""
-    if any(name == b"sec-fetch-site" and value.strip().lower() in _CROSS for name, value in headers):
-        return True
+    """True when the browser says another site started the request (Sec-Fetch-Site), or, from a
+    browser that does not say, its Origin names another host than its Host (Sec-Fetch-Site is the
+    browser's own view, right behind a proxy that rewrites the Host too)."""
+    fetch_sites = [value.strip().lower() for name, value in headers if name == b"sec-fetch-site"]
+    if fetch_sites:
+        return fetch_sites[0] in _CROSS
     origins = [value for name, value in headers if name == b"origin"]
     if not origins:
         return False
