@@ -146,7 +146,11 @@ def measure(version: str, tree: Path, args: argparse.Namespace, tokens: Path, fl
         return report
     finally:
         server.terminate()
-        server.wait(30)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:  # a server still draining a flood's queue
+            server.kill()
+            server.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     tokens = Path(tempfile.mkdtemp(prefix="api_load_tokens_")) / "tokens.json"
     flooder, prober = add_token(tokens, "flood", [CHAT]), add_token(tokens, "probe", [CHAT])
     out = {"before_commit": before, "flood": args.flood, "every_s": args.every, "searches": args.searches}
-    out["before"] = measure("before", tree_at(before), args, tokens, flooder, prober)
-    out["now"] = measure("now", REPO, args, tokens, flooder, prober)
+    for version, tree in (("before", tree_at(before)), ("now", REPO)):
+        out[version] = measure(version, tree, args, tokens, flooder, prober)
+        print(json.dumps({version: out[version]}), file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
     return 0
 
