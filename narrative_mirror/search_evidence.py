@@ -11,7 +11,8 @@
   last ``MAX_CARDS`` searches (the search runs keep every one), so a busy day's rewrite stays
   small; not fsynced (a snapshot, rebuilt by the next search).
 
-Both live under the recall runs' parent folder (``<NM_HOME>`` by default), in UTC.
+Both live under the recall runs' parent folder (``<NM_HOME>`` by default), in UTC; the search runs
+are bounded like the recall runs (``recall_runs.write_record``: retention.toml's keep_last).
 """
 
 from __future__ import annotations

@@ -37,8 +37,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETRY_S = (0.1, 0.5, 2.0, 5.0)
-LIST_TYPES = {"cited_ids": "List(Utf8)", "cited_confidences": "List(Float64)"}  # DataFusion's names  # waits between attempts at a batch the store refused
+RETRY_S = (0.1, 0.5, 2.0, 5.0)  # waits between attempts at a batch the store refused
+LIST_TYPES = {"cited_ids": "List(Utf8)", "cited_confidences": "List(Float64)"}  # DataFusion's names
+# Writes through one table handle before it is opened anew: a LanceDB handle keeps what it read of
+# every version it wrote (about 20 KB each), so a long-lived one grew with every event stored.
+REOPEN_AFTER_WRITES = 50
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class EventLog:
         self._closed = self._stopping = False
         self._table = None
         self._prepared = None  # the table object ``prepare`` last ran on
+        self._writes = 0  # writes through the current table handle (REOPEN_AFTER_WRITES)
         self._follow_ups = (FollowUpLinker(embedder, follow_up_window, follow_up_similarity, self._open,
                                            max_recent=follow_up_recent) if embedder is not None else None)
         self._writer = threading.Thread(target=self._run, name="retrieval-event-writer", daemon=True)
@@ -348,6 +352,9 @@ class EventLog:
                 empty = {k: f"arrow_cast(make_array(), '{LIST_TYPES[k]}')" for k, v in cite.items() if v == []}
                 if empty:
                     table.update(where=where, values_sql=empty)
+            self._writes += bool(rows) + len(cites)
+            if self._writes >= REOPEN_AFTER_WRITES:
+                self._table, self._writes = None, 0
 
     def _store_orphans(self) -> None:
         """Store what ended processes left in the spool folder (once, at the start)."""
