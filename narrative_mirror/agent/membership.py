@@ -1,0 +1,152 @@
+"""Membership questions answered from a group's system lines.
+
+System lines (joins, leaves, "X added Y", "X removed Y", group creation and renames) stay in the
+stored messages layer and out of the index, so no search ever ranks them as evidence for an
+ordinary question. A question about membership itself ("When did Ben join the group?", "Who
+added Cy?", "When did Dee leave?", "Who created the group?") is answered here, from those lines,
+with the line as its evidence; ``answer`` returns None for every other question (and when the
+chat's lines do not tell), and the agent goes on as usual.
+
+Lines are read as the readers write them: WhatsApp's own English text ("Ann added Cy", "Cy left",
+"Ann created group "Trip"", "Dee joined using this group's invite link") and Telegram service
+messages, either readable in the same words with the actor as author, or ``action: names``
+(``invite_members: Dee, Eve``, ``remove_members: Eve``, ``create_group: Trip``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from narrative_mirror import settings, storage
+from narrative_mirror.agent.contract import AgentAnswer, DebugTrace, EvidenceItem, RankedId
+from narrative_mirror.agent.planner import facets_offline
+
+Kind = str  # "join", "leave", "create"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: Kind
+    people: tuple[str, ...]  # who joined or left ("" for a creation)
+    actor: str  # who added, removed or created ("" when the line names nobody)
+    line: dict  # the stored row
+
+
+@dataclass(frozen=True)
+class Ask:
+    kind: Kind
+    person: str  # whom the question is about ("" for the group's creation)
+    wants: str  # "when" or "who"
+
+
+_NAME = r"(?P<who>[\w][\w .'’-]*?)"
+_QUESTIONS = [
+    (re.compile(rf"^\W*when\s+(?:did|has)\s+{_NAME}\s+(?:join|come\s+in(?:to)?|enter|get\s+added)\b", re.I), "join", "when"),
+    (re.compile(rf"^\W*when\s+was\s+{_NAME}\s+added\b", re.I), "join", "when"),
+    (re.compile(rf"^\W*who\s+(?:added|invited|brought\s+in)\s+{_NAME}(?:\s+to\b.*)?\W*$", re.I), "join", "who"),
+    (re.compile(rf"^\W*when\s+(?:did|has)\s+{_NAME}\s+(?:leave|quit|exit)\b", re.I), "leave", "when"),
+    (re.compile(rf"^\W*when\s+was\s+{_NAME}\s+(?:removed|kicked\s+out)\b", re.I), "leave", "when"),
+    (re.compile(rf"^\W*who\s+(?:removed|kicked\s+out)\s+{_NAME}(?:\s+from\b.*)?\W*$", re.I), "leave", "who"),
+    (re.compile(r"^\W*who\s+(?:created|made|started|set\s+up)\s+(?:the|this)\s+(?:group|chat)\b", re.I), "create", "who"),
+    (re.compile(r"^\W*when\s+was\s+(?:the|this)\s+(?:group|chat)\s+(?:created|made|started|set\s+up)\b", re.I),
+     "create", "when"),
+]
+
+_LINES = [
+    (re.compile(r"^(?P<actor>.+?) added (?P<people>.+)$"), "join"),
+    (re.compile(r"^(?P<actor>.+?) removed (?P<people>.+)$"), "leave"),
+    (re.compile(r"^(?P<people>.+?) (?:joined|joined using this group's invite link|joined via .+)$"), "join"),
+    (re.compile(r"^(?P<people>.+?) left$"), "leave"),
+    (re.compile(r"^(?P<actor>.+?) created (?:the )?group\b.*$"), "create"),
+]
+_SERVICE = {"invite_members": "join", "join_group_by_link": "join", "remove_members": "leave", "create_group": "create",
+            "create_channel": "create", "migrate_from_group": "create"}
+
+
+def parse_question(question: str) -> Ask | None:
+    """The membership question asked, or None for any other question."""
+    for pattern, kind, wants in _QUESTIONS:
+        if match := pattern.search(question.strip()):
+            person = match.groupdict().get("who") or ""
+            person = re.sub(r"^(?:the|this)\s+group\b.*", "", person.strip(), flags=re.I)
+            return Ask(kind, person, wants)
+    return None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in re.split(r",\s*|\s+and\s+", text.strip().strip(".")) if n.strip())
+
+
+def read_event(row: dict) -> Event | None:
+    """The membership event a system line states, if any."""
+    text, author = (row.get("text") or "").strip(), (row.get("speaker") or "").strip()
+    action, _, detail = text.partition(":")
+    if action.strip() in _SERVICE and " " not in action.strip():
+        kind, people = _SERVICE[action.strip()], _names(detail)
+        if kind == "join" and not people:
+            people = (author,)
+        return Event(kind, people if kind != "create" else (), author, row)
+    for pattern, kind in _LINES:
+        if match := pattern.match(text):
+            found = match.groupdict()
+            return Event(kind, _names(found["people"]) if found.get("people") else (), found.get("actor") or "", row)
+    return None
+
+
+def system_lines(chat_file: str) -> pl.DataFrame | None:
+    """The chat's system lines from the stored messages layer (None without a readable one)."""
+    try:
+        path = storage.frame_path(settings.state_home() / "storage", "messages", chat_file)
+    except RuntimeError:  # no state folder in this process
+        return None
+    if storage.frame_problem(path) is not None:
+        return None
+    frame = storage.read_frame(path)
+    if "system" not in frame.columns:
+        return None
+    return frame.filter(pl.col("system").fill_null(False)).sort("position")
+
+
+def _same(a: str, b: str) -> bool:
+    return a.casefold() == b.casefold() or a.casefold().split()[:1] == b.casefold().split()[:1]
+
+
+def _matching(ask: Ask, events: list[Event]) -> Event | None:
+    wanted = [e for e in events if e.kind == ask.kind and (ask.kind == "create" or any(_same(p, ask.person) for p in e.people)
+                                                           or (ask.kind == "leave" and not e.people and _same(e.actor, ask.person)))]
+    return wanted[0] if ask.kind != "leave" else (wanted[-1] if wanted else None)
+
+
+def answer(chat_file: str, question: str, profile: str) -> AgentAnswer | None:
+    """The membership question answered from the chat's system lines, or None (not one, or the
+    lines do not tell)."""
+    ask = parse_question(question)
+    if ask is None:
+        return None
+    lines = system_lines(chat_file)
+    if lines is None or lines.height == 0:
+        return None
+    events = [e for row in lines.iter_rows(named=True) if (e := read_event(row)) is not None]
+    event = _matching(ask, events)
+    if event is None or (ask.wants == "who" and not event.actor):
+        return None
+    row = event.line
+    when = row["timestamp"]
+    if ask.wants == "who":
+        text = event.actor
+    else:
+        text = f"{when:%-d %B %Y}" if when is not None else "the chat does not say when"
+    shown = f"{row['speaker']}: {row['text']}" if row.get("speaker") else row["text"]
+    item = EvidenceItem(id=row["local_id"], text=shown, point=f"system line: {row['text']}", speaker=row.get("speaker") or None,
+                        timestamp=when)
+    return AgentAnswer(
+        Answer=text, Evidence=[item], Unknowns=[], question=question, chat_file=chat_file, route="direct",
+        profile=profile, facets=facets_offline(question), rounds=0, calls=1, llm_calls=0, fetches=1,
+        stop_reason="coverage_met", verifier="membership: read from the chat's system lines",
+        trace=DebugTrace(final=[RankedId(id=row["local_id"], score=1.0)],
+                         steps=[f"membership: {ask.kind} ({ask.wants}) of {ask.person or 'the group'} "
+                                f"from system line {row['local_id']}"]),
+    )
