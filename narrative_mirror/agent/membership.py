@@ -7,10 +7,10 @@ added Cy?", "When did Dee leave?", "Who created the group?") is answered here, f
 with the line as its evidence; ``answer`` returns None for every other question (and when the
 chat's lines do not tell), and the agent goes on as usual.
 
-Lines are read as the readers write them: WhatsApp's own English text ("Ann added Cy", "Cy left",
-"Ann created group "Trip"", "Dee joined using this group's invite link") and Telegram service
-messages, either readable in the same words with the actor as author, or ``action: names``
-(``invite_members: Dee, Eve``, ``remove_members: Eve``, ``create_group: Trip``).
+Lines are read as the readers write them, in English: WhatsApp's own text ("Ann added Cy", "Cy
+left", "Ann created group "Trip"", "Dee joined using this group's invite link") and Telegram's
+service messages as Telegram shows them ("Ann added Dee, Eve", "Eve left the group", "Ann
+created the group «Trip»").
 """
 
 from __future__ import annotations
@@ -58,12 +58,10 @@ _QUESTIONS = [
 _LINES = [
     (re.compile(r"^(?P<actor>.+?) added (?P<people>.+)$"), "join"),
     (re.compile(r"^(?P<actor>.+?) removed (?P<people>.+)$"), "leave"),
-    (re.compile(r"^(?P<people>.+?) (?:joined|joined using this group's invite link|joined via .+)$"), "join"),
-    (re.compile(r"^(?P<people>.+?) left$"), "leave"),
+    (re.compile(r"^(?P<people>.+?) joined(?: the group)?(?: using this group's invite link| via .+| \(.+\))?$"), "join"),
+    (re.compile(r"^(?P<people>.+?) left(?: the group)?$"), "leave"),
     (re.compile(r"^(?P<actor>.+?) created (?:the )?group\b.*$"), "create"),
 ]
-_SERVICE = {"invite_members": "join", "join_group_by_link": "join", "remove_members": "leave", "create_group": "create",
-            "create_channel": "create", "migrate_from_group": "create"}
 
 
 def parse_question(question: str) -> Ask | None:
@@ -82,13 +80,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def read_event(row: dict) -> Event | None:
     """The membership event a system line states, if any."""
-    text, author = (row.get("text") or "").strip(), (row.get("speaker") or "").strip()
-    action, _, detail = text.partition(":")
-    if action.strip() in _SERVICE and " " not in action.strip():
-        kind, people = _SERVICE[action.strip()], _names(detail)
-        if kind == "join" and not people:
-            people = (author,)
-        return Event(kind, people if kind != "create" else (), author, row)
+    text = (row.get("text") or "").strip()
     for pattern, kind in _LINES:
         if match := pattern.match(text):
             found = match.groupdict()
@@ -139,8 +131,8 @@ def answer(chat_file: str, question: str, profile: str) -> AgentAnswer | None:
         text = event.actor
     else:
         text = f"{when:%-d %B %Y}" if when is not None else "the chat does not say when"
-    shown = f"{row['speaker']}: {row['text']}" if row.get("speaker") else row["text"]
-    item = EvidenceItem(id=row["local_id"], text=shown, point=f"system line: {row['text']}", speaker=row.get("speaker") or None,
+    # A system line is shown as the line itself: its author (a group title, an actor) is in its words.
+    item = EvidenceItem(id=row["local_id"], text=row["text"], point="system line", speaker=event.actor or None,
                         timestamp=when)
     return AgentAnswer(
         Answer=text, Evidence=[item], Unknowns=[], question=question, chat_file=chat_file, route="direct",
