@@ -156,3 +156,11 @@ def addresses_the_reader(text: str) -> bool:
     """Whether the message speaks to whoever answers: an instruction to an AI model
     (``looks_like_injection``) or a message that dictates the answer."""
     return looks_like_injection(text) or dictates_the_answer(text)
+
+
+def flagged_notes(ranked: list, limit: int) -> list[str]:
+    """One Unknowns line for each flagged message among the ``limit`` best of the pool (``PoolItem``
+    list, best first): who wrote it, without its words, so the reader sees what was set aside."""
+    return [f"{p.hit.local_id}: {p.hit.speaker} wrote a message that tells its reader how to answer; it is "
+            f"what {p.hit.speaker} wrote, not a fact, and no claim is taken from it"
+            for p in ranked[:limit] if p.flagged]

@@ -12,7 +12,7 @@ from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.addressed import addresses_the_reader
+from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.text import names_in, stem, written_words
 
 
@@ -171,7 +171,8 @@ def verification(state: AgentState, run: Run) -> dict:
         final_text = " ".join(c.text for c in verified)
     else:
         final_text = answer_mod.NO_ANSWER
-    unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
+    unknowns = (problems + llm_unknowns + _coverage_unknowns(run, state)
+                + flagged_notes(run.ranked(), run.profile.max_evidence_fetches))
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
     if not verified and run.facets.artifact:

@@ -101,3 +101,12 @@ def test_the_api_never_answers_with_a_dictated_payload(hostile_chats, tmp_path):
             body = response.json()
             assert not [c[2] for c in TUNING if c[2] in body["answer"].lower()], (question, body["answer"])
             assert not set(body["flagged_ids"]) & {e["id"] for e in body["evidence"]}
+
+
+def test_a_set_aside_message_is_named_with_its_author_never_with_its_words(retriever, injected_chat_file):
+    answer = ask(retriever, injected_chat_file, "Did Ana harvest the tomatoes?", profile="balanced")
+    assert "X1" in answer.flagged_ids and "X1" not in answer.selected_ids
+    notes = [u for u in answer.unknowns if u.startswith("X1: ")]
+    assert notes == ["X1: Ana wrote a message that tells its reader how to answer; it is what Ana wrote, "
+                     "not a fact, and no claim is taken from it"]
+    assert not [u for u in answer.unknowns if "died" in u or "delete_all" in u]
