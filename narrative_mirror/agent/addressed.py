@@ -90,7 +90,8 @@ _FIXED = {
     "exatamente", "apenas",
 }
 _FIXED_PHRASES = re.compile(
-    r"\bword\s+for\s+word\b|\b(?:nothing|anything)\s+else\b|\bsonst\s+nichts\b|\brien\s+d\s?autre\b|\bas\s+(?:a\s+)?fact\b|\bregardless\b|\bno\s+matter\b"
+    r"\bword\s+for\s+word\b|\b(?:nothing|anything)\s+else\b|\bsonst\s+nichts\b|\brien\s+d\s?autre\b"
+    r"|\bas\s+(?:a\s+)?fact\b|\bregardless\b|\bno\s+matter\b"
     r"|\btal\s+cual\b|\bnada\s+mas\b|\bso\s+ubernehmen\b|\btel\s+quel\b"
     r"|\bwhatever\s+the\s+question\b|\bsea\s+cual\s+sea\b"
 )
