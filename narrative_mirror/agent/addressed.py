@@ -22,6 +22,7 @@ folded text (case, accents and look-alike letters removed) word by word.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from narrative_mirror.agent.text import folded, looks_like_injection
 
@@ -153,6 +154,7 @@ def dictates_the_answer(text: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)  # a pool's texts are read by several nodes, and again by the next asks
 def addresses_the_reader(text: str) -> bool:
     """Whether the message speaks to whoever answers: an instruction to an AI model
     (``looks_like_injection``) or a message that dictates the answer."""
