@@ -63,7 +63,7 @@ def test_recall_history_per_chat_and_per_split(tmp_path):
 
 @pytest.mark.parametrize(("target", "kept"), [
     ("/chats/x/ask?q=a", "/chats/x/ask?q=a"), ("//evil.example/x", "/chats"), ("https://evil.example", "/chats"),
-    ("/\\evil.example", "/chats"), ("", "/chats"), (None, "/chats")])
+    ("/\\evil.example", "/chats"), ("/\t/evil.example/x", "/chats"), ("", "/chats"), (None, "/chats")])
 def test_login_sends_the_browser_back_to_this_site_only(target, kept):
     assert safe_target(target) == kept
 
