@@ -34,7 +34,9 @@ def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, mes
             **{f"{t}_version": dg.MetadataValue.int(v) for t, v in versions.items()},
         },
     )
-    yield vectors_for_every_message(messages["message_id"].to_list(), rows["messages"])
+    # System lines (joins, calls, group changes) are kept out of the index on purpose (index_rows.py).
+    indexed = messages.filter(~pl.col("system").fill_null(False)) if "system" in messages.columns else messages
+    yield vectors_for_every_message(indexed["message_id"].to_list(), rows["messages"])
 
 
 INDEX_ASSETS = [lancedb_index]
