@@ -52,8 +52,8 @@ def outcome(runner, *reports) -> dict:
 def build_memory(runner, chats: list[str] | None = None, full_check: bool = False):
     """Ingest and layers of every chat file (or of ``chats``), then a freshness stamp per chat so
     that questions about it skip Dagster until something changes (cli/stamp.py). Stored outputs
-    are checked first (cli/integrity.py; ``full_check``: every file and table read whole) and
-    what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
+    are checked first (cli/integrity.py; ``full_check``: every file and table read whole, and the
+    chats whose build failed before are tried again) and what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
     from cli import integrity, stamp
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
@@ -69,7 +69,7 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     # The check leaves database objects whose collection runs Python callbacks; collected during
     # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
     gc.collect()
-    report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair)
+    report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check)
     report.repairs = [f.as_json() for f in findings]
     for key in targets:
         if key in before and key not in report.failed:
