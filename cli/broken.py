@@ -50,6 +50,11 @@ class BrokenChats:
         record = self._record(chat)
         return None if record is None else FAILURE if record.get("kind") == FAILURE else PROBLEM
 
+    def last_failure(self, chat: str) -> str | None:
+        """The line ``chat``'s last build failed with, if it is on record."""
+        record = self._record(chat)
+        return record["problem"] if record else None
+
     def remember(self, chat: str, versions: dict | None, problem: str, kind: str = PROBLEM) -> None:
         if not versions:
             return

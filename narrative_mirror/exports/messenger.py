@@ -113,9 +113,10 @@ def _thread(thread: str, loaders: list, source: str) -> Conversation:
     if not participants:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
     return conversation_from_messages(
-        key=conversation_key(FORMAT, thread), title=title or ", ".join(participants) or thread,
+        key=conversation_key(FORMAT, title or ", ".join(participants) or thread),
+        title=title or ", ".join(participants) or thread,
         source_format=FORMAT, source=source, messages=messages, tz="UTC", tz_source=TZ_FROM_FILE,
-        participants=dict.fromkeys(participants),
+        participants=dict.fromkeys(participants), native_id=thread,
     )
 
 

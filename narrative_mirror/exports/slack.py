@@ -140,7 +140,7 @@ def _conversation(path: Path, label: str, folder: str, record: dict, files: list
             tree.close()
 
     return Conversation(
-        key=conversation_key(FORMAT, channel_id or folder), title=title,
+        key=conversation_key(FORMAT, title), title=title, native_id=channel_id or folder,
         participants=tuple(users.name(m) for m in members if isinstance(m, str)),
         source_format=FORMAT, tz="UTC", tz_source=TZ_FROM_FILE, source=label,
         _read=read_messages,

@@ -105,7 +105,7 @@ def read_chat(chat: Any, *, path: Path, where: str, zone: ZoneChoice, fallback_t
     items = json_field(chat, "messages", where or "$", path, list)
     title = str(chat.get("name") or fallback_title)
     chat_id = chat.get("id")
-    key = conversation_key(FORMAT, str(chat_id) if chat_id is not None else title)
+    key = conversation_key(FORMAT, title)
     ids = StableIds()
     messages = [
         _message(item, f"{prefix}messages[{index}]", path, zone, ids) for index, item in enumerate(items)
@@ -114,7 +114,7 @@ def read_chat(chat: Any, *, path: Path, where: str, zone: ZoneChoice, fallback_t
     tz, tz_source = (first_file_zone, TZ_FROM_FILE) if first_file_zone else (zone.name, zone.source)
     return conversation_from_messages(
         key=key, title=title, source_format=FORMAT, source=str(path), messages=messages,
-        tz=tz, tz_source=tz_source,
+        tz=tz, tz_source=tz_source, native_id=str(chat_id) if chat_id is not None else "",
     )
 
 
