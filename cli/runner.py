@@ -95,6 +95,7 @@ class Runner:
         self.progress = progress
         self.verbose = verbose
         self.problems: list[str] = []  # files that could not become partitions (bad names, links out, bad exports)
+        self.elsewhere: dict[str, str] = {}  # chats this home built from another folder: {key: why not taken}
         self.source_versions: dict[str, dict[str, str]] = {}  # per chat: its source versions (register)
         self.data_dir = Path(data_dir).resolve() if data_dir else environment.data_dir()
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
@@ -150,6 +151,7 @@ class Runner:
         returns the chat files present, the command's partitions."""
         found = observe_sources(self.instance, self.resources["chat_data"], progress=self.progress)
         self.problems = found.problems
+        self.elsewhere = found.elsewhere
         self.source_versions = found.versions
         if not found.files:
             why = f": {' | '.join(found.problems)}" if found.problems else ""

@@ -57,7 +57,7 @@ def outcome(runner, *reports) -> dict:
     problems = list(runner.problems)
     failures, warnings = [], [arcs] if arcs else []
     for report in reports:
-        problems += report.problems.values()
+        problems += [line for line in report.problems.values() if line not in problems]
         failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]
         warnings += report.warnings
     return {"problems": problems, "failures": failures, "warnings": warnings}
@@ -74,16 +74,25 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     files = runner.resources["chat_data"].chat_files()
     before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
     keys = runner.register()
-    unknown = sorted(set(chats or ()) - set(keys))
+    # Asked for, but this home holds a chat of that key from another folder: left out, saying why
+    # (a problem of that chat, never "no such --chat": the chats may come from --all).
+    refused = {chat: runner.elsewhere[chat] for chat in chats or () if chat in runner.elsewhere}
+    unknown = sorted(set(chats or ()) - set(keys) - set(refused))
     if unknown:
         raise ValueError(f"--chat {unknown[0]!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
-    targets = keys if chats is None else list(chats)
+    targets = keys if chats is None else [chat for chat in chats if chat not in refused]
     findings = integrity.check(runner, targets, INGEST + LAYERS, full=full_check)
     repair = integrity.prepare(runner, findings, INGEST + LAYERS, keys)
     # The check leaves database objects whose collection runs Python callbacks; collected during
     # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
     gc.collect()
-    report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check)
+    if targets:
+        report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check)
+    else:  # every chat asked for was refused: nothing to run (an empty list would mean the unpartitioned assets)
+        from cli.runner import BuildReport
+
+        report = BuildReport()
+    report.problems.update(refused)
     report.repairs = [f.as_json() for f in findings]
     for key in targets:
         if key in before and key not in report.failed:
