@@ -38,6 +38,11 @@ def cmd_serve(args) -> dict:
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
     for key, why in unavailable.items():
         runner.progress(f"not serving {key}: {why}")
+    if others := sorted(set(retriever.chat_files()) - set(keys)):
+        # Chats built from another data folder, or under a key an older version gave a chat.
+        runner.progress(f"also serving {len(others)} chats of this home's index that are not in {runner.data_dir}: "
+                        f"{', '.join(others)} (built from another folder or under an older key name; "
+                        "a home of its own per data folder, NM_HOME=..., holds only that folder's chats)")
     runner.progress(f"warming up, then serving {serving_count(served, unavailable, runner.problems)} "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
