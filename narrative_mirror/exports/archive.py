@@ -96,6 +96,8 @@ def json_error_path(handle: IO[bytes]) -> str:
     """The JSON path (``chats.list[3].messages[12].date``) where streaming ``handle`` fails."""
     import ijson
 
+    from narrative_mirror.exports import jsonstream
+
     stack: list[list[Any]] = []
 
     def enter_value() -> None:
@@ -103,7 +105,7 @@ def json_error_path(handle: IO[bytes]) -> str:
             stack[-1][1] += 1
 
     try:
-        for _prefix, event, value in ijson.parse(handle):
+        for _prefix, event, value in jsonstream.parse(handle):
             if event == "map_key":
                 stack[-1][1] = value
             elif event in ("start_map", "start_array"):

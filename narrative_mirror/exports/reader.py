@@ -9,7 +9,7 @@ from pathlib import Path
 
 import ijson
 
-from narrative_mirror.exports import discord, messenger, signal, slack, telegram, whatsapp
+from narrative_mirror.exports import discord, jsonstream, messenger, signal, slack, telegram, whatsapp
 from narrative_mirror.exports.archive import ExportTree, base_of
 from narrative_mirror.exports.records import FORMATS, Conversation, ExportFormatError, ProgressCallback
 from narrative_mirror.exports.timezones import ZoneChoice, choose_zone
@@ -84,7 +84,7 @@ def _detect_json(path: Path, lines: list[str]) -> str:
             return "messenger"
         if "messages" in keys:
             with path.open("rb") as handle:
-                first = next(ijson.items(handle, "messages.item"), None)
+                first = next(jsonstream.items(handle, "messages.item"), None)
             if isinstance(first, dict):
                 if {"sender_name", "timestamp_ms"} & first.keys():
                     return "messenger"
@@ -140,9 +140,9 @@ def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
     elif chosen == "telegram":
         yield from telegram.read(_find(path, ("result.json",), "Telegram"), zone, on_progress)
     elif chosen == "slack":
-        yield from slack.read(path, on_progress)
+        yield from slack.read(path, zone, on_progress)
     else:
-        yield from messenger.read(path, on_progress)
+        yield from messenger.read(path, zone, on_progress)
 
 
 def _single(conversations: Iterator[Conversation], on_progress: ProgressCallback | None) -> Iterator[Conversation]:

@@ -71,6 +71,17 @@ EDITED_MARKS = (
     "<Ce message a été modifié>", "<Questo messaggio è stato modificato>",
     "<Esta mensagem foi editada>",
 )
+# Whole-message texts WhatsApp writes in an author's name that are no words of theirs: a deleted
+# message (kept as a system line saying so) and calls (English, German, Spanish).
+DELETED_TEXTS = frozenset({
+    "This message was deleted", "You deleted this message", "Diese Nachricht wurde gelöscht",
+    "Du hast diese Nachricht gelöscht", "Se eliminó este mensaje", "Eliminaste este mensaje",
+})
+CALL_TEXTS = frozenset({
+    "Missed voice call", "Missed video call", "Missed group voice call", "Missed group video call",
+    "Voice call", "Video call", "Verpasster Sprachanruf", "Verpasster Videoanruf", "Sprachanruf", "Videoanruf",
+    "Llamada perdida", "Llamada de voz perdida", "Videollamada perdida", "Llamada de voz", "Videollamada",
+})
 _TITLE_PREFIXES = ("WhatsApp Chat with ", "WhatsApp Chat - ", "WhatsApp-Chat mit ", "Chat de WhatsApp con ")
 
 
@@ -273,6 +284,8 @@ def _message(author: str | None, lines: list[str], ios: bool, title: str, utc: d
     found = _attachment(text.split("\n", 1)[0], text.split("\n")[1:])
     if found is not None:
         attachments, text = (found[0],), found[1]
+    if text.strip().rstrip(".") in DELETED_TEXTS or text.strip() in CALL_TEXTS:
+        system = True
     name = "" if author is None or (system and author == title) else author
     return ExportedMessage(
         local_id=ids.next_id(name, utc, text), author=name, timestamp=utc, tz=tz, tz_source=tz_source,
