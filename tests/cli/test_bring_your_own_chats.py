@@ -51,8 +51,7 @@ def test_the_corpus_builds_on_the_first_run_and_every_chat_is_served_by_its_read
     for chat in expected:
         row = rows[chat.key]
         assert (chat.name in row["name"], row["format"], row["built"], row["why_not"]) == (True, chat.format, True, None)
-        if chat.format != "slack":  # Slack's names from users.json are the reader's (real vs display names)
-            assert set(chat.people) <= set(row["participants"]), row
+        assert set(chat.people) <= set(row["participants"]), row  # real names (Slack: users.json's)
         assert row["first"] == ("2024-06-12" if chat.format == "slack" else "2024-06-13")  # Slack: joins the day before
         # Served: the index holds every message but the system lines, and the blocking check agreed.
         messages = read_frame(frame_path(home / "storage", "messages", chat.key))
