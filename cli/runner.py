@@ -200,7 +200,7 @@ class Runner:
     def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
                     tags: dict[str, str] | None = None, force: bool = False, what: str = "",
                     run_config: dict | None = None, repair: Mapping[str, Sequence[str]] | None = None,
-                    retry_failed: bool = False) -> BuildReport:
+                    retry_failed: bool = False, memory: bool = False) -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
@@ -209,14 +209,16 @@ class Runner:
         is damaged, run in the first round whatever the rule says (cli/integrity.py finds them;
         a partition outside ``partitions`` gets only those). A failed partition is left alone
         (the others go on) and reported in the result; one that failed in an earlier command
-        with the same sources and code is reported again and not run (``retry_failed``: run it)."""
+        with the same sources and code is reported again and not run (``retry_failed``: run it).
+        A bad input is remembered whatever the selection; any other failure only for ``memory``
+        (the chat's memory build), whose failures must stick, never for an evaluation."""
         targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
         if not retry_failed:
-            self._known_broken(targets, report)
+            self._known_broken(targets, report, memory)
         # Failed before, changed since (or retried): run whole, whatever the rule says (a step
         # whose blocking check failed was materialized all the same: the rule sees nothing to do).
-        again = {p: list(selection) for p in targets if p is not None and p not in report.failed
+        again = {p: list(selection) for p in targets if memory and p is not None and p not in report.failed
                  and self.broken.recorded(p) == FAILURE}
         repair = {**again, **(repair or {})}
         ran: set[tuple[str | None, dg.AssetKey]] = set()
@@ -267,7 +269,7 @@ class Runner:
                 report.add(partition, result)
                 if partition in report.problems:
                     self.broken.remember(partition, versions, report.problems[partition], PROBLEM)
-                elif partition in report.failures:
+                elif partition in report.failures and memory:
                     self.broken.remember(partition, versions, report.failures[partition], FAILURE)
                 elif versions and result.success:
                     self.broken.forget(partition)
@@ -280,7 +282,7 @@ class Runner:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
 
-    def _known_broken(self, targets: Sequence[str | None], report: BuildReport) -> None:
+    def _known_broken(self, targets: Sequence[str | None], report: BuildReport, memory: bool) -> None:
         """Chats whose build failed before with the same sources and code: reported again as they
         failed, and not run (they stay failed, whatever the freshness rule says)."""
         for partition in targets:
@@ -288,6 +290,8 @@ class Runner:
             if partition is None or (known := self.broken.known(partition, versions)) is None:
                 continue
             kind, line = known
+            if kind == FAILURE and not memory:
+                continue
             (report.problems if kind == PROBLEM else report.failures)[partition] = f"{line} {NOT_RETRIED}"
             self.progress(f"{partition}: FAILED before, unchanged since: not run again "
                           "(build --repair retries it)")

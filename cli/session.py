@@ -87,7 +87,8 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
     gc.collect()
     if targets:
-        report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check)
+        report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check,
+                                    memory=True)
     else:  # every chat asked for was refused: nothing to run (an empty list would mean the unpartitioned assets)
         from cli.runner import BuildReport
 
