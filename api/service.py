@@ -30,6 +30,7 @@ from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, StoreState
 from narrative_mirror.agent.contract import answer_json
+from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
@@ -102,6 +103,7 @@ class MemoryApi:
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
+        self.clocks: Clocks | None = None  # each chat's zone for an answer's times (mount_pages sets it)
 
     def close(self) -> None:
         if self.llm_pool is not None:
@@ -264,7 +266,7 @@ class MemoryApi:
         if answered is None:
             return error_response(499, None, "the client closed the request")
         answer, event_id = answered
-        return JSONResponse(answer_json(answer, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
+        return JSONResponse(answer_json(answer, self.clocks, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
 
     async def answer_for(self, request: Request, who: TokenEntry | None,
                          body: AskRequest) -> tuple[AgentAnswer, str] | None:

@@ -4,6 +4,7 @@ went wrong, as every command reports it."""
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 INGEST = ["messages", "gold_qa", "arc_cases", "split"]
 LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
@@ -48,10 +49,19 @@ def chat_sources(args):
     return data_dir, options, sources, problems
 
 
+def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
+    """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
+    it, ARC cases would be dropped without a word."""
+    if arcs_dir is None:
+        return (f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
+                "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
+    if not arcs_dir.is_dir():
+        return f"ARC folder {arcs_dir} does not exist; ARC evaluation has no cases"
+    return None
+
+
 def outcome(runner, *reports) -> dict:
     """What went wrong across a command's reports, as the lines the command prints."""
-    from cli.commands.chats import arcs_line
-
     chat_data = runner.resource("chat_data")
     arcs = arcs_line(chat_data.data_path(), chat_data.arcs_path())
     problems = list(runner.problems)

@@ -217,7 +217,8 @@ def recorded_search(
     recording = _Recording(HybridScoreReranker(**options))
     variant = variant or retriever.default_variant
     chat = retriever.chat(chat_file)
-    if variant == RERANK_VARIANT:
+    if variant == RERANK_VARIANT or need_fresh:
+        # The engine reranks with the hybrid score here (need_fresh does under every variant).
         result = retriever.search(chat_file, query, k, variant=variant, need_fresh=need_fresh, reranker=recording)
         # Stable sort: with Self-RAG off the pre order equals the post order.
         pre = sorted(recording.ranked, key=lambda h: -h.reasons["hybrid_score"])[:k]

@@ -7,24 +7,11 @@ starting Dagster or loading the embedder."""
 from __future__ import annotations
 
 import json
-import re
-from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
 
 NOT_BUILT = "never built in this home: `build` builds it, and so does the first question about it"
 SOURCE_LABELS = {"chat_file": "the chat file", "config": "the config files", "prompts": "the prompts",
                  "code": "the project's code"}
-
-
-def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
-    """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
-    it, ARC cases would be dropped without a word."""
-    if arcs_dir is None:
-        return (f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
-                "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
-    if not arcs_dir.is_dir():
-        return f"ARC folder {arcs_dir} does not exist; ARC evaluation has no cases"
-    return None
 
 
 def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
@@ -80,31 +67,13 @@ def _failed(home: Path, chat: str) -> str | None:
     return f"its last build failed: {line}" if line else None
 
 
-def zone_named(name: str) -> tzinfo | None:
-    """The zone of a chat's recorded name: an IANA name or a fixed offset ``UTC+02:00``."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if match := re.fullmatch(r"UTC([+-])(\d{2}):(\d{2})", name or ""):
-        offset = timedelta(hours=int(match[2]), minutes=int(match[3]))
-        return timezone(offset if match[1] == "+" else -offset)
-    try:
-        return ZoneInfo(name) if name else None
-    except (ZoneInfoNotFoundError, ValueError):
-        return None
-
-
 def date_range(chat) -> tuple[str | None, str | None]:
-    """First and last day of the chat, in the chat's own zone (an export's recorded zone; a chat
-    file's times are already local)."""
-    frame = chat.messages
-    zone = zone_named(chat.tz)
-    if zone is not None and "utc_time" in frame.columns and frame["utc_time"].null_count() < frame.height:
-        times = [t.astimezone(zone) for t in frame["utc_time"].drop_nulls().to_list()]
-    else:
-        times = frame["timestamp"].drop_nulls().to_list()
-    if not times:
+    """First and last day of the chat as its people saw them: the stored ``timestamp`` is each
+    message's wall-clock time in the zone it records (exports/frames.py)."""
+    times = chat.messages["timestamp"].drop_nulls()
+    if not len(times):
         return None, None
-    return min(times).date().isoformat(), max(times).date().isoformat()
+    return times.min().date().isoformat(), times.max().date().isoformat()
 
 
 def read_chats(sources: dict, options) -> dict:
@@ -144,7 +113,7 @@ def read_chats(sources: dict, options) -> dict:
 
 def cmd_chats(args) -> dict:
     """Every chat ``build`` would see (chat files, each conversation of each export, live chats)."""
-    from cli.session import chat_sources
+    from cli.session import arcs_line, chat_sources
     from narrative_mirror.live.source import LIVE_FOLDER
     from resources import environment
 

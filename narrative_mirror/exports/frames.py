@@ -18,6 +18,7 @@ import polars as pl
 from narrative_mirror import schema
 from narrative_mirror.chats import MAX_TEXT_CHARS, Chat, ChatFormatError
 from narrative_mirror.exports.folder import ChatSource, ImportOptions
+from narrative_mirror.exports.limits import checked_messages
 from narrative_mirror.exports.reader import read_export
 from narrative_mirror.exports.records import Conversation, ExportedMessage, ExportFormatError
 from narrative_mirror.exports.timezones import choose_zone, zone_named
@@ -42,7 +43,7 @@ def load_export_chat(source: ChatSource, options: ImportOptions) -> Chat:
 
 def conversation_chat(conversation: Conversation, options: ImportOptions, path=None) -> Chat:
     zone = choose_zone(options.tz, options.machine_tz)
-    messages = list(conversation.messages())
+    messages = list(checked_messages(conversation))
     if not messages:
         left_out = conversation.warnings
         why = f": {len(left_out)} unreadable, e.g. {left_out[0]}" if left_out else ""

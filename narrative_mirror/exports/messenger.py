@@ -69,7 +69,7 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
         siblings = sorted(p for p in folder.iterdir() if MESSAGE_FILE.match(p.name))
         files = siblings if MESSAGE_FILE.match(path.name) else [path]
         thread = folder.name if MESSAGE_FILE.match(path.name) else path.stem
-        yield _thread(thread, [(str(p), lambda p=p: load_json_file(p)) for p in files], str(folder), shown)
+        yield _thread(thread, [(str(p), lambda p=p: load_json_file(p, folder)) for p in files], str(folder), shown)
         if on_progress is not None:
             on_progress(1, 1, thread)
         return

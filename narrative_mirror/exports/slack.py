@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror.exports.archive import ExportTree, base_of, iter_with_index, parent_of
+from narrative_mirror.exports.limits import ReadBudget
 from narrative_mirror.exports.records import (
     TZ_FROM_ARGUMENT,
     TZ_FROM_FILE,
@@ -132,7 +133,8 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
     for done, folder in enumerate(folders, start=1):
         record = channels.get(folder, {})
         label = tree.label(root + folder)
-        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids, zone)
+        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids, zone,
+                            tree.budget)
         if on_progress is not None:
             on_progress(done, len(folders), folder)
 
@@ -147,7 +149,7 @@ def _index(tree: ExportTree, name: str, names: list[str]) -> list:
 
 
 def _conversation(path: Path, label: str, folder: str, record: dict, files: list[str], users: Users,
-                  channel_ids: dict[str, str], zone: ZoneChoice) -> Conversation:
+                  channel_ids: dict[str, str], zone: ZoneChoice, budget: ReadBudget) -> Conversation:
     channel_id = record.get("id") if isinstance(record.get("id"), str) else None
     members = [m for m in record.get("members") or [] if isinstance(m, str)] if isinstance(
         record.get("members"), list) else []
@@ -161,7 +163,7 @@ def _conversation(path: Path, label: str, folder: str, record: dict, files: list
 
     def read_messages() -> Iterator[ExportedMessage]:
         warnings.clear()
-        tree = ExportTree(path)
+        tree = ExportTree(path, budget)
         try:
             for name in files:
                 yield from _day(tree, name, users, channel_ids, tz, tz_source, warnings)

@@ -26,6 +26,7 @@ import ijson
 
 from narrative_mirror.exports import jsonstream
 from narrative_mirror.exports.archive import json_error_path
+from narrative_mirror.exports.limits import open_file
 from narrative_mirror.exports.records import (
     TZ_FROM_FILE,
     Attachment,
@@ -71,7 +72,7 @@ def _top_level(handle: IO[bytes], stop: tuple[str, ...]) -> tuple[list[str], dic
 
 def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     try:
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             keys, head, opening = _top_level(handle, ("messages", "chats"))
         if "chats" in keys:
             yield from _full_export(path, zone, on_progress)
@@ -81,7 +82,7 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
         if opening != "start_array":
             raise ExportFormatError(path, "$.messages", "expected an array")
         # The messages are streamed one at a time: a chat is never held as raw JSON whole.
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             conversation = _chat(head, jsonstream.items(handle, "messages.item"), path=path, where="", zone=zone,
                                  fallback_title=path.stem)
     except ijson.JSONError as exc:
@@ -95,7 +96,7 @@ def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | N
     done = 0
     for list_name in CHAT_LISTS:
         index = -1
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             chats = jsonstream.items(handle, f"{list_name}.list.item")
             while True:
                 where = f"{list_name}.list[{index + 1}]"
@@ -113,7 +114,7 @@ def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | N
 
 
 def _invalid_json(path: Path, exc: Exception) -> ExportFormatError:
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         where = json_error_path(handle)
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return ExportFormatError(path, where, f"invalid JSON ({reason})")

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from narrative_mirror.exports.archive import ExportTree, base_of
+from narrative_mirror.exports.limits import decode_text, open_file, sniff_text
 from narrative_mirror.exports.records import (
     Attachment,
     Conversation,
@@ -117,10 +118,8 @@ def chat_title(file_name: str) -> str:
 def _load(path: Path) -> tuple[str, str, str]:
     if path.suffix.lower() != ".zip":
         title = chat_title(path.parent.name if path.name == "_chat.txt" else path.name)
-        try:
-            return path.read_text(encoding="utf-8-sig"), str(path), title
-        except UnicodeDecodeError as exc:
-            raise ExportFormatError(path, None, f"not UTF-8 text ({exc})") from exc
+        with open_file(path) as handle:
+            return decode_text(handle, str(path)), str(path), title
     tree = ExportTree(path)
     try:
         chosen = find_chat_in_zip(tree)
@@ -135,7 +134,7 @@ def _load(path: Path) -> tuple[str, str, str]:
 
 def _first_lines(tree: ExportTree, name: str) -> list[str]:
     with tree.open(name) as handle:
-        head = handle.read(4096).decode("utf-8-sig", errors="replace")
+        head = sniff_text(handle.read(4096), tree.label(name)).lstrip("\ufeff")
     return head.splitlines()[:5]
 
 
