@@ -47,6 +47,7 @@ class StoreState:
         self._stamp: Any = None
         self._read_at = -float("inf")
         self._pending: asyncio.Future | None = None
+        self._forgets = 0  # whole chats forgotten: a reading begun before one does not add it back to seen
         store = getattr(retriever, "store", None)
         uri = str(getattr(store, "uri", "") or "")
         # a folder store: its messages table's version folder tells when to read again
@@ -84,17 +85,24 @@ class StoreState:
             asyncio.ensure_future(self._refresh(pool, stamp))
         return self._reading
 
+    def forget(self, chat: str) -> None:
+        """``chat`` was forgotten on purpose: its rows are gone, not lost."""
+        self._forgets += 1
+        self.seen -= {chat}
+
     async def _refresh(self, pool: Executor, stamp: Any) -> IndexReading:
         if self._pending is None:
             loop = asyncio.get_running_loop()
             self._pending = asyncio.ensure_future(loop.run_in_executor(pool, self._read))
-            self._pending.add_done_callback(lambda done: self._settle(done, stamp))
+            forgets = self._forgets
+            self._pending.add_done_callback(lambda done: self._settle(done, stamp, forgets))
         reading = await asyncio.shield(self._pending)
         return reading
 
-    def _settle(self, done: asyncio.Future, stamp: Any) -> None:
+    def _settle(self, done: asyncio.Future, stamp: Any, forgets: int) -> None:
         self._pending = None
         if done.cancelled() or done.exception() is not None:
             return
         self._reading, self._stamp, self._read_at = done.result(), stamp, time.monotonic()
-        self.seen |= self._reading.chats
+        if forgets == self._forgets:
+            self.seen |= self._reading.chats

@@ -168,5 +168,7 @@ def print_human(command: str, result: dict) -> None:
     _print(f"{command}: " + ", ".join(f"{k}={_one(v)}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
         _print(f"  {_one(key)}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))
+    for line in result.get("not_reached") or []:  # forget: what it cannot reach
+        _print(f"  not reached: {line}")
     for kind, row in (result.get("pruned") or {}).items():  # maintain: what retention removed
         _print(f"  pruned {kind}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))
