@@ -94,7 +94,7 @@ def test_the_docs_commands_run_as_written_on_a_whatsapp_zip_a_telegram_export_an
         if argv[0] == "chats":
             assert [line.split()[0] for line in proc.stdout.splitlines()[2:]] == sorted(keys)
         if argv[0] == "ask":
-            assert re.search(r"Answer: .+", proc.stdout) and "Evidence:" in proc.stdout
+            assert re.search(r"^Answer: .+", proc.stdout) and "\nEvidence" in proc.stdout
 
 
 def _serve(argv: list[str], env: dict, keys: list[str]) -> None:
