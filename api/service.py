@@ -30,6 +30,7 @@ from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
+from narrative_mirror import regressions, settings
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
@@ -96,6 +97,7 @@ class MemoryApi:
                  limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
                  refresh_s: float = DEFAULT_REFRESH_S):
         self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
+        self.standing: regressions.StandingView | None = None  # made on first use: NM_HOME is handed late
         self.tokens, self.deadlines = tokens, dict(deadlines)
         self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
         self.offline_reserve_s = offline_reserve_s
@@ -209,7 +211,21 @@ class MemoryApi:
                                 "unavailable": unavailable}
         if problems:
             body["problems"] = problems
+        # Evaluations whose checks failed and still stand: the service works, its quality regressed.
+        standing = [regressions.describe(entry) for entry in self._standing_regressions()
+                    if who is None or who.allows(entry["partition"])]
+        if standing:
+            body["regressions"] = standing
         return JSONResponse(body)
+
+    def _standing_regressions(self) -> list[dict[str, Any]]:
+        try:
+            if self.standing is None:
+                self.standing = regressions.StandingView(settings.state_home())
+            return list(self.standing.current().values())
+        except ValueError as exc:  # a damaged file is reported, not a failed health check
+            return [{"asset": "evaluation", "partition": "", "run_id": "-", "checks": [
+                {"check": "standing_regressions", "severity": "ERROR", "description": str(exc)}]}]
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         """A search in one of its client's search slots (429 when they and its queue are full)."""

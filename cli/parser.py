@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p)
     p.add_argument("--repair", action="store_true",
                    help="check everything stored in full (every parquet file read, every index table counted, "
-                        "full-text indexes) and rebuild what is damaged; --json lists what was found and repaired")
+                        "full-text indexes) and rebuild what is damaged, and build again the chats whose build "
+                        "failed before; --json lists what was found and repaired")
     p.set_defaults(func=cmd_build)
     p = sub.add_parser("eval", help="build what is stale, evaluate a split (QA + ARC), print its metrics")
     data_args(p)

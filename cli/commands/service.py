@@ -39,7 +39,12 @@ def cmd_serve(args) -> dict:
               else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
     for key, why in unavailable.items():
         runner.progress(f"not serving {key}: {why}")
-    runner.progress(f"warming up, then serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
+    if others := sorted(set(retriever.chat_files()) - set(keys)):
+        # Chats built from another data folder, or under a key an older version gave a chat.
+        runner.progress(f"also serving {len(others)} chats of this home's index that are not in {runner.data_dir}: "
+                        f"{', '.join(others)} (built from another folder or under an older key name; "
+                        "a home of its own per data folder, NM_HOME=..., holds only that folder's chats)")
+    runner.progress(f"warming up, then serving {serving_count(served, unavailable, runner.problems)} "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
                      ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served))
@@ -50,6 +55,18 @@ def cmd_serve(args) -> dict:
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C / SIGTERM, then raises it again: stopping is the normal end
         pass
     return {"url": f"http://{args.host}:{args.port}", "served": served, "not_served": unavailable}
+
+
+def serving_count(served: list[str], unavailable: dict[str, str], skipped: list[str]) -> str:
+    """What ``serve`` serves out of everything it found: the chats built, those that are not (named),
+    and the files or channels no chat could be read from (their lines are printed above)."""
+    found = len(served) + len(unavailable) + len(skipped)
+    line = f"{len(served)} of {found} chat files ({', '.join(served) or 'none'})"
+    if unavailable:
+        line += f"; not serving {', '.join(unavailable)}"
+    if skipped:
+        line += f"; {len(skipped)} unreadable, skipped (the 'skipped:' lines above)"
+    return line
 
 
 def cmd_token(args) -> dict:

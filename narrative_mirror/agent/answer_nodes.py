@@ -12,7 +12,8 @@ from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.text import looks_like_injection, names_in, stem, written_words
+from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
+from narrative_mirror.agent.text import names_in, stem, written_words
 
 
 def generator(state: AgentState, run: Run) -> dict:
@@ -95,7 +96,7 @@ def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
     have = {e.message.local_id for e in run.evidence}
     best = [e for e in run.evidence if not e.reply_to][:answer_mod.LOOK_AT]
     following = run.retriever.continuations(run.chat_file, [e.message.local_id for e in best], keep=lambda text: bool(
-        _GOES_ON.search(text)) and not looks_like_injection(text))
+        _GOES_ON.search(text)) and not addresses_the_reader(text))
     wanted = {nxt: lid for lid, nxt in following.items() if nxt not in have}
     ids = list(wanted)[:max(0, run.profile.max_evidence_fetches - len(run.evidence))]
     if not ids or not run.can_call(final=True):
@@ -135,7 +136,7 @@ def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
     run.fetches += len(ids)
     replies = []
     for hit in run.retriever.messages(run.chat_file, ids):
-        if looks_like_injection(hit.text):
+        if addresses_the_reader(hit.text):
             continue
         asked = wanted[hit.local_id]
         replies.append(answer_mod.EvidenceMessage(
@@ -170,7 +171,8 @@ def verification(state: AgentState, run: Run) -> dict:
         final_text = " ".join(c.text for c in verified)
     else:
         final_text = answer_mod.NO_ANSWER
-    unknowns = problems + llm_unknowns + _coverage_unknowns(run, state)
+    unknowns = (problems + llm_unknowns + _coverage_unknowns(run, state)
+                + flagged_notes(run.ranked(), run.profile.max_evidence_fetches))
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
     if not verified and run.facets.artifact:

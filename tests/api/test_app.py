@@ -348,6 +348,23 @@ def test_health_lists_served_and_unavailable_chats(setup, tmp_path):
         assert client.get(SEARCH, params={"q": "rye", "chat": CHAT}).status_code == 200  # the others are served
 
 
+def test_health_shows_a_standing_regression_to_the_tokens_of_its_chat(setup, tmp_path):
+    from api.access import add_token, load_tokens
+    from narrative_mirror import regressions, settings
+
+    regressions.record(settings.state_home(), "qa_eval", CHAT, "run0abcdef", [
+        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    path = tmp_path / "tokens.json"
+    own, other = add_token(path, "own", [CHAT]), add_token(path, "other", [OTHER])
+    with app_client(setup[2], tmp_path, tokens=load_tokens(path)) as (client, _, _):
+        shown = client.get("/api/health", headers={"Authorization": f"Bearer {own}"}).json()
+        assert shown["status"] == "ok" and len(shown["regressions"]) == 1
+        assert shown["regressions"][0].startswith(f"standing regression of qa_eval on {CHAT} since run run0abcd")
+        assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {other}"}).json()
+        regressions.accept(settings.state_home(), "qa_eval", CHAT)  # `baseline pin`: it no longer stands
+        assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {own}"}).json()
+
+
 def test_tokens_scope_every_endpoint(setup, tmp_path):
     path = tmp_path / "tokens.json"
     ana = add_token(path, "ana", [CHAT, "broken_*"])
