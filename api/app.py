@@ -27,6 +27,7 @@ from starlette.requests import ClientDisconnect
 from api.access import TokenEntry, TokenFileUnavailable, TokenStore
 from api.bulkhead import check_deadlines
 from api.connections import DEFAULT_KEEP_ALIVE_S, DEFAULT_REQUEST_TIMEOUT_S, server_config
+from api.events_routes import mount_event_routes
 from api.guard import Guard
 from api.pages import mount_pages
 from api.limits import AskLimits, SearchLimits
@@ -210,6 +211,7 @@ def create_app(
     async def health(who: TokenEntry | None = authenticated):
         return await api.health(who)
 
+    mount_event_routes(app, api, event_log)  # clients that answer themselves report citations
     mount_pages(app, api)  # the web inspector (api/pages): same process, same tokens
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)

@@ -37,6 +37,7 @@ from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, appr
 from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
 from narrative_mirror.safe_text import clip_line, terminal_safe
+from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -244,7 +245,7 @@ class MemoryApi:
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
             recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
             half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
-            root=self.runs_root, variant=params.variant))
+            root=self.runs_root, variant=params.variant, tiers=params.tiers))
         hits = recorded.result.hits
         event_id = self.event_log.log(RetrievalEvent(
             user_id=tenant_user(who and who.name, params.user_id), session_id=params.session_id, chat_file=chat, query=params.q,
@@ -261,15 +262,24 @@ class MemoryApi:
             "event_id": event_id,
             "timings_ms": recorded.result.timings_ms,
         }
-        if recorded.run_error:
-            log.warning("memory search: %s", clip_line(terminal_safe(recorded.run_error)))
-            meta["evidence_error"] = without_paths(recorded.run_error)
+        hits_out = [{**hit_json(h), "chat": chat} for h in hits]
+        errors = [recorded.run_error] if recorded.run_error else []
+        search_run = None
+        try:  # under NM_HOME: search_runs/YYYYMMDD/run_<ms>.json, and the day's recall cards
+            search_run = await loop.run_in_executor(self.search_pool, functools.partial(
+                record_search, params.q, chat, recorded.params, event_id, hits_out,
+                self.retriever.chat(chat).tiers, recorded.run_path, root=self.runs_root))
+        except OSError as exc:
+            errors.append(f"could not write the search-run record: {exc}")
+        if errors:
+            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors))))
+            meta["evidence_error"] = without_paths("; ".join(errors))
+        if recorded.run_path:  # never the server's absolute path
+            meta["recall_run_path"] = str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
         return JSONResponse({
-            "hits": [{**hit_json(h), "chat": chat} for h in hits],
+            "hits": hits_out,
             "meta": meta,
-            # under NM_HOME: recall_runs/YYYYMMDD/run_<ms>.json (never the server's absolute path)
-            "evidence_path": str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
-            if recorded.run_path else None,
+            "evidence_path": str(PurePosixPath(SEARCH_RUNS_DIR, *search_run.parts[-2:])) if search_run else None,
         })
 
     @staticmethod

@@ -1,6 +1,7 @@
 """Forgotten text out of the retrieval events: stored rows whose client-chosen fields (query,
 session id, user id) quote it, or whose returned/cited ids name a forgotten message, are
-rewritten in place (those fields redacted, everything else kept), then the table is compacted and its old
+rewritten in place (those fields redacted, a redacted query's stored vector dropped, everything
+else kept), then the table is compacted and its old
 versions removed; spool files are overwritten in place, byte for byte the same length (the
 writer of a living process reads its spool by offsets)."""
 
@@ -58,6 +59,7 @@ def redact_events(uri: str, redact: Callable[[str], str], *, chat: str | None = 
     columns = ["event_id", "chat_file", *CLIENT_TEXT, *MESSAGE_ID_LISTS]
     rows = table.search().select(columns).limit(None).to_arrow().to_pylist()
     changed: dict[str, dict] = {}
+    by_id = {row["event_id"]: row for row in rows}
     for row in rows:
         new = _redacted_event(row, redact, chat, ids, marker)
         if new != row:
@@ -69,6 +71,12 @@ def redact_events(uri: str, redact: Callable[[str], str], *, chat: str | None = 
         for name in (*CLIENT_TEXT, *MESSAGE_ID_LISTS):
             at = full.schema.get_field_index(name)
             full = full.set_column(at, name, pa.array([changed[i][name] for i in order], full.schema.field(name).type))
+        if "query_vector" in full.column_names:  # the vector of a redacted query would still tell it
+            at = full.schema.get_field_index("query_vector")
+            vectors = full.column("query_vector").to_pylist()
+            full = full.set_column(at, "query_vector", pa.array(
+                [None if changed[i]["query"] != by_id[i]["query"] else v for i, v in zip(order, vectors)],
+                full.schema.field("query_vector").type))
         full = full.select([n for n in full.column_names if not n.startswith("_")])
         table.merge_insert("event_id").when_matched_update_all().execute(full)
     compact_events(uri, storage_options)

@@ -56,9 +56,14 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert meta["params"]["self_rag"] == 1 and meta["params"]["k"] == 3
     assert meta["params"]["variant"] == "hybrid_learned"  # retrieval.toml's default, what `ask` ranks with
 
-    assert body["evidence_path"].startswith("recall_runs/")  # under NM_HOME, never the server's absolute path
-    evidence = root / body["evidence_path"]
-    record = json.loads(evidence.read_text())
+    # under NM_HOME, never the server's absolute path: the search run (what the API returned) ...
+    assert body["evidence_path"].startswith("search_runs/")
+    search_run = json.loads((root / body["evidence_path"]).read_text())
+    assert (search_run["query"], search_run["event_id"], search_run["hits"]) == (
+        "rye bread at the bakery", meta["event_id"], hits)
+    # ... which names its recall run (pre/post rerank items)
+    assert search_run["recall_run"] == meta["recall_run_path"] and meta["recall_run_path"].startswith("recall_runs/")
+    record = json.loads((root / meta["recall_run_path"]).read_text())
     assert record["query"] == "rye bread at the bakery"
     assert [item["id"] for item in record["post_items"]] == [h["id"] for h in hits]
 
@@ -78,7 +83,7 @@ def test_a_search_request_may_name_its_variant_and_the_run_file_records_it(setup
     body = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "variant": "bm25"}).json()
     assert [h["id"] for h in body["hits"]] == [
         h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits]
-    assert json.loads((root / body["evidence_path"]).read_text())["params"]["variant"] == "bm25"
+    assert json.loads((root / body["meta"]["recall_run_path"]).read_text())["params"]["variant"] == "bm25"
     refused = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "variant": "best"})
     assert refused.status_code == 400 and "variant" in refused.text
 
@@ -172,7 +177,12 @@ def test_ask_returns_the_contract_and_logs_citations(setup):
     event = stored_event(event_log, response.headers["X-Retrieval-Event-Id"])
     assert (event["user_id"], event["query"], event["chat_file"]) == ("local/ben", "How many loaves of rye did Ana bake?", CHAT)
     assert event["returned_ids"] == [r["id"] for r in answer["trace"]["reranked"]]
-    assert (event["cited_ids"], event["citation_confidence"]) == (evidence_ids, 1.0)
+    assert event["cited_ids"] == evidence_ids
+    # graded per cited id (how well the message bears out its claim), the event's value their mean
+    assert len(event["cited_confidences"]) == len(evidence_ids)
+    assert all(0.0 < c <= 1.0 for c in event["cited_confidences"])
+    assert event["citation_confidence"] == pytest.approx(statistics.fmean(event["cited_confidences"]))
+    assert len(event["query_vector"]) == 384
     assert event["threshold"] == 0.60  # the fast profile's top-5 relevance threshold
     assert event["method"] == "hybrid"  # retrieval.toml's default variant is a hybrid one
     assert retriever.default_variant.startswith("hybrid")

@@ -372,8 +372,9 @@ def test_no_response_carries_a_server_path(retriever, tmp_path):
     with TestClient(create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs",
                                unavailable=unavailable), base_url=LOCAL) as client:
         search = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "k": 2})
-        assert search.json()["evidence_path"].startswith("recall_runs/")
-        assert (tmp_path / "runs" / search.json()["evidence_path"].removeprefix("recall_runs/")).is_file()
+        assert search.json()["evidence_path"].startswith("search_runs/")
+        assert (tmp_path / search.json()["evidence_path"]).is_file()  # beside runs_root, under its parent
+        assert (tmp_path / "runs" / search.json()["meta"]["recall_run_path"].removeprefix("recall_runs/")).is_file()
         health = client.get("/api/health")
         assert health.json()["unavailable"] == {"broken": "broken.json: invalid JSON at line 1",
                                                 "odd": "chat file odd.json has no messages (odd.json)"}
