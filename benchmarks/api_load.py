@@ -46,6 +46,7 @@ from common import free_port  # noqa: E402
 from memory_api_chat import CHAT  # noqa: E402
 
 from api.access import add_token  # noqa: E402
+from resources import environment  # noqa: E402
 
 SERVER = """
 import os, sys
@@ -108,7 +109,7 @@ def search_once(port: int, token: str, n: int) -> int:
 
 def measure(version: str, tree: Path, args: argparse.Namespace, tokens: Path, flooder: str, prober: str) -> dict:
     port, work = free_port(), Path(tempfile.mkdtemp(prefix=f"api_load_{version}_"))
-    env = {**os.environ, "PYTHONPATH": f"{tree}:{tree / 'tests'}", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = environment.child_env(PYTHONPATH=f"{tree}:{tree / 'tests'}", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(tokens), str(args.store), str(work)],
                               cwd=tree, env=env)
     try:

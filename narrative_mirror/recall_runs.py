@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from narrative_mirror import settings
 from narrative_mirror.pii import pii_kinds, quarantine_marker
+from narrative_mirror.retention import DEFAULT_KEEP_RUNS, load_retention
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ RERANK_VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the see
 MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
 TIER_POOL = 10  # a tier-filtered search ranks this many times k before keeping k of those tiers
 QUARANTINE_DIR = "quarantine"  # beside recall_runs: what PII_STRICT kept out of the records
-DEFAULT_KEEP_RUNS = 2000  # records kept per folder when retention.toml does not say (8-15 KB each)
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,6 @@ class _RunBound:
     (read once from the folder) and prunes when they pass ``keep_last`` by a tenth."""
 
     def __init__(self, root: Path):
-        from narrative_mirror.retention import load_retention  # retention imports this module
-
         try:
             retention = load_retention()
             self.keep_last, self.keep_days = retention.recall_runs_keep_last, retention.recall_runs_days

@@ -2,22 +2,18 @@
 
 The setting is ``config/retention.toml``: ``keep_days`` per kind (without it a kind is kept
 whatever its age) and, for recall runs, ``keep_last`` (how many records stay; default
-``recall_runs.DEFAULT_KEEP_RUNS``, enforced as records are written). ``prune`` removes what is
-past the setting and says how much it removed; the CLI's ``maintain`` and the Dagster
-``maintain_job`` call it.
+``DEFAULT_KEEP_RUNS``, enforced as records are written). ``maintenance.prune`` removes what is
+past the setting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from narrative_mirror import settings
-from narrative_mirror.events.table import delete_older
-from narrative_mirror.recall_runs import DEFAULT_KEEP_RUNS, prune_runs
 
+DEFAULT_KEEP_RUNS = 2000  # recall-run records kept per folder when retention.toml does not say (8-15 KB each)
 KINDS = ("recall_runs", "retrieval_events")
 KEYS = {"recall_runs": ("keep_days", "keep_last"), "retrieval_events": ("keep_days",)}
 
@@ -52,18 +48,3 @@ def load_retention(config: Mapping | None = None) -> Retention:
     keep_last = values["recall_runs", "keep_last"]
     return Retention(values["recall_runs", "keep_days"], values["retrieval_events", "keep_days"],
                      DEFAULT_KEEP_RUNS if keep_last is None else keep_last)
-
-
-def prune(runs_root: Path, events_uri: str, retention: Retention, *, storage_options: Mapping[str, str] | None = None,
-          now: datetime | None = None) -> dict:
-    """Remove recall-run files and retrieval events older than ``retention`` (and the recall runs
-    past its ``keep_last``); what was removed per kind (``keep_days`` None: none for its age)."""
-    now = now or datetime.now(UTC)
-    runs: dict = {"keep_days": retention.recall_runs_days, "keep_last": retention.recall_runs_keep_last}
-    before = now - timedelta(days=retention.recall_runs_days) if retention.recall_runs_days is not None else None
-    runs.update(prune_runs(before, root=runs_root, keep_last=retention.recall_runs_keep_last))
-    events: dict = {"keep_days": retention.retrieval_events_days, "removed": 0}
-    if retention.retrieval_events_days is not None:
-        events["removed"] = delete_older(events_uri, now - timedelta(days=retention.retrieval_events_days),
-                                         storage_options)
-    return {"recall_runs": runs, "retrieval_events": events}

@@ -17,8 +17,9 @@ from assets.events.jobs import maintain_job, maintain_schedule
 from cli.main import main
 from narrative_mirror.events.table import read_events
 from narrative_mirror.events.writer import EventLog
-from narrative_mirror.recall_runs import DEFAULT_KEEP_RUNS, write_run
-from narrative_mirror.retention import Retention, load_retention, prune
+from narrative_mirror.maintenance import prune
+from narrative_mirror.recall_runs import write_run
+from narrative_mirror.retention import DEFAULT_KEEP_RUNS, Retention, load_retention
 from resources.dagster_resources import LanceDBResource, StateResource
 
 NOW = datetime.now(UTC)
