@@ -223,6 +223,9 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return any(set(claim.text.split(", ")) <= {c for _, c in countries.countries_in(m.text)} for m in messages)
     if claim.kind == "title":  # a quoted title, the author named after it
         return any(list_items.words_in_order(claim.text, m.text) for m in messages)
+    if claim.kind == "split":  # "about 42 each (250 split 6 ways)": the total and the count in the message
+        numbers = re.findall(r"\d+(?:\.\d+)?", claim.text.split("(", 1)[-1])
+        return any(all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", m.text) for n in numbers) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)
