@@ -34,7 +34,7 @@ def generator(state: AgentState, run: Run) -> dict:
     run.evidence = [answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match)
                     for p in chosen]
     drafted = None
-    if run.llm is None and conversation.reads_first(run.question, run.facets.intent):
+    if not run.llm_active and conversation.reads_first(run.question, run.facets.intent):
         drafted = _conversation_answer(run)  # who did it: the doer in the evidence's conversation
     if drafted is not None:
         pass
