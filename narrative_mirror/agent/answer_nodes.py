@@ -73,6 +73,13 @@ def _conversation_answer(run: Run) -> tuple[str, list[answer_mod.Claim], list[st
         return None
     text, claims, unknowns, rows = found
     chat = run.retriever.chat(run.chat_file)
+    if claims and claims[0].kind in ("author", "name"):  # a person: the message with its exchange, as people.py shows it
+        shown = people.exchange_evidence(run, chat, rows[0], 1.0)
+        have = {e.message.local_id for e in shown}
+        run.evidence = shown + [e for r in rows[1:] if chat.local_ids[r] not in have
+                                for e in people.exchange_evidence(run, chat, r, 1.0)[:1]]
+        run.step(f"generator: read from the conversation: {claims[0].text} ({claims[0].kind})")
+        return text, claims, unknowns
     cited = {chat.local_ids[r] for r in rows}
     first = [e for e in run.evidence if e.message.local_id in cited]
     grade = run.evidence[0].grade if run.evidence else 0.0

@@ -27,9 +27,8 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import countries
-from narrative_mirror.agent.dates import fmt_day
-from narrative_mirror.agent.exchange_values import (COUNT_OF_PEOPLE, EACH_AFTER, NEGATIVE, NUMBER, NUMBER_WORDS, PLAN,
+from narrative_mirror.agent import countries, people
+from narrative_mirror.agent.exchange_values import (COUNT_OF_PEOPLE, EACH_AFTER, NEGATIVE, NUMBER, NUMBER_WORDS, PLAN, TIME,
                                                    amounts, times_in)
 from narrative_mirror.agent.exchanges import (ASKS, COMMON_WORDS, PROPOSES, Said, asks, clauses, context, later_changes,
                                              replies, statements, topic_stems, unmentioned, word_stem, word_stems)
@@ -73,7 +72,8 @@ def reads_first(question: str, intent: str) -> bool:
     """Whether this reader answers before the authors' reader (agent/people.py): a who-question
     not about replies ("Who is bringing the ball?" is answered by the reply "I'll bring mine",
     not by the author of the best matching message)."""
-    return question_kind(question, intent) == "who" and not reply_question(question)
+    return (question_kind(question, intent) == "who" and not reply_question(question)
+            and people.author_question(question) != "saying")
 
 def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     """(answer, claims, unknowns, added evidence) read from the conversation; None when the
@@ -119,6 +119,14 @@ def _who(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     writer or the person the reply names ("That was Sofia's friend Jonas")."""
     speakers = {s.lower(): s for s in chat.speaker_names}
     act = _act(question)
+    found = _doer(chat, said, about, act, speakers)
+    # "Who helped Mara ...?" asks for someone other than Mara
+    if found and not re.search(rf"\b{re.escape(found[0])}\b", question.split(None, 1)[-1]):
+        return found
+    return None
+
+
+def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], speakers: dict[str, str]):
     for wanted in ([act] if act else []) + [about - act]:  # the verb first, then only its object
         for item in said:
             text = chat.raw_texts[item.row]
@@ -274,8 +282,8 @@ def _why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
             return clauses(m.group(0))[0], [s.row], "phrase", text
         answers = [r for r in replies(chat, s.row) if not asks(chat.raw_texts[r])]
         if asks(text) and not PROPOSES.search(text):
-            for r in answers:
-                if reason := _reason(chat.raw_texts[r], set()):
+            for r in answers:  # the reply's sentence, whole: "It's my cousin's, he left it when he moved to Leipzig."
+                if reason := _reason(chat.raw_texts[r], set(), whole=True):
                     return reason, [r, s.row], "phrase", chat.raw_texts[r]
         explaining = sorted((r for r in answers if word_stems(chat.raw_texts[r]) & about),
                             key=lambda r: -len(word_stems(chat.raw_texts[r]) & about))
@@ -292,14 +300,14 @@ def _why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
-def _reason(text: str, effect: set[str]) -> str | None:
+def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
     """The first clause of ``text``'s statements that does not restate the ``effect`` (the
     question's words) and has three words at least ("guilty, sorry, I was on a deadline" -> "I
-    was on a deadline")."""
+    was on a deadline"); ``whole``: the sentence holding it."""
     for sentence in statements(text):
         for clause in clauses(sentence):
             if len(re.findall(r"[A-Za-z]{2,}", clause)) >= 3 and not word_stems(clause) & effect:
-                return clause
+                return sentence.strip().rstrip(".") if whole else clause
     return None
 
 
@@ -315,11 +323,13 @@ def _when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
                             lambda t: bool(PLAN.search(t)))
     if changes:
         row = changes[-1]
-    elif re.match(r"\W*when\s+(?:is|are|will|does|do)\b", question, re.I) and PLAN.search(chat.raw_texts[first.row]):
-        row = first.row
+    elif re.match(r"\W*when\s+(?:is|are|will|does|do)\b", question, re.I) and any(
+            TIME.search(m.group(0)) for m in PLAN.finditer(chat.raw_texts[first.row])):
+        row = first.row  # a day with its time ("Wednesday at 11"); a day alone is read as a date as before
     else:
         return None
-    phrase = list(PLAN.finditer(chat.raw_texts[row]))[-1].group(0).strip()
+    days = list(PLAN.finditer(chat.raw_texts[row]))
+    phrase = ([m for m in days if TIME.search(m.group(0))] or days)[-1].group(0).strip()
     return phrase, [row, first.row] if row != first.row else [row], "phrase", chat.raw_texts[row]
 
 def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
@@ -350,8 +360,8 @@ def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
 
 
 def _quoted(verdict: str, chat: ChatIndex, row: int) -> str:
-    """"Yes: Nora, 27 May 2026: “...”": the verdict with the message that says it."""
-    return f"{verdict}: {chat.speakers[row]}, {fmt_day(chat.timestamps[row])}: “{chat.raw_texts[row]}”"
+    """The verdict; the message that says it is the claim's (cited, first in the evidence)."""
+    return verdict
 
 
 def _from(chat: ChatIndex, said: list[Said], about: set[str], question: str):

@@ -49,37 +49,54 @@ no yes there here any some all each every than then too very just also""".split(
 
 _DETERMINER = {"the", "a", "an", "his", "her", "their", "my", "our", "its", "your", "any", "some"}
 # "for ..." after a verb of paying is what is paid for: kept ("How much did Chris pay for his boots?")
-_TRAILING_SETTING = re.compile(r"\s+(?:at|on|in|with|during|after|before|from|to|into|(?<!pay )(?<!paid )(?<!spend )"
+_TRAILING_SETTING = re.compile(r"\s+(?:at|on|in|with|during|after|before|from|into|(?<!pay )(?<!paid )(?<!spend )"
                                r"(?<!spent )for)\s+[^?]*\??$", re.I)
+
+
+# Words about the talk itself ("What games are they discussing?"), not a topic a message names.
+_TALK = {"discuss", "discussing", "discussed", "mention", "mentioned", "mentions", "talk", "talking", "talked", "say", "said",
+         "conversation", "conversations", "chat", "chats", "refer", "refers", "context"}
 
 
 def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     """The words naming what the question asks about that no message of the chat mentions (by
-    stem): the nouns after a determiner ("the wifi password") and the question's last word
-    ("Where did they go hiking?"), a setting it adds at its end aside ("at the cabin", "for the
-    trip"). "What was the wifi password?" asks of something never said when no message says
-    "wifi"; a verb said in other words ("Who gave Ivan a lift?") is not looked at."""
+    stem): the head of each noun after a determiner, with a modifier that is a name or a version
+    ("the wifi password", "the v2.4 release"), and the question's last word ("Where did they go
+    hiking?"), a setting it adds at its end aside ("at the cabin", "for the trip"). "What was the
+    wifi password?" asks of something never said when no message says "password". Not asked of
+    a yes/no question (whether "Elise is vegan" is for the answer to judge), nor of words about
+    the talk itself."""
+    if re.match(r"\W*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would)\b", question, re.I):
+        return []
     core = _TRAILING_SETTING.sub("", question.strip()).rstrip(" ?")
-    words = re.findall(r"[a-z0-9][a-z0-9'.-]*[a-z0-9]|[a-z0-9]", core.lower())
+    words = [re.sub(r"['’]s$", "", w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]", core)]
     people = {s.lower() for s in chat.speaker_names} | {w for s in chat.speaker_names for w in s.lower().split()}
     named: list[str] = []
-    in_phrase = False
-    for n, word in enumerate(words):
-        if word in _DETERMINER:
-            in_phrase = True
-            continue
-        verb = n + 1 < len(words) and words[n + 1] in _DETERMINER  # "fix the boiler": "fix" acts on the noun
-        if in_phrase and word not in STOPWORDS and not verb:
-            named.append(word)
-        else:
-            in_phrase = False
-    if words and words[-1] not in STOPWORDS:
+    phrase: list[str] = []
+    for n, word in enumerate(words + [""]):
+        low = word.lower()
+        verb = n + 1 < len(words) and words[n + 1].lower() in _DETERMINER  # "fix the boiler": "fix" acts on the noun
+        if phrase and (not word or low in STOPWORDS or low in _DETERMINER or verb or word_stem(low) in _FORM):
+            named += [w for w in phrase[:-1] if re.search(r"[a-z]\d|^[A-Z]", w)] + [phrase[-1]]  # the head, named modifiers
+            phrase = []
+        if low in _DETERMINER:
+            phrase = [""]
+        elif phrase is not None and phrase and low not in STOPWORDS and not verb:
+            phrase.append(word)
+    named = [w for w in named if w]
+    if words and words[-1].lower() not in STOPWORDS and not re.fullmatch(r"[\d.]+", words[-1]):
         named.append(words[-1])
     said = set().union(*(word_stems(t) for t in chat.raw_texts))
-    out = []
-    for word in dict.fromkeys(named):
+
+    def mentioned(word: str) -> bool:
         w = word_stem(word)
-        if word in people or w in _FORM or w in said or any(len(w) >= 5 and s.startswith(w) for s in said):
+        return w in said or any(len(w) >= 5 and s.startswith(w) for s in said)
+
+    out = []
+    for word in dict.fromkeys(w.lower() for w in named):
+        if word in people or word in _TALK or word_stem(word) in _FORM or mentioned(word):
+            continue
+        if "-" in word and all(mentioned(part) for part in word.split("-") if len(part) >= 3):
             continue
         out.append(word)
     return out

@@ -29,6 +29,10 @@ CABIN, FLAT, LAUNCH, FOOTBALL = ("whatsapp_Lake_cabin-392f2c0f", "telegram_44700
                                  "discord_1240000000000000042")
 
 
+# Building the four chats with the real embedder takes ~20-60 s on a loaded 2-core machine.
+slow = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def chats(tmp_path_factory, embedder):
     """(retriever, {chat key: messages}) of the set's four exports."""
@@ -52,6 +56,7 @@ def said(frames, key: str, start: str) -> str:
     return rows["local_id"][0]
 
 
+@slow
 def test_who_answers_the_person_doing_it_never_a_place(chats):
     retriever, frames = chats
     found = ask(retriever, CABIN, "Who found the cabin?")  # "... I found a place on Lake Windermere"
@@ -62,25 +67,31 @@ def test_who_answers_the_person_doing_it_never_a_place(chats):
     assert named.answer == "Chris"
 
 
+@slow
 def test_a_message_asking_it_is_answered_by_its_reply(chats):
     retriever, frames = chats
     ball = ask(retriever, FOOTBALL, "Who is bringing the ball?")  # Sam asks, Nora replies "I'll bring mine"
     assert ball.answer == "Nora"
-    assert ball.claims[0].ids == [said(frames, FOOTBALL, "I'll bring mine"), said(frames, FOOTBALL, "Who's bringing the ball")]
+    assert ball.claims[0].ids[0] == said(frames, FOOTBALL, "I'll bring mine") and ball.claims[0].supported
     assert ball.evidence[0].id == said(frames, FOOTBALL, "I'll bring mine")
+    lift = ask(retriever, FOOTBALL, "Who gave Ivan a lift?")  # Ivan asks "Can someone give me a lift?", Bea replies
+    assert lift.answer == "Bea"
+    assert lift.claims[0].ids == [said(frames, FOOTBALL, "I'll pick you up"), said(frames, FOOTBALL, "Can someone give me a lift")]
     bike = ask(retriever, FLAT, "Why is there a bike in the hallway?")  # asked by Lena, explained in Omar's reply
-    assert bike.answer.startswith("It's my cousin's, he left it when he moved to Leipzig") and bike.claims[0].supported
+    assert bike.answer == "It's my cousin's, he left it when he moved to Leipzig" and bike.claims[0].supported
 
 
+@slow
 def test_something_never_said_is_not_found_and_names_what_no_message_mentions(chats):
     retriever, _ = chats
     hire = ask(retriever, LAUNCH, "Who is the new hire joining the team?")
     assert hire.answer == NO_ANSWER and hire.abstained and hire.claims == []
-    assert "No message of this chat mentions: hire, joining" in hire.unknowns
+    assert "No message of this chat mentions: hire" in hire.unknowns
     wifi = ask(retriever, CABIN, "What was the wifi password at the cabin?")
     assert wifi.abstained and "No message of this chat mentions: wifi, password" in wifi.unknowns
 
 
+@slow
 def test_times_shares_and_reasons_are_typed_values_of_the_conversation(chats):
     retriever, frames = chats
     time = ask(retriever, CABIN, "What time is check-in at the cabin?")
@@ -91,18 +102,21 @@ def test_times_shares_and_reasons_are_typed_values_of_the_conversation(chats):
     league = ask(retriever, FOOTBALL, "How much is the summer league per person?")
     assert league.answer == "42 each"
     reason = ask(retriever, FLAT, "Why were there dishes in the sink overnight?")  # "guilty, sorry, I was on a deadline"
-    assert reason.answer == "I was on a deadline"
+    assert reason.answer == "guilty, sorry, I was on a deadline"
 
 
+@slow
 def test_a_later_message_changes_the_plan(chats):
     retriever, frames = chats
     plumber = ask(retriever, FLAT, "When did the plumber come?")  # Wednesday, then "Thursday at 2pm instead"
     assert plumber.answer == "Thursday at 2pm"
     assert plumber.claims[0].ids[0] == said(frames, FLAT, "Update: the plumber can't do Wednesday")
     release = ask(retriever, LAUNCH, "Was the release on 21 April?")
-    assert release.answer.startswith("No: Dana, 13 April 2026: “Ok, given the migration delay we're moving the release")
+    assert release.answer == "No"
+    assert release.claims[0].ids[0] == said(frames, LAUNCH, "Ok, given the migration delay we're moving the release")
 
 
+@slow
 def test_slack_who_answers_the_author_not_the_user_mentioned(chats):
     retriever, frames = chats
     fixed = ask(retriever, LAUNCH, "Who fixed the discount code bug?")  # Raj: "Fixed in PR #482, @Felix can you verify?"
