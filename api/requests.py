@@ -21,6 +21,7 @@ from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
 from narrative_mirror.index_store import validate_chat_file
 from narrative_mirror.query import MODES
 from narrative_mirror.retrieval.config import VARIANTS
+from narrative_mirror.safe_text import clip_line
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50
@@ -48,8 +49,9 @@ class ApiError(Exception):
 
 def error_response(status: int, field: str | None, message: str,
                    headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """The body of every error: ``{"error": {"field", "message"}}``."""
-    return JSONResponse({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
+    """The body of every error: ``{"error": {"field", "message"}}`` (the message at most
+    ``MAX_LINE_CHARS``, saying how long it was)."""
+    return JSONResponse({"error": {"field": field, "message": clip_line(message)}}, status_code=status, headers=headers)
 
 
 def _text(max_chars: int) -> Callable[[str], str]:

@@ -1,8 +1,9 @@
 """The memory service behind the routes: who is asking (token), which chats they may read, and the
 search, ask and health endpoints, each in its own thread pool (searches, offline asks, and the
-LLM bulkhead for asks with an LLM). Asks are bounded per client (``api.limits``), by their
-profile's deadline, and stopped when their client hangs up (``api.stopping``); health and the
-chat checks answer from the in-memory ``api.store_state``. No response carries a server path.
+LLM bulkhead for asks with an LLM). Asks and searches are bounded per client (``api.limits``),
+asks also by their profile's deadline, and stopped when their client hangs up (``api.stopping``);
+health and the chat checks answer from the in-memory ``api.store_state``, read on its own thread
+(never queued behind searches). No response carries a server path.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ from fastapi.responses import JSONResponse
 from api.access import TokenEntry, TokenStore
 from api.across_chats import ask_by_chats, ask_logged_chats, search_several, select_readable
 from api.bulkhead import LLMPool, OneAnswer, discard
-from api.limits import AskLimits, ClientLimiter
+from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
-from api.store_state import DEFAULT_REFRESH_S, StoreState
+from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
 from narrative_mirror.agent.contract import answer_json
+from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
-from narrative_mirror.safe_text import terminal_safe
+from narrative_mirror.safe_text import clip_line, terminal_safe
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -90,7 +92,8 @@ class MemoryApi:
     def __init__(self, retriever: Retriever, event_log: EventLog, llm: LLMClient | None, runs_root: Path | None, *,
                  tokens: TokenStore | None, unavailable: Mapping[str, str], deadlines: Mapping[str, float],
                  llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
-                 limits: AskLimits | None = None, refresh_s: float = DEFAULT_REFRESH_S):
+                 limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
+                 refresh_s: float = DEFAULT_REFRESH_S):
         self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
         self.tokens, self.deadlines = tokens, dict(deadlines)
         self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
@@ -98,16 +101,20 @@ class MemoryApi:
         self.store_state = StoreState(retriever, refresh_s)
         self.before_read: Callable[[str], None] | None = None  # called with each chat a request reads
         self.limiter = ClientLimiter(limits or AskLimits())
+        self.search_limiter = ClientLimiter(search_limits or SearchLimits())
         self.asks_stopped: Counter[str] = Counter()  # "client gone" / "deadline": asks stopped before their end
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
+        self.state_pool = ThreadPoolExecutor(1, thread_name_prefix="nm-state")  # index readings for health and checks
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
+        self.clocks: Clocks | None = None  # each chat's zone for an answer's times (mount_pages sets it)
 
     def close(self) -> None:
         if self.llm_pool is not None:
             self.llm_pool.shutdown()
         self.search_pool.shutdown(wait=True, cancel_futures=True)
         self.ask_pool.shutdown(wait=True, cancel_futures=True)
+        self.state_pool.shutdown(wait=True, cancel_futures=True)
 
     # -- access ---------------------------------------------------------------------------------------
     async def principal(self, request: Request) -> TokenEntry | None:
@@ -132,7 +139,7 @@ class MemoryApi:
             self.before_read(chat)
         if chat in self.unavailable:
             raise ApiError(503, "chat", "that chat is unavailable: its build failed (see /api/health)")
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool)
         if chat not in reading.chats:
             if reading.error is not None:
                 raise ApiError(503, None, "the index cannot be read right now (see /api/health)")
@@ -146,15 +153,17 @@ class MemoryApi:
         matches none of them, whether or not other chats would) and each key checked as ``chat``."""
         if chats is None:
             return (await self.check_chat(chat, who),)
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool)
         chosen = select_readable(chats, reading.chats, lambda c: (who is None or who.allows(c))
                                  and c not in self.unavailable)
         return tuple([await self.check_chat(c, who) for c in chosen])
 
     def early_refusal(self, scope: dict) -> ApiError | None:
-        """The 429 of an ask whose client is past its limits, decided before routing and before its
-        body is read (a flood's refusals stay cheap); None lets the request through."""
-        if scope.get("method") != "POST" or scope.get("path") != "/api/ask":
+        """The 429 of an ask or a search whose client is past its limits, decided before routing
+        and before a body is read (a flood's refusals stay cheap); None lets the request through."""
+        limiter = {("POST", "/api/ask"): self.limiter, ("GET", "/api/memory/search"): self.search_limiter}.get(
+            (scope.get("method"), scope.get("path")))
+        if limiter is None:
             return None
         who = None
         if self.tokens is not None:
@@ -166,7 +175,7 @@ class MemoryApi:
                 return None
             if who is None:
                 return None  # the route answers 401
-        return self.limiter.refusal() if self.limiter.full(_client_key(who, scope)) else None
+        return limiter.refusal() if limiter.full(_client_key(who, scope)) else None
 
     # -- endpoints -------------------------------------------------------------------------------------
     async def health(self, who: TokenEntry | None) -> JSONResponse:
@@ -175,7 +184,7 @@ class MemoryApi:
         before that has no rows now, an event store that refuses writes (``EventLog.state``).
         Answered from memory (``StoreState``), read again when the store changes on disk or the
         reading is old, so health is ``ok`` again as soon as the store is repaired, without a restart."""
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool, wait_s=HEALTH_WAIT_S)
         problems: list[str] = []
         chat_problems: dict[str, str] = {}
         if reading.error is not None:
@@ -202,6 +211,11 @@ class MemoryApi:
         return JSONResponse(body)
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
+        """A search in one of its client's search slots (429 when they and its queue are full)."""
+        async with self.search_limiter.slot(_client_key(who, request.scope)):
+            return await self._search(request, who, params)
+
+    async def _search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
         chats = await self.check_chats(params.chat, params.chats, who)
         loop = asyncio.get_running_loop()
@@ -232,7 +246,7 @@ class MemoryApi:
             "timings_ms": recorded.result.timings_ms,
         }
         if recorded.run_error:
-            log.warning("memory search: %s", terminal_safe(recorded.run_error))
+            log.warning("memory search: %s", clip_line(terminal_safe(recorded.run_error)))
             meta["evidence_error"] = without_paths(recorded.run_error)
         return JSONResponse({
             "hits": [{**hit_json(h), "chat": chat} for h in hits],
@@ -253,7 +267,7 @@ class MemoryApi:
                 "reranker": "hybrid_score", "event_id": event_id,
                 "timings_ms": {**merged.timings_ms, "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()}}}
         if errors:
-            log.warning("memory search: %s", terminal_safe("; ".join(errors.values())))
+            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors.values()))))
             meta["evidence_error"] = "; ".join(errors.values())
         return {"hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits], "meta": meta,
                 "evidence_paths": {chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
@@ -264,7 +278,7 @@ class MemoryApi:
         if answered is None:
             return error_response(499, None, "the client closed the request")
         answer, event_id = answered
-        return JSONResponse(answer_json(answer, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
+        return JSONResponse(answer_json(answer, self.clocks, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
 
     async def answer_for(self, request: Request, who: TokenEntry | None,
                          body: AskRequest) -> tuple[AgentAnswer, str] | None:

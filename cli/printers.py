@@ -53,6 +53,13 @@ def when(timestamp: str | None) -> str:
     return f"{t:%a} {t.day} {t:%b %Y %H:%M}"
 
 
+def zones_note(result: dict) -> str:
+    """`` (times in Europe/Lisbon)``: the zones the result's times are in, said once; empty when
+    its chats record none (their times are as the file wrote them)."""
+    zones = result.get("time_zones") or []
+    return f" (times in {_one(' and '.join(zones))})" if zones else ""
+
+
 def _message_line(lid: str, timestamp: str | None, speaker: str | None, text: str) -> str:
     """``[D1:5] Tue 2 Apr 2024 18:04  Mara: text`` (``text`` already begins with its speaker
     when ``speaker`` is None)."""
@@ -62,7 +69,7 @@ def _message_line(lid: str, timestamp: str | None, speaker: str | None, text: st
 
 def print_answer(result: dict) -> None:
     _print(f"Answer: {_one(result['answer'])}")
-    _print("Evidence:")
+    _print(f"Evidence{zones_note(result)}:")
     several = "," in result.get("chat_file", "")  # an answer over several chats names each message's chat
     for e in result["evidence"]:
         lid = f"{e['chat']}/{e['id']}" if several and e.get("chat") else e["id"]
@@ -75,7 +82,7 @@ def print_answer(result: dict) -> None:
 
 
 def print_search(result: dict) -> None:
-    _print(f"{result['count']} messages from {len(result['chats'])} chats:")
+    _print(f"{result['count']} messages from {len(result['chats'])} chats{zones_note(result)}:")
     for h in result["hits"]:
         _print(f"  {_message_line(h['chat'] + '/' + h['id'], h.get('timestamp'), h.get('speaker'), h['text'])}")
 
@@ -83,6 +90,8 @@ def print_search(result: dict) -> None:
 def print_phases(result: dict) -> None:
     """Each phase: its title, then its evidence as dated messages with their authors."""
     messages = {m["id"]: m for m in result.get("evidence_messages", [])}
+    if zones_note(result):
+        _print(zones_note(result).strip())
     for i, phase in enumerate(result["phases"], 1):
         _print(f"{i}. {_one(phase['name'])}")
         for lid in phase["evidence"]:
@@ -152,5 +161,7 @@ def print_human(command: str, result: dict) -> None:
     _print(f"{command}: " + ", ".join(f"{k}={_one(v)}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
         _print(f"  {_one(key)}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))
+    for line in result.get("not_reached") or []:  # forget: what it cannot reach
+        _print(f"  not reached: {line}")
     for kind, row in (result.get("pruned") or {}).items():  # maintain: what retention removed
         _print(f"  pruned {kind}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import polars as pl
@@ -38,7 +38,23 @@ def load_eval_config(profile: str | None = None) -> dict:
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
+    regression = cfg["regression"]
+    headline = regression["metric"]  # first: the checks report its figures
+    regression["metrics"] = [headline, *(m for m in regression.get("metrics", []) if m != headline)]
+    for metric, limits in regression.get("per_metric", {}).items():
+        unknown = set(limits) - {"warn_drop", "error_drop", "floor"}
+        if unknown or metric not in regression["metrics"]:
+            raise ValueError(f"{settings.config_path('evaluation')}: [regression.per_metric] {metric}: "
+                             + (f"unknown keys {sorted(unknown)}" if unknown else "not in [regression] metrics"))
     return cfg
+
+
+def tolerance(regression: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """``metric``'s warn_drop, error_drop and floor: its [regression.per_metric] entry over the
+    section's defaults (the ARC metric's floor is ``arc_floor``)."""
+    floor = regression["arc_floor"] if metric == regression.get("arc_metric") else regression["floor"]
+    base = {"warn_drop": regression["warn_drop"], "error_drop": regression["error_drop"], "floor": floor}
+    return {**base, **regression.get("per_metric", {}).get(metric, {})}
 
 
 # What an evaluation reads besides the data and the index: the config files and prompts its asset
@@ -46,6 +62,15 @@ def load_eval_config(profile: str | None = None) -> dict:
 # leaves the evaluations fresh for (a summary prompt, layers.toml) does not make them outdated.
 EVAL_CONFIGS = ("retrieval", "agent", "evaluation")
 EVAL_PROMPT_PREFIX = "agent_"
+# Only arc mode segments a story into phases, so only the ARC evaluation reads this prompt.
+ARC_ONLY_PROMPTS = ("agent_segment",)
+
+
+def prompts_read(assets: Iterable[str]) -> list[str]:
+    """The agent prompts the evaluation ``assets`` read (qa_eval and profile_protocol every agent
+    prompt but the arc-only ones; arc_eval all of them)."""
+    names = [n for n in settings.prompt_names() if n.startswith(EVAL_PROMPT_PREFIX)]
+    return names if "arc_eval" in assets else [n for n in names if n not in ARC_ONLY_PROMPTS]
 
 
 def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
@@ -64,11 +89,43 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
         "mode": mode,
         **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12] for name in EVAL_CONFIGS},
         **{f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
-           for name in settings.prompt_names() if name.startswith(EVAL_PROMPT_PREFIX)},
+           for name in prompts_read(code_versions)},
         **{f"code:{asset}": version[:12] for asset, version in sorted(code_versions.items())},
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
     return parts
+
+
+def settings_snapshot() -> dict[str, Any]:
+    """Every setting of the config files an evaluation reads, flattened to one value per
+    ``"<file>.toml [section] key"`` (nested tables joined with dots), as written in the experiment log."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, table: Mapping[str, Any], section: str) -> None:
+        for key, value in table.items():
+            if isinstance(value, Mapping):
+                walk(prefix, value, f"{section}.{key}" if section else key)
+            else:
+                flat[f"{prefix} [{section}] {key}" if section else f"{prefix} {key}"] = value
+
+    for name in EVAL_CONFIGS:
+        walk(f"{name}.toml", settings.load_config(name), "")
+    return flat
+
+
+def changed_settings(previous: Mapping[str, Any], current: Mapping[str, Any], file: str) -> list[str]:
+    """The settings of ``file`` (``"retrieval.toml"``) that differ: ``"retrieval.toml [fusion]
+    rrf_k: 60 -> 40"``, ``... (added): 3``, ``... (removed)``."""
+    names = sorted(k for k in set(previous) | set(current) if k.startswith(f"{file} "))
+    out = []
+    for name in names:
+        if name not in previous:
+            out.append(f"{name} (added): {current[name]!r}")
+        elif name not in current:
+            out.append(f"{name} (removed, was {previous[name]!r})")
+        elif previous[name] != current[name]:
+            out.append(f"{name}: {previous[name]!r} -> {current[name]!r}")
+    return out
 
 
 def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror import settings
-from narrative_mirror.evaluation import changed_parts
+from narrative_mirror.evaluation import changed_parts, changed_settings, settings_snapshot
 
 
 def log_path() -> Path:
@@ -77,6 +77,8 @@ def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], pat
         changed = changed_parts(previous["config"] if previous else None, fingerprint)
         if not changed and only_if_changed and same_figures:
             return previous
+        snapshot = settings_snapshot()
+        changed = _name_settings(changed, previous.get("settings") if previous else None, snapshot)
         record = {
             "experiment_id": uuid.uuid4().hex[:12],
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -85,12 +87,26 @@ def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], pat
             "config": fingerprint,
             "changed": changed or ([] if same_figures else ["data or index (same config)"]),
             "metrics": metrics,
+            "settings": snapshot,
             **extra,
         }
         f.seek(0, 2)
         f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
         f.flush()
     return record
+
+
+def _name_settings(changed: list[str], previous: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+    """Each changed config file replaced by the settings that changed in it, with their old and
+    new values (a record written before settings were logged, or a comment-only edit, keeps the
+    file's name)."""
+    if previous is None:
+        return changed
+    out = []
+    for part in changed:
+        named = changed_settings(previous, current, part) if part.endswith(".toml") else []
+        out += named or [part]
+    return out
 
 
 def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

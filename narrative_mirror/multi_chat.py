@@ -33,7 +33,6 @@ MERGE_BY = ("gated", "rrf", "cosine")
 DEFAULT_MERGE = "gated"
 GATE_TEMPERATURE = 0.2  # cosine units: a chat 0.2 farther than the best weighs 1/e as much
 NAME_WEIGHT = 2.0  # log weight per speaker or named entity of the chat that the query names
-RRF_K = 60
 SEARCH_WORKERS = 4  # chats searched at once by one request
 ASK_CHATS = 3  # at most this many chats (the merged list's best) are asked with the agent
 PATTERN_CHARS = "*?["
@@ -146,7 +145,7 @@ def merge(retriever: Any, query: str, per_chat: dict[str, Sequence[Hit]], k: int
             weight = math.exp((float(cosines[chat].max()) - best) / temperature + name_weight * named.get(chat, 0))
         for rank, hit in enumerate(hits):
             if by == "rrf":
-                score = 1.0 / (RRF_K + rank + 1)
+                score = 1.0 / (retriever.rrf_k + rank + 1)
             elif by == "cosine":
                 score = float(cosines[chat][rank])
             else:

@@ -3,6 +3,9 @@ before and after the hybrid-score rerank, so score changes can be compared run b
 
 Path: ``<NM_HOME>/recall_runs/YYYYMMDD/run_<epoch_ms>.json`` (UTC). A file is created with
 O_EXCL and never rewritten; a second run in the same millisecond gets ``run_<epoch_ms>_1.json``.
+The folder is bounded as it is written: past ``retention.toml``'s ``[recall_runs] keep_last``
+(default ``DEFAULT_KEEP_RUNS``) by a tenth, the oldest records go (and those older than
+``keep_days`` when set), so a busy server never collects one file per search forever.
 
 A search ranks with the retriever's default variant (``retrieval.toml``, what ``ask`` uses) unless
 the request names another. With ``hybrid_expand_rerank`` the pre items are the hybrid-score
@@ -22,10 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +45,9 @@ SNIPPET_CHARS = 400
 REASON_KEYS = ("kw", "recency", "refs", "tier_weight")
 RERANK_VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the seed-004 hybrid score
 MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
+DEFAULT_KEEP_RUNS = 2000  # records kept per folder when retention.toml does not say (8-15 KB each)
+
+log = logging.getLogger(__name__)
 
 
 def runs_dir(root: Path | None = None) -> Path:
@@ -106,6 +114,7 @@ def write_run(
             continue
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        _bound_for(runs_dir(root)).written()
         return path
     raise OSError(f"{folder}: {MAX_SAME_MS} runs already recorded for millisecond {stamp}")
 
@@ -117,29 +126,80 @@ def _run_time(path: Path) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def prune_runs(before: datetime, root: Path | None = None) -> dict[str, int]:
-    """Remove the run records made before ``before`` (and day folders left empty); returns
-    ``removed_files``, ``removed_bytes`` and ``removed_folders``."""
-    removed = {"removed_files": 0, "removed_bytes": 0, "removed_folders": 0}
+def prune_runs(before: datetime | None = None, root: Path | None = None, keep_last: int | None = None) -> dict[str, int]:
+    """Remove the run records made before ``before`` and all but the newest ``keep_last`` (and day
+    folders left empty); returns ``removed_files``, ``removed_bytes``, ``removed_folders`` and
+    ``kept_files``."""
+    removed = {"removed_files": 0, "removed_bytes": 0, "removed_folders": 0, "kept_files": 0}
     base = runs_dir(root)
     if not base.is_dir():
         return removed
+    runs = []
+    for path in base.glob("*/run_*.json"):
+        try:
+            runs.append((_run_time(path), path.name, path))
+        except FileNotFoundError:  # removed meanwhile by another pruner
+            continue
+    runs.sort()
+    cut = len(runs) - keep_last if keep_last is not None else 0
+    for i, (made, _, path) in enumerate(runs):
+        if i >= cut and (before is None or made >= before):
+            removed["kept_files"] += 1
+            continue
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed["removed_files"] += 1
+        removed["removed_bytes"] += size
     for folder in sorted(p for p in base.iterdir() if p.is_dir()):
-        for path in folder.glob("run_*.json"):
-            try:
-                if _run_time(path) < before:
-                    size = path.stat().st_size
-                    path.unlink()
-                    removed["removed_files"] += 1
-                    removed["removed_bytes"] += size
-            except FileNotFoundError:  # removed meanwhile by another pruner
-                continue
         try:
             folder.rmdir()  # only when empty: a day still being written keeps its folder
             removed["removed_folders"] += 1
         except OSError:
             pass
     return removed
+
+
+class _RunBound:
+    """Keeps one runs folder within its retention as records are written: counts the records
+    (read once from the folder) and prunes when they pass ``keep_last`` by a tenth."""
+
+    def __init__(self, root: Path):
+        from narrative_mirror.retention import load_retention  # retention imports this module
+
+        try:
+            retention = load_retention()
+            self.keep_last, self.keep_days = retention.recall_runs_keep_last, retention.recall_runs_days
+        except (OSError, ValueError) as exc:  # a bad setting is `maintain`'s to report; the bound still holds
+            log.warning("recall runs: retention.toml cannot be used (%s); keeping the last %d", exc, DEFAULT_KEEP_RUNS)
+            self.keep_last, self.keep_days = DEFAULT_KEEP_RUNS, None
+        self.root, self.slack = root, max(1, self.keep_last // 10)
+        self.count: int | None = None
+        self.lock = threading.Lock()
+
+    def written(self) -> None:
+        with self.lock:
+            if self.count is None:
+                self.count = sum(1 for _ in self.root.glob("*/run_*.json"))
+            else:
+                self.count += 1
+            if self.count <= self.keep_last + self.slack:
+                return
+            before = datetime.now(UTC) - timedelta(days=self.keep_days) if self.keep_days else None
+            self.count = prune_runs(before, self.root, self.keep_last)["kept_files"]
+
+
+_bounds: dict[Path, _RunBound] = {}
+_bounds_lock = threading.Lock()
+
+
+def _bound_for(root: Path) -> _RunBound:
+    with _bounds_lock:
+        if root not in _bounds:
+            _bounds[root] = _RunBound(root)
+        return _bounds[root]
 
 
 def compare_run(path: str | Path) -> dict[str, float]:
@@ -217,7 +277,8 @@ def recorded_search(
     recording = _Recording(HybridScoreReranker(**options))
     variant = variant or retriever.default_variant
     chat = retriever.chat(chat_file)
-    if variant == RERANK_VARIANT:
+    if variant == RERANK_VARIANT or need_fresh:
+        # The engine reranks with the hybrid score here (need_fresh does under every variant).
         result = retriever.search(chat_file, query, k, variant=variant, need_fresh=need_fresh, reranker=recording)
         # Stable sort: with Self-RAG off the pre order equals the post order.
         pre = sorted(recording.ranked, key=lambda h: -h.reasons["hybrid_score"])[:k]

@@ -34,7 +34,9 @@ install_chromium() {
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+  # the emoji font: people's names and messages are drawn as in their chat app in the screenshots
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+    fonts-noto-color-emoji
 }
 
 if [ ! -x .venv/bin/python ]; then

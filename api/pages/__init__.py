@@ -39,6 +39,7 @@ def mount_pages(app: FastAPI, api: MemoryApi, home: Path | None = None) -> Pages
     pages = Pages(api, Path(home) if home is not None else settings.state_home())
     pages.sources = getattr(app.state, "chat_sources", None) or pages.sources
     app.state.chat_sources = pages.sources  # the same dict: `serve` fills it after create_app
+    api.clocks = pages.store.clocks  # answers' times in each chat's zone, as the pages show them
     app.mount("/static", StaticFiles(directory=STATIC), name="inspector-static")
     add_routes(app, pages)
     return pages

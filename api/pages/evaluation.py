@@ -84,6 +84,12 @@ def questions(store: PageStore, chat: str, category: int | None = None, lost: st
     return rows
 
 
+def gold_questions(store: PageStore, chat: str) -> int:
+    """How many gold questions the chat has (an export has none: nothing to evaluate it on)."""
+    gold = store.stored("gold_qa", chat)
+    return gold.height if gold is not None else 0
+
+
 def categories(store: PageStore, chat: str) -> list[int]:
     qa = store.stored("qa_eval", chat)
     return sorted(qa["category"].unique().to_list()) if qa is not None else []

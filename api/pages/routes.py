@@ -104,7 +104,7 @@ class Pages:
         for chat in await self.visible(who):
             transcript = await self._run(self.store.transcript, chat)
             messages = transcript.messages
-            rows.append({"chat": chat, "participants": transcript.participants, "messages": len(messages),
+            rows.append({"chat": chat, "participants": transcript.participants, "messages": transcript.said,
                          "sessions": transcript.sessions, "blocks": len(transcript.blocks),
                          "threads": len(transcript.threads),
                          "first": messages[0].timestamp if messages else None,
@@ -122,7 +122,7 @@ class Pages:
                   ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
         context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
-                                   "answer": None, "suggestions": self._suggestions(chat, "gold_qa", "question")}
+                                   "times": transcript.times, "answer": None, "suggestions": self._suggestions(chat, "gold_qa", "question")}
         if q and q.strip():
             try:
                 body = AskRequest(chat=chat, question=q, profile=profile, user_id=PAGE_USER)
@@ -142,7 +142,7 @@ class Pages:
                     ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
         context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
-                                   "story": None, "suggestions": self._suggestions(chat, "arc_cases", "query")}
+                                   "times": transcript.times, "story": None, "suggestions": self._suggestions(chat, "arc_cases", "query")}
         if q and q.strip():
             try:
                 body = AskRequest(chat=chat, question=q, profile=profile)
@@ -174,8 +174,10 @@ class Pages:
         rows = [r for r in [await self._run(ev.chat_evaluation, self.store, c) for c in visible] if r is not None]
         records, series = await self._run(ev.recall_history, self.store, visible,
                                           who is None or len(visible) == len(all_chats))
+        evaluated = {r.chat for r in rows}
+        no_gold = [c for c in visible if c not in evaluated and not await self._run(ev.gold_questions, self.store, c)]
         return self.render(request, "evaluation.html", rows=rows, plot=history_plot(series, len(records)),
-                           records=len(records), outcome_words=ev.OUTCOME_WORDS)
+                           records=len(records), outcome_words=ev.OUTCOME_WORDS, no_gold=no_gold)
 
     async def evaluation_chat(self, request: Request, chat: str, category: str | None = None,
                               lost: str | None = None) -> HTMLResponse:
@@ -184,7 +186,8 @@ class Pages:
         stage = lost if lost in ev.OUTCOMES else None
         summary = await self._run(ev.chat_evaluation, self.store, chat)
         rows = await self._run(ev.questions, self.store, chat, chosen, stage)
-        return self.render(request, "evaluation_chat.html", chat=chat, summary=summary, rows=rows,
+        gold = await self._run(ev.gold_questions, self.store, chat)
+        return self.render(request, "evaluation_chat.html", chat=chat, summary=summary, rows=rows, gold=gold,
                            categories=await self._run(ev.categories, self.store, chat), category=chosen, lost=stage,
                            outcomes=ev.OUTCOMES, outcome_words=ev.OUTCOME_WORDS, t=transcript)
 

@@ -1,19 +1,28 @@
-"""What the inspector pages read, and only reads: a chat's transcript from the LanceDB index the
-API serves (messages, L1 blocks, L2 threads), block and thread titles from the stored parquet
-layers under ``NM_HOME/storage``, evaluation rows (``qa_eval``, ``arc_eval``, ``split``,
-``gold_qa``, ``arc_cases``) and the experiment log."""
+"""What the inspector pages read, and only reads: a chat's transcript from the stored messages
+layer under ``NM_HOME/storage`` (every line, system lines, attachments and edits included; the
+index the API serves when no layer is stored), its times in the chat's zone (``chat_time``), L1
+blocks and L2 threads (stored layers, else the index), evaluation rows (``qa_eval``,
+``arc_eval``, ``split``, ``gold_qa``, ``arc_cases``) and the experiment log."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from narrative_mirror import experiments, storage
+from narrative_mirror import experiments, schema, storage
+from narrative_mirror.chat_time import StoredClocks
+
+
+@dataclass(frozen=True)
+class Attachment:
+    kind: str  # photo, video, audio, voice, sticker, gif, document, contact, file...
+    name: str  # the file name, "" when the export gives none
+    caption: str
 
 
 @dataclass(frozen=True)
@@ -23,8 +32,12 @@ class Message:
     session: int
     speaker: str
     text: str
-    timestamp: datetime
+    timestamp: datetime  # in the chat's zone (aware) when it records one, else as the file wrote it
     block_id: str
+    attachments: tuple[Attachment, ...] = ()
+    edited: bool = False
+    system: bool = False  # joins, leaves, calls, group changes: shown, never evidence
+    bot: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class Transcript:
     messages: list[Message]
     blocks: list[Block]
     threads: list[Thread]
+    times: str = ""  # what the times are, said once: "times in Europe/Lisbon"
     row_of: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -68,7 +82,12 @@ class Transcript:
 
     @property
     def participants(self) -> list[str]:
-        return list(dict.fromkeys(m.speaker for m in self.messages))
+        return list(dict.fromkeys(m.speaker for m in self.messages if not m.system))
+
+    @property
+    def said(self) -> int:
+        """The messages people (and bots) wrote: every line but the system lines."""
+        return sum(not m.system for m in self.messages)
 
     @property
     def sessions(self) -> int:
@@ -91,6 +110,15 @@ class Transcript:
         return [self.messages[start:end + 1] for start, end in spans]
 
 
+LINE_COLUMNS = ("local_id", "position", "session", "speaker", "text", "timestamp", "attachments", "edited", "system",
+                "bot")
+
+
+def _block_at(blocks: list[Block], position: int) -> str:
+    """The block whose range holds ``position`` (a system line the index leaves out), else ""."""
+    return next((b.block_id for b in blocks if b.first_position <= position <= b.last_position), "")
+
+
 def _words(text: str, limit: int = 90) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -102,6 +130,7 @@ class PageStore:
 
     def __init__(self, retriever: Any, home: Path):
         self.retriever, self.home = retriever, Path(home)
+        self.clocks = StoredClocks(self.home / "storage")
         self._lock = threading.Lock()
         self._transcripts: dict[str, tuple[tuple, Transcript]] = {}
 
@@ -127,7 +156,9 @@ class PageStore:
 
     def transcript(self, chat: str) -> Transcript:
         versions = self.index.versions()
-        stamp = tuple(versions.get(t) for t in ("messages", "blocks", "threads"))
+        layer = storage.frame_path(self.home / "storage", "messages", chat)
+        stamp = (*(versions.get(t) for t in ("messages", "blocks", "threads")),
+                 layer.stat().st_mtime_ns if layer.is_file() else None)
         with self._lock:
             kept = self._transcripts.get(chat)
             if kept is not None and kept[0] == stamp:
@@ -138,14 +169,39 @@ class PageStore:
         return transcript
 
     def _read(self, chat: str) -> Transcript:
-        rows = self.index.messages_for(chat)
-        messages = [Message(r["local_id"], r["position"], r["session"], r["speaker"], r["raw_text"] or "",
-                            r["timestamp"], r["block_id"] or "")
-                    for r in rows.select(["local_id", "position", "session", "speaker", "raw_text", "timestamp",
-                                          "block_id"]).iter_rows(named=True)]
+        indexed = self.index.messages_for(chat)
+        block_of = dict(zip(indexed["local_id"].to_list(), indexed["block_id"].to_list()))
+        clock = self.clocks(chat)
+        rows = self._lines(chat, indexed)
         threads = self._threads(chat)
         thread_of = {b: t.thread_id for t in threads for b in t.block_ids}
-        return Transcript(chat, messages, self._blocks(chat, thread_of), threads)
+        blocks = self._blocks(chat, thread_of)
+        messages = [Message(r["local_id"], r["position"], r["session"], r["speaker"], r["text"] or "",
+                            clock.time(r["local_id"], r["timestamp"]),
+                            block_of.get(r["local_id"]) or _block_at(blocks, r["position"]),
+                            tuple(Attachment(a["kind"] or "file", a["name"] or "", a["caption"] or "")
+                                  for a in r["attachments"] or ()),
+                            bool(r["edited"]), bool(r["system"]), bool(r["bot"]))
+                    for r in rows.iter_rows(named=True)]
+        time_at = {m.position: m.timestamp for m in messages}
+        blocks = [replace(b, start=time_at.get(b.first_position, b.start), end=time_at.get(b.last_position, b.end))
+                  for b in blocks]  # a block's ends in the chat's zone, as its messages show
+        spans = {b.block_id: (b.start, b.end) for b in blocks}
+        threads = [replace(t, start=min((spans[b][0] for b in t.block_ids if b in spans), default=t.start),
+                           end=max((spans[b][1] for b in t.block_ids if b in spans), default=t.end))
+                   for t in threads]
+        return Transcript(chat, messages, blocks, threads, clock.label)
+
+    def _lines(self, chat: str, indexed: pl.DataFrame) -> pl.DataFrame:
+        """Every line of the chat in file order: the stored messages layer (system lines are in it,
+        not in the index), else the index's rows without the layer's details."""
+        stored = self.stored("messages", chat)
+        if stored is not None and not set(LINE_COLUMNS) - set(stored.columns):
+            return stored.select(LINE_COLUMNS).sort("position")
+        return indexed.select("local_id", "position", "session", "speaker", pl.col("raw_text").alias("text"),
+                              "timestamp").with_columns(
+            pl.lit([], pl.List(schema.ATTACHMENT)).alias("attachments"), pl.lit(False).alias("edited"),
+            pl.lit(False).alias("system"), pl.lit(False).alias("bot"))
 
     def _blocks(self, chat: str, thread_of: dict[str, str]) -> list[Block]:
         stored = self.stored("l1_topics", chat)

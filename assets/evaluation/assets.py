@@ -13,6 +13,7 @@ from assets.evaluation.checks import (
     QA_CHECK_SPECS,
     adoption_gate_check,
     alert_failed_checks,
+    record_standing,
     floor_check,
     regression_check,
 )
@@ -22,7 +23,8 @@ from assets.evaluation.tables import table_metadata
 from assets.index.assets import lancedb_index
 from assets.ingest.assets import split
 from assets.partitions import chat_files
-from assets.sources.assets import AGENT_PROMPTS, agent_config, evaluation_config, retrieval_config
+from assets.paths import shown_path
+from assets.sources.assets import agent_config, evaluation_config, prompt_sources, retrieval_config
 from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import evaluation as ev
 from narrative_mirror import baselines, experiments, settings
@@ -83,7 +85,7 @@ def _float_metadata(stats: dict, prefix: str = "") -> dict:
 
 @versioned_asset(
     partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("qa_eval",)), evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=QA_CHECK_SPECS,
 )
 def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold_qa: pl.DataFrame,
@@ -106,10 +108,10 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
                           gold_qa, messages, fingerprint["fingerprint"], progress)
     summary = ev.qa_summary(rows)
     overall = summary["overall"]
-    metric = cfg["regression"]["metric"]
+    metrics = cfg["regression"]["metrics"]
     baseline = find_baseline(context.instance, "qa_eval", key, baselines.pins_path(state.root))
-    checks = [regression_check("qa_recall_regression", "qa_eval", metric, overall.get(metric), baseline, cfg),
-              floor_check("qa_recall_floor", "qa_eval", metric, overall.get(metric), cfg["regression"]["floor"])]
+    checks = [regression_check("qa_recall_regression", "qa_eval", metrics, overall, baseline, cfg),
+              floor_check("qa_recall_floor", "qa_eval", metrics, overall, cfg)]
     yield versioned_output(rows, {
         **_float_metadata(overall),
         "questions": dg.MetadataValue.int(overall["count"]),
@@ -122,6 +124,7 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
         "config": dg.MetadataValue.json(fingerprint),
         "lancedb_versions": dg.MetadataValue.json(versions),
     })
+    record_standing(context, state, checks)
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
         experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
@@ -130,7 +133,7 @@ def qa_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, gold
 
 @versioned_asset(
     partitions_def=chat_files, group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config], automation_condition=EVAL_AUTOMATION,
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("arc_eval",)), evaluation_config], automation_condition=EVAL_AUTOMATION,
     check_specs=ARC_CHECK_SPECS,
 )
 def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc_cases: pl.DataFrame,
@@ -146,16 +149,17 @@ def arc_eval(context: dg.AssetExecutionContext, config: EvaluationRunConfig, arc
     rows = ev.evaluate_arcs(lambda q: query.arc(retriever, key, q, profile=cfg["run"]["profile"], llm=client),
                             arc_cases, fingerprint["fingerprint"])
     overall = ev.arc_summary(rows)["overall"]
-    metric = cfg["regression"].get("arc_metric", "arc_global_recall")
+    metrics = [cfg["regression"].get("arc_metric", "arc_global_recall")]
     baseline = find_baseline(context.instance, "arc_eval", key, baselines.pins_path(state.root))
-    checks = [regression_check("arc_recall_regression", "arc_eval", metric, overall.get(metric), baseline, cfg),
-              floor_check("arc_recall_floor", "arc_eval", metric, overall.get(metric), cfg["regression"]["arc_floor"])]
+    checks = [regression_check("arc_recall_regression", "arc_eval", metrics, overall, baseline, cfg),
+              floor_check("arc_recall_floor", "arc_eval", metrics, overall, cfg)]
     yield versioned_output(rows, {**_float_metadata(overall), "cases": dg.MetadataValue.int(overall["count"]),
                             "split": which, CHECKS_PASSED: dg.MetadataValue.bool(all(c.passed for c in checks)),
                             "baseline": baseline.describe() if baseline else "none (first evaluation)",
                             "fingerprint": fingerprint["fingerprint"],
                             "config": dg.MetadataValue.json(fingerprint),
                             "lancedb_versions": dg.MetadataValue.json(versions)})
+    record_standing(context, state, checks)
     yield from alert_failed_checks(context, alerts, checks)
     if which == split_lib.TEST:
         experiments.append_if_changed("test_eval", fingerprint, {"test": _plain(overall)}, path=state.experiments_log,
@@ -228,7 +232,7 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
         "outdated_partitions": dg.MetadataValue.json(outdated),
         "experiment_id": record["experiment_id"] if record else "",
         "experiment_log": table_metadata(log_rows),
-        "experiment_log_path": dg.MetadataValue.path(str(log)),
+        "experiment_log_path": shown_path(log, state.root),
     })
 
 
@@ -239,7 +243,7 @@ PROTOCOL_KEYS = ["recall@10", "exact_recall", "precision", "answer_f1", "answer_
 
 @versioned_asset(
     group_name="evaluation", kinds={"polars"}, pool=LLM_POOL,
-    deps=[lancedb_index, retrieval_config, agent_config, *AGENT_PROMPTS, evaluation_config],
+    deps=[lancedb_index, retrieval_config, agent_config, *prompt_sources(("profile_protocol",)), evaluation_config],
     check_specs=PROTOCOL_CHECK_SPECS,
 )
 def profile_protocol(context: dg.AssetExecutionContext, config: EvaluationRunConfig, embedder: EmbedderResource,

@@ -7,18 +7,21 @@ the run) and their results yielded by the asset that computed the metrics they j
 import dagster as dg
 
 from assets.evaluation.baseline import Baseline
+from narrative_mirror import evaluation as ev
+from narrative_mirror import regressions
 
 # The command line tags its runs with LAUNCHER_TAG (value "cli"), so alerts can say who ran them.
 from jobs.instance import LAUNCHER_TAG
-from resources.dagster_resources import AlertsResource
+from resources.dagster_resources import AlertsResource, StateResource
 
 QA_CHECK_SPECS = [
     dg.AssetCheckSpec("qa_recall_regression", asset="qa_eval", blocking=True,
-                      description="Recall@10 of this chat file against its baseline: the last evaluation whose "
-                                  "checks passed, or the one pinned with `narrative-mirror baseline pin`. A drop over "
-                                  "[regression] error_drop fails the run (ERROR), over warn_drop warns."),
+                      description="Recall@10, exact recall and precision of this chat file ([regression] metrics) against "
+                                  "its baseline: the last evaluation whose checks passed, or the one pinned with "
+                                  "`narrative-mirror baseline pin`. A drop over a metric's error_drop fails the run "
+                                  "(ERROR), over its warn_drop warns."),
     dg.AssetCheckSpec("qa_recall_floor", asset="qa_eval", blocking=True,
-                      description="Recall@10 of this chat file is at least [regression] floor, whatever came before."),
+                      description="Each guarded QA metric of this chat file is at least its floor, whatever came before."),
 ]
 ARC_CHECK_SPECS = [
     dg.AssetCheckSpec("arc_recall_regression", asset="arc_eval", blocking=True,
@@ -39,36 +42,51 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
-def regression_check(check_name: str, asset: str, metric: str, current: float | None,
-                     baseline: Baseline | None, cfg: dict) -> dg.AssetCheckResult:
-    """``metric`` now against ``baseline`` (None: nothing to compare with yet, passes)."""
+def regression_check(check_name: str, asset: str, metrics: list[str], current: dict, baseline: Baseline | None,
+                     cfg: dict) -> dg.AssetCheckResult:
+    """Each of ``metrics`` now (``current``) against ``baseline`` (None: nothing to compare with
+    yet, passes), each with its own tolerances (evaluation.toml [regression]). The check's
+    ``baseline``/``current``/``drop`` figures are the first metric's; ``drop/<metric>`` each one's."""
     reg = cfg["regression"]
-    before = baseline.metrics.get(metric) if baseline else None
-    if current is None or before is None:
+    headline = metrics[0]
+    compared = {m: (baseline.metrics.get(m), current.get(m)) for m in metrics} if baseline else {}
+    compared = {m: (before, now) for m, (before, now) in compared.items() if before is not None and now is not None}
+    if headline not in compared:
         return dg.AssetCheckResult(check_name=check_name, asset_key=asset, passed=True,
-                                   description=f"{metric} = {_r(current)}: no baseline of this chat file yet "
-                                               "(this evaluation becomes it if its checks pass)",
-                                   metadata={"current": dg.MetadataValue.float(_r(current or 0.0))})
-    drop = before - current
-    severity = dg.AssetCheckSeverity.ERROR if drop > reg["error_drop"] else dg.AssetCheckSeverity.WARN
-    passed = drop <= reg["warn_drop"]
+                                   description=f"{headline} = {_r(current.get(headline))}: no baseline of this chat "
+                                               "file yet (this evaluation becomes it if its checks pass)",
+                                   metadata={"current": dg.MetadataValue.float(_r(current.get(headline) or 0.0))})
+    lines, warned, errored, metadata = [], False, False, {}
+    for metric, (before, now) in compared.items():
+        limits = ev.tolerance(reg, metric)
+        drop = before - now
+        warned |= drop > limits["warn_drop"]
+        errored |= drop > limits["error_drop"]
+        lines.append(f"{metric} {before:.3f} -> {now:.3f} (drop {drop:+.3f}; warn > {limits['warn_drop']}, "
+                     f"error > {limits['error_drop']})")
+        metadata[f"drop/{metric}"] = dg.MetadataValue.float(_r(drop))
+    before, now = compared[headline]
     return dg.AssetCheckResult(
-        check_name=check_name, asset_key=asset, passed=passed, severity=severity,
-        description=(f"{metric} {before:.3f} -> {current:.3f} (drop {drop:+.3f}; warn > {reg['warn_drop']}, "
-                     f"error > {reg['error_drop']}); baseline: {baseline.describe()}"),
-        metadata={"baseline": dg.MetadataValue.float(_r(before)), "current": dg.MetadataValue.float(_r(current)),
-                  "drop": dg.MetadataValue.float(_r(drop)), "baseline_source": baseline.source,
-                  "baseline_run": baseline.run_id},
+        check_name=check_name, asset_key=asset, passed=not warned,
+        severity=dg.AssetCheckSeverity.ERROR if errored else dg.AssetCheckSeverity.WARN,
+        description="; ".join(lines) + f"; baseline: {baseline.describe()}",
+        metadata={"baseline": dg.MetadataValue.float(_r(before)), "current": dg.MetadataValue.float(_r(now)),
+                  "drop": dg.MetadataValue.float(_r(before - now)), **metadata,
+                  "baseline_source": baseline.source, "baseline_run": baseline.run_id},
     )
 
 
-def floor_check(check_name: str, asset: str, metric: str, current: float | None, floor: float) -> dg.AssetCheckResult:
-    """ERROR when ``metric`` is under ``floor`` (config/evaluation.toml)."""
+def floor_check(check_name: str, asset: str, metrics: list[str], current: dict, cfg: dict) -> dg.AssetCheckResult:
+    """ERROR when any of ``metrics`` is under its floor (config/evaluation.toml; 0 = none)."""
+    floors = {m: ev.tolerance(cfg["regression"], m)["floor"] for m in metrics}
+    under = [m for m, floor in floors.items() if floor and current.get(m) is not None and current[m] < floor]
+    headline = metrics[0]
     return dg.AssetCheckResult(
-        check_name=check_name, asset_key=asset, passed=current is None or current >= floor,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=f"{metric} = {_r(current)} (floor {floor})",
-        metadata={"current": dg.MetadataValue.float(_r(current or 0.0)), "floor": dg.MetadataValue.float(float(floor))},
+        check_name=check_name, asset_key=asset, passed=not under, severity=dg.AssetCheckSeverity.ERROR,
+        description="; ".join(f"{m} = {_r(current.get(m))} (floor {floor})" for m, floor in floors.items() if floor),
+        metadata={"current": dg.MetadataValue.float(_r(current.get(headline) or 0.0)),
+                  "floor": dg.MetadataValue.float(float(floors[headline])),
+                  "under_floor": dg.MetadataValue.json(under)},
     )
 
 
@@ -111,3 +129,14 @@ def alert_failed_checks(context: dg.AssetExecutionContext, alerts: AlertsResourc
             # The alert log has it; the evaluation goes on (a down Slack is not a regression).
             context.log.warning(f"alert for {check} not delivered to Slack ({sent['slack']}); it is in the alert log")
     return results
+
+
+def record_standing(context: dg.AssetExecutionContext, state: StateResource,
+                    results: list[dg.AssetCheckResult]) -> None:
+    """This evaluation's failed checks as the partition's standing regression (none: it ends), so
+    that every later ``eval``, ``/api/health`` and the inspector show it until it recovers or the
+    baseline is pinned (narrative_mirror/regressions.py)."""
+    failed = [{"check": r.check_name, "severity": (r.severity or dg.AssetCheckSeverity.ERROR).value,
+               "description": r.description or ""} for r in results if not r.passed]
+    regressions.record(state.root, context.asset_key.to_user_string(), context.partition_key, context.run.run_id,
+                       failed)

@@ -27,6 +27,7 @@ import dagster as dg
 from assets.partitions import chat_files
 from assets.versioning import DATA_VERSION_TAG
 from narrative_mirror import sources as source_versions
+from narrative_mirror.evaluation import prompts_read
 from resources.dagster_resources import ChatDataResource
 
 
@@ -71,7 +72,12 @@ def _prompt_source(name: str) -> dg.SourceAsset:
 
 
 PROMPTS = {name: _prompt_source(name) for name in source_versions.prompt_names()}
-AGENT_PROMPTS = [source for name, source in PROMPTS.items() if name.startswith("agent_")]
+
+def prompt_sources(evaluation_assets: tuple[str, ...]) -> list[dg.SourceAsset]:
+    """The prompt sources the evaluation assets read (narrative_mirror.evaluation.prompts_read)."""
+    return [PROMPTS[name] for name in prompts_read(evaluation_assets)]
+
+
 SOURCES = [chat_file, arc_file, *CONFIG_SOURCES, *PROMPTS.values()]
 
 

@@ -13,7 +13,7 @@ SHOWN = {"qa_eval": "recall@10", "arc_eval": "arc_global_recall"}
 def cmd_baseline(args) -> dict:
     from assets.evaluation.baseline import find_baseline, pin_latest
     from assets.partitions import chat_files
-    from narrative_mirror import baselines
+    from narrative_mirror import baselines, regressions
 
     with runner_for(args) as runner:
         known = runner.instance.get_dynamic_partitions(chat_files.name)
@@ -26,6 +26,7 @@ def cmd_baseline(args) -> dict:
             for key in sorted(args.chat or known):
                 if args.action == "pin" and pin_latest(runner.instance, asset, key, pins) is not None:
                     pinned.append(f"{asset}/{key}")
+                    regressions.accept(runner.state.root, asset, key)
                 baseline = find_baseline(runner.instance, asset, key, pins)
                 if baseline is not None:
                     per_file[f"{asset}/{key}"] = {"baseline": baseline.describe(),

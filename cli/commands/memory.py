@@ -98,9 +98,23 @@ def cmd_eval(args) -> dict:
         targets = [k for ks in evaluated.values() for k in ks]
         result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint,
                   **outcome(runner, *reports)}
+        _report_standing(runner, [k for ks in chosen.values() for k in ks], reports, result)
         if args.split == "all":
             result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in evaluated.items() if ks}
     return result
+
+
+def _report_standing(runner, keys: list[str], reports, result: dict) -> None:
+    """Regressions that stand from an earlier evaluation of ``keys`` (this command ran nothing
+    new for them): an ERROR one fails the command as the run that found it did, a WARN one warns."""
+    from narrative_mirror import regressions
+
+    failed_now = {k for r in reports for k in r.failures}
+    standing = [e for e in regressions.read(runner.state.root).values() if e["partition"] in keys]
+    result["standing_regressions"] = standing
+    for entry in standing:
+        if entry["partition"] not in failed_now:
+            (result["failures"] if regressions.is_error(entry) else result["warnings"]).append(regressions.describe(entry))
 
 
 def _split_metrics(runner, keys: list[str]) -> dict:

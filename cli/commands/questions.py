@@ -7,7 +7,15 @@ import sys
 
 from cli.session import build_memory, runner_for
 from narrative_mirror.agent.contract import answer_json
+from narrative_mirror.chat_time import StoredClocks, stamp_messages
 from narrative_mirror.safe_text import terminal_safe
+
+
+def _clocks():
+    """Each chat's message times in its own zone, from the home's stored messages layers."""
+    from resources import environment
+
+    return StoredClocks(environment.nm_home() / "storage")
 
 
 def _chat_sources(args) -> dict:
@@ -97,7 +105,7 @@ def cmd_ask(args) -> dict:
     finally:
         event_log.close()  # writes the queued event before the process ends
     # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
-    return answer_json(answer, event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
+    return answer_json(answer, _clocks(), event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
 
 
 def cmd_search(args) -> dict:
@@ -107,10 +115,11 @@ def cmd_search(args) -> dict:
 
     chats, retriever, _ = _memory_for(args, several=True)
     merged = search_chats(retriever, chats, args.query, args.k)
-    return {"query": args.query, "chats": chats, "count": len(merged.hits),
-            "hits": [{"chat": h.chat, "id": h.hit.local_id, "speaker": h.hit.speaker, "text": h.hit.text,
-                      "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
-                      "score": round(h.score, 6)} for h in merged.hits],
+    hits = [{"chat": h.chat, "id": h.hit.local_id, "speaker": h.hit.speaker, "text": h.hit.text,
+             "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
+             "score": round(h.score, 6)} for h in merged.hits]
+    zones = stamp_messages(hits, _clocks(), chats[0])
+    return {"query": args.query, "chats": chats, "count": len(merged.hits), "hits": hits, "time_zones": zones,
             "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()},
             **({"warnings": args.left_out} if args.left_out else {})}
 
@@ -125,7 +134,7 @@ def cmd_arc(args) -> dict:
     messages = [{"id": m.local_id, "speaker": m.speaker, "text": m.text,
                  "timestamp": m.timestamp.isoformat() if m.timestamp else None}
                 for m in retriever.messages(args.chat, ids)]
-    return answer_json(answer, evidence_messages=messages)
+    return answer_json(answer, _clocks(), evidence_messages=messages)
 
 
 def cmd_trace(args) -> dict:

@@ -11,7 +11,7 @@ def cmd_serve(args) -> dict:
     from api.access import load_tokens
     from api.app import check_host, create_app, serve
     from api.connections import bounded_protocol
-    from api.limits import AskLimits
+    from api.limits import AskLimits, SearchLimits
     from api.live import mount_live
     from api.readiness import warm_up
     from narrative_mirror.keys import find_chat_files
@@ -21,6 +21,7 @@ def cmd_serve(args) -> dict:
     check_host(args.host, tokens is not None)  # before the build, not after it
     # settings checked before the build, not after it
     limits = AskLimits(running=args.ask_running, queued=args.ask_queued)
+    search_limits = SearchLimits(running=args.search_running, queued=args.search_queued)
     bounded_protocol(args.request_timeout)
     if args.keep_alive < 1:
         raise ValueError(f"--keep-alive must be >= 1 second, got {args.keep_alive}")
@@ -41,7 +42,7 @@ def cmd_serve(args) -> dict:
     runner.progress(f"warming up, then serving {len(served)} of {len(keys)} chat files ({', '.join(served) or 'none'}) "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
-                     ask_limits=limits, warm_up=functools.partial(warm_up, retriever, served))
+                     ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served))
     mount_live(app, app.state.api, runtime.live_memory(retriever))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     try:
@@ -53,15 +54,16 @@ def cmd_serve(args) -> dict:
 
 def cmd_token(args) -> dict:
     """Create or revoke an API token of `serve --tokens FILE` (the file keeps only its hash)."""
-    from api.access import add_token, remove_token
+    from api.access import add_token, expiry, remove_token
 
     if args.action == "add":
         if not args.chat:
             raise ValueError("token add: --chat PATTERN is required (a chat key or glob, repeatable)")
         rights = [right.strip() for right in args.rights.split(",") if right.strip()]
-        secret = add_token(args.tokens, args.name, args.chat, rights)
+        expires = expiry(args.expires) if args.expires else None
+        secret = add_token(args.tokens, args.name, args.chat, rights, expires)
         return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "rights": rights, "token": secret,
-                "note": "shown once: only its hash is stored"}
+                "expires": expires, "note": "shown once: only its hash is stored"}
     if not remove_token(args.tokens, args.name):
         raise ValueError(f"{args.tokens}: no token named {args.name!r}")
     return {"tokens": str(args.tokens), "removed": args.name}

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from narrative_mirror.chat_time import Clocks, stamp_messages
+
 Route = Literal["direct", "multi_hop", "global", "oneshot"]
 StopReason = Literal["coverage_met", "story_found", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"]
 
@@ -126,10 +128,16 @@ class ArcAnswer(RunInfo):
         return [lid for phase in self.phases for lid in phase.evidence]
 
 
-def answer_json(answer: AgentAnswer | ArcAnswer, **extra: Any) -> dict:
+def answer_json(answer: AgentAnswer | ArcAnswer, clocks: Clocks | None = None, **extra: Any) -> dict:
     """The JSON object of an answer (snake_case names, ISO times), with ``extra`` keys added; every
-    evidence entry names its chat."""
+    evidence entry names its chat. ``clocks`` (chat -> its ``chat_time.ChatClock``): the times of
+    ``evidence`` and of an ``evidence_messages`` extra are written in their chat's zone with the
+    offset, and ``time_zones`` names the zones used."""
     data = answer.model_dump(mode="json")
     for item in data.get("evidence") or ():
         item["chat"] = item.get("chat") or answer.chat_file
+    if clocks is not None:
+        zones = stamp_messages([*data.get("evidence", []), *extra.get("evidence_messages", [])], clocks,
+                               answer.chat_file)
+        data["time_zones"] = zones
     return {**data, **extra}

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRY_S = (0.1, 0.5, 2.0, 5.0)  # waits between attempts at a batch the store refused
+# Writes through one table handle before it is opened anew: a LanceDB handle keeps what it read of
+# every version it wrote (about 20 KB each), so a long-lived one grew with every event stored.
+REOPEN_AFTER_WRITES = 50
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class EventLog:
         self._failing: tuple[str, datetime] | None = None
         self._closed = self._stopping = False
         self._table = None
+        self._writes = 0  # writes through the current table handle (REOPEN_AFTER_WRITES)
         self._follow_ups = (FollowUpLinker(embedder, follow_up_window, follow_up_similarity, self._open,
                                            max_recent=follow_up_recent) if embedder is not None else None)
         self._writer = threading.Thread(target=self._run, name="retrieval-event-writer", daemon=True)
@@ -324,6 +328,9 @@ class EventLog:
                 values = {k: v for k, v in cite.items() if k != "event_id"}
                 if table.update(where=f"event_id = {quote(cite['event_id'])}", values=values).rows_updated == 0:
                     self._fail(1, f"an update of event {cite['event_id']} (no such event)")
+            self._writes += bool(rows) + len(cites)
+            if self._writes >= REOPEN_AFTER_WRITES:
+                self._table, self._writes = None, 0
 
     def _store_orphans(self) -> None:
         """Store what ended processes left in the spool folder (once, at the start)."""

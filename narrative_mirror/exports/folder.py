@@ -21,7 +21,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from narrative_mirror.exports.archive import ExportTree, base_of
+from narrative_mirror.exports.limits import ExportRefused, checked_messages, read_limits, refusal
 from narrative_mirror.exports.reader import detect, read_export
+from narrative_mirror.exports.slack import DAY_FILE
 from narrative_mirror.exports.records import ExportFormatError
 from narrative_mirror.keys import ARCS_SUFFIX, PartitionKeyError, partition_key_for
 from narrative_mirror.storage import write_atomically
@@ -84,8 +87,15 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
             continue
         if not (path.is_dir() or path.suffix in EXPORT_SUFFIXES):
             continue
-        if path.is_dir() and options.format is None and not _holds_export(path):
-            continue  # a folder no reader recognizes (notes, a state folder) is not a chat
+        if not path.is_dir() and (why := refusal(path, folder)) is not None:
+            problems.append(f"{path}: {why}")
+            continue
+        if path.is_dir() and options.format is None:
+            held = _holds_export(path)
+            if isinstance(held, str):
+                problems.append(held)
+            if held is not True:
+                continue  # a folder no reader recognizes (notes, a state folder) is not a chat
         if path.is_file() and path.suffix == ".json" and _is_native(path):
             try:
                 add(ChatSource(partition_key_for(path), path, NATIVE, file_version(path), path.stem))
@@ -99,10 +109,21 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
     return chats, problems
 
 
-def _holds_export(folder: Path) -> bool:
+def _holds_export(folder: Path) -> bool | str:
+    """True when a reader recognizes the folder; a problem line when it looks like a broken
+    export (Slack day files without the index that names their channels, a link out); else False."""
     try:
         detect(folder)
+    except ExportRefused:
+        return True  # reading it says what is refused
     except (ExportFormatError, OSError):
+        try:
+            names = ExportTree(folder).names()
+        except (ExportFormatError, OSError):
+            return False
+        if any(DAY_FILE.match(base_of(name)) and "/" in name for name in names):
+            return (f"{folder}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
+                    "users.json: not readable as an export")
         return False
     return True
 
@@ -163,7 +184,7 @@ def _parse(path: Path, options: ImportOptions, progress: Progress | None) -> dic
                 break
             digest = hashlib.sha256(f"{fmt}\x1f{options.token()}".encode())
             try:
-                for message in conversation.messages():
+                for message in checked_messages(conversation):
                     digest.update(repr(message).encode("utf-8"))
                     messages_seen += 1
                     if progress is not None and time.monotonic() - last >= PROGRESS_EVERY_S:
@@ -190,7 +211,7 @@ def _parse(path: Path, options: ImportOptions, progress: Progress | None) -> dic
 def _signature(path: Path, options: ImportOptions) -> str:
     """Names, sizes and modification times of the export's files, the options and this module's
     cache format: any change means a new parse."""
-    h = hashlib.sha256(f"{_CACHE_VERSION}\x1f{options.token()}".encode())
+    h = hashlib.sha256(f"{_CACHE_VERSION}\x1f{options.token()}\x1f{read_limits().token()}".encode())
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for file in files:
         info = file.stat()

@@ -1,9 +1,9 @@
 """One conversation of an export as a chat: the message record every format shares.
 
 Columns are schema.MESSAGE_RECORD, the same as a RealTalk/LoCoMo chat's: ``local_id`` is the
-native id or the reader's stable content id; ``timestamp`` the local wall-clock time in the
-chat's zone (``--tz``, else the machine's; what relative dates are read against), ``utc_time``
-the instant with ``tz`` / ``tz_source`` saying where its zone came from; sessions come from
+native id or the reader's stable content id; ``timestamp`` the local wall-clock time in the zone
+the message records (``tz``: the chat's zone, or the offset the file gave that message; what
+relative dates are read against), ``utc_time`` the instant, ``tz_source`` where the zone came from; sessions come from
 silence gaps (narrative_mirror/layers/sessions.py; the gap is one of the reading options,
 ``layers.toml [sessions]``). Exports carry no gold questions.
 """
@@ -17,9 +17,10 @@ import polars as pl
 from narrative_mirror import schema
 from narrative_mirror.chats import MAX_TEXT_CHARS, Chat, ChatFormatError
 from narrative_mirror.exports.folder import ChatSource, ImportOptions
+from narrative_mirror.exports.limits import checked_messages
 from narrative_mirror.exports.reader import read_export
-from narrative_mirror.exports.records import Conversation, ExportFormatError
-from narrative_mirror.exports.timezones import choose_zone
+from narrative_mirror.exports.records import Conversation, ExportedMessage, ExportFormatError
+from narrative_mirror.exports.timezones import choose_zone, zone_named
 from narrative_mirror.layers.sessions import sessions_by_gap
 
 
@@ -41,12 +42,13 @@ def load_export_chat(source: ChatSource, options: ImportOptions) -> Chat:
 
 def conversation_chat(conversation: Conversation, options: ImportOptions, path=None) -> Chat:
     zone = choose_zone(options.tz, options.machine_tz)
-    local_zone = zone.zone or UTC
-    messages = list(conversation.messages())
+    messages = list(checked_messages(conversation))
     if not messages:
-        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages")
+        left_out = conversation.warnings
+        why = f": {len(left_out)} unreadable, e.g. {left_out[0]}" if left_out else ""
+        raise ExportChatError(f"{conversation.source}: the conversation {conversation.title!r} has no messages{why}")
     key = conversation.key
-    notes: list[str] = []
+    notes: list[str] = list(conversation.warnings)
     ids: list[str] = []
     seen: dict[str, int] = {}
     for message in messages:
@@ -66,9 +68,10 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
             text = text[:MAX_TEXT_CHARS]
         texts.append(text)
     is_slack = conversation.source_format == "slack"
+    wall_clock = [_wall_clock(m) for m in messages]
     sessions = sessions_by_gap(
         [m.timestamp for m in messages], timedelta(hours=options.session_gap_hours),
-        days=[m.timestamp.date() for m in messages] if is_slack else None,
+        days=[local.date() for local in wall_clock] if is_slack else None,
         ids=ids, thread_roots=[m.reply_to for m in messages] if is_slack else None,
     )
     photos = [[a.name for a in m.attachments if a.kind in ("photo", "gif") and a.name] for m in messages]
@@ -81,7 +84,7 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
         "session": sessions,
         "speaker": [m.author for m in messages],
         "text": texts,
-        "timestamp": [m.timestamp.astimezone(local_zone).replace(tzinfo=None) for m in messages],
+        "timestamp": wall_clock,
         "image_urls": photos,
         "image_caption": captions,
         "utc_time": [m.timestamp.astimezone(UTC) for m in messages],
@@ -97,3 +100,8 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
     return Chat(chat_file=key, path=path or conversation.source, format=conversation.source_format,
                 speakers=list(conversation.participants), messages=frame, qa=[], notes=notes,
                 tz=conversation.tz or (zone.name or "UTC"), tz_source=conversation.tz_source)
+
+
+def _wall_clock(message: ExportedMessage):
+    """The message's local time in the zone it records (what its chat showed), without zone."""
+    return message.timestamp.astimezone(zone_named(message.tz)).replace(tzinfo=None)

@@ -33,7 +33,7 @@ from narrative_mirror.exports.records import (
     kind_from_name,
     optional_field,
 )
-from narrative_mirror.exports.timezones import epoch_to_utc
+from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
 
 FORMAT = "messenger"
 MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")
@@ -61,13 +61,15 @@ def _file_number(name: str) -> int:
     return int(match[1]) if match else 1
 
 
-def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
+def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
+    # The file has UTC epochs and no zone: the chat is shown in --tz, else the machine's zone.
+    shown = (zone.name, zone.source) if zone.zone is not None else ("UTC", TZ_FROM_FILE)
     if path.is_file() and path.suffix.lower() == ".json":
         folder = path.parent
         siblings = sorted(p for p in folder.iterdir() if MESSAGE_FILE.match(p.name))
         files = siblings if MESSAGE_FILE.match(path.name) else [path]
         thread = folder.name if MESSAGE_FILE.match(path.name) else path.stem
-        yield _thread(thread, [(str(p), lambda p=p: load_json_file(p)) for p in files], str(folder))
+        yield _thread(thread, [(str(p), lambda p=p: load_json_file(p, folder)) for p in files], str(folder), shown)
         if on_progress is not None:
             on_progress(1, 1, thread)
         return
@@ -81,14 +83,14 @@ def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversat
             raise ExportFormatError(path, None, "no message_N.json files: not a Messenger/Instagram export")
         for done, (folder, names) in enumerate(sorted(threads.items()), start=1):
             loaders = [(tree.label(n), lambda n=n: tree.load_json(n)) for n in names]
-            yield _thread(base_of(folder) or path.stem, loaders, tree.label(folder))
+            yield _thread(base_of(folder) or path.stem, loaders, tree.label(folder), shown)
             if on_progress is not None:
                 on_progress(done, len(threads), folder)
     finally:
         tree.close()
 
 
-def _thread(thread: str, loaders: list, source: str) -> Conversation:
+def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> Conversation:
     """One thread from its files, read oldest file first, each reversed to oldest first."""
     title = ""
     participants: list[str] = []
@@ -106,7 +108,7 @@ def _thread(thread: str, loaders: list, source: str) -> Conversation:
     ids = StableIds()
     messages = []
     for index, label, item in raw:
-        message = _message(item, f"messages[{index}]", label, ids)
+        message = _message(item, f"messages[{index}]", label, ids, shown)
         if message is not None:
             messages.append(message)
     messages.sort(key=lambda m: m.timestamp)
@@ -114,12 +116,12 @@ def _thread(thread: str, loaders: list, source: str) -> Conversation:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
     return conversation_from_messages(
         key=conversation_key(FORMAT, thread), title=title or ", ".join(participants) or thread,
-        source_format=FORMAT, source=source, messages=messages, tz="UTC", tz_source=TZ_FROM_FILE,
+        source_format=FORMAT, source=source, messages=messages, tz=shown[0], tz_source=shown[1],
         participants=dict.fromkeys(participants),
     )
 
 
-def _message(item: Any, where: str, label: str, ids: StableIds) -> ExportedMessage | None:
+def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str, str]) -> ExportedMessage | None:
     if not isinstance(item, dict):
         raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
     if item.get("is_unsent") and not item.get("content"):
@@ -134,8 +136,8 @@ def _message(item: Any, where: str, label: str, ids: StableIds) -> ExportedMessa
     if not isinstance(text, str):
         raise ExportFormatError(label, f"{where}.content", f"expected str, found {text!r}")
     return ExportedMessage(
-        local_id=ids.next_id(author, utc, text), author=author, timestamp=utc, tz="UTC",
-        tz_source=TZ_FROM_FILE, text=text, attachments=_attachments(item, where, label),
+        local_id=ids.next_id(author, utc, text), author=author, timestamp=utc, tz=shown[0],
+        tz_source=shown[1], text=text, attachments=_attachments(item, where, label),
         system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES,
     )
 

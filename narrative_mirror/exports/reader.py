@@ -9,8 +9,9 @@ from pathlib import Path
 
 import ijson
 
-from narrative_mirror.exports import discord, messenger, signal, slack, telegram, whatsapp
+from narrative_mirror.exports import discord, jsonstream, messenger, signal, slack, telegram, whatsapp
 from narrative_mirror.exports.archive import ExportTree, base_of
+from narrative_mirror.exports.limits import check_file, open_file, sniff_text
 from narrative_mirror.exports.records import FORMATS, Conversation, ExportFormatError, ProgressCallback
 from narrative_mirror.exports.timezones import ZoneChoice, choose_zone
 
@@ -20,26 +21,24 @@ _SNIFF_BYTES = 64 * 1024
 def detect(path: Path | str) -> str:
     """The format name of the export at ``path`` (a file, a folder or a zip), judged by content."""
     path = Path(path)
-    if path.is_dir():
-        return _detect_names(path, sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()))
-    if not path.is_file():
-        raise ExportFormatError(path, None, "no such file or folder")
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
+    if not path.is_dir():
+        if not (path.exists() or path.is_symlink()):
+            raise ExportFormatError(path, None, "no such file or folder")
+        check_file(path)
+    if path.is_dir() or zipfile.is_zipfile(path):
+        tree = ExportTree(path)
         try:
-            return _detect_names(path, names)
-        except ExportFormatError:
-            tree = ExportTree(path)
             try:
-                if whatsapp.find_chat_in_zip(tree) is not None:
+                return _detect_names(path, tree.names())
+            except ExportFormatError:
+                if tree.is_zip and whatsapp.find_chat_in_zip(tree) is not None:
                     return "whatsapp"
-            finally:
-                tree.close()
-            raise
-    with path.open("rb") as handle:
+                raise
+        finally:
+            tree.close()
+    with open_file(path) as handle:
         head = handle.read(_SNIFF_BYTES)
-    text = head.decode("utf-8-sig", errors="replace")
+    text = sniff_text(head, path).lstrip("\ufeff")
     lines = [line for line in text.splitlines() if line.strip()][:5]
     if signal.looks_like_text(lines):
         return "signal"
@@ -74,7 +73,7 @@ def _detect_json(path: Path, lines: list[str]) -> str:
     if lines and signal.looks_like_json_line(lines[0]):
         return "signal"
     try:
-        with path.open("rb") as handle:
+        with open_file(path) as handle:
             keys = telegram.top_level_keys(handle, stop=("messages", "chats", "channel", "guild"))
         if "chats" in keys:
             return "telegram"
@@ -83,8 +82,8 @@ def _detect_json(path: Path, lines: list[str]) -> str:
         if "participants" in keys:
             return "messenger"
         if "messages" in keys:
-            with path.open("rb") as handle:
-                first = next(ijson.items(handle, "messages.item"), None)
+            with open_file(path) as handle:
+                first = next(jsonstream.items(handle, "messages.item"), None)
             if isinstance(first, dict):
                 if {"sender_name", "timestamp_ms"} & first.keys():
                     return "messenger"
@@ -140,9 +139,9 @@ def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
     elif chosen == "telegram":
         yield from telegram.read(_find(path, ("result.json",), "Telegram"), zone, on_progress)
     elif chosen == "slack":
-        yield from slack.read(path, on_progress)
+        yield from slack.read(path, zone, on_progress)
     else:
-        yield from messenger.read(path, on_progress)
+        yield from messenger.read(path, zone, on_progress)
 
 
 def _single(conversations: Iterator[Conversation], on_progress: ProgressCallback | None) -> Iterator[Conversation]:
@@ -156,10 +155,11 @@ def _find(path: Path, wanted: tuple[str, ...], what: str) -> Path:
     """The chat file inside a folder export (a file or a zip is read as given)."""
     if not path.is_dir():
         return path
+    tree = ExportTree(path)
     for suffix in wanted:
-        found = sorted(p for p in path.rglob("*") if p.is_file() and (p.name == suffix or p.name.endswith(suffix)))
+        found = [name for name in tree.names() if base_of(name) == suffix or base_of(name).endswith(suffix)]
         if len(found) == 1:
-            return found[0]
+            return check_file(path / found[0], path)
     raise ExportFormatError(path, None, f"expected one {what} chat file ({' or '.join(wanted)}) in the folder")
 
 

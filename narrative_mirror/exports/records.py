@@ -45,6 +45,12 @@ class ExportFormatError(ValueError):
         super().__init__(f"{located}: {problem}")
 
 
+def left_out_line(error: ExportFormatError, message: str, container: str) -> str:
+    """The one warning line for a message a reader leaves out: the error, which message, and
+    that the rest is read (``... (message ts 17.0 left out; the rest of the channel is read)``)."""
+    return f"{error} (message {message} left out; the rest of the {container} is read)"
+
+
 class Attachment(NamedTuple):
     kind: str  # photo, video, audio, sticker, gif, document, contact, location, link, file, media
     name: str  # file name (or link); "" when the export only says that something was attached
@@ -83,6 +89,8 @@ class Conversation:
     tz_source: str
     source: str  # the file/folder (and member) it was read from, for messages naming it
     _read: Callable[[], Iterable[ExportedMessage]] = field(repr=False, compare=False)
+    # One line per message the last messages() pass left out (unreadable), naming file and message.
+    warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def messages(self) -> Iterator[ExportedMessage]:
         return iter(self._read())

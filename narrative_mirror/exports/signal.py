@@ -27,6 +27,7 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
 )
+from narrative_mirror.exports.limits import decode_text, open_file
 from narrative_mirror.exports.timezones import ZoneChoice
 
 FORMAT = "signal"
@@ -54,10 +55,8 @@ def chat_title(path: Path) -> str:
 
 
 def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExportFormatError(path, None, f"not UTF-8 text ({exc})") from exc
+    with open_file(path) as handle:
+        text = decode_text(handle, str(path))
     first = next((line for line in text.splitlines() if line.strip()), "")
     rows = _json_rows(text, path) if looks_like_json_line(first) else _text_rows(text, path)
     title = chat_title(path)

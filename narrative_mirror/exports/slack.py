@@ -4,11 +4,12 @@
 Facts: ``ts`` is the UTC epoch as a string, unique per channel: it is the message id;
 ``thread_ts`` differing from ``ts`` makes a reply to the thread's parent; ``edited`` marks the
 final text of an edited message; ``subtype`` marks joins, topic changes and the like (system),
-``bot_message`` (bots), ``file_share`` (with ``files``); ``message_changed`` /
-``message_deleted`` events carry no message of their own and are skipped. Text is Slack markup:
-``<@U123>`` becomes ``@`` and the user's name, ``<#C1|general>`` ``#general``, ``<url|label>``
-the label, ``<!here>`` ``@here``; then ``&lt;`` ``&gt;`` ``&amp;`` are unescaped. Users' ``tz``
-names each author's zone.
+``bot_message`` (bots), ``file_share`` (with ``files``), ``file_comment`` (author and words in
+``comment``); ``message_changed`` / ``message_deleted`` events carry no message of their own and
+are skipped. Words come from ``text``, ``blocks`` and legacy ``attachments`` (slack_text.py).
+Times are shown in --tz, else in the zone most of the channel's members have (``users.json``
+``tz``): Slack itself stores only UTC. A message that cannot be read is one warning line in
+``Conversation.warnings``; the rest of its channel is still read.
 
 Streaming: one conversation per channel; its messages are read lazily one day file at a time,
 so memory stays bounded by the largest day file however big the export.
@@ -17,13 +18,16 @@ so memory stays bounded by the largest day file however big the export.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from narrative_mirror.exports.archive import ExportTree, base_of, iter_with_index, parent_of
+from narrative_mirror.exports.limits import ReadBudget
 from narrative_mirror.exports.records import (
+    TZ_FROM_ARGUMENT,
     TZ_FROM_FILE,
     Attachment,
     Conversation,
@@ -33,8 +37,11 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    left_out_line,
     optional_field,
 )
+from narrative_mirror.exports.slack_text import message_text, render_markup
+from narrative_mirror.exports.timezones import ZoneChoice
 
 FORMAT = "slack"
 INDEX_FILES = ("channels.json", "groups.json", "mpims.json", "dms.json")
@@ -47,11 +54,11 @@ SYSTEM_SUBTYPES = frozenset({
     "sh_room_created",
 })
 SKIPPED_SUBTYPES = frozenset({"message_changed", "message_deleted", "message_replied"})
-MARKUP = re.compile(r"<([^<>]*)>")
 
 
 class Users:
-    """Names and zones from ``users.json``."""
+    """Names and zones from ``users.json``: people by their real name (else display name, else
+    handle), bots by their bot name, reachable by user id and by a bot's ``bot_id``."""
 
     def __init__(self, records: list[dict]):
         self.names: dict[str, str] = {}
@@ -61,16 +68,31 @@ class Users:
             if not isinstance(record, dict) or not isinstance(record.get("id"), str):
                 continue
             profile = record.get("profile") if isinstance(record.get("profile"), dict) else {}
-            name = (profile.get("display_name") or profile.get("real_name") or record.get("real_name")
-                    or record.get("name") or record["id"])
-            self.names[record["id"]] = str(name)
-            if isinstance(record.get("tz"), str) and record["tz"]:
+            name = person_name(record, profile) or record["id"]
+            self.names[record["id"]] = name
+            if isinstance(record.get("tz"), str) and record["tz"] and not record.get("is_bot"):
                 self.zones[record["id"]] = record["tz"]
-            if record.get("is_bot"):
+            if record.get("is_bot") or record["id"] == "USLACKBOT":
                 self.bots.add(record["id"])
+                if isinstance(profile.get("bot_id"), str):
+                    self.names.setdefault(profile["bot_id"], name)
+                    self.bots.add(profile["bot_id"])
 
     def name(self, user_id: str) -> str:
         return self.names.get(user_id, user_id)
+
+    def zone_of(self, members: list[str]) -> str | None:
+        """The zone most of ``members`` (else of all people) have; ties go to the first seen."""
+        zones = [self.zones[m] for m in members if m in self.zones] or list(self.zones.values())
+        return Counter(zones).most_common(1)[0][0] if zones else None
+
+
+def person_name(record: dict, profile: dict) -> str:
+    for value in (profile.get("real_name"), record.get("real_name"), profile.get("display_name"),
+                  record.get("name")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
 
 
 def find_root(names: list[str]) -> str | None:
@@ -82,7 +104,7 @@ def find_root(names: list[str]) -> str | None:
     return None
 
 
-def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
+def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     tree = ExportTree(path)
     try:
         names = tree.names()
@@ -111,7 +133,8 @@ def read(path: Path, on_progress: ProgressCallback | None) -> Iterator[Conversat
     for done, folder in enumerate(folders, start=1):
         record = channels.get(folder, {})
         label = tree.label(root + folder)
-        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids)
+        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids, zone,
+                            tree.budget)
         if on_progress is not None:
             on_progress(done, len(folders), folder)
 
@@ -126,24 +149,32 @@ def _index(tree: ExportTree, name: str, names: list[str]) -> list:
 
 
 def _conversation(path: Path, label: str, folder: str, record: dict, files: list[str], users: Users,
-                  channel_ids: dict[str, str]) -> Conversation:
+                  channel_ids: dict[str, str], zone: ZoneChoice, budget: ReadBudget) -> Conversation:
     channel_id = record.get("id") if isinstance(record.get("id"), str) else None
-    members = record.get("members") if isinstance(record.get("members"), list) else []
+    members = [m for m in record.get("members") or [] if isinstance(m, str)] if isinstance(
+        record.get("members"), list) else []
     title = folder if record.get("name") or not members else ", ".join(users.name(m) for m in members)
+    # Slack stores UTC: the chat is shown in --tz, else the zone most of its members have.
+    if zone.source == TZ_FROM_ARGUMENT:
+        tz, tz_source = zone.name, zone.source
+    else:
+        tz, tz_source = users.zone_of(members) or "UTC", TZ_FROM_FILE
+    warnings: list[str] = []
 
     def read_messages() -> Iterator[ExportedMessage]:
-        tree = ExportTree(path)
+        warnings.clear()
+        tree = ExportTree(path, budget)
         try:
             for name in files:
-                yield from _day(tree, name, users, channel_ids)
+                yield from _day(tree, name, users, channel_ids, tz, tz_source, warnings)
         finally:
             tree.close()
 
     return Conversation(
         key=conversation_key(FORMAT, channel_id or folder), title=title,
-        participants=tuple(users.name(m) for m in members if isinstance(m, str)),
-        source_format=FORMAT, tz="UTC", tz_source=TZ_FROM_FILE, source=label,
-        _read=read_messages,
+        participants=tuple(users.name(m) for m in members if m not in users.bots),
+        source_format=FORMAT, tz=tz, tz_source=tz_source, source=label,
+        _read=read_messages, warnings=warnings,
     )
 
 
@@ -152,19 +183,27 @@ def _ts_key(ts: str) -> tuple[int, int]:
     return int(seconds), int((fraction or "0").ljust(6, "0")[:6])
 
 
-def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str]) -> Iterator[ExportedMessage]:
+def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str], tz: str, tz_source: str,
+         warnings: list[str]) -> Iterator[ExportedMessage]:
+    """One day file's messages in time order; a message that cannot be read is one warning."""
     label = tree.label(name)
     items = tree.load_json(name)
     messages = []
     for index, item in iter_with_index(items, label, "$"):
-        message = _message(item, f"[{index}]", label, users, channel_ids)
+        try:
+            message = _message(item, f"[{index}]", label, users, channel_ids, tz, tz_source)
+        except ExportFormatError as exc:
+            ts = item.get("ts") if isinstance(item, dict) and isinstance(item.get("ts"), str) else None
+            warnings.append(left_out_line(exc, f"ts {ts}" if ts else f"[{index}]", "channel"))
+            continue
         if message is not None:
             messages.append(message)
     messages.sort(key=lambda m: _ts_key(m.local_id))
     yield from messages
 
 
-def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str]) -> ExportedMessage | None:
+def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str], tz: str,
+             tz_source: str) -> ExportedMessage | None:
     if not isinstance(item, dict):
         raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
     subtype = optional_field(item, "subtype", where, label, str, None)
@@ -176,32 +215,51 @@ def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[
         utc = datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=micros)
     except (ValueError, OverflowError, OSError) as exc:
         raise ExportFormatError(label, f"{where}.ts", f"bad timestamp {ts!r}") from exc
-    user = item.get("user") if isinstance(item.get("user"), str) else None
-    profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
-    bot_profile = item.get("bot_profile") if isinstance(item.get("bot_profile"), dict) else {}
-    if user is not None:
-        author = users.names.get(user) or profile.get("display_name") or profile.get("real_name") or user
+    comment = item.get("comment") if isinstance(item.get("comment"), dict) else None
+    if subtype == "file_comment" and comment is not None:
+        source = comment
+        text = render_markup(str(comment.get("comment") or ""), users.names, channel_ids).strip()
     else:
-        author = item.get("username") or bot_profile.get("name") or item.get("bot_id")
-        if not isinstance(author, str):
-            raise ExportFormatError(label, f"{where}.user", "missing (no user, username or bot_id)")
-    text = item.get("text") or ""
-    if not isinstance(text, str):
-        raise ExportFormatError(label, f"{where}.text", f"expected str, found {text!r}")
+        source = item
+        text = message_text(item, users.names, channel_ids)
+    if subtype == "tombstone":  # a deleted message that keeps its thread: nobody's words
+        author, bot = "", False
+    else:
+        found, bot = _author(source if "user" in source else item, subtype, users)
+        if found is None:
+            raise ExportFormatError(label, f"{where}.user", "missing (no user, username, bot_profile or bot_id)")
+        author = found
+    if subtype == "me_message" and text:
+        text = f"{author} {text}"
+    files = [*(item.get("files") if isinstance(item.get("files"), list) else []), item.get("file")]
     thread_ts = item.get("thread_ts")
     return ExportedMessage(
-        local_id=ts, author=str(author), timestamp=utc, tz=users.zones.get(user or "", "UTC"),
-        tz_source=TZ_FROM_FILE, text=render_markup(text, users, channel_ids),
+        local_id=ts, author=author, timestamp=utc, tz=tz, tz_source=tz_source, text=text,
         reply_to=thread_ts if isinstance(thread_ts, str) and thread_ts != ts else None,
-        attachments=_files(item.get("files")), edited="edited" in item,
-        system=subtype in SYSTEM_SUBTYPES,
-        bot=subtype == "bot_message" or user is None or user in users.bots,
+        attachments=_files(files), edited="edited" in item,
+        system=subtype in SYSTEM_SUBTYPES, bot=bot,
     )
 
 
-def _files(files: Any) -> tuple[Attachment, ...]:
-    if not isinstance(files, list):
-        return ()
+def _author(item: dict, subtype: str | None, users: Users) -> tuple[str | None, bool]:
+    """(name, written by a bot): people by their users.json name, bots by their bot name."""
+    user = item.get("user") if isinstance(item.get("user"), str) else None
+    bot_id = item.get("bot_id") if isinstance(item.get("bot_id"), str) else None
+    bot_profile = item.get("bot_profile") if isinstance(item.get("bot_profile"), dict) else {}
+    is_bot = subtype == "bot_message" or bool(bot_profile) or user in users.bots or (user is None and bot_id is not None)
+    if is_bot:
+        for name in (item.get("username"), bot_profile.get("name"), users.names.get(bot_id or ""),
+                     users.names.get(user or ""), bot_id, user):
+            if isinstance(name, str) and name.strip():
+                return name.strip(), True
+        return None, True
+    if user is None:
+        return None, False
+    profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
+    return users.names.get(user) or person_name(profile, profile) or user, False
+
+
+def _files(files: list[Any]) -> tuple[Attachment, ...]:
     found = []
     for record in files:
         if not isinstance(record, dict):
@@ -209,25 +267,7 @@ def _files(files: Any) -> tuple[Attachment, ...]:
         name = str(record.get("name") or record.get("title") or "")
         mimetype = str(record.get("mimetype") or "")
         kind = {"image": "photo", "video": "video", "audio": "audio"}.get(mimetype.split("/")[0])
-        found.append(Attachment(kind or kind_from_name(name), name, None))
+        title = record.get("title")
+        caption = str(title) if isinstance(title, str) and title and title != name else None
+        found.append(Attachment(kind or kind_from_name(name), name, caption))
     return tuple(found)
-
-
-def render_markup(text: str, users: Users, channel_ids: dict[str, str]) -> str:
-    """Slack mrkdwn as people read it: mentions by name, links by label, entities unescaped."""
-
-    def replace(match: re.Match[str]) -> str:
-        target, _, label = match[1].partition("|")
-        if target.startswith("@"):
-            return "@" + users.names.get(target[1:], label or target[1:])
-        if target.startswith("#"):
-            return "#" + (label or channel_ids.get(target[1:], target[1:]))
-        if target.startswith("!"):
-            command = target[1:].split("^", 1)[0]
-            if label:
-                return label
-            return "@" + command
-        return label or target
-
-    rendered = MARKUP.sub(replace, text)
-    return rendered.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")

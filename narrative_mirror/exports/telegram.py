@@ -3,24 +3,30 @@
 
 Facts: ``id`` is the message id (per chat); ``type`` is ``message`` or ``service`` (group
 changes, with ``actor`` and ``action``); ``date`` is local ISO without offset and
-``date_unixtime`` the epoch as a string (missing in old exports, which then need a zone);
-``from``/``from_id``; ``reply_to_message_id``; ``edited``/``edited_unixtime``;
-``forwarded_from``; ``photo``/``file`` (+ ``media_type``, ``file_name``). ``text`` is a string
-or a list of strings and ``{type, text}`` entities, joined without adding spaces.
+``date_unixtime`` the epoch as a string (missing in old exports, which then need a zone): their
+difference is the offset the exporting machine showed, kept per message; ``from``/``from_id``;
+``reply_to_message_id``; ``edited``/``edited_unixtime``; ``forwarded_from``/``saved_from`` (the
+origin leads the forwarder's text); ``photo``/``file`` (+ ``media_type``, ``file_name``).
+``text`` is a string or a list of strings and ``{type, text, href}`` entities, joined without
+adding spaces (``text_entities`` is the same as a list).
 
-Files are streamed with ijson: a full export is read one chat at a time.
+Files are streamed with ijson (in linear time: exports/jsonstream.py): a single chat's messages
+one at a time, a full export one chat at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 import ijson
 
+from narrative_mirror.exports import jsonstream
 from narrative_mirror.exports.archive import json_error_path
+from narrative_mirror.exports.limits import open_file
 from narrative_mirror.exports.records import (
     TZ_FROM_FILE,
     Attachment,
@@ -33,6 +39,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    left_out_line,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc, offset_name
 
@@ -42,39 +49,55 @@ CHAT_LISTS = ("chats", "left_chats")
 
 def top_level_keys(handle: IO[bytes], stop: tuple[str, ...] = ("messages", "chats")) -> list[str]:
     """The file's top-level keys up to the first of ``stop`` (streamed; values are skipped)."""
+    return _top_level(handle, stop)[0]
+
+
+def _top_level(handle: IO[bytes], stop: tuple[str, ...]) -> tuple[list[str], dict[str, Any], str | None]:
+    """(top-level keys up to the first of ``stop``, the scalar values before it, the event that
+    opens the stop key's value)."""
     keys: list[str] = []
-    for prefix, event, value in ijson.parse(handle):
+    scalars: dict[str, Any] = {}
+    events = jsonstream.parse(handle)
+    for prefix, event, value in events:
         if prefix == "" and event == "map_key":
             keys.append(value)
             if value in stop:
-                break
+                return keys, scalars, next(events, ("", None, None))[1]
         elif prefix == "" and event in ("start_array", "string", "number"):
             break
-    return keys
+        elif prefix in keys and event in ("string", "number", "boolean", "null"):
+            scalars[prefix] = value
+    return keys, scalars, None
 
 
 def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     try:
-        with path.open("rb") as handle:
-            keys = top_level_keys(handle)
+        with open_file(path) as handle:
+            keys, head, opening = _top_level(handle, ("messages", "chats"))
         if "chats" in keys:
             yield from _full_export(path, zone, on_progress)
             return
-        with path.open("rb") as handle:
-            chat = dict(ijson.kvitems(handle, ""))
+        if "messages" not in keys:
+            raise ExportFormatError(path, "$.messages", "missing")
+        if opening != "start_array":
+            raise ExportFormatError(path, "$.messages", "expected an array")
+        # The messages are streamed one at a time: a chat is never held as raw JSON whole.
+        with open_file(path) as handle:
+            conversation = _chat(head, jsonstream.items(handle, "messages.item"), path=path, where="", zone=zone,
+                                 fallback_title=path.stem)
     except ijson.JSONError as exc:
         raise _invalid_json(path, exc) from exc
-    yield read_chat(chat, path=path, where="", zone=zone, fallback_title=path.stem)
+    yield conversation
     if on_progress is not None:
-        on_progress(1, 1, str(chat.get("name") or path.stem))
+        on_progress(1, 1, conversation.title)
 
 
 def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> Iterator[Conversation]:
     done = 0
     for list_name in CHAT_LISTS:
         index = -1
-        with path.open("rb") as handle:
-            chats = ijson.items(handle, f"{list_name}.list.item")
+        with open_file(path) as handle:
+            chats = jsonstream.items(handle, f"{list_name}.list.item")
             while True:
                 where = f"{list_name}.list[{index + 1}]"
                 try:
@@ -91,7 +114,7 @@ def _full_export(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | N
 
 
 def _invalid_json(path: Path, exc: Exception) -> ExportFormatError:
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         where = json_error_path(handle)
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return ExportFormatError(path, where, f"invalid JSON ({reason})")
@@ -101,25 +124,40 @@ def read_chat(chat: Any, *, path: Path, where: str, zone: ZoneChoice, fallback_t
     """One chat object (``{name, type, id, messages}``) as a conversation."""
     if not isinstance(chat, dict):
         raise ExportFormatError(path, where or None, f"expected a chat object, found {type(chat).__name__}")
-    prefix = f"{where}." if where else ""
     items = json_field(chat, "messages", where or "$", path, list)
-    title = str(chat.get("name") or fallback_title)
-    chat_id = chat.get("id")
+    return _chat(chat, items, path=path, where=where, zone=zone, fallback_title=fallback_title)
+
+
+def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: ZoneChoice,
+          fallback_title: str) -> Conversation:
+    prefix = f"{where}." if where else ""
+    title = str(head.get("name") or fallback_title)
+    chat_id = head.get("id")
     key = conversation_key(FORMAT, str(chat_id) if chat_id is not None else title)
     ids = StableIds()
-    messages = [
-        _message(item, f"{prefix}messages[{index}]", path, zone, ids) for index, item in enumerate(items)
-    ]
-    first_file_zone = next((m.tz for m in messages if m.tz_source == TZ_FROM_FILE), None)
-    tz, tz_source = (first_file_zone, TZ_FROM_FILE) if first_file_zone else (zone.name, zone.source)
-    return conversation_from_messages(
+    messages = []
+    warnings: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            messages.append(_message(item, f"{prefix}messages[{index}]", path, zone, ids))
+        except ExportFormatError as exc:
+            if exc.where is None:  # not about this message (no zone for the whole file)
+                raise
+            native = item.get("id") if isinstance(item, dict) else None
+            warnings.append(left_out_line(exc, f"id {native}" if native is not None else f"[{index}]", "chat"))
+    file_zones = Counter(m.tz for m in messages if m.tz_source == TZ_FROM_FILE)
+    tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
+    conversation = conversation_from_messages(
         key=key, title=title, source_format=FORMAT, source=str(path), messages=messages,
         tz=tz, tz_source=tz_source,
     )
+    conversation.warnings.extend(warnings)
+    return conversation
 
 
 def text_of(value: Any, path: Path, where: str) -> str:
-    """A ``text`` field: a string, or strings and ``{type, text}`` entities joined as they are."""
+    """A ``text`` field as plain text: a string, or strings and ``{type, text}`` entities joined as
+    they are; a ``text_link`` keeps its target after its words (``the map (https://...)``)."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -129,7 +167,9 @@ def text_of(value: Any, path: Path, where: str) -> str:
         if isinstance(part, str):
             parts.append(part)
         elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            parts.append(part["text"])
+            href = part.get("href")
+            linked = isinstance(href, str) and href and href != part["text"]
+            parts.append(f"{part['text']} ({href})" if linked else part["text"])
         else:
             raise ExportFormatError(path, f"{where}[{index}]", f"expected a string or an entity with text, found {part!r}")
     return "".join(parts)
@@ -163,18 +203,24 @@ def _message(item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds
     if kind not in ("message", "service"):
         raise ExportFormatError(path, f"{where}.type", f"unknown message type {kind!r}")
     utc, tz, tz_source = _time(item, where, path, zone)
-    text = text_of(item.get("text", ""), path, f"{where}.text")
+    if item.get("text") or not item.get("text_entities"):
+        text = text_of(item.get("text", ""), path, f"{where}.text")
+    else:
+        text = text_of(item["text_entities"], path, f"{where}.text_entities")
     system = kind == "service"
     if system:
         author = str(item.get("actor") or "")
-        if not text:
-            text = _service_text(item)
+        text = service_text(item, author) + (f": {text}" if text else "")
     else:
         author = str(item.get("from") or item.get("from_id") or "Deleted Account")
+        # A forward stays the forwarder's message (they said it here); its origin leads the text.
+        origin = item.get("forwarded_from") or item.get("saved_from")
+        if isinstance(origin, str) and origin.strip():
+            text = f"[forwarded from {origin.strip()}]" + (f" {text}" if text else "")
     native = item.get("id")
     local_id = str(native) if native is not None else ids.next_id(author, utc, text)
     reply = item.get("reply_to_message_id")
-    attachments = tuple(a._replace(caption=text or None) for a in _attachments(item)) if not system else ()
+    attachments = tuple(a._replace(caption=text or a.caption) for a in _attachments(item)) if not system else ()
     return ExportedMessage(
         local_id=local_id, author=author, timestamp=utc, tz=tz, tz_source=tz_source, text=text,
         reply_to=str(reply) if reply is not None else None, attachments=attachments,
@@ -182,25 +228,76 @@ def _message(item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds
     )
 
 
-def _service_text(item: dict) -> str:
-    """A service message's action with what it names (``invite_members: Ann, Bo``)."""
+def _names(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value if v)
+    return str(value) if value else ""
+
+
+def service_text(item: dict, actor: str) -> str:
+    """A service message as the line Telegram shows (``Ann added Dee, Eve``)."""
     action = str(item.get("action") or "service")
-    detail = item.get("members") or item.get("title") or item.get("inviter")
-    if isinstance(detail, list):
-        detail = ", ".join(str(d) for d in detail if d)
-    return f"{action}: {detail}" if detail else action
+    who = actor or "Someone"
+    members = _names(item.get("members"))
+    title = str(item.get("title") or "")
+    if action in ("create_group", "create_channel", "migrate_from_group"):
+        line = f"{who} created the group" + (f" «{title}»" if title else "")
+        return line + (f" with {members}" if members else "")
+    if action == "invite_members":
+        return f"{who} added {members}" if members and members != actor else f"{who} joined the group"
+    if action == "remove_members":
+        return f"{who} left the group" if not members or members == actor else f"{who} removed {members}"
+    if action == "join_group_by_link":
+        inviter = str(item.get("inviter") or "")
+        return f"{who} joined the group via invite link" + (f" from {inviter}" if inviter else "")
+    if action == "join_group_by_request":
+        return f"{who} joined the group (request approved)"
+    if action == "pin_message":
+        return f"{who} pinned message {item.get('message_id')}" if item.get("message_id") else f"{who} pinned a message"
+    if action == "edit_group_title":
+        return f"{who} changed the group name to «{title}»"
+    if action == "edit_group_photo":
+        return f"{who} changed the group photo"
+    if action == "delete_group_photo":
+        return f"{who} removed the group photo"
+    if action in ("phone_call", "group_call"):
+        what = "video call" if item.get("is_video") else "call"
+        reason = str(item.get("discard_reason") or "")
+        if reason == "missed":
+            return f"Missed {what} from {who}"
+        duration = item.get("duration_seconds") or item.get("duration")
+        return f"{who} started a {what}" + (f" ({duration} s)" if duration else "") + (
+            f" ({reason})" if reason and reason != "hangup" else "")
+    detail = members or title
+    return f"{who}: {action.replace('_', ' ')}" + (f" {detail}" if detail else "")
+
+
+_MEDIA_KINDS = {
+    "sticker": "sticker", "animation": "gif", "video_file": "video", "video_message": "video",
+    "voice_message": "audio", "audio_file": "audio",
+}
 
 
 def _attachments(item: dict) -> tuple[Attachment, ...]:
     found = []
     if item.get("photo"):
         found.append(Attachment("photo", str(item["photo"]).rsplit("/", 1)[-1], None))
-    if item.get("file"):
-        name = str(item.get("file_name") or item["file"]).rsplit("/", 1)[-1]
-        kind = str(item.get("media_type") or kind_from_name(name))
-        found.append(Attachment(kind, name, None))
-    for field_name, kind in (("contact_information", "contact"), ("location_information", "location"),
-                             ("poll", "poll")):
-        if item.get(field_name):
-            found.append(Attachment(kind, "", None))
+    if item.get("file") or item.get("media_type"):
+        name = str(item.get("file_name") or _exported_file(item.get("file"))).rsplit("/", 1)[-1]
+        media_type = str(item.get("media_type") or "")
+        kind = _MEDIA_KINDS.get(media_type) or kind_from_name(name, "document" if not media_type else "file")
+        found.append(Attachment(kind, name, item.get("sticker_emoji") if kind == "sticker" else None))
+    for field_name, kind, parts in (("contact_information", "contact", ("first_name", "last_name", "phone_number")),
+                                    ("location_information", "location", ("latitude", "longitude")),
+                                    ("poll", "poll", ("question",))):
+        value = item.get(field_name)
+        if value:
+            words = [str(value[p]) for p in parts if isinstance(value, dict) and value.get(p) not in (None, "")]
+            found.append(Attachment(kind, "", " ".join(words) or None))
     return tuple(found)
+
+
+def _exported_file(value: Any) -> str:
+    """The file's path in the export; "" when the export left it out ("(File not included...)")."""
+    text = str(value or "")
+    return "" if text.startswith("(") else text

@@ -12,7 +12,8 @@ the first of the two (``fold=0``). Both are Python's ``zoneinfo`` defaults, made
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+import re
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from narrative_mirror.exports.records import (
@@ -83,3 +84,17 @@ def file_zone_of(moment: datetime) -> str:
     """The zone name of an aware time read from the file (its fixed offset)."""
     return offset_name(moment.utcoffset())
 
+
+
+_OFFSET_NAME = re.compile(r"^UTC([+-])(\d{2}):(\d{2})$")
+
+
+def zone_named(name: str) -> tzinfo:
+    """The zone a message records (``Europe/Berlin``, ``UTC+02:00``, ``UTC``) as a tzinfo."""
+    match = _OFFSET_NAME.match(name)
+    if match is not None:
+        minutes = int(match[2]) * 60 + int(match[3])
+        return timezone(timedelta(minutes=minutes if match[1] == "+" else -minutes))
+    if name in ("", "UTC"):
+        return UTC
+    return _zone(name, "recorded zone")

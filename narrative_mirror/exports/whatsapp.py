@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from narrative_mirror.exports.archive import ExportTree, base_of
+from narrative_mirror.exports.limits import decode_text, open_file, sniff_text
 from narrative_mirror.exports.records import (
     Attachment,
     Conversation,
@@ -71,6 +72,17 @@ EDITED_MARKS = (
     "<Ce message a été modifié>", "<Questo messaggio è stato modificato>",
     "<Esta mensagem foi editada>",
 )
+# Whole-message texts WhatsApp writes in an author's name that are no words of theirs: a deleted
+# message (kept as a system line saying so) and calls (English, German, Spanish).
+DELETED_TEXTS = frozenset({
+    "This message was deleted", "You deleted this message", "Diese Nachricht wurde gelöscht",
+    "Du hast diese Nachricht gelöscht", "Se eliminó este mensaje", "Eliminaste este mensaje",
+})
+CALL_TEXTS = frozenset({
+    "Missed voice call", "Missed video call", "Missed group voice call", "Missed group video call",
+    "Voice call", "Video call", "Verpasster Sprachanruf", "Verpasster Videoanruf", "Sprachanruf", "Videoanruf",
+    "Llamada perdida", "Llamada de voz perdida", "Videollamada perdida", "Llamada de voz", "Videollamada",
+})
 _TITLE_PREFIXES = ("WhatsApp Chat with ", "WhatsApp Chat - ", "WhatsApp-Chat mit ", "Chat de WhatsApp con ")
 
 
@@ -106,10 +118,8 @@ def chat_title(file_name: str) -> str:
 def _load(path: Path) -> tuple[str, str, str]:
     if path.suffix.lower() != ".zip":
         title = chat_title(path.parent.name if path.name == "_chat.txt" else path.name)
-        try:
-            return path.read_text(encoding="utf-8-sig"), str(path), title
-        except UnicodeDecodeError as exc:
-            raise ExportFormatError(path, None, f"not UTF-8 text ({exc})") from exc
+        with open_file(path) as handle:
+            return decode_text(handle, str(path)), str(path), title
     tree = ExportTree(path)
     try:
         chosen = find_chat_in_zip(tree)
@@ -124,7 +134,7 @@ def _load(path: Path) -> tuple[str, str, str]:
 
 def _first_lines(tree: ExportTree, name: str) -> list[str]:
     with tree.open(name) as handle:
-        head = handle.read(4096).decode("utf-8-sig", errors="replace")
+        head = sniff_text(handle.read(4096), tree.label(name)).lstrip("\ufeff")
     return head.splitlines()[:5]
 
 
@@ -273,6 +283,8 @@ def _message(author: str | None, lines: list[str], ios: bool, title: str, utc: d
     found = _attachment(text.split("\n", 1)[0], text.split("\n")[1:])
     if found is not None:
         attachments, text = (found[0],), found[1]
+    if text.strip().rstrip(".") in DELETED_TEXTS or text.strip() in CALL_TEXTS:
+        system = True
     name = "" if author is None or (system and author == title) else author
     return ExportedMessage(
         local_id=ids.next_id(name, utc, text), author=name, timestamp=utc, tz=tz, tz_source=tz_source,

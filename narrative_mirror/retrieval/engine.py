@@ -45,7 +45,7 @@ from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion
 from narrative_mirror.retrieval.lexical import positive_order
 from narrative_mirror.retrieval.pool_features import pool_features
 from narrative_mirror.retrieval.records import BlockHit, Hit, SearchResult, SearchTrace
-from narrative_mirror.retrieval.rerank import Reranker, RerankContext, make_reranker
+from narrative_mirror.retrieval.rerank import HybridScoreReranker, Reranker, RerankContext, make_reranker
 
 
 class Retriever:
@@ -166,6 +166,11 @@ class Retriever:
                                   first_stage=None if variant in ("bm25", "dense") else hybrid).hits
         pool_rows = np.array([chat.row_of[h.local_id] for h in ranked], dtype=np.int64)
         return block_search.search_blocks(chat, pool_rows, hybrid[0].order, search_query, scores.qvec, self.rrf_k, k)
+
+    @property
+    def fresh_reranker(self) -> Reranker:
+        """The seed-004 hybrid score of retrieval.toml [rerank.hybrid_score], for need_fresh searches."""
+        return HybridScoreReranker(**option(self.config, "rerank").get("hybrid_score", {}))
 
     @property
     def reranker(self) -> Reranker | None:
@@ -294,7 +299,8 @@ class Retriever:
         ranked, trace = iterative_search(
             self, chat_file, query, k, rounds=int(loop.get("rounds", 3)),
             rewrite_every=int(loop.get("rewrite_every", 1)), n_blocks=int(loop.get("n_blocks", 2)),
-            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned")
+            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned",
+            rrf_k=self.rrf_k)
         hits = [dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
                 for i, h in enumerate(self.messages(chat_file, ranked))]
         ranks = [(h.local_id, h.score) for h in hits]
@@ -382,8 +388,10 @@ class Retriever:
             for r, s in second
         ]
         t = time.perf_counter()
-        if variant == "hybrid_expand_rerank":
-            chosen = reranker or self.reranker
+        if variant == "hybrid_expand_rerank" or need_fresh:
+            # need_fresh favours recent messages under every variant: the seed-004 hybrid score
+            # with its fresh half-life and weight, unless the variant has its own reranker.
+            chosen = reranker or (self.reranker if variant == "hybrid_expand_rerank" else self.fresh_reranker)
             if chosen is not None:
                 context = RerankContext(last_time=chat.end, refs=chat.refs, tiers=chat.tiers, need_fresh=need_fresh)
                 hits = chosen.rerank(query, hits, context)

@@ -20,7 +20,6 @@ from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, format_messages_a
 from narrative_mirror.settings import load_prompt
 
 Rewrite = Callable[[str, Sequence[str], Sequence[str]], str]
-RRF_K = 60
 FEEDBACK_TERMS = 4
 
 
@@ -86,11 +85,13 @@ def _branches(chat, local_ids: Sequence[str], n_blocks: int) -> list[str]:
 
 def iterative_search(retriever, chat_file: str, question: str, k: int = 10, *, rounds: int = 3,
                      rewrite_every: int = 1, n_blocks: int = 2, leaf: int = 5, pool: int = 200,
-                     rewrite: Rewrite = offline_rewrite, variant: str | None = None) -> tuple[list[str], LoopTrace]:
+                     rewrite: Rewrite = offline_rewrite, variant: str | None = None,
+                     rrf_k: int = 60) -> tuple[list[str], LoopTrace]:
     """(the ``k`` best ids, the loop's trace). Round 0 is the flat ``variant`` search (default: the
     retriever's); each later round rewrites the query when its number is a multiple of
-    ``rewrite_every`` (else keeps the last one) and searches only the branches of the previous
-    round's ``leaf`` best hits. Rankings fuse by RRF, the flat one counting as much as any round."""
+    ``rewrite_every`` (else keeps the last one; 0 never rewrites) and searches only the branches of
+    the previous round's ``leaf`` best hits. Rankings fuse by RRF (``rrf_k``: retrieval.toml's), the
+    flat one counting as much as any round."""
     chat = retriever.chat(chat_file)
     trace = LoopTrace()
     query = question
@@ -101,7 +102,7 @@ def iterative_search(retriever, chat_file: str, question: str, k: int = 10, *, r
         branches = _branches(chat, ranking[:leaf], n_blocks)
         if not branches:
             break
-        if number % rewrite_every == 0:
+        if rewrite_every > 0 and number % rewrite_every == 0:
             leaf_texts = [h.text for h in retriever.messages(chat_file, ranking[:leaf])]
             query = rewrite(question, leaf_texts, branch_context(retriever, chat_file, branches))
         allowed = {lid for b in branches for lid in chat.block_members[b]}
@@ -113,7 +114,7 @@ def iterative_search(retriever, chat_file: str, question: str, k: int = 10, *, r
     fused: Counter[str] = Counter()
     for ranked in trace.rankings:
         for rank, lid in enumerate(ranked):
-            fused[lid] += 1.0 / (RRF_K + rank + 1)
+            fused[lid] += 1.0 / (rrf_k + rank + 1)
     first = {lid: i for i, lid in enumerate(trace.rankings[0])}
     ordered = sorted(fused, key=lambda lid: (-fused[lid], first.get(lid, len(first))))
     return ordered[:k], trace

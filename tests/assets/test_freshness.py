@@ -145,6 +145,15 @@ def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path,
     assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
                           resources=built.resources).success
 
+    # The story segmentation prompt: only arc mode reads it, so only the ARC evaluation.
+    _override(cfg, "agent_segment", r"\A", "Keep phases short.\n", prompt=True)
+    _observe(instance, built.resources)
+    assert _requested(defs, instance)[0] == {"arc_eval"}
+    assert set(built.reasons()) == built.oracle() == {"arc_eval"}
+    assert built.materialize(["arc_eval"]).success
+    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
+                          resources=built.resources).success
+
     # The adaptation's training settings while it is off: the vectors do not change, nothing runs.
     _override(cfg, "embedding", r"^pair_cap = \d+", "pair_cap = 500")
     _observe(instance, built.resources)

@@ -3,8 +3,10 @@ partition is evaluated again when the freshness rule says so or when it was eval
 another profile, and otherwise not at all (real instance and embedder, demo chats)."""
 
 import json
+import os
 import re
 import shutil
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -84,3 +86,24 @@ def test_eval_profile_is_recorded_and_only_another_profile_evaluates_again(data,
     # The same profile once more: nothing runs.
     assert _eval(capsys, data, "--profile", "fast") == fast
     assert _evaluations(train) == after_fast
+
+
+@pytest.mark.slow
+def test_a_standing_regression_fails_every_eval_until_the_baseline_is_pinned(data, capsys):
+    from narrative_mirror import regressions
+
+    train = split_lib.keys_in(split_lib.TRAIN, sorted(find_chat_files(data)[0]))
+    _eval(capsys, data)
+    home = Path(os.environ["NM_HOME"])
+    # As qa_eval records a failed check (tests/assets/test_regression_baseline.py): nothing changed
+    # since, so this eval runs nothing, and still says so and fails.
+    regressions.record(home, "qa_eval", train[0], "run0abcdef", [
+        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    assert main(["eval", "--data", str(data), "--split", "train", "--json"]) == 1
+    out = capsys.readouterr()
+    assert f"standing regression of qa_eval on {train[0]} since run run0abcd" in out.err
+    assert [e["partition"] for e in json.loads(out.out)["standing_regressions"]] == [train[0]]
+    assert main(["baseline", "pin", "--data", str(data), "--chat", train[0], "--asset", "qa_eval", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--data", str(data), "--split", "train", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["standing_regressions"] == []

@@ -82,3 +82,24 @@ def test_trace_query_is_escaped(capsys):
 def test_key_value_lines_are_escaped(capsys):
     print_human("build", {"chat": "evil\x1b[2J", "per_file": {"a\u202eb": {"rows": 3}}})
     assert capsys.readouterr().out.splitlines() == ["build: chat=evil\\x1b[2J", "  a\\u202eb: rows=3"]
+
+
+def test_times_are_printed_in_the_chat_zone_named_once(capsys):
+    """Times with their offset (answer_json with the chats' clocks) print as the chat's wall clock,
+    and the zone is said once: on the evidence line, the search's count line, above the phases."""
+    evidence = {"id": "h5db0c79c953bd89c", "text": "Maria: I'll drive", "point": "grade 0.90", "speaker": "Maria",
+                "timestamp": "2024-07-13T20:05:00+01:00"}
+    print_human("ask", {"answer": "Maria", "unknowns": [], "route": "direct", "profile": "fast",
+                        "stop_reason": "coverage_met", "degraded": False, "degraded_reason": None,
+                        "evidence": [evidence], "time_zones": ["Europe/Lisbon"]})
+    assert capsys.readouterr().out.splitlines()[1:3] == [
+        "Evidence (times in Europe/Lisbon):", "  [h5db0c79c953bd89c] Sat 13 Jul 2024 20:05  Maria: I'll drive"]
+    print_human("search", {"count": 1, "chats": ["c"], "time_zones": ["UTC+02:00"], "hits": [
+        {"chat": "c", "id": "m1", "speaker": "Ana", "text": "hi", "timestamp": "2024-07-13T21:05:00+02:00"}]})
+    assert capsys.readouterr().out.splitlines() == [
+        "1 messages from 1 chats (times in UTC+02:00):", "  [c/m1] Sat 13 Jul 2024 21:05  Ana: hi"]
+    print_human("arc", {"unknowns": [], "time_zones": ["Europe/Lisbon"], "phases": [
+        {"name": "the drive", "summary": "-", "evidence": ["m1"]}], "evidence_messages": [
+        {"id": "m1", "speaker": "Maria", "text": "I'll drive", "timestamp": "2024-07-13T20:05:00+01:00"}]})
+    assert capsys.readouterr().out.splitlines() == [
+        "(times in Europe/Lisbon)", "1. the drive", "   [m1] Sat 13 Jul 2024 20:05  Maria: I'll drive"]

@@ -37,3 +37,26 @@ def test_one_row_per_change_not_per_rerun(tmp_path):
     test = experiments.append("test_eval", BASE, {"test": {"recall@10": 0.5}}, path=log, partition="b", asset="qa_eval")
     assert test["changed"] == ["(first experiment)"]
     assert [r["kind"] for r in experiments.read(log)] == ["summary", "summary", "summary", "test_eval"]
+
+
+def test_changed_names_the_setting_with_its_old_and_new_value(tmp_path, monkeypatch):
+    import re
+
+    from narrative_mirror import settings
+
+    log = tmp_path / "experiments.jsonl"
+    experiments.append("summary", BASE, {"train": {"recall@10": 0.7}}, path=log)
+    overrides = tmp_path / "config"
+    overrides.mkdir()
+    text, n = re.subn(r"^rrf_k = \d+", "rrf_k = 40", settings.config_path("retrieval").read_text(), flags=re.M)
+    assert n == 1
+    (overrides / "retrieval.toml").write_text(text)
+    monkeypatch.setenv("NM_CONFIG_DIR", str(overrides))
+    record = experiments.append("summary", {**BASE, "retrieval.toml": "bbb", "fingerprint": "f2"},
+                                {"train": {"recall@10": 0.7}}, path=log)
+    assert record["changed"] == ["retrieval.toml rrf_k: 60 -> 40"]
+    # A comment-only edit changes the file's hash and no setting: the file is named.
+    (overrides / "retrieval.toml").write_text("# tuned\n" + text)
+    comment = experiments.append("summary", {**BASE, "retrieval.toml": "ccc", "fingerprint": "f3"},
+                                 {"train": {"recall@10": 0.7}}, path=log)
+    assert comment["changed"] == ["retrieval.toml"]

@@ -63,7 +63,7 @@ def test_recall_history_per_chat_and_per_split(tmp_path):
 
 @pytest.mark.parametrize(("target", "kept"), [
     ("/chats/x/ask?q=a", "/chats/x/ask?q=a"), ("//evil.example/x", "/chats"), ("https://evil.example", "/chats"),
-    ("/\\evil.example", "/chats"), ("", "/chats"), (None, "/chats")])
+    ("/\\evil.example", "/chats"), ("/\t/evil.example/x", "/chats"), ("", "/chats"), (None, "/chats")])
 def test_login_sends_the_browser_back_to_this_site_only(target, kept):
     assert safe_target(target) == kept
 
@@ -100,7 +100,7 @@ def test_pages_read_the_index_when_no_layer_is_stored(tiny_site):
     assert "No served chat has been evaluated yet" in tiny_site.get("/evaluation").text
     assert tiny_site.get("/", follow_redirects=False).headers["location"] == "/chats"
     assert tiny_site.get("/login", follow_redirects=False).headers["location"] == "/chats"  # open: no sign-in
-    assert "This chat has not been evaluated" in tiny_site.get(f"/evaluation/{CHAT}").text
+    assert "This chat has no gold questions" in tiny_site.get(f"/evaluation/{CHAT}").text  # none stored
 
 
 @pytest.mark.parametrize(("path", "status", "message"), [

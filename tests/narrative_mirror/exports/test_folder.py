@@ -90,11 +90,11 @@ def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_
     (root / "general" / "2024-03-15.json").write_text('[{"type": "message", "user": "U0000001", "ts": 17}]')
     writers.discord(_messages(2), data, tz="UTC")
     chats, problems = find_chats(data, ImportOptions(machine_tz="UTC"))
-    assert sorted(chats) == ["discord_900000000000000001"]
+    # One unreadable Slack message leaves the channel in (see test_slack: it is one warning).
+    assert sorted(chats) == ["discord_900000000000000001", "slack_C0000001"]
     assert problems == [
         f"{data / 'WhatsApp Chat - Amb' / '_chat.txt'}: line 1: 05/03/2024 could be 5 March or 3 May 2024; "
         "pass --day-first or --month-first",
-        f"{root / 'general' / '2024-03-15.json'}: [0].ts: expected str, found 17",
     ]
     # The order given: it builds.
     chats, problems = find_chats(data, ImportOptions(day_first=True, machine_tz="UTC"))

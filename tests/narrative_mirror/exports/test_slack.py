@@ -58,20 +58,20 @@ def test_channels_threads_markup_subtypes_and_bots(tmp_path):
     progress = []
     [(general, messages), (random, lonely)] = _read(root, on_progress=lambda *p: progress.append(p))
     assert progress == [(1, 2, "general"), (2, 2, "random")]
-    assert (general.key, general.title, general.participants) == ("slack_C1", "general", ("annie", "Bob Ray"))
-    assert (general.tz, general.tz_source) == ("UTC", "file")
+    assert (general.key, general.title, general.participants) == ("slack_C1", "general", ("Ann Lee", "Bob Ray"))
+    assert (general.tz, general.tz_source) == ("Europe/Paris", "file")  # members tie: the first
     assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
         ("1700000000.000100", "Bob Ray", "@Bob Ray has joined the channel", True, False, None, False),
-        ("1700000100.000200", "annie", "Hi @Bob Ray, see #random and the doc & https://y.org", False, False, None, False),
+        ("1700000100.000200", "Ann Lee", "Hi @Bob Ray, see #random and the doc & https://y.org", False, False, None, False),
         ("1700000200.000300", "Bob Ray", "<3 thanks @here", False, False, "1700000100.000200", True),
         ("1700000400.000000", "CI", "build green", False, True, None, False),
-        ("1700000600.000000", "annie", "the plan", False, False, None, False),
-        ("1700090000.000000", "annie", "next day", False, False, None, False),
+        ("1700000600.000000", "Ann Lee", "the plan", False, False, None, False),
+        ("1700090000.000000", "Ann Lee", "next day", False, False, None, False),
         ("1700090001.000000", "Deploy Bot", "deployed", False, True, None, False),
     ]
     assert messages[1].timestamp == datetime(2023, 11, 14, 22, 15, 0, 200, tzinfo=UTC)
-    assert [m.tz for m in messages[:3]] == ["America/Chicago", "Europe/Paris", "America/Chicago"]
-    assert messages[4].attachments == (Attachment("document", "plan.pdf", None), Attachment("photo", "map.png", None))
+    assert {m.tz for m in messages} == {"Europe/Paris"}
+    assert messages[4].attachments == (Attachment("document", "plan.pdf", "Plan"), Attachment("photo", "map.png", None))
     assert random.key == "slack_C2" and [m.text for m in lonely] == ["lonely"]
     assert general.source == str(root / "general")
 
@@ -94,18 +94,27 @@ def test_messages_are_read_lazily_one_day_file_at_a_time(tmp_path):
         list(general.messages())
 
 
-def test_missing_ts_and_bad_ts_name_file_and_path(tmp_path):
+def test_an_unreadable_message_is_one_warning_and_the_rest_of_the_channel_is_read(tmp_path):
     root = _write(tmp_path / "ws")
-    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"type": "message", "user": "U1", "text": "x"}]))
+    day = root / "random" / "2023-11-14.json"
+    day.write_text(json.dumps([
+        {"type": "message", "user": "U1", "text": "no ts"},
+        {"user": "U1", "text": "x", "ts": "soon"},
+        {"text": "nobody", "ts": "1700000001.000000"},
+        "not a message",
+        {"type": "message", "user": "U2", "text": "still here", "ts": "1700000002.000000"},
+    ]))
     [_, random] = list(read_export(root))
-    with pytest.raises(ExportFormatError, match=r"random/2023-11-14.json: \[0\]\.ts: missing"):
-        list(random.messages())
-    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"user": "U1", "text": "x", "ts": "soon"}]))
-    with pytest.raises(ExportFormatError, match=r"random/2023-11-14.json: \[0\]\.ts: bad timestamp 'soon'"):
-        list(random.messages())
-    (root / "random" / "2023-11-14.json").write_text(json.dumps([{"text": "x", "ts": "1.0"}]))
-    with pytest.raises(ExportFormatError, match=r"\[0\]\.user: missing"):
-        list(random.messages())
+    assert [(m.author, m.text) for m in random.messages()] == [("Bob Ray", "still here")]
+    assert random.warnings == [
+        f"{day}: [0].ts: missing (message [0] left out; the rest of the channel is read)",
+        f"{day}: [1].ts: bad timestamp 'soon' (message ts soon left out; the rest of the channel is read)",
+        f"{day}: [2].user: missing (no user, username, bot_profile or bot_id) "
+        "(message ts 1700000001.000000 left out; the rest of the channel is read)",
+        f"{day}: [3]: expected a message object, found str (message [3] left out; the rest of the channel is read)",
+    ]
+    list(random.messages())  # a second pass reports the same lines, not twice as many
+    assert len(random.warnings) == 4
 
 
 def test_direct_messages_are_titled_by_their_members(tmp_path):
@@ -116,5 +125,5 @@ def test_direct_messages_are_titled_by_their_members(tmp_path):
         {"type": "message", "user": "U2", "text": "psst", "ts": "1700100000.000000"}]), encoding="utf-8")
     conversations = {c.key: c for c in read_export(root)}
     dm = conversations["slack_D9"]
-    assert (dm.title, dm.participants) == ("annie, Bob Ray", ("annie", "Bob Ray"))
+    assert (dm.title, dm.participants) == ("Ann Lee, Bob Ray", ("Ann Lee", "Bob Ray"))
     assert [(m.author, m.text) for m in dm.messages()] == [("Bob Ray", "psst")]

@@ -43,15 +43,15 @@ def test_single_chat_entities_service_replies_edits(tmp_path):
     assert (conversation.key, conversation.title) == ("telegram_1234567", "Hiking 🏔")
     assert (conversation.tz, conversation.tz_source) == ("UTC+02:00", "file")
     assert [(m.local_id, m.author, m.text, m.system, m.reply_to, m.edited) for m in messages] == [
-        ("1", "Ann", "create_group: Hiking 🏔", True, None, False),
+        ("1", "Ann", "Ann created the group «Hiking 🏔»", True, None, False),
         ("2", "Ann", "See this route: https://example.org/r!", False, None, False),
         ("3", "Bob", "looks steep", False, "2", True),
-        ("4", "user3", "", False, None, False),
-        ("5", "Ann", "invite_members: Dee, Eve", True, None, False),
+        ("4", "user3", "[forwarded from Cy]", False, None, False),
+        ("5", "Ann", "Ann added Dee, Eve", True, None, False),
     ]
     assert messages[1].timestamp == datetime(2024, 5, 1, 8, 1, tzinfo=UTC)
     assert messages[2].attachments == (Attachment("photo", "photo_1@01-05-2024_10-05-00.jpg", "looks steep"),)
-    assert messages[3].attachments == (Attachment("voice_message", "audio_1.ogg", None),)
+    assert messages[3].attachments == (Attachment("audio", "audio_1.ogg", "[forwarded from Cy]"),)
     assert conversation.participants == ("Ann", "Bob", "user3")
 
 
@@ -97,22 +97,29 @@ def test_truncated_json_names_the_path(tmp_path):
         _read(single)
 
 
-def test_missing_field_and_bad_date_name_the_path(tmp_path):
+def test_an_unreadable_message_is_one_warning_naming_its_path_and_the_rest_is_read(tmp_path):
     path = tmp_path / "result.json"
     broken = json.loads(json.dumps(CHAT))
     del broken["messages"][2]["date"], broken["messages"][2]["date_unixtime"]
+    broken["messages"][3]["date"] = "yesterday"
+    broken["messages"][4]["text"] = ["ok", 5]
     path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"result.json: messages\[2\]\.date: missing \(and no date_unixtime\)"):
-        _read(path)
-    broken["messages"][2]["date"] = "yesterday"
-    path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"result.json: messages\[2\]\.date: bad date 'yesterday'"):
-        _read(path)
-    broken["messages"][2]["text"] = ["ok", 5]
-    broken["messages"][2]["date"] = "2024-01-01T00:00:00"
-    path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"messages\[2\]\.text\[1\]: expected a string or an entity"):
-        _read(path, tz="UTC")
+    [(chat, messages)] = _read(path)
+    assert [m.local_id for m in messages] == ["1", "2"]
+    assert chat.warnings == [
+        f"{path}: messages[2].date: missing (and no date_unixtime) (message id 3 left out; the rest of the chat is read)",
+        f"{path}: messages[3].date: bad date 'yesterday' (message id 4 left out; the rest of the chat is read)",
+        f"{path}: messages[4].text[1]: expected a string or an entity with text, found 5 "
+        "(message id 5 left out; the rest of the chat is read)",
+    ]
+
+
+def test_a_missing_zone_or_messages_array_fails_the_chat(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"name": "Old", "id": 9, "messages": [
+        {"id": 1, "type": "message", "date": "2019-01-01T12:00:00", "from": "Ann", "text": "hi"}]}), encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"result.json: the export has local times without a zone"):
+        _read(path, format="telegram")
     path.write_text(json.dumps({"name": "x", "type": "personal_chat", "id": 1}), encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"result.json: \$\.messages: missing"):
         _read(path, format="telegram")

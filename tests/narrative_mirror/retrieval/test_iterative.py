@@ -66,6 +66,16 @@ def test_seed_003_iterative_loop_rewrites_every_n_rounds_from_leaf_context_withi
     assert sorted(ranked) == sorted(set(ranked)) and len(ranked) == 8 and ranked[0] in members
 
 
+def test_rewrite_every_0_searches_the_branches_with_the_question_itself(retriever):
+    def rewrite(question, leaf_texts, branch_texts):
+        raise AssertionError("rewrite_every=0 never rewrites")
+
+    question = "Where does Ana bake rye bread?"
+    ranked, trace = iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=0, n_blocks=1,
+                                     leaf=2, rewrite=rewrite)
+    assert trace.queries == [question] * 3 and len(trace.rankings) == 3 and ranked
+
+
 def test_offline_rewrite_adds_the_leaf_contexts_most_repeated_terms():
     assert offline_rewrite("Where does Ana work?", ["rye bread bakery", "bakery rye loaves", "bakery"]) == \
         "Where does Ana work? bakery rye bread loaves"
@@ -88,3 +98,22 @@ def test_the_loops_llm_rewriter_sends_leaf_messages_and_branch_summaries_as_data
     data = user[user.index(DATA_BEGIN):user.index(DATA_END)]
     assert "The bakery job" in data and "Elm Street bakery" in data  # branch summaries, inside the data block
     assert len(server.chat_requests) == 1
+
+
+def test_the_loops_fusion_uses_retrieval_tomls_rrf_k(retriever):
+    """rrf_k reaches the loop's fusion: a small k lets a round's top hit overtake the flat ranking's
+    second, a large one keeps the flat order (the same rankings fused)."""
+    question = "Where does Ana bake rye bread?"
+    runs = {k: iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=1, n_blocks=1, leaf=2,
+                                rrf_k=k) for k in (1, 10_000)}
+    trace = runs[1][1]
+    expected = {}
+    for k in (1, 10_000):
+        scores = {}
+        for ranking in trace.rankings:
+            for rank, lid in enumerate(ranking):
+                scores[lid] = scores.get(lid, 0.0) + 1.0 / (k + rank + 1)
+        first = {lid: i for i, lid in enumerate(trace.rankings[0])}
+        expected[k] = sorted(scores, key=lambda lid: (-scores[lid], first.get(lid, len(first))))[:8]
+    assert runs[1][0] == expected[1] and runs[10_000][0] == expected[10_000]
+    assert retriever.rrf_k == 60  # retrieval.toml's, what the engine passes to the loop

@@ -1,0 +1,149 @@
+"""What a Slack message says as people read it: its ``text``, its ``blocks`` and its legacy
+``attachments``, with mrkdwn rendered (mentions by name, links by label, entities unescaped).
+
+Slack puts a message's words in up to three places. People's messages have ``text`` and the same
+words again as ``rich_text`` blocks. Apps and bots often leave ``text`` empty (or a one-line
+notification fallback) and put the content in layout blocks (``section``, ``header``,
+``context``) or in legacy ``attachments`` (``pretext``, ``title``, ``text``, ``fields``, with
+``fallback`` as their plain summary). The rule here: ``text`` when it has words and the blocks are
+only ``rich_text``; else the layout blocks' text (``text`` kept first when the blocks do not
+repeat it); then every attachment's text that is not already there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MARKUP = re.compile(r"<([^<>]*)>")
+# Slack's notification text for a message made only of blocks: says nothing of the message.
+NO_DISPLAY = "This content can't be displayed."
+
+
+def render_markup(text: str, names: dict[str, str], channel_ids: dict[str, str]) -> str:
+    """Slack mrkdwn as people read it: mentions by name, links by label, entities unescaped."""
+
+    def replace(match: re.Match[str]) -> str:
+        target, _, label = match[1].partition("|")
+        if target.startswith("@"):
+            return "@" + names.get(target[1:], label or target[1:])
+        if target.startswith("#"):
+            return "#" + (label or channel_ids.get(target[1:], target[1:]))
+        if target.startswith("!"):
+            if label:
+                return label
+            return "@" + target[1:].split("^", 1)[0]
+        return label or target
+
+    rendered = MARKUP.sub(replace, text)
+    return rendered.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def message_text(item: dict, names: dict[str, str], channel_ids: dict[str, str]) -> str:
+    """The words of one message (see the module doc for where they come from)."""
+
+    def render(value: Any) -> str:
+        return render_markup(value, names, channel_ids).strip() if isinstance(value, str) else ""
+
+    text = render(item.get("text"))
+    blocks = item.get("blocks") if isinstance(item.get("blocks"), list) else []
+    parts: list[str] = []
+    layout = [b for b in blocks if isinstance(b, dict) and b.get("type") != "rich_text"]
+    if text and not layout:
+        parts.append(text)
+    else:
+        block_lines = [line for block in blocks if isinstance(block, dict)
+                       for line in _block_lines(block, names, channel_ids, render)]
+        block_text = "\n".join(line for line in block_lines if line)
+        if text and text not in block_text and text != NO_DISPLAY:
+            parts.append(text)
+        if block_text:
+            parts.append(block_text)
+    attachments = item.get("attachments") if isinstance(item.get("attachments"), list) else []
+    for attachment in attachments:
+        if isinstance(attachment, dict):
+            for line in _attachment_lines(attachment, render):
+                if line and not any(line in part for part in parts):
+                    parts.append(line)
+    return "\n".join(parts)
+
+
+def _attachment_lines(attachment: dict, render) -> list[str]:
+    lines = [render(attachment.get(key)) for key in ("pretext", "author_name", "title", "text")]
+    fields = attachment.get("fields") if isinstance(attachment.get("fields"), list) else []
+    for field in fields:
+        if isinstance(field, dict):
+            title, value = render(field.get("title")), render(field.get("value"))
+            lines.append(f"{title}: {value}" if title and value else title or value)
+    if not any(lines):  # the fallback is the plain summary of the fields above
+        lines.append(render(attachment.get("fallback")))
+    return lines
+
+
+def _block_lines(block: dict, names: dict[str, str], channel_ids: dict[str, str], render) -> list[str]:
+    kind = block.get("type")
+    if kind == "rich_text":
+        return [_rich_text(element, names, channel_ids) for element in _list(block.get("elements"))]
+    if kind in ("section", "header"):
+        lines = [_text_object(block.get("text"), render)]
+        lines += [_text_object(field, render) for field in _list(block.get("fields"))]
+        return lines
+    if kind == "context":
+        return [" ".join(t for t in (_text_object(e, render) for e in _list(block.get("elements"))) if t)]
+    if kind == "image":
+        return [render(block.get("alt_text")) if not block.get("title") else _text_object(block["title"], render)]
+    return []  # dividers, actions, inputs: no words of the message
+
+
+def _text_object(value: Any, render) -> str:
+    """A composition text object (``{type: mrkdwn|plain_text, text}``)."""
+    if not isinstance(value, dict):
+        return ""
+    if value.get("type") == "plain_text":
+        return str(value.get("text") or "").strip()
+    return render(value.get("text"))
+
+
+def _rich_text(element: Any, names: dict[str, str], channel_ids: dict[str, str]) -> str:
+    """A rich_text section, list, quote or preformatted element as plain text."""
+    if not isinstance(element, dict):
+        return ""
+    kind = element.get("type")
+    if kind == "rich_text_list":
+        return "\n".join("- " + _rich_text(item, names, channel_ids) for item in _list(element.get("elements")))
+    pieces = []
+    for piece in _list(element.get("elements")):
+        if not isinstance(piece, dict):
+            continue
+        piece_type = piece.get("type")
+        if piece_type == "text":
+            pieces.append(str(piece.get("text") or ""))
+        elif piece_type == "link":
+            pieces.append(str(piece.get("text") or piece.get("url") or ""))
+        elif piece_type == "user":
+            user_id = str(piece.get("user_id") or "")
+            pieces.append("@" + names.get(user_id, user_id))
+        elif piece_type == "channel":
+            channel_id = str(piece.get("channel_id") or "")
+            pieces.append("#" + channel_ids.get(channel_id, channel_id))
+        elif piece_type == "emoji":
+            pieces.append(str(piece.get("unicode") and _emoji(piece["unicode"]) or f":{piece.get('name', '')}:"))
+        elif piece_type == "broadcast":
+            pieces.append("@" + str(piece.get("range") or "here"))
+        elif piece_type == "usergroup":
+            pieces.append("@" + str(piece.get("usergroup_id") or ""))
+        elif isinstance(piece.get("elements"), list):
+            pieces.append(_rich_text(piece, names, channel_ids))
+    text = "".join(pieces).strip()
+    return "> " + text if kind == "rich_text_quote" and text else text
+
+
+def _emoji(code_points: str) -> str:
+    try:
+        return "".join(chr(int(part, 16)) for part in str(code_points).split("-"))
+    except ValueError:
+        return ""
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
