@@ -21,6 +21,9 @@ COUNT_OF_PEOPLE = re.compile(r"\b(?:split|divided)\s+(\d+|two|three|four|five|si
 NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 
 
+_A_MONTH = re.compile(r"^\s*(?:of\s+)?(?:" + "|".join(MONTHS) + r")\b", re.I)  # "21 April": a day
+
+
 def times_in(text: str) -> list[re.Match]:
     return list(TIME.finditer(text))
 
@@ -31,7 +34,7 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
     out = []
     for m in NUMBER.finditer(text):
         after, before = text[m.end():], text[:m.start()]
-        if re.match(r"^\s*(?:am|pm|st|nd|rd|th|%|x\b)", after, re.I) or re.search(r"\b(?:at|v|pr|#)\s*$", before, re.I):
+        if re.match(r"^\s*(?:am|pm|st|nd|rd|th|%|x\b)", after, re.I) or _A_MONTH.match(after) or re.search(r"\b(?:at|v|pr|#)\s*$", before, re.I):
             continue
         if re.match(r"^\s*(?:of us|ways|people|games?|tests?|failures?|fields?|slices?|pizzas?|goals?|nights?|"
                      r"weeks?|days?|hours?|minutes?|months?|years?|min|mins|merchant|accounts?)\b", after, re.I):

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from narrative_mirror.agent import conversation
+from narrative_mirror.agent.exchange_values import amounts
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.exports.folder import ImportOptions, find_chats
@@ -126,9 +126,9 @@ def test_slack_who_answers_the_author_not_the_user_mentioned(chats):
 
 
 def test_amounts_are_no_times_dates_versions_or_counts_of_things():
-    assert [a[1] for a in conversation._amounts("Pizza ordered for tomorrow: 14 pizzas, came to 238")] == ["238"]
-    assert [a[1] for a in conversation._amounts("Target for the v2.3 release is Tuesday 21 April at 8pm")] == []
-    assert [a[1] for a in conversation._amounts("Pitch is 60 for the hour, 10 of us so 6 each")] == ["60", "6"]
+    assert [a[1] for a in amounts("Pizza ordered for tomorrow: 14 pizzas, came to 238")] == ["238"]
+    assert [a[1] for a in amounts("Target for the v2.3 release is Tuesday 21 April at 8pm")] == []
+    assert [a[1] for a in amounts("Pitch is 60 for the hour, 10 of us so 6 each")] == ["60", "6"]
 
 
 def test_the_question_set_is_well_formed():
