@@ -16,8 +16,11 @@ A token file is JSON; it stores only SHA-256 hashes of the tokens, never a token
   ``[...]``, matched case-sensitively) are allowed, ``["*"]`` reads every chat. No path
   separators or control characters.
 - ``rights``: optional, what the token may do in its chats: ``read``, ``add`` (messages to a
-  live chat), ``forget``; default ``["read"]`` (tokens written before rights existed read only).
+  live chat), ``forget``, ``replace`` (let a live chat replace a chat built from a chat file:
+  its messages leave the index for every reader, so ``add`` never implies it); default
+  ``["read"]`` (tokens written before rights existed read only).
 - ``created``: optional, informative.
+- ``expires``: optional UTC time (``2026-12-31T00:00:00Z``) from which the token is refused.
 
 ``add_token`` creates the file (mode 0600) or adds to it and returns the secret once (it cannot be
 recovered from the file); ``remove_token`` revokes by name; ``load_tokens`` validates a file
@@ -44,7 +47,7 @@ import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +59,10 @@ MAX_TOKEN_CHARS = 256  # longer presented tokens are refused without hashing
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _BAD_PATTERN = re.compile(r"[\x00-\x1f\x7f/\\]")
+_DURATION = re.compile(r"^([1-9][0-9]{0,5})([hd])$")
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MAX_PATTERN_CHARS = 200
-RIGHTS = ("read", "add", "forget")
+RIGHTS = ("read", "add", "forget", "replace")
 DEFAULT_RIGHTS = ("read",)
 
 
@@ -79,6 +84,13 @@ class TokenEntry:
     chats: tuple[str, ...]
     created: str | None = None
     rights: tuple[str, ...] = DEFAULT_RIGHTS
+    expires: str | None = None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """True from the token's ``expires`` time on (never without one)."""
+        if self.expires is None:
+            return False
+        return (now or datetime.now(UTC)) >= datetime.strptime(self.expires, TIME_FORMAT).replace(tzinfo=UTC)
 
     def allows(self, chat: str, right: str = "read") -> bool:
         """True when the token has ``right`` and ``chat`` matches one of its patterns."""
@@ -93,6 +105,8 @@ class TokenEntry:
                                "rights": list(self.rights)}
         if self.created is not None:
             row["created"] = self.created
+        if self.expires is not None:
+            row["expires"] = self.expires
         return row
 
 
@@ -123,6 +137,37 @@ def _check_rights(rights: Any, where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(rights))
 
 
+def _check_expires(expires: Any, where: str) -> str | None:
+    if expires is None:
+        return None
+    try:
+        datetime.strptime(expires, TIME_FORMAT)
+    except (TypeError, ValueError):
+        raise TokenFileError(f"{where}: must be a UTC time like 2026-12-31T00:00:00Z, got {expires!r}") from None
+    return expires
+
+
+def expiry(text: str, now: datetime | None = None) -> str:
+    """The ``expires`` value of ``token add --expires``: a duration from now (``12h``, ``30d``) or a
+    UTC time (``2026-12-31T00:00:00Z``, or a date ``2026-12-31`` meaning its midnight)."""
+    now = now or datetime.now(UTC)
+    if match := _DURATION.match(text.strip()):
+        amount, unit = int(match.group(1)), match.group(2)
+        return (now + timedelta(hours=amount) if unit == "h" else now + timedelta(days=amount)).strftime(TIME_FORMAT)
+    for pattern in (TIME_FORMAT, "%Y-%m-%d"):
+        try:
+            moment = datetime.strptime(text.strip(), pattern).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        if moment <= now:
+            raise TokenFileError(f"--expires {text!r} is in the past")
+        return moment.strftime(TIME_FORMAT)
+    raise TokenFileError(f"--expires must be a duration (12h, 30d) or a UTC time (2026-12-31T00:00:00Z), got {text!r}")
+
+
+_FIELDS = ("name", "sha256", "chats", "created", "rights", "expires")
+
+
 def _parse(path: Path, text: str) -> list[TokenEntry]:
     try:
         data = json.loads(text)
@@ -145,10 +190,9 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
         where = f"{path}: tokens[{i}]"
         if not isinstance(row, dict):
             raise TokenFileError(f"{where}: must be an object with name, sha256 and chats")
-        unknown = sorted(set(row) - {"name", "sha256", "chats", "created", "rights"})
+        unknown = sorted(set(row) - set(_FIELDS))
         if unknown:
-            raise TokenFileError(f"{where}: unknown fields {unknown}; allowed: "
-                                 "['name', 'sha256', 'chats', 'created', 'rights']")
+            raise TokenFileError(f"{where}: unknown fields {unknown}; allowed: {list(_FIELDS)}")
         for key in ("name", "sha256", "chats"):
             if key not in row:
                 raise TokenFileError(f"{where}.{key}: missing")
@@ -168,7 +212,8 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
         names.add(name)
         hashes.add(digest)
         rights = _check_rights(row.get("rights", list(DEFAULT_RIGHTS)), f"{where}.rights")
-        entries.append(TokenEntry(name, digest, chats, created, rights))
+        entries.append(TokenEntry(name, digest, chats, created, rights,
+                                  _check_expires(row.get("expires"), f"{where}.expires")))
     return entries
 
 
@@ -247,9 +292,10 @@ class TokenStore:
             return self._state
 
     def authenticate(self, token: str | None) -> TokenEntry | None:
-        """The entry of ``token``, or None. Compares the token's hash with every stored hash in
-        constant time (no early exit). ``TokenFileUnavailable`` while the file cannot be used:
-        the tokens read before are not trusted (a revocation may be what broke the file)."""
+        """The entry of ``token``, or None (also once it has expired). Compares the token's hash
+        with every stored hash in constant time (no early exit). ``TokenFileUnavailable`` while
+        the file cannot be used: the tokens read before are not trusted (a revocation may be what
+        broke the file)."""
         entries, problem = self._current()
         if problem is not None:
             raise TokenFileUnavailable(problem)
@@ -260,7 +306,16 @@ class TokenStore:
         for entry in entries:
             if hmac.compare_digest(presented, entry.sha256.encode()):
                 found = entry
-        return found
+        return None if found is None or found.expired() else found
+
+    def by_name(self, name: str) -> TokenEntry | None:
+        """The unexpired entry named ``name`` (a signed session names its token); None otherwise.
+        ``TokenFileUnavailable`` as ``authenticate``."""
+        entries, problem = self._current()
+        if problem is not None:
+            raise TokenFileUnavailable(problem)
+        found = next((entry for entry in entries if entry.name == name), None)
+        return None if found is None or found.expired() else found
 
 
 def load_tokens(path: str | Path) -> TokenStore:
@@ -287,10 +342,11 @@ def _write(path: Path, entries: list[TokenEntry]) -> None:
         raise
 
 
-def add_token(path: str | Path, name: str, chats: Iterable[str], rights: Iterable[str] = DEFAULT_RIGHTS) -> str:
+def add_token(path: str | Path, name: str, chats: Iterable[str], rights: Iterable[str] = DEFAULT_RIGHTS,
+              expires: str | None = None) -> str:
     """Add a token named ``name`` with ``rights`` (default read) in ``chats`` (keys or globs) to the
     file at ``path`` (created if missing) and return the token: it is shown only now, the file
-    keeps its hash."""
+    keeps its hash. ``expires``: UTC time it is refused from (``expiry``; None: never)."""
     path = Path(path)
     entries = _read(path)[0] if path.exists() else []
     _check_name(name, f"{path}: new token name")
@@ -299,8 +355,9 @@ def add_token(path: str | Path, name: str, chats: Iterable[str], rights: Iterabl
     if any(entry.name == name for entry in entries):
         raise TokenFileError(f"{path}: a token named {name!r} exists already (remove it first)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _write(path, [*entries, TokenEntry(name, hash_token(token), patterns, created, granted)])
+    created = datetime.now(UTC).strftime(TIME_FORMAT)
+    until = _check_expires(expires, f"{path}: new token expires")
+    _write(path, [*entries, TokenEntry(name, hash_token(token), patterns, created, granted, until)])
     return token
 
 

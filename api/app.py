@@ -27,9 +27,10 @@ from starlette.requests import ClientDisconnect
 from api.access import TokenEntry, TokenFileUnavailable, TokenStore
 from api.bulkhead import check_deadlines
 from api.connections import DEFAULT_KEEP_ALIVE_S, DEFAULT_REQUEST_TIMEOUT_S, server_config
+from api.events_routes import mount_event_routes
 from api.guard import Guard
 from api.pages import mount_pages
-from api.limits import AskLimits
+from api.limits import AskLimits, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
 from api.service import ARRIVAL, MemoryApi
 from api.store_state import DEFAULT_REFRESH_S
@@ -134,6 +135,7 @@ def create_app(
     ask_workers: int = 2,
     offline_reserve_s: float = 1.0,
     ask_limits: AskLimits | None = None,
+    search_limits: SearchLimits | None = None,
     state_refresh_s: float = DEFAULT_REFRESH_S,
     warm_up: Callable[[], Any] | None = None,
 ) -> FastAPI:
@@ -146,7 +148,8 @@ def create_app(
     LLM pool's threads and waiting slots; ``search_workers`` / ``ask_workers``: threads of the
     search pool and of the offline-ask pool. ``offline_reserve_s``: how long before the deadline
     the offline answer starts (at most half the deadline). ``ask_limits``: asks per client at work
-    and waiting (``AskLimits()`` by default). ``state_refresh_s``: how old the in-memory reading
+    and waiting (``AskLimits()`` by default); ``search_limits``: the same for searches
+    (``SearchLimits()``). ``state_refresh_s``: how old the in-memory reading
     of the index may get before it is read again (a local store is read again on every change).
     ``warm_up``: run (in a thread) before the app takes requests: ``serve`` accepts no connection
     until it returns (``api.readiness.warm_up``). The event log is flushed and closed when the
@@ -169,7 +172,7 @@ def create_app(
     api = MemoryApi(retriever, event_log, llm, runs_root, tokens=tokens, unavailable=unavailable,
                      deadlines=check_deadlines(deadlines), llm_workers=llm_workers, llm_queue=llm_queue,
                      search_workers=search_workers, ask_workers=ask_workers, offline_reserve_s=offline_reserve_s,
-                     limits=ask_limits, refresh_s=state_refresh_s)
+                     limits=ask_limits, search_limits=search_limits, refresh_s=state_refresh_s)
     if tokens is not None and not tokens.entries:
         log.warning("token file %s holds no tokens: every request will be refused", tokens.path)
 
@@ -208,6 +211,7 @@ def create_app(
     async def health(who: TokenEntry | None = authenticated):
         return await api.health(who)
 
+    mount_event_routes(app, api, event_log)  # clients that answer themselves report citations
     mount_pages(app, api)  # the web inspector (api/pages): same process, same tokens
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)

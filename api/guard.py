@@ -8,6 +8,12 @@
 - ``POST`` bodies must be ``application/json`` (415 otherwise): ``text/plain``, form and
   multipart POSTs are what a browser sends cross-site without a CORS preflight.
 - No CORS: no ``Access-Control-*`` header ever leaves (an OPTIONS preflight gets no permission).
+- A request another site started (``Sec-Fetch-Site: cross-site`` or ``same-site``, or an
+  ``Origin`` that is not the request's own Host) may only open a page: 403 for any API request,
+  any method but GET/HEAD, and any page that would run work (an ask or story page with ``q``), so
+  a link or image on another site never runs an ask or a search, in the open API as with tokens.
+- Redirects are relative (``Location: /chats``, never ``http://<Host>/chats``): a foreign Host
+  is never echoed back.
 - ``security_headers`` on every response, errors and 404s included: ``nosniff``, no referrer,
   same-origin resource policy and a content policy. A response may set its own policy (the web
   pages: ``PAGE_CSP``); any other gets ``API_CSP``, which allows nothing.
@@ -18,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from api.requests import error_response
 
@@ -28,6 +35,8 @@ PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
             "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 _PORT = re.compile(r"^(:[0-9]{1,5})?$")
 _CSP = b"content-security-policy"
+_LOCATION = b"location"
+_CROSS = {b"cross-site", b"same-site"}
 
 
 def security_headers(csp: str = API_CSP) -> dict[str, str]:
@@ -70,6 +79,37 @@ def is_loopback_host(host: str) -> bool:
     return address.is_loopback and (address.version == 6) == value.startswith("[")
 
 
+def _relative(location: bytes) -> bytes:
+    """A redirect's target without scheme and host (``http://evil.example/chats`` -> ``/chats``)."""
+    parts = urlsplit(location.decode("latin-1"))
+    if not parts.scheme and not parts.netloc:
+        return location
+    path = "/" + parts.path.lstrip("/")
+    return (path + (f"?{parts.query}" if parts.query else "")).encode("latin-1")
+
+
+def _cross_site(headers: list[tuple[bytes, bytes]]) -> bool:
+    """True when the browser says another site started the request (Sec-Fetch-Site), or, from a
+    browser that does not say, its Origin names another host than its Host (Sec-Fetch-Site is the
+    browser's own view, right behind a proxy that rewrites the Host too)."""
+    fetch_sites = [value.strip().lower() for name, value in headers if name == b"sec-fetch-site"]
+    if fetch_sites:
+        return fetch_sites[0] in _CROSS
+    origins = [value for name, value in headers if name == b"origin"]
+    if not origins:
+        return False
+    hosts = [value.strip().lower() for name, value in headers if name == b"host"]
+    origin = origins[0].strip().lower()
+    return origin == b"null" or urlsplit(origin.decode("latin-1")).netloc.encode("latin-1") not in hosts
+
+
+def _plain_page(scope: dict) -> bool:
+    """A GET or HEAD of a page that runs nothing: no API route, no question asked."""
+    if scope["method"] not in ("GET", "HEAD") or scope.get("path", "").startswith("/api/"):
+        return False
+    return "q" not in parse_qs(scope.get("query_string", b"").decode("latin-1"))
+
+
 def _media_type(content_type: str) -> str:
     return content_type.partition(";")[0].strip().lower()
 
@@ -88,7 +128,8 @@ class Guard:
 
         async def send_guarded(message: dict) -> None:
             if message["type"] == "http.response.start":
-                headers = [(name, value) for name, value in message.get("headers", [])
+                headers = [(name, _relative(value) if name.lower() == _LOCATION else value)
+                           for name, value in message.get("headers", [])
                            if not name.lower().startswith(b"access-control-") and name.lower() not in _FORCED_NAMES]
                 if not any(name.lower() == _CSP for name, _ in headers):
                     headers.append(_DEFAULT_CSP)
@@ -110,6 +151,9 @@ class Guard:
                 return error_response(
                     403, None, "this API has no tokens, so it answers only requests addressed to this machine "
                                "(Host localhost, 127.0.0.1 or [::1]); start `serve --tokens FILE` to serve other names")
+        if _cross_site(headers) and not _plain_page(scope):
+            return error_response(403, None, "another site started this request: open the page from this site "
+                                             "(asks, searches and changes are never run for another site)")
         if scope["method"] == "POST":
             types = [value for name, value in headers if name == b"content-type"]
             if len(types) != 1 or _media_type(types[0].decode("latin-1")) != "application/json":

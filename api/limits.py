@@ -1,10 +1,11 @@
-"""Per-client bounds on asks: each client (its API token; in an open API its address) may have at
-most ``running`` asks at work and ``queued`` more waiting for one of its slots. Past that an ask
-is refused at once with 429 and ``Retry-After``, so one client's flood holds a bounded share of
-the ask workers and never a queue that others wait behind.
+"""Per-client bounds on asks and on searches: each client (its API token; in an open API its
+address) may have at most ``running`` requests of a kind at work and ``queued`` more waiting for
+one of its slots. Past that a request is refused at once with 429 and ``Retry-After``, so one
+client's flood holds a bounded share of the workers and never a queue that others wait behind.
 
-``AskLimits`` holds the settings (``serve --ask-running / --ask-queued``); ``ClientLimiter``
-hands out the slots (asyncio, on the server's event loop: no locks).
+``AskLimits`` / ``SearchLimits`` hold the settings (``serve --ask-running / --ask-queued /
+--search-running / --search-queued``); ``ClientLimiter`` hands out the slots of one kind
+(asyncio, on the server's event loop: no locks).
 """
 
 from __future__ import annotations
@@ -31,7 +32,25 @@ class AskLimits:
         for name, least in (("running", 1), ("queued", 0), ("retry_after_s", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"ask limits: {name} must be an integer >= {least}, got {value!r}")
+                raise ValueError(f"{self.kind} limits: {name} must be an integer >= {least}, got {value!r}")
+
+    @property
+    def kind(self) -> str:
+        return "ask"
+
+
+@dataclass(frozen=True)
+class SearchLimits(AskLimits):
+    """Per client: searches at work at once, searches waiting beyond them, and the ``Retry-After``
+    of a refused one. Two at work leave the other clients most of the search workers and cores:
+    a search is short, so a client that wants more waits in its queue or retries."""
+
+    running: int = 2
+    queued: int = 6
+
+    @property
+    def kind(self) -> str:
+        return "search"
 
 
 @dataclass
@@ -49,19 +68,19 @@ class ClientLimiter:
         self.refused = 0
 
     def full(self, key: str) -> bool:
-        """True when an ask of ``key`` now would be refused (every slot and queue place taken)."""
+        """True when a request of ``key`` now would be refused (every slot and queue place taken)."""
         client = self._clients.get(key)
         return client is not None and client.running >= self.limits.running and len(client.waiters) >= self.limits.queued
 
     def refusal(self) -> ApiError:
         """The 429 of a client past its limits (counted)."""
         self.refused += 1
-        return ApiError(429, None, f"too many asks at once from this client (at most {self.limits.running} at work "
-                                   f"and {self.limits.queued} waiting); retry later",
+        return ApiError(429, None, f"too many {self.limits.kind}s at once from this client (at most "
+                                   f"{self.limits.running} at work and {self.limits.queued} waiting); retry later",
                         headers={"Retry-After": str(self.limits.retry_after_s)})
 
     def load(self, key: str) -> tuple[int, int]:
-        """(asks at work, asks waiting) of ``key``."""
+        """(requests at work, requests waiting) of ``key``."""
         client = self._clients.get(key)
         return (client.running, len(client.waiters)) if client else (0, 0)
 

@@ -3,6 +3,8 @@ live chat (``narrative_mirror.live.memory.LiveMemory``), answered once the batch
 searchable (409 when a chat file's chat has that name, unless the body says
 ``"replace_file_chat": true``; the forget routes: ``api.live_forget``). A token needs the ``add``
 right in the chat's scope; every chat outside it gets the same 403, whether it exists or not.
+Replacing a chat file's chat takes the ``replace`` right as well: it empties that chat for every
+reader and every later build, which adding never implies.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
         replace = body.get("replace_file_chat", False)
         if not isinstance(replace, bool):
             raise ApiError(400, "replace_file_chat", "must be true or false")
+        if replace and who is not None and not who.allows(chat, "replace"):
+            raise ApiError(403, "replace_file_chat", "this API token may not replace a chat file's chat "
+                                                     "(it needs the replace right)")
         add = functools.partial(live.add, chat, body["messages"], replace_file_chat=replace)
         try:
             result = await asyncio.get_running_loop().run_in_executor(pool, add)

@@ -19,6 +19,7 @@ from api.service import MemoryApi
 from narrative_mirror.live.forget import Forgetting, Selection
 from narrative_mirror.live.log import MessageError, utc_time
 from narrative_mirror.live.memory import LiveMemory
+from resources import environment
 
 
 def forgetting_for(api: MemoryApi, live: LiveMemory) -> Forgetting:
@@ -27,7 +28,7 @@ def forgetting_for(api: MemoryApi, live: LiveMemory) -> Forgetting:
     log = api.event_log
     return Forgetting(live.log, live.store, live.log.root.parent, runs_root=api.runs_root,
                       spool_dir=getattr(log, "spool_dir", None), flush_events=getattr(log, "flush", None),
-                      on_changed=live.on_indexed)
+                      on_changed=live.on_indexed, dagster_elsewhere=environment.dagster_pg_url_env() is not None)
 
 
 def mount_forget(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
@@ -46,6 +47,8 @@ def mount_forget(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
             raise ApiError(400, exc.field, exc.reason) from None
         if report is None:
             raise ApiError(404, "chat", "no live message of that chat matches")
+        if report["whole_chat"]:
+            api.store_state.forget(chat)  # gone on purpose: health does not miss it
         return JSONResponse(report)
 
     def selection(**given) -> Selection:

@@ -21,6 +21,7 @@ from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
 from narrative_mirror.index_store import validate_chat_file
 from narrative_mirror.query import MODES
 from narrative_mirror.retrieval.config import VARIANTS
+from narrative_mirror.safe_text import clip_line
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50
@@ -31,8 +32,9 @@ MAX_BODY_BYTES = 16_384
 MAX_CHATS_CHARS = 4000  # a search's ``chats``: comma-separated keys and globs
 MAX_CHAT_ITEMS = 100  # an ask's ``chats`` list
 DEFAULT_USER = "anonymous"
-SEARCH_PARAMS = ("q", "chat", "chats", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "user_id",
-                 "session_id")
+SEARCH_PARAMS = ("q", "chat", "chats", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "tiers",
+                 "user_id", "session_id")
+TIERS = range(0, 4)  # importance tiers, 0 (low) .. 3 (high)
 ASK_FIELDS = ("chat", "chats", "question", "profile", "mode", "user_id", "session_id")
 _INT = re.compile(r"^[0-9]{1,4}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -48,8 +50,9 @@ class ApiError(Exception):
 
 def error_response(status: int, field: str | None, message: str,
                    headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """The body of every error: ``{"error": {"field", "message"}}``."""
-    return JSONResponse({"error": {"field": field, "message": message}}, status_code=status, headers=headers)
+    """The body of every error: ``{"error": {"field", "message"}}`` (the message at most
+    ``MAX_LINE_CHARS``, saying how long it was)."""
+    return JSONResponse({"error": {"field": field, "message": clip_line(message)}}, status_code=status, headers=headers)
 
 
 def _text(max_chars: int) -> Callable[[str], str]:
@@ -116,6 +119,17 @@ def _k(value: Any) -> Any:
     return value
 
 
+def _tiers(value: Any) -> Any:
+    """"2,3" -> (2, 3): the importance tiers a search keeps."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if not all(p.isdigit() and int(p) in TIERS for p in parts):
+            raise ValueError(f"must be comma-separated importance tiers from {TIERS.start} to {TIERS.stop - 1}, "
+                             f"got {value!r}")
+        return tuple(sorted({int(p) for p in parts}))
+    return value
+
+
 def _positive(upper: float) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if isinstance(value, str):
@@ -153,6 +167,7 @@ class SearchQuery(BaseModel):
     self_rag: Flag = False
     # The retrieval variant that ranks (None: retrieval.toml's default_variant, as `ask` uses).
     variant: Annotated[str, AfterValidator(_one_of(VARIANTS))] | None = None
+    tiers: Annotated[tuple[int, ...], BeforeValidator(_tiers)] | None = None  # only these importance tiers
     user_id: Identifier = DEFAULT_USER
     session_id: Identifier | None = None
 
@@ -210,7 +225,8 @@ async def search_query(request: Request) -> SearchQuery:
     return query
 
 
-async def ask_request(request: Request) -> AskRequest:
+async def bounded_body(request: Request) -> bytes:
+    """The request's body, 413 past ``MAX_BODY_BYTES`` (declared or sent)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
         raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
@@ -219,8 +235,13 @@ async def ask_request(request: Request) -> AskRequest:
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise ApiError(413, None, f"request body larger than {MAX_BODY_BYTES} bytes")
+    return bytes(body)
+
+
+async def ask_request(request: Request) -> AskRequest:
+    body = await bounded_body(request)
     try:
-        ask = AskRequest.model_validate_json(bytes(body))
+        ask = AskRequest.model_validate_json(body)
     except ValidationError as exc:
         raise bad_request(exc.errors(), "field", ASK_FIELDS) from None
     _one_chat_field(ask)

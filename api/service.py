@@ -1,8 +1,9 @@
 """The memory service behind the routes: who is asking (token), which chats they may read, and the
 search, ask and health endpoints, each in its own thread pool (searches, offline asks, and the
-LLM bulkhead for asks with an LLM). Asks are bounded per client (``api.limits``), by their
-profile's deadline, and stopped when their client hangs up (``api.stopping``); health and the
-chat checks answer from the in-memory ``api.store_state``. No response carries a server path.
+LLM bulkhead for asks with an LLM). Asks and searches are bounded per client (``api.limits``),
+asks also by their profile's deadline, and stopped when their client hangs up (``api.stopping``);
+health and the chat checks answer from the in-memory ``api.store_state``, read on its own thread
+(never queued behind searches). No response carries a server path.
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ from fastapi.responses import JSONResponse
 from api.access import TokenEntry, TokenStore
 from api.across_chats import ask_by_chats, ask_logged_chats, search_several, select_readable
 from api.bulkhead import LLMPool, OneAnswer, discard
-from api.limits import AskLimits, ClientLimiter
+from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
-from api.store_state import DEFAULT_REFRESH_S, StoreState
+from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
+from narrative_mirror import regressions, settings
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.recall_runs import recorded_search
-from narrative_mirror.safe_text import terminal_safe
+from narrative_mirror.safe_text import clip_line, terminal_safe
+from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -91,17 +94,21 @@ class MemoryApi:
     def __init__(self, retriever: Retriever, event_log: EventLog, llm: LLMClient | None, runs_root: Path | None, *,
                  tokens: TokenStore | None, unavailable: Mapping[str, str], deadlines: Mapping[str, float],
                  llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
-                 limits: AskLimits | None = None, refresh_s: float = DEFAULT_REFRESH_S):
+                 limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
+                 refresh_s: float = DEFAULT_REFRESH_S):
         self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
+        self.standing: regressions.StandingView | None = None  # made on first use: NM_HOME is handed late
         self.tokens, self.deadlines = tokens, dict(deadlines)
         self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
         self.offline_reserve_s = offline_reserve_s
         self.store_state = StoreState(retriever, refresh_s)
         self.before_read: Callable[[str], None] | None = None  # called with each chat a request reads
         self.limiter = ClientLimiter(limits or AskLimits())
+        self.search_limiter = ClientLimiter(search_limits or SearchLimits())
         self.asks_stopped: Counter[str] = Counter()  # "client gone" / "deadline": asks stopped before their end
         self.search_pool = ThreadPoolExecutor(search_workers, thread_name_prefix="nm-search")
         self.ask_pool = ThreadPoolExecutor(ask_workers, thread_name_prefix="nm-ask")
+        self.state_pool = ThreadPoolExecutor(1, thread_name_prefix="nm-state")  # index readings for health and checks
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
         self.clocks: Clocks | None = None  # each chat's zone for an answer's times (mount_pages sets it)
 
@@ -110,6 +117,7 @@ class MemoryApi:
             self.llm_pool.shutdown()
         self.search_pool.shutdown(wait=True, cancel_futures=True)
         self.ask_pool.shutdown(wait=True, cancel_futures=True)
+        self.state_pool.shutdown(wait=True, cancel_futures=True)
 
     # -- access ---------------------------------------------------------------------------------------
     async def principal(self, request: Request) -> TokenEntry | None:
@@ -134,7 +142,7 @@ class MemoryApi:
             self.before_read(chat)
         if chat in self.unavailable:
             raise ApiError(503, "chat", "that chat is unavailable: its build failed (see /api/health)")
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool)
         if chat not in reading.chats:
             if reading.error is not None:
                 raise ApiError(503, None, "the index cannot be read right now (see /api/health)")
@@ -148,15 +156,17 @@ class MemoryApi:
         matches none of them, whether or not other chats would) and each key checked as ``chat``."""
         if chats is None:
             return (await self.check_chat(chat, who),)
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool)
         chosen = select_readable(chats, reading.chats, lambda c: (who is None or who.allows(c))
                                  and c not in self.unavailable)
         return tuple([await self.check_chat(c, who) for c in chosen])
 
     def early_refusal(self, scope: dict) -> ApiError | None:
-        """The 429 of an ask whose client is past its limits, decided before routing and before its
-        body is read (a flood's refusals stay cheap); None lets the request through."""
-        if scope.get("method") != "POST" or scope.get("path") != "/api/ask":
+        """The 429 of an ask or a search whose client is past its limits, decided before routing
+        and before a body is read (a flood's refusals stay cheap); None lets the request through."""
+        limiter = {("POST", "/api/ask"): self.limiter, ("GET", "/api/memory/search"): self.search_limiter}.get(
+            (scope.get("method"), scope.get("path")))
+        if limiter is None:
             return None
         who = None
         if self.tokens is not None:
@@ -168,7 +178,7 @@ class MemoryApi:
                 return None
             if who is None:
                 return None  # the route answers 401
-        return self.limiter.refusal() if self.limiter.full(_client_key(who, scope)) else None
+        return limiter.refusal() if limiter.full(_client_key(who, scope)) else None
 
     # -- endpoints -------------------------------------------------------------------------------------
     async def health(self, who: TokenEntry | None) -> JSONResponse:
@@ -177,7 +187,7 @@ class MemoryApi:
         before that has no rows now, an event store that refuses writes (``EventLog.state``).
         Answered from memory (``StoreState``), read again when the store changes on disk or the
         reading is old, so health is ``ok`` again as soon as the store is repaired, without a restart."""
-        reading = await self.store_state.current(self.search_pool)
+        reading = await self.store_state.current(self.state_pool, wait_s=HEALTH_WAIT_S)
         problems: list[str] = []
         chat_problems: dict[str, str] = {}
         if reading.error is not None:
@@ -201,9 +211,28 @@ class MemoryApi:
                                 "unavailable": unavailable}
         if problems:
             body["problems"] = problems
+        # Evaluations whose checks failed and still stand: the service works, its quality regressed.
+        standing = [regressions.describe(entry) for entry in self._standing_regressions()
+                    if who is None or who.allows(entry["partition"])]
+        if standing:
+            body["regressions"] = standing
         return JSONResponse(body)
 
+    def _standing_regressions(self) -> list[dict[str, Any]]:
+        try:
+            if self.standing is None:
+                self.standing = regressions.StandingView(settings.state_home())
+            return list(self.standing.current().values())
+        except ValueError as exc:  # a damaged file is reported, not a failed health check
+            return [{"asset": "evaluation", "partition": "", "run_id": "-", "checks": [
+                {"check": "standing_regressions", "severity": "ERROR", "description": str(exc)}]}]
+
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
+        """A search in one of its client's search slots (429 when they and its queue are full)."""
+        async with self.search_limiter.slot(_client_key(who, request.scope)):
+            return await self._search(request, who, params)
+
+    async def _search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         arrival = request.scope.get(ARRIVAL, time.monotonic())
         chats = await self.check_chats(params.chat, params.chats, who)
         loop = asyncio.get_running_loop()
@@ -216,7 +245,7 @@ class MemoryApi:
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
             recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
             half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
-            root=self.runs_root, variant=params.variant))
+            root=self.runs_root, variant=params.variant, tiers=params.tiers))
         hits = recorded.result.hits
         event_id = self.event_log.log(RetrievalEvent(
             user_id=tenant_user(who and who.name, params.user_id), session_id=params.session_id, chat_file=chat, query=params.q,
@@ -233,15 +262,24 @@ class MemoryApi:
             "event_id": event_id,
             "timings_ms": recorded.result.timings_ms,
         }
-        if recorded.run_error:
-            log.warning("memory search: %s", terminal_safe(recorded.run_error))
-            meta["evidence_error"] = without_paths(recorded.run_error)
+        hits_out = [{**hit_json(h), "chat": chat} for h in hits]
+        errors = [recorded.run_error] if recorded.run_error else []
+        search_run = None
+        try:  # under NM_HOME: search_runs/YYYYMMDD/run_<ms>.json, and the day's recall cards
+            search_run = await loop.run_in_executor(self.search_pool, functools.partial(
+                record_search, params.q, chat, recorded.params, event_id, hits_out,
+                self.retriever.chat(chat).tiers, recorded.run_path, root=self.runs_root))
+        except OSError as exc:
+            errors.append(f"could not write the search-run record: {exc}")
+        if errors:
+            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors))))
+            meta["evidence_error"] = without_paths("; ".join(errors))
+        if recorded.run_path:  # never the server's absolute path
+            meta["recall_run_path"] = str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
         return JSONResponse({
-            "hits": [{**hit_json(h), "chat": chat} for h in hits],
+            "hits": hits_out,
             "meta": meta,
-            # under NM_HOME: recall_runs/YYYYMMDD/run_<ms>.json (never the server's absolute path)
-            "evidence_path": str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
-            if recorded.run_path else None,
+            "evidence_path": str(PurePosixPath(SEARCH_RUNS_DIR, *search_run.parts[-2:])) if search_run else None,
         })
 
     @staticmethod
@@ -255,7 +293,7 @@ class MemoryApi:
                 "reranker": "hybrid_score", "event_id": event_id,
                 "timings_ms": {**merged.timings_ms, "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()}}}
         if errors:
-            log.warning("memory search: %s", terminal_safe("; ".join(errors.values())))
+            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors.values()))))
             meta["evidence_error"] = "; ".join(errors.values())
         return {"hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits], "meta": meta,
                 "evidence_paths": {chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))

@@ -3,7 +3,9 @@
 Readable output for people (progress on stderr), one JSON object on stdout with ``--json``,
 always, with ``problems`` (bad input: one line per file naming the field) and ``failures``.
 Exit codes: 0 ok, 2 bad input (an argument, a chat/ARC/config file), 1 anything else failed,
-130 stopped by Ctrl-C or SIGTERM (the run in progress is marked canceled, no further one starts).
+130 stopped by Ctrl-C or SIGTERM (the run in progress is marked canceled, no further one starts),
+141 the reader of stdout went away (``| head -1``: no traceback). Each problem, failure and
+warning line is at most ``safe_text.MAX_LINE_CHARS`` long, saying how long it was.
 Good files are processed whatever the bad ones do; tracebacks only with ``--verbose`` (and in
 the Dagster run logs).
 """
@@ -17,8 +19,11 @@ from cli.commands.forget import finish_unfinished_forgets
 from cli.parser import build_parser
 from cli.printers import print_human
 from cli.server_client import NeedsLocalRun
-from narrative_mirror.safe_text import terminal_safe
+from narrative_mirror.safe_text import clip_line, terminal_safe
 from resources import environment
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool its reader left
 
 
 def _one_line(exc: BaseException) -> str:
@@ -47,6 +52,9 @@ def execute(args) -> tuple[dict, bool]:
         if verbose:
             raise
         result = {"failures": [f"{type(exc).__name__}: {_one_line(exc)} (--verbose shows the traceback)"]}
+    for key in ("problems", "failures", "warnings"):  # each line bounded, on the terminal and in --json
+        if key in result:
+            result[key] = [clip_line(line) for line in result[key]]
     result.setdefault("problems", [])
     result.setdefault("failures", [])
     return result, stopped
@@ -80,9 +88,15 @@ def run() -> None:
     """
     import os
 
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`| head -1`): stop quietly, as Unix tools do
+        code = EXIT_BROKEN_PIPE
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
 
 

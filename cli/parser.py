@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p)
     p.add_argument("--repair", action="store_true",
                    help="check everything stored in full (every parquet file read, every index table counted, "
-                        "full-text indexes) and rebuild what is damaged; --json lists what was found and repaired")
+                        "full-text indexes) and rebuild what is damaged, and build again the chats whose build "
+                        "failed before; --json lists what was found and repaired")
     p.set_defaults(func=cmd_build)
     p = sub.add_parser("eval", help="build what is stale, evaluate a split (QA + ARC), print its metrics")
     data_args(p)
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="API token file (`token add`); required to serve beyond loopback")
     p.add_argument("--ask-running", type=int, default=4, help="asks at work at once per token (open API: per address)")
     p.add_argument("--ask-queued", type=int, default=8, help="asks waiting beyond those per token; more get 429")
+    p.add_argument("--search-running", type=int, default=2,
+                   help="searches at work at once per token (open API: per address)")
+    p.add_argument("--search-queued", type=int, default=6, help="searches waiting beyond those per token; more get 429")
     p.add_argument("--request-timeout", type=float, default=10.0,
                    help="seconds a client has to send a whole request (head and body); slower ones are disconnected")
     p.add_argument("--keep-alive", type=int, default=5, help="seconds an idle connection is kept between requests")
@@ -132,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=Path, required=True, help="the token file (created if missing)")
     p.add_argument("--name", required=True, help="who or what the token is for")
     p.add_argument("--chat", action="append", default=[], help="chat key or glob the token may use (repeatable)")
-    p.add_argument("--rights", default="read", help="comma-separated: read, add, forget (default: read)")
+    p.add_argument("--rights", default="read", help="comma-separated: read, add, forget, replace (a live chat "
+                   "replacing a chat file's chat; add does not imply it) (default: read)")
+    p.add_argument("--expires", default=None, help="refuse the token from then on: a duration (12h, 30d) or a "
+                   "UTC time (2026-12-31T00:00:00Z); default: never")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_token)
 

@@ -130,18 +130,25 @@ def print_experiments(result: dict) -> None:
 
 
 def print_chats(result: dict) -> None:
-    """One row per chat, then the memory column's reasons in full."""
-    rows = [("chat", "participants", "messages", "questions", "dates", "memory")]
+    """One row per chat (its key, then its own name when that says more), then the memory column's
+    reasons in full; dates are in the chat's own zone."""
+    rows = [("chat", "name", "participants", "messages", "questions", "dates", "memory")]
     for c in result["chats"]:
         dates = f"{c['first']} .. {c['last']}" if c["first"] else "-"
-        rows.append((_one(c["chat"]) + (" (live)" if c.get("format") == "live" else ""), _one(", ".join(c["participants"])) or "-", str(c["messages"]),
-                     str(c["questions"]), dates, "built" if c["built"] else "not built: " + _one(c["why_not"])))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        name = c.get("name") or c["chat"]
+        rows.append((_one(c["chat"]) + (" (live)" if c.get("format") == "live" else ""),
+                     _one(name) if name != c["chat"] else "", _one(", ".join(c["participants"])) or "-",
+                     str(c["messages"]), str(c["questions"]), dates,
+                     "built" if c["built"] else "not built: " + _one(c["why_not"])))
+    if not any(row[1] for row in rows[1:]):
+        rows = [row[:1] + row[2:] for row in rows]
+    numbers = {len(rows[0]) - 4, len(rows[0]) - 3}
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     _print(f"{len(result['chats'])} chats in {_one(result['data'])}"
            + (f" (ARC cases: {_one(result['arcs'])})" if result["arcs"] else " (no ARC cases)"))
     for row in rows:
-        _print("  ".join(cell.rjust(w) if i in (2, 3) else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-               + "  " + row[5])
+        _print("  ".join(cell.rjust(w) if i in numbers else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+               + "  " + row[-1])
 
 
 def print_serve(result: dict) -> None:
@@ -171,5 +178,7 @@ def print_human(command: str, result: dict) -> None:
     _print(f"{command}: " + ", ".join(f"{k}={_one(v)}" for k, v in result.items() if not isinstance(v, (dict, list))))
     for key, row in (result.get("per_file") or {}).items():
         _print(f"  {_one(key)}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))
+    for line in result.get("not_reached") or []:  # forget: what it cannot reach
+        _print(f"  not reached: {line}")
     for kind, row in (result.get("pruned") or {}).items():  # maintain: what retention removed
         _print(f"  pruned {kind}: " + ", ".join(f"{k}={_one(v)}" for k, v in row.items()))

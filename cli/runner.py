@@ -24,7 +24,7 @@ import polars as pl
 from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_run
 from assets.ingest.assets import INPUT_PROBLEM
 from assets.sources.assets import observe_sources, record_observation
-from cli.broken import NOT_RETRIED, BrokenChats
+from cli.broken import FAILURE, NOT_RETRIED, PROBLEM, BrokenChats
 from cli.stop_signal import StopSignal
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror.safe_text import terminal_safe
@@ -95,6 +95,7 @@ class Runner:
         self.progress = progress
         self.verbose = verbose
         self.problems: list[str] = []  # files that could not become partitions (bad names, links out, bad exports)
+        self.elsewhere: dict[str, str] = {}  # chats this home built from another folder: {key: why not taken}
         self.source_versions: dict[str, dict[str, str]] = {}  # per chat: its source versions (register)
         self.data_dir = Path(data_dir).resolve() if data_dir else environment.data_dir()
         self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
@@ -150,6 +151,7 @@ class Runner:
         returns the chat files present, the command's partitions."""
         found = observe_sources(self.instance, self.resources["chat_data"], progress=self.progress)
         self.problems = found.problems
+        self.elsewhere = found.elsewhere
         self.source_versions = found.versions
         if not found.files:
             why = f": {' | '.join(found.problems)}" if found.problems else ""
@@ -197,7 +199,8 @@ class Runner:
     # -- running ----------------------------------------------------------------------------
     def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
                     tags: dict[str, str] | None = None, force: bool = False, what: str = "",
-                    run_config: dict | None = None, repair: Mapping[str, Sequence[str]] | None = None) -> BuildReport:
+                    run_config: dict | None = None, repair: Mapping[str, Sequence[str]] | None = None,
+                    retry_failed: bool = False, memory: bool = False) -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
@@ -205,9 +208,19 @@ class Runner:
         that of the assets it runs). ``repair``: {partition: asset names} whose stored output
         is damaged, run in the first round whatever the rule says (cli/integrity.py finds them;
         a partition outside ``partitions`` gets only those). A failed partition is left alone
-        (the others go on) and reported in the result."""
+        (the others go on) and reported in the result; one that failed in an earlier command
+        with the same sources and code is reported again and not run (``retry_failed``: run it).
+        A bad input is remembered whatever the selection; any other failure only for ``memory``
+        (the chat's memory build), whose failures must stick, never for an evaluation."""
         targets: list[str | None] = list(partitions) if partitions else [None]
         report = BuildReport()
+        if not retry_failed:
+            self._known_broken(targets, report, memory)
+        # Failed before, changed since (or retried): run whole, whatever the rule says (a step
+        # whose blocking check failed was materialized all the same: the rule sees nothing to do).
+        again = {p: list(selection) for p in targets if memory and p is not None and p not in report.failed
+                 and self.broken.recorded(p) == FAILURE}
+        repair = {**again, **(repair or {})}
         ran: set[tuple[str | None, dg.AssetKey]] = set()
         first = True
         while True:
@@ -226,18 +239,14 @@ class Runner:
             for i, (partition, keys) in enumerate(plan.items(), 1):
                 label = f"[{i}/{len(plan)}] {partition or '(all)'}"
                 versions = self.source_versions.get(partition) if partition else None
-                if (problem := self.broken.known(partition, versions)) is not None:
-                    # Its input failed before and has not changed: say so again, launch nothing.
-                    report.problems[partition] = f"{problem} {NOT_RETRIED}"
-                    ran.update((partition, k) for k in keys)
-                    self.progress(f"{label}: input unchanged since it failed: not run again")
-                    continue
                 if self._stop_asked():
                     self.progress(f"{label}: not started (stopped by a signal)")
                     raise KeyboardInterrupt
                 self._wait_for_other_runs(partition)
                 if first and force:
                     why = f"run on request: {', '.join(k.to_user_string() for k in keys)}"
+                elif first and partition in again:
+                    why = f"failed before, run again: {', '.join(k.to_user_string() for k in keys)}"
                 elif first and repair and partition in repair:
                     why = f"repair (stored output damaged or lost): {', '.join(k.to_user_string() for k in keys)}"
                 else:
@@ -259,7 +268,9 @@ class Runner:
                     raise KeyboardInterrupt
                 report.add(partition, result)
                 if partition in report.problems:
-                    self.broken.remember(partition, versions, report.problems[partition])
+                    self.broken.remember(partition, versions, report.problems[partition], PROBLEM)
+                elif partition in report.failures and memory:
+                    self.broken.remember(partition, versions, report.failures[partition], FAILURE)
                 elif versions and result.success:
                     self.broken.forget(partition)
                 if partition in report.failed:
@@ -270,6 +281,20 @@ class Runner:
             if (partition or "(all)") not in report.ran and partition not in report.failed:
                 self.progress(f"{partition or '(all)'}: {what or ', '.join(selection)} up to date")
         return report
+
+    def _known_broken(self, targets: Sequence[str | None], report: BuildReport, memory: bool) -> None:
+        """Chats whose build failed before with the same sources and code: reported again as they
+        failed, and not run (they stay failed, whatever the freshness rule says)."""
+        for partition in targets:
+            versions = self.source_versions.get(partition) if partition else None
+            if partition is None or (known := self.broken.known(partition, versions)) is None:
+                continue
+            kind, line = known
+            if kind == FAILURE and not memory:
+                continue
+            (report.problems if kind == PROBLEM else report.failures)[partition] = f"{line} {NOT_RETRIED}"
+            self.progress(f"{partition}: FAILED before, unchanged since: not run again "
+                          "(build --repair retries it)")
 
     def _stop_asked(self) -> bool:
         return self.stop_signal is not None and self.stop_signal.received()

@@ -4,6 +4,7 @@ went wrong, as every command reports it."""
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 INGEST = ["messages", "gold_qa", "arc_cases", "split"]
 LAYERS = ["message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
@@ -34,16 +35,39 @@ def import_options(args):
     return ImportOptions(format=fmt, tz=tz, day_first=day_first)
 
 
+def chat_sources(args):
+    """(the data folder, how its exports are read, its chats and the home's live chats by key,
+    problem lines) as ``build`` finds them, without Dagster."""
+    from narrative_mirror.exports.folder import remembered_options
+    from narrative_mirror.live.source import find_chats
+    from resources import environment
+
+    data_dir = args.data.resolve() if args.data else environment.data_dir()
+    home = environment.nm_home()
+    options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
+    sources, problems = find_chats(data_dir, options, home / "imports" / "scans")
+    return data_dir, options, sources, problems
+
+
+def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
+    """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
+    it, ARC cases would be dropped without a word."""
+    if arcs_dir is None:
+        return (f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
+                "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
+    if not arcs_dir.is_dir():
+        return f"ARC folder {arcs_dir} does not exist; ARC evaluation has no cases"
+    return None
+
+
 def outcome(runner, *reports) -> dict:
     """What went wrong across a command's reports, as the lines the command prints."""
-    from cli.commands.chats import arcs_line
-
     chat_data = runner.resource("chat_data")
     arcs = arcs_line(chat_data.data_path(), chat_data.arcs_path())
     problems = list(runner.problems)
     failures, warnings = [], [arcs] if arcs else []
     for report in reports:
-        problems += report.problems.values()
+        problems += [line for line in report.problems.values() if line not in problems]
         failures += [f"{key or '(all)'}: {message}" for key, message in report.failures.items()]
         warnings += report.warnings
     return {"problems": problems, "failures": failures, "warnings": warnings}
@@ -52,24 +76,34 @@ def outcome(runner, *reports) -> dict:
 def build_memory(runner, chats: list[str] | None = None, full_check: bool = False):
     """Ingest and layers of every chat file (or of ``chats``), then a freshness stamp per chat so
     that questions about it skip Dagster until something changes (cli/stamp.py). Stored outputs
-    are checked first (cli/integrity.py; ``full_check``: every file and table read whole) and
-    what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
+    are checked first (cli/integrity.py; ``full_check``: every file and table read whole, and the
+    chats whose build failed before are tried again) and what is damaged is rebuilt. Returns (all chat files, the BuildReport)."""
     from cli import integrity, stamp
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
     files = runner.resources["chat_data"].chat_files()
     before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
     keys = runner.register()
-    unknown = sorted(set(chats or ()) - set(keys))
+    # Asked for, but this home holds a chat of that key from another folder: left out, saying why
+    # (a problem of that chat, never "no such --chat": the chats may come from --all).
+    refused = {chat: runner.elsewhere[chat] for chat in chats or () if chat in runner.elsewhere}
+    unknown = sorted(set(chats or ()) - set(keys) - set(refused))
     if unknown:
         raise ValueError(f"--chat {unknown[0]!r}: no such chat file in {runner.data_dir} (known: {', '.join(keys)})")
-    targets = keys if chats is None else list(chats)
+    targets = keys if chats is None else [chat for chat in chats if chat not in refused]
     findings = integrity.check(runner, targets, INGEST + LAYERS, full=full_check)
     repair = integrity.prepare(runner, findings, INGEST + LAYERS, keys)
     # The check leaves database objects whose collection runs Python callbacks; collected during
     # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
     gc.collect()
-    report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair)
+    if targets:
+        report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check,
+                                    memory=True)
+    else:  # every chat asked for was refused: nothing to run (an empty list would mean the unpartitioned assets)
+        from cli.runner import BuildReport
+
+        report = BuildReport()
+    report.problems.update(refused)
     report.repairs = [f.as_json() for f in findings]
     for key in targets:
         if key in before and key not in report.failed:

@@ -16,9 +16,11 @@ from typing import Any
 import polars as pl
 
 from narrative_mirror import settings
+from narrative_mirror.citation_confidence import CitedMessage, independently_supported
 from narrative_mirror.metrics import QA_METRIC_KEYS, arc_case_metrics, attribute_losses, question_metrics, summarize
 from narrative_mirror.metrics.answer_contains import answer_contains
 from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
+from narrative_mirror.metrics.unknowns_when_needed import unknowns_when_needed
 
 STAGES = ("never_candidate", "ranked_too_low", "dropped_at_selection")
 ARC_KEYS = {"global_recall": "arc_global_recall", "phase_coverage": "arc_phase_coverage",
@@ -190,9 +192,14 @@ def _answer_scores(result: Any, q: Mapping[str, Any]) -> dict[str, float]:
 def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
     """What the answer KPIs are made of, for one answer."""
     supported = [c for c in result.claims if c.supported]
+    evidence = {e.id: CitedMessage(e.text.removeprefix(f"{e.speaker}: ") if e.speaker else e.text, e.timestamp,
+                                   e.speaker) for e in getattr(result, "evidence", ())}
     return {
         "claims": len(result.claims),
         "supported_claims": len(supported),
+        # the same claims checked again by other means than the answerer's verifier
+        "independently_supported_claims": sum(independently_supported(
+            c.text, getattr(result, "question", ""), [evidence[i] for i in c.ids if i in evidence]) for c in supported),
         "claims_citing_gold": sum(bool(set(c.ids) & set(gold_ids)) for c in supported),
         "abstained": result.abstained,
         "corrective": result.rounds > 1,
@@ -232,6 +239,8 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     corrective = rows.filter(pl.col("corrective"))
     return {
         "supported_claim_rate": ratio("supported_claims", "claims"),
+        # seed 002: graded by a check that is not the answerer's own (citation_confidence.INDEPENDENT_CHECK)
+        "supported_claim_rate_lexical_check": ratio("independently_supported_claims", "claims"),
         # A gold-id proxy of citation precision: supported claims citing at least one gold id.
         "claim_gold_citation_precision": ratio("claims_citing_gold", "supported_claims"),
         "top5_gold_share": mean("top5_gold_share"),
@@ -241,6 +250,9 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
         "ambiguity_resolution_rate": float(corrective["must_have_met"].mean()) if corrective.height else None,
         "mean_tool_calls": mean("tool_calls"),
         "unknown_rate": float(rows["abstained"].mean()) if rows.height else None,
+        # an abstention is right when no gold evidence exists or none was retrieved (metrics.unknowns_when_needed)
+        **unknowns_when_needed(list(zip(rows["abstained"].to_list(), rows["gold_ids"].to_list(),
+                                        rows["ranked_ids"].to_list())) if rows.height else []),
         "abstention_accuracy": float(unanswerable["abstained"].mean()) if unanswerable.height else None,
         "corrective_trigger_rate": float(rows["corrective"].mean()) if rows.height else None,
         "mean_llm_calls": float(rows["llm_calls"].mean()) if rows.height else None,
@@ -249,8 +261,10 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
 
 
 UNANSWERABLE_CATEGORY = 5  # LoCoMo's adversarial questions: the chat does not answer them
-KPI_KEYS = ("supported_claim_rate", "claim_gold_citation_precision", "top5_gold_share", "top10_gold_share",
-            "top5_graded_relevance", "ambiguity_resolution_rate", "mean_tool_calls", "unknown_rate",
+KPI_KEYS = ("supported_claim_rate", "supported_claim_rate_lexical_check", "claim_gold_citation_precision",
+            "top5_gold_share", "top10_gold_share", "top5_graded_relevance", "ambiguity_resolution_rate",
+            "mean_tool_calls", "unknown_rate", "unknowns_when_needed", "unknowns_when_not_needed",
+            "abstention_decision_accuracy",
             "abstention_accuracy", "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
 
 
@@ -260,8 +274,8 @@ QA_ROW_SCHEMA = {
     **{k: pl.Float64 for k in QA_METRIC_KEYS},
     "answer": pl.String, "gold_answer": pl.String,
     **{k: pl.Float64 for k in ANSWER_KEYS},
-    "claims": pl.Int64, "supported_claims": pl.Int64, "claims_citing_gold": pl.Int64,
-    "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
+    "claims": pl.Int64, "supported_claims": pl.Int64, "independently_supported_claims": pl.Int64,
+    "claims_citing_gold": pl.Int64, "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
     "top5_gold_share": pl.Float64, "top10_gold_share": pl.Float64, "top5_graded_relevance": pl.Float64,
     "tool_calls": pl.Int64, "must_have_met": pl.Boolean,
     "latency_ms": pl.Float64,

@@ -106,13 +106,22 @@ def _mean_vector(matrix: np.ndarray, rows: list[int]) -> np.ndarray:
     return mean / norm if norm > 0 else mean
 
 
+def _is_system(messages: pl.DataFrame) -> pl.Expr:
+    return pl.col("system").fill_null(False) if "system" in messages.columns else pl.lit(False)
+
+
+def indexed_messages(messages: pl.DataFrame) -> pl.DataFrame:
+    """The messages the index holds: all but system lines (joins, calls, group changes), which
+    stay in the transcript and out of retrieval. The index's rows and its check both use this."""
+    return messages.filter(~_is_system(messages))
+
+
 def message_rows(
     messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None
 ) -> pa.Table:
-    """Rows of the ``messages`` table: one per message, vector from ``embeddings``. System lines
-    (joins, calls, group changes) stay in the transcript and out of the index: never retrieved."""
-    if "system" in messages.columns:
-        messages = messages.filter(~pl.col("system").fill_null(False))
+    """Rows of the ``messages`` table: one per indexed message (:func:`indexed_messages`),
+    vector from ``embeddings``."""
+    messages = indexed_messages(messages)
     replies = messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
     msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(replies.cast(pl.String).alias("reply_to"))
     msgs = msgs.sort("position")
@@ -244,9 +253,9 @@ def build_rows(
     """Arrow rows of every table for one chat; tables whose layer is absent are left out.
     System lines are in no table: not as messages, not as block members (a block or thread left
     without members is left out)."""
-    system = messages.filter(pl.col("system").fill_null(False))["local_id"] if "system" in messages.columns else []
-    if len(system) and blocks is not None:
-        blocks, threads = _without_members(blocks, threads, system.to_list())
+    system = messages.filter(_is_system(messages))["local_id"].to_list()
+    if system and blocks is not None:
+        blocks, threads = _without_members(blocks, threads, system)
     rows = {"messages": message_rows(messages, embeddings, signals)}
     if blocks is not None:
         rows["blocks"] = block_rows(blocks, embeddings)

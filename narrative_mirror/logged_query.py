@@ -7,10 +7,11 @@ The HTTP API and the CLI both answer through ``ask_logged`` so every query leave
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from narrative_mirror.agent.contract import AgentAnswer
-from narrative_mirror.agent.profiles import PROFILES
-from narrative_mirror.citations import detect_citations
+from narrative_mirror.agent.profiles import Profile, get_profile
+from narrative_mirror.citation_confidence import CitedMessage, answer_citations
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.query import ask
@@ -18,24 +19,35 @@ from narrative_mirror.query import ask
 DEFAULT_USER = "anonymous"
 
 
-def ask_logged(retriever, chat_file: str, question: str, profile: str, llm, mode: str, event_log: EventLog,
+def query_vector(retriever, question: str) -> list[float] | None:
+    """The question's embedding as the event stores it (None for a retriever without an embedder)."""
+    embedder = getattr(retriever, "embedder", None)
+    return None if embedder is None else [float(v) for v in embedder.encode([question])[0]]
+
+
+def search_settings(retriever, profile: str | Profile) -> dict:
+    """The event's ``method`` and ``threshold`` as this ask used them: the variant searched (the
+    retriever's default when the ask ran) and the profile's coverage threshold."""
+    return {"method": VARIANT_METHODS[retriever.default_variant], "threshold": get_profile(profile).min_top5_relevance}
+
+
+def ask_logged(retriever, chat_file: str, question: str, profile: str | Profile, llm, mode: str, event_log: EventLog,
                user_id: str = DEFAULT_USER, session_id: str | None = None) -> tuple[AgentAnswer, str]:
     started = time.perf_counter()
+    settings = search_settings(retriever, profile)
     answer = ask(retriever, chat_file, question, profile, llm, mode)
     returned = answer.ranked_ids
     texts = [h.text for h in retriever.messages(chat_file, returned)]
-    # What the final answer cites: the ids of its verified claims (none when it abstained); an answer
-    # without claims (the one-shot path) is read for citations instead (seed 001's heuristic).
-    supported = [c for c in answer.claims if c.supported]
-    claim_ids = list(dict.fromkeys(i for c in supported for i in c.ids)) if answer.claims else None
-    outside = [i for i in claim_ids or () if i not in returned]
-    cited, confidence = detect_citations(
-        answer.answer, list(zip(returned, texts)), claim_ids, claims=[(c.text, c.ids) for c in supported],
-        texts={h.local_id: h.text for h in retriever.messages(chat_file, outside)} if outside else None)
+
+    def read(ids: Sequence[str]) -> dict[str, CitedMessage]:
+        return {h.local_id: CitedMessage(h.text, h.timestamp, h.speaker) for h in retriever.messages(chat_file, ids)}
+
+    cited, per_id, confidence = answer_citations(answer, dict(zip(returned, texts)), read,
+                                                 getattr(retriever, "embedder", None))
     event_id = event_log.log(RetrievalEvent(
         user_id=user_id, session_id=session_id, chat_file=chat_file, query=question, returned_ids=returned,
-        method=VARIANT_METHODS[retriever.default_variant], threshold=PROFILES[profile].min_top5_relevance,
         counts_per_source={"search": len(returned)}, cited_ids=cited, citation_confidence=confidence,
-        latency_ms=(time.perf_counter() - started) * 1000, tokens_in_context=approx_tokens(texts),
+        cited_confidences=per_id, query_vector=query_vector(retriever, question),
+        latency_ms=(time.perf_counter() - started) * 1000, tokens_in_context=approx_tokens(texts), **settings,
     ))
     return answer, event_id

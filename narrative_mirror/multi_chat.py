@@ -231,13 +231,18 @@ def ask_chats(retriever: Any, chats: Sequence[str], question: str, ask_one: Call
     return combine(question, [(chat, ask_one(chat)) for chat in asked], chats), merged
 
 
-def _message_texts(retriever: Any, message_ids: Sequence[str]) -> dict[str, str]:
-    """message id (``chat/local id``) -> text, read per chat."""
+def _messages(retriever: Any, message_ids: Sequence[str]) -> dict[str, Any]:
+    """message id (``chat/local id``) -> its ``Hit``, read per chat."""
     by_chat: dict[str, list[str]] = {}
     for message_id in message_ids:
         chat, _, local_id = message_id.partition("/")
         by_chat.setdefault(chat, []).append(local_id)
-    return {f"{chat}/{h.local_id}": h.text for chat, ids in by_chat.items() for h in retriever.messages(chat, ids)}
+    return {f"{chat}/{h.local_id}": h for chat, ids in by_chat.items() for h in retriever.messages(chat, ids)}
+
+
+def _message_texts(retriever: Any, message_ids: Sequence[str]) -> dict[str, str]:
+    """message id (``chat/local id``) -> text, read per chat."""
+    return {i: h.text for i, h in _messages(retriever, message_ids).items()}
 
 
 def searched_label(chats: Sequence[str]) -> str:
@@ -260,29 +265,27 @@ def ask_chats_logged(retriever: Any, chats: Sequence[str], question: str, profil
     """``ask_chats`` with one retrieval event, as ``logged_query.ask_logged`` logs one chat's ask:
     ``chat_file`` the chats searched (``searched_label``), ids as message ids, and
     ``counts_per_source`` the merged list's hits per searched chat (``chat:<key>``, 0 for none)."""
-    from narrative_mirror.agent.profiles import PROFILES
-    from narrative_mirror.citations import detect_citations
-    from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens
+    from narrative_mirror.citation_confidence import CitedMessage, answer_citations
+    from narrative_mirror.events.record import RetrievalEvent, approx_tokens
+    from narrative_mirror.logged_query import query_vector, search_settings
     from narrative_mirror.query import ask
 
     started = time.perf_counter()
+    settings = search_settings(retriever, profile)
     ask_one = ask_one or (lambda chat: ask(retriever, chat, question, profile, llm, mode))
     answer, merged = ask_chats(retriever, chats, question, ask_one)
     returned = [r.id for r in answer.trace.reranked]
     texts = _message_texts(retriever, returned)
-    supported = [c for c in answer.claims if c.supported]
-    claim_ids = list(dict.fromkeys(i for c in supported for i in c.ids)) if answer.claims else None
-    outside = [i for i in claim_ids or () if i not in texts]
-    cited, confidence = detect_citations(
-        answer.answer, [(i, texts[i]) for i in returned], claim_ids, claims=[(c.text, c.ids) for c in supported],
-        texts=_message_texts(retriever, outside) if outside else None)
+    cited, per_id, confidence = answer_citations(
+        answer, {i: texts[i] for i in returned},
+        lambda ids: {i: CitedMessage(h.text, h.timestamp, h.speaker) for i, h in _messages(retriever, ids).items()},
+        getattr(retriever, "embedder", None))
     found = [h.chat for h in merged.hits] if merged is not None else []
     event_id = event_log.log(RetrievalEvent(
         user_id=user_id, session_id=session_id, chat_file=searched_label(chats), query=question,
-        returned_ids=returned, method=VARIANT_METHODS[retriever.default_variant],
-        threshold=PROFILES[profile].min_top5_relevance,
-        counts_per_source={f"chat:{chat}": found.count(chat) for chat in chats}, cited_ids=cited,
-        citation_confidence=confidence, latency_ms=(time.perf_counter() - started) * 1000,
-        tokens_in_context=approx_tokens(list(texts.values())),
+        returned_ids=returned, counts_per_source={f"chat:{chat}": found.count(chat) for chat in chats},
+        cited_ids=cited, citation_confidence=confidence, cited_confidences=per_id,
+        query_vector=query_vector(retriever, question), latency_ms=(time.perf_counter() - started) * 1000,
+        tokens_in_context=approx_tokens(list(texts.values())), **settings,
     ))
     return answer, event_id

@@ -73,6 +73,26 @@ def is_error(entry: dict[str, Any]) -> bool:
     return any(c["severity"] == ERROR for c in entry["checks"])
 
 
+class StandingView:
+    """``read`` of one home, read again only when the file changed: health answers from memory."""
+
+    def __init__(self, home: Path):
+        self.home = Path(home)
+        self._seen: tuple[int, int] | None = None
+        self._entries: dict[str, dict[str, Any]] = {}
+
+    def current(self) -> dict[str, dict[str, Any]]:
+        try:
+            stat = standing_path(self.home).stat()
+        except FileNotFoundError:
+            self._seen, self._entries = None, {}
+            return {}
+        if (stat.st_mtime_ns, stat.st_size) != self._seen:
+            self._entries = read(self.home)
+            self._seen = (stat.st_mtime_ns, stat.st_size)
+        return self._entries
+
+
 def _update(home: Path, change) -> None:
     path = standing_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,3 +34,15 @@ def terminal_safe(text: object, keep_newlines: bool = False) -> str:
     """
     pattern = _UNSAFE_KEEP_NEWLINES if keep_newlines else _UNSAFE
     return pattern.sub(_escape, str(text))
+
+
+MAX_LINE_CHARS = 2000  # longest error or warning line printed or answered; the rest is counted, not shown
+
+
+def clip_line(text: object, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was (a 2 MB message quoted in an
+    error must not become a 2 MB line of a terminal, a log or a response)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [cut: {len(text):,} characters in all]"

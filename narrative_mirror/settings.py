@@ -22,13 +22,24 @@ DEFAULT_PROMPTS_DIR = PACKAGE_DIR / "prompts"
 
 _home: Callable[[], Path] | None = None
 _config_dir: Callable[[], Path | None] = lambda: None
+_pii_strict: Callable[[], bool] = lambda: False
 
 
-def use_folders(home: Callable[[], Path], config_dir: Callable[[], Path | None]) -> None:
-    """Where this process's state folder and config override folder come from (called by
-    ``resources/environment.py``, where the environment is read)."""
-    global _home, _config_dir
+def use_folders(home: Callable[[], Path], config_dir: Callable[[], Path | None],
+                pii_strict: Callable[[], bool] | None = None) -> None:
+    """Where this process's state folder and config override folder come from, and whether
+    search results carrying personal data are quarantined (called by ``resources/environment.py``,
+    where the environment is read)."""
+    global _home, _config_dir, _pii_strict
     _home, _config_dir = home, config_dir
+    if pii_strict is not None:
+        _pii_strict = pii_strict
+
+
+def pii_strict() -> bool:
+    """Seed 004's PII_STRICT: results with e-mail addresses, phone numbers or card numbers are
+    quarantined (``narrative_mirror.pii``) instead of returned and recorded."""
+    return _pii_strict()
 
 
 def state_home() -> Path:

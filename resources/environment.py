@@ -25,6 +25,9 @@ Variables (all optional):
 - ``SLACK_BOT_TOKEN`` / ``NM_SLACK_CHANNEL``: where regression alerts are posted besides the log.
 - ``NM_DEVICE``: where the embedder runs: ``auto`` (a CUDA GPU when there is one, the default),
   ``cpu`` or ``cuda``.
+- ``NM_PII_STRICT``: ``1`` quarantines search results carrying e-mail addresses, phone numbers
+  or card numbers: the API returns a marker naming the kind instead of their text and writes them
+  to ``NM_HOME/quarantine`` instead of the run records (seed 004).
 - ``TZ``: the machine's zone (else ``/etc/localtime``, else UTC), the zone chat exports with
   local times are read in when the command gives no ``--tz``.
 
@@ -52,6 +55,7 @@ HOME_ENV = "NM_HOME"
 DATA_DIR_ENV = "NM_DATA_DIR"
 ARCS_DIR_ENV = "NM_ARCS_DIR"
 CONFIG_DIR_ENV = "NM_CONFIG_DIR"
+PII_STRICT_ENV = "NM_PII_STRICT"
 LANCEDB_URI_ENV = "NM_LANCEDB_URI"
 DAGSTER_PG_URL_ENV = "NM_DAGSTER_PG_URL"
 CELERY_BROKER_ENV = "NM_CELERY_BROKER_URL"
@@ -122,7 +126,12 @@ def hand_to_library() -> None:
     through here, so new files under NM_HOME (index, parquet, recall runs, logs, events) are
     0600 and new folders 0700 whichever library creates them."""
     os.umask(PRIVATE_UMASK)
-    settings.use_folders(home=nm_home, config_dir=config_dir)
+    settings.use_folders(home=nm_home, config_dir=config_dir, pii_strict=pii_strict)
+
+
+def pii_strict() -> bool:
+    """NM_PII_STRICT=1: quarantine search results that carry personal data."""
+    return value(PII_STRICT_ENV) == "1"
 
 
 def lancedb_uri() -> str:

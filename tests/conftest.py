@@ -31,7 +31,7 @@ def _isolated_env(tmp_path, monkeypatch):
     """Every test gets its own NM_HOME and no LLM unless it configures one."""
     monkeypatch.setenv("NM_HOME", str(tmp_path / "nm_home"))
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "NM_LLM_MODEL", "NM_LLM_TIMEOUT", "NM_DATA_DIR",
-                "NM_ARCS_DIR", "NM_CONFIG_DIR", "NM_EVAL_PROFILE", "SLACK_BOT_TOKEN"):
+                "NM_ARCS_DIR", "NM_CONFIG_DIR", "NM_EVAL_PROFILE", "SLACK_BOT_TOKEN", "NM_PII_STRICT"):
         monkeypatch.delenv(var, raising=False)
 
 

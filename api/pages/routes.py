@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from api.access import TokenEntry
 from api.guard import PAGE_CSP
 from api.pages import evaluation as ev
+from narrative_mirror import regressions
 from api.pages.login import LoginNeeded, login_location, page_principal, safe_target, sign_in, sign_out
 from api.pages.plot import history_plot, timeline
 from api.pages.store import PageStore, Transcript
@@ -176,8 +177,10 @@ class Pages:
                                           who is None or len(visible) == len(all_chats))
         evaluated = {r.chat for r in rows}
         no_gold = [c for c in visible if c not in evaluated and not await self._run(ev.gold_questions, self.store, c)]
+        standing = [regressions.describe(e) for e in (await self._run(regressions.read, self.store.home)).values()
+                    if e["partition"] in visible]
         return self.render(request, "evaluation.html", rows=rows, plot=history_plot(series, len(records)),
-                           records=len(records), outcome_words=ev.OUTCOME_WORDS, no_gold=no_gold)
+                           records=len(records), outcome_words=ev.OUTCOME_WORDS, no_gold=no_gold, standing=standing)
 
     async def evaluation_chat(self, request: Request, chat: str, category: str | None = None,
                               lost: str | None = None) -> HTMLResponse:

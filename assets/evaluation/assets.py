@@ -23,6 +23,7 @@ from assets.evaluation.tables import table_metadata
 from assets.index.assets import lancedb_index
 from assets.ingest.assets import split
 from assets.partitions import chat_files
+from assets.paths import shown_path
 from assets.sources.assets import agent_config, evaluation_config, prompt_sources, retrieval_config
 from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import evaluation as ev
@@ -231,7 +232,7 @@ def eval_summary(context: dg.AssetExecutionContext, config: EvaluationRunConfig,
         "outdated_partitions": dg.MetadataValue.json(outdated),
         "experiment_id": record["experiment_id"] if record else "",
         "experiment_log": table_metadata(log_rows),
-        "experiment_log_path": dg.MetadataValue.path(str(log)),
+        "experiment_log_path": shown_path(log, state.root),
     })
 
 

@@ -1,11 +1,13 @@
 """Retrieval events as an asset: how well answers use what retrieval returned (seed 001)."""
 
+import json
+
 import dagster as dg
 import polars as pl
 
+from assets.paths import shown_path
 from assets.versioning import versioned_asset
-from narrative_mirror.evaluation import markdown_table
-from narrative_mirror.storage import frame_hash
+from narrative_mirror.storage import frame_hash, write_atomically
 from resources.dagster_resources import LanceDBResource, StateResource
 
 STATS_SCHEMA = {"method": pl.String, "events": pl.Int64, "cited_rate": pl.Float64, "follow_up_rate": pl.Float64,
@@ -28,13 +30,19 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
     )
     export = state.exports_dir / "retrieval_training_examples.jsonl"
     examples = export_training_examples(events, export) if events.height else 0
+    # Queries are what clients typed: they go to a file of the exports folder (a forget redacts
+    # it), never into Dagster's metadata, which only counts them.
     followed = follow_ups_by_query(events)
+    followed_path = state.exports_dir / "followed_up_queries.jsonl"
+    followed_path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(followed_path, "".join(json.dumps(row, ensure_ascii=False) + "\n"
+                                            for row in followed.to_dicts()).encode())
     floats = {k: dg.MetadataValue.float(float(v)) for k, v in stats.items() if isinstance(v, float)}
     return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata={
         "events": dg.MetadataValue.int(stats["events"]),
         **floats,
         "training_examples": dg.MetadataValue.int(examples),
-        "followed_up_queries": dg.MetadataValue.md(markdown_table(followed.to_dicts()) if followed.height
-                                                    else "no query was followed up"),
-        "export": dg.MetadataValue.path(str(export)),
+        "followed_up_queries": dg.MetadataValue.int(followed.height),
+        "followed_up_queries_file": shown_path(followed_path, state.root),
+        "export": shown_path(export, state.root),
     })

@@ -9,7 +9,8 @@ from resources.dagster_resources import LanceDBResource, StateResource
 @dg.op(description="Remove recall-run files and retrieval events older than retention.toml's keep_days "
                    "(a kind without keep_days is kept) and report how much was removed.")
 def prune_by_age(context: dg.OpExecutionContext, lancedb: LanceDBResource, state: StateResource) -> dg.Output[dict]:
-    from narrative_mirror.retention import load_retention, prune
+    from narrative_mirror.maintenance import prune
+    from narrative_mirror.retention import load_retention
 
     report = prune(state.root / "recall_runs", lancedb.resolved_uri(), load_retention(),
                    storage_options=lancedb.storage_options())

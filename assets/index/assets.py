@@ -19,7 +19,7 @@ def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, mes
                   lancedb: LanceDBResource):
     """Messages, blocks and threads of the chat in LanceDB (vectors + full-text index),
     replacing the chat's previous rows in one commit per table."""
-    from narrative_mirror.index_rows import build_rows
+    from narrative_mirror.index_rows import build_rows, indexed_messages
 
     store = lancedb.get()
     key = context.partition_key
@@ -34,7 +34,7 @@ def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, mes
             **{f"{t}_version": dg.MetadataValue.int(v) for t, v in versions.items()},
         },
     )
-    yield vectors_for_every_message(messages["message_id"].to_list(), rows["messages"])
+    yield vectors_for_every_message(indexed_messages(messages)["message_id"].to_list(), rows["messages"])
 
 
 INDEX_ASSETS = [lancedb_index]

@@ -1,5 +1,6 @@
 """Data-quality check of the index, declared on lancedb_index and yielded by it: every message
-of the chat file has a row with a whole vector (none missing, none empty or not finite)."""
+the index is meant to hold (``index_rows.indexed_messages``: system lines are not) has a row with a
+whole vector (none missing, none empty or not finite)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import pyarrow as pa
 
 INDEX_CHECK_SPECS = [dg.AssetCheckSpec(
     "vectors_for_every_message", asset="lancedb_index", blocking=True,
-    description="Every message of the chat file has a row in the LanceDB messages table with a finite "
-                "vector of the embedder's dimension.")]
+    description="Every indexed message of the chat file (all but system lines) has a row in the LanceDB "
+                "messages table with a finite vector of the embedder's dimension.")]
 EXAMPLES = 5
 
 
 def vectors_for_every_message(message_ids: list[str], rows: pa.Table) -> dg.AssetCheckResult:
-    """``rows``: the messages table rows written for the chat (``message_id``, ``vector``)."""
+    """``message_ids``: the ids of the chat's indexed messages (``index_rows.indexed_messages``);
+    ``rows``: the messages table rows written for the chat (``message_id``, ``vector``)."""
     written = rows.column("message_id").to_pylist()
     vectors = rows.column("vector").to_pylist()
     dimension = max((len(v) for v in vectors if v), default=0)

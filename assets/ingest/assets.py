@@ -8,9 +8,10 @@ import polars as pl
 from assets.freshness import PARTITION_AUTOMATION
 from assets.ingest.checks import GOLD_QA_CHECKS, gold_oddities_check, unresolved_gold_share_check
 from assets.partitions import chat_files
+from assets.paths import shown_path
 from assets.sources.assets import arc_file, chat_file, split_config
 from assets.versioning import versioned_asset, versioned_output
-from narrative_mirror import schema, split as split_lib
+from narrative_mirror import schema, settings, split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.exports.folder import NATIVE
@@ -47,7 +48,7 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
         df,
         {
             "format": chat.format,
-            "source": dg.MetadataValue.path(str(chat.path)),
+            "source": shown_path(chat.path, chat_data.data_path(), settings.state_home()),
             "sessions": dg.MetadataValue.int(df["session"].n_unique()),
             "speakers": ", ".join(chat.speakers),
             "zone": f"{chat.tz} ({chat.tz_source})" if chat.tz else "none in the file",
@@ -107,7 +108,7 @@ def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, me
     with input_problems_as_failures():
         df = load_arc_cases(path, messages)
     phases = int(df["phase_names"].list.len().sum() or 0) if df.height else 0
-    return versioned_output(df, {"source": dg.MetadataValue.path(str(path)), "phases": dg.MetadataValue.int(phases)})
+    return versioned_output(df, {"source": shown_path(path, arcs_dir), "phases": dg.MetadataValue.int(phases)})
 
 
 @versioned_asset(partitions_def=chat_files, group_name="ingest", deps=[split_config], kinds={"polars"},

@@ -91,6 +91,9 @@ class SourceObservation:
     observations: list[dg.AssetObservation] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     versions: dict[str, dict[str, str]] = field(default_factory=dict)  # per chat: its source versions
+    # Chats of the folder not taken because this home built a chat of that key from another
+    # folder: {key: the problem line} (the line is in ``problems`` too).
+    elsewhere: dict[str, str] = field(default_factory=dict)
 
 
 FOLDER_METADATA = "data_folder"  # metadata, not a tag: tag values cannot hold a path
@@ -126,12 +129,14 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
     arcs_dir = chat_data.arcs_path()
     current: dict[tuple[dg.AssetKey, str | None], str] = {}
     files: dict[str, Path] = {}
+    elsewhere: dict[str, str] = {}
     for key, source in sources.items():
         other = _other_folder(_recorded(instance, chat_file.key, key), source.version, folder)
         if other is not None:
-            problems.append(
+            elsewhere[key] = (
                 f"{source.path}: chat {key!r} is built on this NM_HOME from {other}, whose copy differs: "
                 "not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)")
+            problems.append(elsewhere[key])
             continue
         files[key] = source.path
         current[(chat_file.key, key)] = source.version
@@ -141,7 +146,7 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
     for name, version in source_versions.prompt_versions().items():
         current[(PROMPTS[name].key, None)] = version
     known = set(instance.get_dynamic_partitions(chat_files.name))
-    result = SourceObservation(files=files, new_keys=sorted(set(files) - known), problems=problems,
+    result = SourceObservation(files=files, new_keys=sorted(set(files) - known), problems=problems, elsewhere=elsewhere,
                                versions={k: {"chat_file": v} for (a, k), v in current.items() if a == chat_file.key})
     for (key, partition), version in current.items():
         if key == arc_file.key:

@@ -1,7 +1,8 @@
-"""The ``chats`` command: which chats a data folder holds, and the home's live chats (format
-``live``), with participants, messages, date range, questions and whether each one's memory is
-built, and why not. Plain Python: it reads the chat
-files and the freshness stamps (cli/stamp.py), never starting Dagster or loading the embedder."""
+"""The ``chats`` command: every chat ``build`` would see (chat files, each conversation of each
+export, the home's live chats), by key, with its name, participants, messages, date range in its
+own zone, questions and whether its memory is built, and why not. Plain Python: it reads the
+chats, the freshness stamps (cli/stamp.py) and the failure records (cli/broken.py), never
+starting Dagster or loading the embedder."""
 
 from __future__ import annotations
 
@@ -11,17 +12,6 @@ from pathlib import Path
 NOT_BUILT = "never built in this home: `build` builds it, and so does the first question about it"
 SOURCE_LABELS = {"chat_file": "the chat file", "config": "the config files", "prompts": "the prompts",
                  "code": "the project's code"}
-
-
-def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
-    """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
-    it, ARC cases would be dropped without a word."""
-    if arcs_dir is None:
-        return (f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
-                "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
-    if not arcs_dir.is_dir():
-        return f"ARC folder {arcs_dir} does not exist; ARC evaluation has no cases"
-    return None
 
 
 def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
@@ -49,46 +39,96 @@ def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
     return None
 
 
-def chat_row(home: Path, chat: str, path: Path) -> dict:
-    """One chat file: what it holds and whether its memory is built (``why_not`` when not)."""
+def chat_row(home: Path, chat: str, path: Path, loaded=None, name: str = "") -> dict:
+    """One chat: what it holds and whether its memory is built (``why_not`` when not).
+    ``loaded``: its ``Chat`` (or the error reading it) when the caller read it already."""
     from narrative_mirror.chats import load_chat
 
     try:
-        chat_data = load_chat(path, chat)
-    except (ValueError, OSError) as exc:  # ChatFormatError and unreadable files
+        if isinstance(loaded, Exception):
+            raise loaded
+        chat_data = loaded if loaded is not None else load_chat(path, chat)
+    except (ValueError, OSError) as exc:  # ChatFormatError, ExportFormatError and unreadable files
         reason = " ".join(str(exc).split())
-        return {"chat": chat, "file": str(path), "format": None, "participants": [], "messages": 0, "questions": 0,
-                "first": None, "last": None, "built": False, "why_not": f"cannot be read: {reason}"}
-    times = chat_data.messages["timestamp"].drop_nulls()
-    why_not = _stale_reason(home, chat, path)
-    return {"chat": chat, "file": str(path), "format": chat_data.format, "participants": chat_data.speakers,
-            "messages": chat_data.messages.height, "questions": len(chat_data.qa),
-            "first": times.min().date().isoformat() if len(times) else None,
-            "last": times.max().date().isoformat() if len(times) else None,
-            "built": why_not is None, "why_not": why_not}
+        return {"chat": chat, "name": name or chat, "file": str(path), "format": None, "participants": [],
+                "messages": 0, "questions": 0, "first": None, "last": None, "tz": None, "built": False,
+                "why_not": f"cannot be read: {reason}"}
+    first, last = date_range(chat_data)
+    why_not = _failed(home, chat) or _stale_reason(home, chat, path)
+    return {"chat": chat, "name": name or chat, "file": str(path), "format": chat_data.format,
+            "participants": chat_data.speakers, "messages": chat_data.messages.height, "questions": len(chat_data.qa),
+            "first": first, "last": last, "tz": chat_data.tz or None, "built": why_not is None, "why_not": why_not}
+
+
+def _failed(home: Path, chat: str) -> str | None:
+    from cli.broken import BrokenChats
+
+    line = BrokenChats(home).last_failure(chat)
+    return f"its last build failed: {line}" if line else None
+
+
+def date_range(chat) -> tuple[str | None, str | None]:
+    """First and last day of the chat as its people saw them: the stored ``timestamp`` is each
+    message's wall-clock time in the zone it records (exports/frames.py)."""
+    times = chat.messages["timestamp"].drop_nulls()
+    if not len(times):
+        return None, None
+    return times.min().date().isoformat(), times.max().date().isoformat()
+
+
+def read_chats(sources: dict, options) -> dict:
+    """The ``Chat`` of each source (or the error reading it), reading each export once."""
+    from dataclasses import replace
+
+    from narrative_mirror.chats import load_chat
+    from narrative_mirror.exports.folder import NATIVE
+    from narrative_mirror.exports.frames import ExportChatError, conversation_chat
+    from narrative_mirror.exports.reader import read_export
+    from narrative_mirror.exports.records import ExportFormatError
+    from narrative_mirror.live.source import LIVE_FORMAT
+
+    loaded: dict = {}
+    exports: dict = {}
+    for key, source in sources.items():
+        if source.format in (NATIVE, LIVE_FORMAT):
+            try:
+                loaded[key] = load_chat(source.path, key)
+            except (ValueError, OSError) as exc:
+                loaded[key] = exc
+        else:
+            exports.setdefault((source.path, source.format), []).append(source)
+    for (path, fmt), chats in exports.items():
+        try:
+            for conversation in read_export(path, fmt, options.tz, options.day_first, machine_tz=options.machine_tz):
+                for source in (s for s in chats if s.is_conversation(conversation)):
+                    try:
+                        loaded[source.key] = conversation_chat(replace(conversation, key=source.key), options, path=path)
+                    except (ExportFormatError, ValueError) as exc:
+                        loaded[source.key] = ExportChatError(" ".join(str(exc).split()))
+        except (ExportFormatError, OSError, ValueError) as exc:
+            for source in chats:
+                loaded.setdefault(source.key, ExportChatError(" ".join(str(exc).split())))
+    return loaded
 
 
 def cmd_chats(args) -> dict:
-    from narrative_mirror.keys import find_chat_files
-    from narrative_mirror.live.source import LIVE_FOLDER, clash_problem, live_chat_files, live_wins
+    """Every chat ``build`` would see (chat files, each conversation of each export, live chats)."""
     from cli.server_client import through_server
-    from resources import environment
 
     if (result := through_server(args)) is not None:
         return result
-    data_dir = args.data.resolve() if args.data else environment.data_dir()
+    from cli.session import arcs_line, chat_sources
+    from narrative_mirror.live.source import LIVE_FOLDER
+    from resources import environment
+
+    data_dir, options, sources, problems = chat_sources(args)
     arcs_dir = args.arcs.resolve() if args.arcs else environment.arcs_dir(data_dir)
-    files, problems = find_chat_files(data_dir)
     home = environment.nm_home()
-    live_root = home / LIVE_FOLDER
-    for chat, log in live_chat_files(home).items():  # the build's rule (live.source.merge_live)
-        if chat in files and not live_wins(live_root, chat):
-            problems.append(clash_problem(files.pop(chat), chat))
-        else:
-            files[chat] = log
-    if not files and not problems:
-        raise FileNotFoundError(f"no chat files (*.json) in {data_dir} and no live chats in {live_root}")
-    rows = [chat_row(home, chat, path) for chat, path in sorted(files.items())]
+    if not sources and not problems:
+        raise FileNotFoundError(f"no chats (chat files or chat exports) in {data_dir} "
+                                f"and no live chats in {home / LIVE_FOLDER}")
+    loaded = read_chats(sources, options)
+    rows = [chat_row(home, key, source.path, loaded.get(key), source.title) for key, source in sorted(sources.items())]
     arcs = arcs_line(data_dir, arcs_dir)
     return {"data": str(data_dir), "arcs": str(arcs_dir) if arcs_dir else None, "home": str(home),
             "chats": rows, "problems": problems, "warnings": [arcs] if arcs else []}

@@ -49,7 +49,8 @@ def forgetting() -> Forgetting:
     from resources import environment, runtime
 
     home = environment.nm_home()
-    return Forgetting(LiveLog(home / "live"), runtime.index_from_environment(), home)
+    return Forgetting(LiveLog(home / "live"), runtime.index_from_environment(), home,
+                      dagster_elsewhere=environment.dagster_pg_url_env() is not None)
 
 
 def cmd_forget(args) -> dict:

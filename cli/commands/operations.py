@@ -11,7 +11,8 @@ from cli.session import runner_for
 def cmd_maintain(args) -> dict:
     """LanceDB upkeep and retention now (what `index_maintenance_job` and `maintain_job` do nightly
     under the daemon): ``pruned`` says what retention.toml's keep_days removed."""
-    from narrative_mirror.retention import load_retention, prune
+    from narrative_mirror.maintenance import prune
+    from narrative_mirror.retention import load_retention
 
     retention = load_retention()  # a bad setting fails before anything is changed
     with runner_for(args) as runner:  # under the home lock: no build writes meanwhile

@@ -20,15 +20,9 @@ def _clocks():
 
 def _chat_sources(args) -> dict:
     """The data folder's chats (and the home's live chats), by key."""
-    from cli.session import import_options
-    from narrative_mirror.exports.folder import remembered_options
-    from narrative_mirror.live.source import find_chats
-    from resources import environment
+    from cli.session import chat_sources
 
-    data_dir = args.data.resolve() if args.data else environment.data_dir()
-    home = environment.nm_home()
-    options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
-    return find_chats(data_dir, options, home / "imports" / "scans")[0]
+    return chat_sources(args)[2]
 
 
 def _chosen_chats(args, sources: dict) -> list[str]:

@@ -7,7 +7,7 @@ from narrative_mirror.agent import narrative
 from narrative_mirror.agent.contract import ArcAnswer, Phase
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.text import looks_like_injection
+from narrative_mirror.agent.addressed import addresses_the_reader
 
 
 def build_arc(state: AgentState, run: Run) -> None:
@@ -21,7 +21,7 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     scores: dict[str, float] = {}
     for block in run.story:
         # As in ask(): a message that addresses an AI is never evidence.
-        members = [h for h in block.members if not looks_like_injection(h.text)]
+        members = [h for h in block.members if not addresses_the_reader(h.text)]
         scores.update((h.local_id, h.score) for h in block.members)
         if members:
             blocks.append(narrative.Block(block.block_id, members))

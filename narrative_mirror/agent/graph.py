@@ -35,6 +35,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
+from narrative_mirror.agent import membership
 from narrative_mirror.agent.answer_nodes import generator, verification
 from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer
 from narrative_mirror.agent.profiles import Profile
@@ -89,6 +90,9 @@ def run_agent(
     """Run the graph for one question; ``task="arc"`` answers with phases. ``on_step(node,
     lines)`` is called as each node finishes, with the trace lines it wrote."""
     global _GRAPH
+    # Membership questions read the group's system lines, which no search ranks (membership.py).
+    if task == "ask" and (found := membership.answer(chat_file, question, profile.name)) is not None:
+        return found
     if _GRAPH is None:
         _GRAPH = build_graph()
     start = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from narrative_mirror.agent.contract import DebugTrace, RankedId
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.text import looks_like_injection
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.retrieval.fusion import rrf
 
 
@@ -13,7 +13,7 @@ def _flagged_ids(run: Run) -> list[str]:
     """Messages the run saw (its pool, its story's blocks) that address an AI, in file order:
     kept as data, never evidence."""
     seen = {p.hit.local_id: p.hit for p in run.pool.values()} | {h.local_id: h for b in run.story for h in b.members}
-    return sorted((i for i, h in seen.items() if looks_like_injection(h.text)), key=lambda i: seen[i].position)
+    return sorted((i for i, h in seen.items() if addresses_the_reader(h.text)), key=lambda i: seen[i].position)
 
 
 def run_info(run: Run, state: AgentState) -> dict:

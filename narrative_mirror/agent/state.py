@@ -24,7 +24,7 @@ from narrative_mirror.agent.config import agent_config
 from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, Facets, Route, SearchKind, SearchTrace
 from narrative_mirror.agent.grading import FacetMatch, FacetMatcher
 from narrative_mirror.agent.profiles import Profile
-from narrative_mirror.agent.text import looks_like_injection
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.llm import LLMClient, LLMError
 from narrative_mirror.retrieval.records import BlockHit, Hit, SearchResult
 
@@ -226,7 +226,7 @@ class Run:
                 match = self.matcher.match(hit.speaker, hit.text)
                 self.pool[hit.local_id] = PoolItem(
                     hit=hit, relative=relative, match=match, offline=0.0, grade=0.0,
-                    flagged=looks_like_injection(hit.text),
+                    flagged=addresses_the_reader(hit.text),
                 )
                 new += 1
             elif relative > item.relative:

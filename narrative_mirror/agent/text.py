@@ -133,6 +133,12 @@ def _folded(text: str) -> str:
     return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
 
 
+def folded(text: str) -> str:
+    """The text as the injection checks read it (``_folded``): case, accents, format characters
+    and look-alike letters removed."""
+    return _folded(text)
+
+
 def injection_text(text: str) -> str:
     """The form the injection patterns read: folded, punctuation inside words removed, spaced-out
     letters joined, every other run of non-word characters one space (colons kept)."""

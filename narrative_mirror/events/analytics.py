@@ -69,8 +69,9 @@ def follow_ups_by_query(events: pl.DataFrame, limit: int = 20) -> pl.DataFrame:
 
 def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
     """Write one JSON line per event with known citations:
-    {event_id, chat_file, query, returned, cited, not_cited, citation_confidence, satisfied,
-    follow_up_of}; ``cited`` / ``not_cited`` split the returned ids (returned order).
+    {event_id, chat_file, query, returned, cited, not_cited, citation_confidence, cited_confidence,
+    satisfied, follow_up_of}; ``cited`` / ``not_cited`` split the returned ids (returned order);
+    ``cited_confidence``: cited id -> its graded confidence (empty when the event has none per id).
     Returns the number of lines."""
     missing = [c for c in ("event_id", "chat_file", "query", "returned_ids", "cited_ids", "citation_confidence", "satisfied")
                if c not in events.columns]
@@ -91,6 +92,7 @@ def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
                 "cited": [i for i in row["returned_ids"] if i in cited],
                 "not_cited": [i for i in row["returned_ids"] if i not in cited],
                 "citation_confidence": row["citation_confidence"],
+                "cited_confidence": dict(zip(row["cited_ids"], row.get("cited_confidences") or [])),
                 "satisfied": row["satisfied"],
                 "follow_up_of": row.get("follow_up_of"),
             }, ensure_ascii=False) + "\n")

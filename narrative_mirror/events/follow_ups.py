@@ -3,7 +3,8 @@ earlier query of the SAME user within the window (10 minutes by default) gets ``
 the most recent such event, and that earlier event is marked ``satisfied = False``.
 
 The work per event is bounded: it compares with at most ``max_recent`` earlier queries of the
-user (the newest), keeps at most ``max_users`` users in memory (least recently active dropped),
+user (the newest), keeps at most ``max_users`` users in memory (least recently active dropped: a
+client names its user ids, and each kept user holds up to ``max_recent`` vectors, ~30 MB in all),
 and encodes each distinct query text once (``max_cached_vectors`` kept). Earlier queries come from
 memory, or from the table for a user this process has not seen yet (a CLI run per question still
 links follow-ups). ``EventLog``'s writer thread calls ``link``.
@@ -42,7 +43,7 @@ class FollowUpLinker:
     """
 
     def __init__(self, embedder: Embedder, window: timedelta, similarity: float, open_table: Callable[[], Any], *,
-                 max_recent: int = 20, max_users: int = 10_000, max_cached_vectors: int = 4096):
+                 max_recent: int = 20, max_users: int = 1000, max_cached_vectors: int = 4096):
         if max_recent < 1 or max_users < 1 or max_cached_vectors < 1:
             raise ValueError("FollowUpLinker: max_recent, max_users and max_cached_vectors must be >= 1")
         self.embedder = embedder

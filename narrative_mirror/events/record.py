@@ -44,14 +44,18 @@ EVENT_SCHEMA = pa.schema(
         ("threshold", pa.float64()),
         ("counts_per_source", pa.string()),  # JSON object: source -> count
         ("cited_ids", pa.list_(pa.string())),
-        ("citation_confidence", pa.float64()),  # null until citations are known
+        ("citation_confidence", pa.float64()),  # null until citations are known, and when nothing is cited
         ("follow_up_of", pa.string()),
         ("satisfied", pa.bool_()),  # null = unknown, False = the user asked again
         ("latency_ms", pa.float64()),
         ("tokens_in_context", pa.int64()),
         ("created_at", pa.timestamp("us", tz="UTC")),
+        ("cited_confidences", pa.list_(pa.float64())),  # per cited id, in cited_ids order
+        ("query_vector", pa.list_(pa.float32())),  # the query's embedding (null: not encoded)
     ]
 )
+# Columns a table written before they existed lacks: added (all null) when it is next written.
+ADDED_COLUMNS = ("cited_confidences", "query_vector")
 
 
 def approx_tokens(texts: Sequence[str]) -> int:
@@ -86,6 +90,17 @@ def check_unit(value: object, name: str) -> None:
         raise ValueError(f"retrieval event: {name} must be null or in [0, 1], got {value!r}")
 
 
+def check_confidences(values: object, cited: Sequence[str]) -> None:
+    """Per-cited-id confidences: none (not graded) or one in [0, 1] per cited id."""
+    if not isinstance(values, list | tuple) or (values and len(values) != len(cited)):
+        raise ValueError(f"retrieval event: cited_confidences must be empty or one per cited id "
+                         f"({len(cited)}), got {values!r}")
+    for value in values:
+        check_unit(value, "cited_confidences")
+        if value is None:
+            raise ValueError("retrieval event: cited_confidences holds null")
+
+
 @dataclass
 class RetrievalEvent:
     """One retrieval. ``cited_ids`` / ``citation_confidence`` may be filled later (``mark_cited``)."""
@@ -100,6 +115,8 @@ class RetrievalEvent:
     counts_per_source: dict[str, int] = field(default_factory=dict)
     cited_ids: list[str] = field(default_factory=list)
     citation_confidence: float | None = None
+    cited_confidences: list[float] = field(default_factory=list)  # per cited id; empty: not graded
+    query_vector: list[float] | None = None
     follow_up_of: str | None = None  # set by follow-up detection unless given
     latency_ms: float = 0.0
     tokens_in_context: int = 0
@@ -125,6 +142,10 @@ class RetrievalEvent:
         ):
             raise ValueError(f"retrieval event: counts_per_source must map names to counts >= 0, got {self.counts_per_source!r}")
         check_unit(self.citation_confidence, "citation_confidence")
+        check_confidences(self.cited_confidences, self.cited_ids)
+        if self.query_vector is not None and not (
+                isinstance(self.query_vector, list | tuple) and all(math.isfinite(v) for v in self.query_vector)):
+            raise ValueError("retrieval event: query_vector must be null or a list of finite numbers")
         if not isinstance(self.latency_ms, int | float) or not self.latency_ms >= 0:
             raise ValueError(f"retrieval event: latency_ms must be >= 0, got {self.latency_ms!r}")
         if not isinstance(self.tokens_in_context, int) or self.tokens_in_context < 0:
@@ -150,4 +171,6 @@ class RetrievalEvent:
             "latency_ms": float(self.latency_ms),
             "tokens_in_context": self.tokens_in_context,
             "created_at": self.created_at.astimezone(UTC),
+            "cited_confidences": [float(c) for c in self.cited_confidences],
+            "query_vector": None if self.query_vector is None else [float(v) for v in self.query_vector],
         }

@@ -31,9 +31,10 @@ def encode_event(row: dict) -> bytes:
     return (json.dumps({"event": {**row, "created_at": row["created_at"].isoformat()}}) + "\n").encode()
 
 
-def encode_citation(event_id: str, cited: list[str], confidence: float) -> bytes:
-    return (json.dumps({"cite": {"event_id": event_id, "cited_ids": cited, "citation_confidence": confidence}})
-            + "\n").encode()
+def encode_citation(event_id: str, cited: list[str], confidence: float | None,
+                    per_id: list[float] | None = None) -> bytes:
+    return (json.dumps({"cite": {"event_id": event_id, "cited_ids": cited, "citation_confidence": confidence,
+                                 "cited_confidences": per_id or []}}) + "\n").encode()
 
 
 def decode(line: bytes) -> tuple[str, dict] | None:

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import lancedb
 import polars as pl
+import pyarrow as pa
+from lancedb.index import BTree
 
-from narrative_mirror.events.record import EVENT_SCHEMA
+from narrative_mirror.events.record import ADDED_COLUMNS, EVENT_SCHEMA
 
 TABLE = "retrieval_events"
+INDEXED = ("user_id", "created_at")  # seed 001: the analysis queries filter by user and by time
 
 
 def quote(value: str) -> str:
@@ -29,6 +32,26 @@ def connect(uri: str, storage_options: Mapping[str, str] | None = None):
     # Always read the latest version: another process (CLI, Dagster) may append too.
     return lancedb.connect(uri, read_consistency_interval=timedelta(0),
                            storage_options=dict(storage_options) if storage_options else None)
+
+
+def prepare(table) -> None:
+    """Bring a stored table up to ``EVENT_SCHEMA`` (columns added since it was written arrive all
+    null) and give it B-tree indexes on ``INDEXED``; idempotent."""
+    missing = [EVENT_SCHEMA.field(name) for name in ADDED_COLUMNS if name not in table.schema.names]
+    if missing:
+        table.add_columns(pa.schema(missing))
+    indexed = {column for index in table.list_indices() for column in index.columns}
+    for column in INDEXED:
+        if column not in indexed:
+            table.create_index(column, config=BTree())
+
+
+def _with_all_columns(rows: pa.Table) -> pa.Table:
+    """``rows`` of an older table, its missing columns null."""
+    for name in EVENT_SCHEMA.names:
+        if name not in rows.column_names:
+            rows = rows.append_column(EVENT_SCHEMA.field(name), pa.nulls(rows.num_rows, EVENT_SCHEMA.field(name).type))
+    return rows.select(EVENT_SCHEMA.names)
 
 
 def read_events(
@@ -58,7 +81,8 @@ def read_events(
     query = table.search()
     if clauses:
         query = query.where(" AND ".join(clauses))
-    rows = query.select(EVENT_SCHEMA.names).limit(None).to_arrow()
+    stored = [name for name in EVENT_SCHEMA.names if name in table.schema.names]
+    rows = _with_all_columns(query.select(stored).limit(None).to_arrow())
     return pl.from_arrow(rows).sort("created_at", "event_id")
 
 
@@ -73,3 +97,14 @@ def delete_older(uri: str | Path, cutoff: datetime, storage_options: Mapping[str
     if deleted:
         table.optimize()  # compact the many small append fragments and drop old versions
     return deleted
+
+
+def find_event(uri: str | Path, event_id: str, storage_options: Mapping[str, str] | None = None) -> dict | None:
+    """The stored event ``event_id`` (its user and chat), or None."""
+    try:
+        table = connect(str(uri), storage_options).open_table(TABLE)
+    except ValueError:  # lancedb: "Table '...' was not found"
+        return None
+    rows = (table.search().where(f"event_id = {quote(event_id)}").select(["event_id", "user_id", "chat_file"])
+            .limit(1).to_arrow().to_pylist())
+    return rows[0] if rows else None

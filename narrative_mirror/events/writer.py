@@ -28,8 +28,9 @@ import pyarrow as pa
 from narrative_mirror import settings
 from narrative_mirror.events import spool as spooling
 from narrative_mirror.events.follow_ups import FollowUpLinker
-from narrative_mirror.events.record import EVENT_SCHEMA, RetrievalEvent, check_id, check_ids, check_unit
-from narrative_mirror.events.table import TABLE, connect, delete_older, quote, read_events
+from narrative_mirror.events.record import (EVENT_SCHEMA, RetrievalEvent, check_confidences, check_id, check_ids,
+                                            check_unit)
+from narrative_mirror.events.table import TABLE, connect, delete_older, prepare, quote, read_events
 
 if TYPE_CHECKING:
     from narrative_mirror.embedding import Embedder
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRY_S = (0.1, 0.5, 2.0, 5.0)  # waits between attempts at a batch the store refused
+LIST_TYPES = {"cited_ids": "List(Utf8)", "cited_confidences": "List(Float64)"}  # DataFusion's names
+# Writes through one table handle before it is opened anew: a LanceDB handle keeps what it read of
+# every version it wrote (about 20 KB each), so a long-lived one grew with every event stored.
+REOPEN_AFTER_WRITES = 50
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,8 @@ class EventLog:
         self._failing: tuple[str, datetime] | None = None
         self._closed = self._stopping = False
         self._table = None
+        self._prepared = None  # the table object ``prepare`` last ran on
+        self._writes = 0  # writes through the current table handle (REOPEN_AFTER_WRITES)
         self._follow_ups = (FollowUpLinker(embedder, follow_up_window, follow_up_similarity, self._open,
                                            max_recent=follow_up_recent) if embedder is not None else None)
         self._writer = threading.Thread(target=self._run, name="retrieval-event-writer", daemon=True)
@@ -132,12 +139,23 @@ class EventLog:
         self._append(spooling.encode_event(event.row()), f"event {event.event_id}", events=1)
         return event.event_id
 
-    def mark_cited(self, event_id: str, cited: Sequence[str], confidence: float) -> None:
-        """Record which ids the answer cited (spooled like ``log``)."""
+    def mark_cited(self, event_id: str, cited: Sequence[str], confidence: float | None = None,
+                   per_id: Sequence[float] | None = None) -> None:
+        """Record which ids the answer cited (spooled like ``log``), with a confidence per cited id
+        (``per_id``; default: ``confidence`` for each). The event's confidence is ``confidence``,
+        else the mean of ``per_id``; citing nothing leaves it null."""
         check_id(event_id, "event_id")
-        check_ids(list(cited), "cited_ids")
+        cited = list(dict.fromkeys(cited)) if isinstance(cited, list | tuple) else cited
+        check_ids(cited, "cited_ids")
         check_unit(confidence, "citation_confidence")
-        self._append(spooling.encode_citation(event_id, list(cited), float(confidence)), f"citations of {event_id}")
+        per_id = list(per_id) if per_id is not None else ([] if confidence is None else [confidence] * len(cited))
+        check_confidences(per_id, cited)
+        if confidence is None and per_id:
+            confidence = sum(per_id) / len(per_id)
+        if not cited:
+            confidence, per_id = None, []
+        self._append(spooling.encode_citation(event_id, cited, None if confidence is None else float(confidence),
+                                              [float(c) for c in per_id]), f"citations of {event_id}")
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until everything spooled so far, and what ended processes left in the spool folder,
@@ -229,6 +247,9 @@ class EventLog:
                     raise
                 table = db.open_table(TABLE)
             self._table = table
+        if self._prepared is not table:
+            prepare(table)  # older tables get the newer columns; the analysis indexes exist
+            self._prepared = table
         return table
 
     def _run(self) -> None:
@@ -301,7 +322,8 @@ class EventLog:
                 log.warning("retrieval events: follow-up detection failed: %r", exc)
         for kind, item in items:
             if kind == "cite":
-                values = {"cited_ids": item["cited_ids"], "citation_confidence": item["citation_confidence"]}
+                values = {"cited_ids": item["cited_ids"], "citation_confidence": item["citation_confidence"],
+                          "cited_confidences": item.get("cited_confidences") or []}
                 if item["event_id"] in pending:
                     pending[item["event_id"]].update(values)
                 else:
@@ -321,9 +343,18 @@ class EventLog:
             if rows:
                 table.add(pa.Table.from_pylist(rows, schema=EVENT_SCHEMA))
             for cite in cites:
-                values = {k: v for k, v in cite.items() if k != "event_id"}
-                if table.update(where=f"event_id = {quote(cite['event_id'])}", values=values).rows_updated == 0:
+                where = f"event_id = {quote(cite['event_id'])}"
+                values = {k: v for k, v in cite.items() if k != "event_id" and v != []}
+                if table.update(where=where, values=values).rows_updated == 0:
                     self._fail(1, f"an update of event {cite['event_id']} (no such event)")
+                    continue
+                # LanceDB cannot take an empty list as a value: cast an empty array instead
+                empty = {k: f"arrow_cast(make_array(), '{LIST_TYPES[k]}')" for k, v in cite.items() if v == []}
+                if empty:
+                    table.update(where=where, values_sql=empty)
+            self._writes += bool(rows) + len(cites)
+            if self._writes >= REOPEN_AFTER_WRITES:
+                self._table, self._writes = None, 0
 
     def _store_orphans(self) -> None:
         """Store what ended processes left in the spool folder (once, at the start)."""

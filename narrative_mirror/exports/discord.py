@@ -51,8 +51,8 @@ def read(path: Path) -> Iterator[Conversation]:
     title = title or path.stem
     tz = messages[0].tz if messages else "UTC"
     yield conversation_from_messages(
-        key=conversation_key(FORMAT, channel_id or title), title=title, source_format=FORMAT,
-        source=str(path), messages=messages, tz=tz, tz_source=TZ_FROM_FILE,
+        key=conversation_key(FORMAT, str(channel.get("name") or title)), title=title, source_format=FORMAT,
+        source=str(path), messages=messages, tz=tz, tz_source=TZ_FROM_FILE, native_id=channel_id,
     )
 
 

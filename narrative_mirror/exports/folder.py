@@ -18,21 +18,21 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from narrative_mirror.exports.archive import ExportTree, base_of
 from narrative_mirror.exports.limits import ExportRefused, checked_messages, read_limits, refusal
 from narrative_mirror.exports.reader import detect, read_export
+from narrative_mirror.exports.records import ExportFormatError, unique_key
 from narrative_mirror.exports.slack import DAY_FILE
-from narrative_mirror.exports.records import ExportFormatError
 from narrative_mirror.keys import ARCS_SUFFIX, PartitionKeyError, partition_key_for
 from narrative_mirror.storage import write_atomically
 
 NATIVE = "native"  # a RealTalk or LoCoMo chat file
 EXPORT_SUFFIXES = (".txt", ".zip", ".json")
 PROGRESS_EVERY_S = 5.0
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: readable keys and each chat's native id
 
 Progress = Callable[[str], None]
 
@@ -61,6 +61,15 @@ class ChatSource:
     format: str  # NATIVE or an export format
     version: str
     title: str = ""
+    # An export's chat: the key its reader gave it (``key`` differs when a suffix set it apart
+    # from another chat of the same name) and its native id ("" when the format has none).
+    conversation: str = ""
+    native_id: str = ""
+
+    def is_conversation(self, conversation) -> bool:
+        """Whether ``conversation`` (read from this source's export) is this chat."""
+        return (conversation.key == (self.conversation or self.key)
+                and conversation.native_id == self.native_id)
 
 
 def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
@@ -70,15 +79,8 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
     if not data_dir.is_dir():
         raise FileNotFoundError(f"data folder {data_dir} does not exist or is not a folder")
     folder = data_dir.resolve()
-    chats: dict[str, ChatSource] = {}
+    found: list[ChatSource] = []
     problems: list[str] = []
-
-    def add(source: ChatSource) -> None:
-        if source.key in chats:
-            problems.append(f"{source.path}: partition key {source.key!r} already used by {chats[source.key].path}")
-        else:
-            chats[source.key] = source
-
     for path in sorted(data_dir.iterdir()):
         if path.name.startswith(".") or path.name.endswith(ARCS_SUFFIX) or path.name == "__pycache__":
             continue
@@ -98,15 +100,38 @@ def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_d
                 continue  # a folder no reader recognizes (notes, a state folder) is not a chat
         if path.is_file() and path.suffix == ".json" and _is_native(path):
             try:
-                add(ChatSource(partition_key_for(path), path, NATIVE, file_version(path), path.stem))
+                found.append(ChatSource(partition_key_for(path), path, NATIVE, file_version(path), path.stem))
             except PartitionKeyError as exc:
                 problems.append(str(exc))
             continue
-        found, found_problems = scan_export(path, options, cache_dir, progress)
+        sources_found, found_problems = scan_export(path, options, cache_dir, progress)
         problems += found_problems
-        for source in found:
-            add(source)
-    return chats, problems
+        found += sources_found
+    return _unique_keys(found, problems), problems
+
+
+def _identity(source: ChatSource) -> str:
+    return source.native_id or source.path.name
+
+
+def _unique_keys(found: list[ChatSource], problems: list[str]) -> dict[str, ChatSource]:
+    """The chats by key. Chats whose names give one key each get a suffix from their native id
+    (else their export's file name): stable whatever else the folder holds, while their name stays
+    shared. The same chat twice (same key and identity: two exports of it) is one problem line."""
+    by_key: dict[str, list[ChatSource]] = {}
+    for source in found:
+        by_key.setdefault(source.key, []).append(source)
+    chats: dict[str, ChatSource] = {}
+    for key, sources in by_key.items():
+        if len(sources) > 1:
+            sources = [replace(s, key=unique_key(key, _identity(s)), conversation=s.conversation or s.key)
+                       for s in sources]
+        for source in sources:
+            if source.key in chats:
+                problems.append(f"{source.path}: partition key {source.key!r} already used by {chats[source.key].path}")
+            else:
+                chats[source.key] = source
+    return chats
 
 
 def _holds_export(folder: Path) -> bool | str:
@@ -162,7 +187,8 @@ def scan_export(path: Path, options: ImportOptions, cache_dir: Path | None = Non
         if cache_file is not None:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(cache_file, json.dumps(cached).encode("utf-8"))
-    sources = [ChatSource(c["key"], path, c["format"], c["version"], c["title"]) for c in cached["chats"]]
+    sources = [ChatSource(c["key"], path, c["format"], c["version"], c["title"], native_id=c["native_id"])
+               for c in cached["chats"]]
     return sources, list(cached["problems"])
 
 
@@ -195,6 +221,7 @@ def _parse(path: Path, options: ImportOptions, progress: Progress | None) -> dic
                 problems.append(" ".join(str(exc).split()))
                 continue
             chats.append({"key": conversation.key, "format": fmt, "title": conversation.title,
+                          "native_id": conversation.native_id,
                           "version": digest.hexdigest()[:32]})
         if progress is not None and time.monotonic() - started >= PROGRESS_EVERY_S:
             progress(f"{path.name}: {len(chats)} chats, {messages_seen:,} messages parsed in "

@@ -10,6 +10,7 @@ silence gaps (narrative_mirror/layers/sessions.py; the gap is one of the reading
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, timedelta
 
 import polars as pl
@@ -33,8 +34,8 @@ def load_export_chat(source: ChatSource, options: ImportOptions) -> Chat:
     try:
         for conversation in read_export(source.path, source.format, options.tz, options.day_first,
                                         machine_tz=options.machine_tz):
-            if conversation.key == source.key:
-                return conversation_chat(conversation, options, path=source.path)
+            if source.is_conversation(conversation):
+                return conversation_chat(replace(conversation, key=source.key), options, path=source.path)
     except ExportFormatError as exc:
         raise ExportChatError(" ".join(str(exc).split())) from None
     raise ExportChatError(f"{source.path}: no conversation {source.key!r} in the export any more")

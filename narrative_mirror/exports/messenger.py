@@ -115,9 +115,10 @@ def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> 
     if not participants:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
     return conversation_from_messages(
-        key=conversation_key(FORMAT, thread), title=title or ", ".join(participants) or thread,
+        key=conversation_key(FORMAT, title or ", ".join(participants) or thread),
+        title=title or ", ".join(participants) or thread,
         source_format=FORMAT, source=source, messages=messages, tz=shown[0], tz_source=shown[1],
-        participants=dict.fromkeys(participants),
+        participants=dict.fromkeys(participants), native_id=thread,
     )
 
 

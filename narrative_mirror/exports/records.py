@@ -89,6 +89,9 @@ class Conversation:
     tz_source: str
     source: str  # the file/folder (and member) it was read from, for messages naming it
     _read: Callable[[], Iterable[ExportedMessage]] = field(repr=False, compare=False)
+    # The export's own id of the chat (channel or chat id, thread folder); "" when it has none.
+    # Sets apart chats whose names give the same key (``unique_key``).
+    native_id: str = ""
     # One line per message the last messages() pass left out (unreadable), naming file and message.
     warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -98,7 +101,7 @@ class Conversation:
 
 def conversation_from_messages(
     *, key: str, title: str, source_format: str, source: str, messages: list[ExportedMessage],
-    tz: str, tz_source: str, participants: Iterable[str] | None = None,
+    tz: str, tz_source: str, participants: Iterable[str] | None = None, native_id: str = "",
 ) -> Conversation:
     """A conversation held in memory; participants default to the non-system authors in order."""
     frozen = tuple(messages)
@@ -106,7 +109,7 @@ def conversation_from_messages(
         participants = dict.fromkeys(m.author for m in frozen if m.author and not m.system)
     return Conversation(
         key=key, title=title, participants=tuple(participants), source_format=source_format,
-        tz=tz, tz_source=tz_source, source=source, _read=lambda: frozen,
+        tz=tz, tz_source=tz_source, source=source, _read=lambda: frozen, native_id=native_id,
     )
 
 
@@ -128,25 +131,31 @@ class StableIds:
         return "h" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+_NOT_SLUG = re.compile(r"[^a-z0-9-]+")
+# Room left in a key for the suffix that sets apart chats of the same name (see ``unique_key``).
+SUFFIX_LENGTH = 7
 
 
 def conversation_key(source_format: str, name: str) -> str:
-    """Partition key ``<format>_<name>`` that is safe for any name (emoji, spaces, slashes).
+    """Readable partition key ``<format>_<slug of the chat's own name>``: ``whatsapp_family_trip``.
 
-    The name is folded to ASCII and unsafe runs become ``_``; when that loses anything (or
-    leaves nothing) a short hash of the exact name is appended, so distinct names stay distinct
-    and the same name always gives the same key.
-    """
-    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    slug = _UNSAFE.sub("_", folded).strip("_.-")
-    slug = re.sub(r"\.{2,}", ".", slug)
-    suffix = ""
-    if slug != name or not slug:
-        suffix = "-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    room = MAX_KEY_LENGTH - len(source_format) - 1 - len(suffix)
-    slug = slug[:room].rstrip("_.-")
-    return validate_partition_key(f"{source_format}_{slug}{suffix}", source=repr(name))
+    The name is folded to lower-case ASCII (accents dropped, emoji and punctuation become ``_``),
+    so the same name always gives the same key. A name with nothing left (emoji only, a script
+    without ASCII folding) gives a short hash of the exact name. Two chats of one data folder
+    whose names give the same key are set apart by the folder (``unique_key``)."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
+    slug = _NOT_SLUG.sub("_", folded).strip("_-")
+    if not slug:
+        slug = "h" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    room = MAX_KEY_LENGTH - len(source_format) - 1 - SUFFIX_LENGTH
+    slug = slug[:room].rstrip("_-")
+    return validate_partition_key(f"{source_format}_{slug}", source=repr(name))
+
+
+def unique_key(key: str, identity: str) -> str:
+    """``key`` with a short suffix derived from the chat's ``identity`` (its native id, else its
+    export's file name): what the folder gives each of several chats whose names share a key."""
+    return f"{key}-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:SUFFIX_LENGTH - 1]}"
 
 
 _KIND_BY_EXTENSION = {

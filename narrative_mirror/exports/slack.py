@@ -171,7 +171,7 @@ def _conversation(path: Path, label: str, folder: str, record: dict, files: list
             tree.close()
 
     return Conversation(
-        key=conversation_key(FORMAT, channel_id or folder), title=title,
+        key=conversation_key(FORMAT, title), title=title, native_id=channel_id or folder,
         participants=tuple(users.name(m) for m in members if m not in users.bots),
         source_format=FORMAT, tz=tz, tz_source=tz_source, source=label,
         _read=read_messages, warnings=warnings,

@@ -133,7 +133,7 @@ def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: Zon
     prefix = f"{where}." if where else ""
     title = str(head.get("name") or fallback_title)
     chat_id = head.get("id")
-    key = conversation_key(FORMAT, str(chat_id) if chat_id is not None else title)
+    key = conversation_key(FORMAT, title)
     ids = StableIds()
     messages = []
     warnings: list[str] = []
@@ -149,7 +149,7 @@ def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: Zon
     tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
     conversation = conversation_from_messages(
         key=key, title=title, source_format=FORMAT, source=str(path), messages=messages,
-        tz=tz, tz_source=tz_source,
+        tz=tz, tz_source=tz_source, native_id=str(chat_id) if chat_id is not None else "",
     )
     conversation.warnings.extend(warnings)
     return conversation

@@ -37,6 +37,13 @@ JOURNAL_FOLDER = "forgetting"
 STEPS = ("live_log", "index", "layers", "events", "recall_runs", "dagster", "files", "compaction")
 MIN_QUOTED_CHARS = 12  # a shorter forgotten text ("ok", "see you") is only removed where its id says so
 _SKIPPED_SUFFIXES = (".lance", ".lock", "-wal", "-shm", "-journal")  # tables, locks, SQLite's own files
+# What no forget reaches, said in every report (docs/live-memory.md says the same)
+NOT_REACHED = (
+    "files outside NM_HOME (the data folder's chat files and exports, copies, backups)",
+    "single-word values of Dagster's structured fields (asset, partition and check names, run tags, run config): "
+    "kept unless the whole message is that word; a whole chat's name stays a Dagster partition key",
+)
+DAGSTER_ELSEWHERE = "Dagster's PostgreSQL storage (NM_DAGSTER_PG_URL): not searched; its event logs are not redacted"
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,14 @@ class Forgetting:
     ``runs_root``: the recall-run folder (default ``<home>/recall_runs``); ``spool_dir``: the
     event spool (default ``<home>/events/spool``); ``flush_events``: stores this process's
     spooled events first; ``on_changed(chat)``: runs once the chat's rows changed (a serving
-    process drops its cached copy)."""
+    process drops its cached copy); ``dagster_elsewhere``: Dagster's records are in PostgreSQL,
+    which a forget does not reach (its report says so)."""
 
     def __init__(self, log: LiveLog, store: IndexStore, home: Path, *, runs_root: Path | None = None,
                  spool_dir: Path | None = None, flush_events: Callable[[], Any] | None = None,
-                 on_changed: Callable[[str], None] | None = None):
+                 on_changed: Callable[[str], None] | None = None, dagster_elsewhere: bool = False):
         self.log, self.store, self.home = log, store, Path(home)
+        self.not_reached = [*NOT_REACHED, *([DAGSTER_ELSEWHERE] if dagster_elsewhere else [])]
         self.runs_root = Path(runs_root) if runs_root is not None else self.home / "recall_runs"
         self.spool_dir = Path(spool_dir) if spool_dir is not None else self.home / "events" / "spool"
         self.flush_events, self.on_changed = flush_events, on_changed
@@ -164,7 +173,7 @@ class Forgetting:
             os.close(dir_fd)
         return {"chat": journal["chat"], "selection": journal["selection"], "ids": journal["ids"],
                 "whole_chat": journal["whole_chat"], "removed": journal["removed"], "marker": MARKER,
-                "step_seconds": journal.get("step_seconds", {})}
+                "not_reached": self.not_reached, "step_seconds": journal.get("step_seconds", {})}
 
     def _step(self, path: Path, journal: dict, step: str) -> None:
         if step in journal["done"]:
@@ -189,7 +198,7 @@ class Forgetting:
 
     @staticmethod
     def _redactor_of(journal: dict) -> Redactor:
-        return Redactor(journal["targets"]["texts"], journal["targets"]["words"])
+        return Redactor(journal["targets"]["texts"], journal["targets"]["words"], journal["ids"], journal["chat"])
 
     # -- the steps (each can be redone) -------------------------------------------------------------
     def _live_log(self, journal: dict) -> dict[str, int]:
@@ -238,7 +247,8 @@ class Forgetting:
         redactor = self._redactor_of(journal)
         spool = redact_spool(self.spool_dir, redactor.same_length)
         changed = redact_events(self.store.uri, redactor.redact, chat=journal["chat"] if journal["whole_chat"] else None,
-                                marker=MARKER, storage_options=self.store.storage_options)
+                                marker=MARKER, storage_options=self.store.storage_options,
+                                forgotten_ids={journal["chat"]: set(journal["ids"])})
         return {"events_redacted": changed, "spool_files_redacted": spool}
 
     def _recall_runs(self, journal: dict) -> dict[str, int]:

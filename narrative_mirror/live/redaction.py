@@ -27,6 +27,8 @@ MARKER = "[forgotten]"
 MIN_WORD_CHARS = 4
 _WORD = re.compile(r"[^\W_]{%d,}" % MIN_WORD_CHARS)
 _ANY_WORD = re.compile(r"\w+")
+_QUOTED = re.compile(r"""(['"])([^'"\s]{1,200})\1""")  # an id as a list or a log line quotes it: 'm5', "m5"
+_SPACE = re.compile(r"\s")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PARQUET_MAGIC = b"PAR1"
 SQLITE_BUSY_ATTEMPTS = 20
@@ -60,12 +62,18 @@ class Redactor:
     """Replaces the forgotten texts (every form, any case) and, where ``words`` is on, their
     distinctive words (whole words only: ``unresolved_gold_share`` does not hold the word
     ``share``) by ``MARKER``. Words are replaced in free text and JSON values (queries, snippets,
-    log lines), never in SQLite rows, whose serialized records name checks and assets with plain
-    words. Matching is one substring search per text form and one word scan, not a regex of
-    thousands of alternatives: a whole chat's texts are searched in linear passes."""
+    log lines); in SQLite rows only in free text (``redact_stored_value``: serialized records name
+    checks and assets with plain words). ``ids`` (of ``chat``): the forgotten messages' ids,
+    replaced in free text (``redact_free``). Matching is one substring search per text form and
+    one word scan, not a regex of thousands of alternatives: a whole chat's texts are searched in
+    linear passes."""
 
-    def __init__(self, texts: Iterable[str], distinctive: Iterable[str] = ()):
+    def __init__(self, texts: Iterable[str], distinctive: Iterable[str] = (), ids: Iterable[str] = (),
+                 chat: str | None = None):
         self.texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
+        self.ids = frozenset(ids)  # the forgotten messages' local ids (a client chose them: they may be words)
+        self._message_ids = (re.compile(re.escape(chat) + r"""/([^\s'",\])]+)""") if chat and self.ids else None)
+        self.chat = chat
         self.words = sorted(set(distinctive))
         self._forms = sorted({f.lower() for t in self.texts for f in _forms(t)}, key=len, reverse=True)
         self._negative_lengths = [-len(f) for f in self._forms]  # ascending: forms longer than a text are skipped
@@ -107,6 +115,25 @@ class Redactor:
 
     def redact(self, text: str, words: bool = True) -> str:
         return self._replace(text, words, lambda _: MARKER)
+
+    def redact_free(self, text: str) -> str:
+        """Free text (a log line, a check's description, a metadata table): the texts, the words,
+        and the forgotten ids where quoted ('m5', "m5") or whole (``<chat>/m5``)."""
+        out = self.redact(text)
+        if self.ids:
+            out = _QUOTED.sub(lambda m: f"{m[1]}{MARKER}{m[1]}" if m[2] in self.ids else m[0], out)
+            if self._message_ids is not None:
+                out = self._message_ids.sub(lambda m: f"{self.chat}/{MARKER}" if m[1] in self.ids else m[0], out)
+        return out
+
+    def mentions(self, text: str) -> bool:
+        """Whether ``text`` (raw: JSON as stored) holds a forgotten text, word or id."""
+        if self.found(text):
+            return True
+        if not self.ids:
+            return False
+        return (any(m[2] in self.ids for m in _QUOTED.finditer(text)) or self._message_ids is not None
+                and any(m[1] in self.ids for m in self._message_ids.finditer(text)))
 
     def redact_any(self, value):
         """``value`` (JSON-like: dicts, lists, strings) with every string value redacted (keys kept)."""
@@ -161,18 +188,26 @@ def _frame_found(frame: pl.DataFrame, redactor: Redactor) -> bool:
     return False
 
 
+# A chat's own layer files (``<asset>/<chat>.parquet``) are deleted by a forget: blocks, signals and
+# threads list and place their messages, so a file with rows dropped would disagree with the log,
+# and the next build rebuilds the chat from its messages on (a missing output is repaired with
+# everything after it). Its vectors are kept, without the forgotten rows: the rebuild reuses them.
+KEPT_LAYERS = ("message_embeddings",)
+
+
 def redact_parquet(paths: Iterable[Path], chat: str, ids: set[str], whole_chat: bool,
                    redactor: Redactor) -> dict[str, int]:
-    """The parquet files ``paths`` (layers: ``<asset>/<partition>.parquet``): a whole chat's
-    files are deleted; in the others the forgotten messages' rows (by ``message_id`` or
-    ``chat_file`` + ``local_id``) are dropped, and a file that still quotes them (block
-    summaries, keywords, thread titles) is deleted: Dagster's checks find it missing and the next
-    build recomputes it (and everything after it) from the log without the forgotten messages."""
+    """The parquet files ``paths`` (layers: ``<asset>/<partition>.parquet``): the chat's own
+    files are deleted (``KEPT_LAYERS`` lose only the forgotten rows unless the whole chat is
+    forgotten); in the others the forgotten messages' rows (by ``message_id`` or ``chat_file`` +
+    ``local_id``) are dropped, and a file that still quotes them (block summaries, keywords,
+    thread titles) is deleted: Dagster's checks find it missing and the next build recomputes it
+    (and everything after it) from the log without the forgotten messages."""
     out = {"files_deleted": 0, "files_rewritten": 0, "rows_removed": 0}
     message_ids = {f"{chat}/{i}" for i in ids}
     for path in sorted(paths):
-        if whole_chat and path.stem == chat:
-            path.unlink()
+        if path.stem == chat and (whole_chat or path.parent.name not in KEPT_LAYERS):
+            path.unlink(missing_ok=True)
             out["files_deleted"] += 1
             continue
         frame = pl.read_parquet(path)
@@ -202,10 +237,43 @@ def _busy(action: Callable[[], None]) -> None:
             time.sleep(0.1 * (attempt + 1))
 
 
+# Keys of Dagster's serialized records whose strings are free text even without a space (a
+# metadata text or markdown value, a log line, a description)
+FREE_TEXT_KEYS = frozenset({"text", "md_str", "message", "user_message", "description"})
+
+
+def redact_stored_value(text: str, redactor: Redactor, free: bool = False) -> str:
+    """A stored text value (a SQLite cell): JSON is read and each string in it redacted (nested
+    JSON too); free text (anything with a space, or under ``FREE_TEXT_KEYS``: log lines,
+    descriptions, metadata texts) loses texts, words and ids; any other value (a class or enum
+    name, an asset key, a tag, a partition) only whole forgotten texts, so Dagster's records stay
+    readable."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict | list):
+            new = _redact_json(data, redactor)
+            return text if new == data else json.dumps(new, ensure_ascii=False)
+    return redactor.redact_free(text) if free or _SPACE.search(text) else redactor.redact(text, words=False)
+
+
+def _redact_json(value, redactor: Redactor, key: str | None = None):
+    if isinstance(value, str):
+        return redact_stored_value(value, redactor, free=key in FREE_TEXT_KEYS)
+    if isinstance(value, list):
+        return [_redact_json(v, redactor) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_json(v, redactor, k) for k, v in value.items()}
+    return value
+
+
 def redact_sqlite(path: Path, redactor: Redactor) -> int:
     """Redact every text and blob value of every table of the SQLite database at ``path``
-    (Dagster's serialized events, metadata previews, run logs); then VACUUM and truncate the
-    write-ahead log, so no free page or WAL frame keeps a copy. Returns the values changed."""
+    (Dagster's serialized events, metadata, run logs: ``redact_stored_value``; blobs: whole
+    texts); then VACUUM and truncate the write-ahead log, so no free page or WAL frame keeps a
+    copy. Returns the values changed."""
     connection = sqlite3.connect(path, timeout=10)
     changed = 0
     try:
@@ -218,12 +286,18 @@ def redact_sqlite(path: Path, redactor: Redactor) -> int:
                     f'SELECT rowid, "{column}" FROM "{table}" WHERE typeof("{column}") IN (\'text\', \'blob\')'
                 ).fetchall()
                 for rowid, value in rows:
-                    data = value.encode("utf-8", errors="surrogateescape") if isinstance(value, str) else bytes(value)
-                    if not redactor.found_bytes(data, words=False):
+                    if isinstance(value, str):
+                        if not redactor.mentions(value):
+                            continue
+                        new = redact_stored_value(value, redactor)
+                    else:
+                        data = bytes(value)
+                        if not redactor.found_bytes(data, words=False):
+                            continue
+                        new = redactor.redact(data.decode("utf-8", errors="surrogateescape"), words=False).encode(
+                            "utf-8", errors="surrogateescape")
+                    if new == value:
                         continue
-                    new = (redactor.redact(value, words=False) if isinstance(value, str) else
-                           redactor.redact(data.decode("utf-8", errors="surrogateescape"), words=False).encode(
-                               "utf-8", errors="surrogateescape"))
                     _busy(lambda: connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
                                                      (new, rowid)))
                     changed += 1
@@ -237,16 +311,20 @@ def redact_sqlite(path: Path, redactor: Redactor) -> int:
 
 
 # -- everything else that is text -------------------------------------------------------------
+LOG_SUFFIXES = (".err", ".out", ".log", ".txt", ".md")  # free text: words and ids too (not config files)
+
+
 def redact_text_file(path: Path, redactor: Redactor) -> bool:
     """Rewrite ``path`` with the forgotten text replaced (atomically); False when it holds none.
-    JSON and JSON-lines files have their values redacted, words included; other files (logs)
-    their texts only, as written or escaped."""
+    JSON and JSON-lines files have their values redacted, words included; logs (``LOG_SUFFIXES``:
+    Dagster's compute logs) their texts, words and ids; other files (configuration) their whole
+    texts only, as written or escaped."""
     try:
         data = path.read_bytes()
     except OSError:
         return False
     text = data.decode("utf-8", errors="surrogateescape")
-    if not redactor.found(text):
+    if not (redactor.mentions(text) if path.suffix in LOG_SUFFIXES else redactor.found(text)):
         return False
     new = None
     try:
@@ -258,7 +336,7 @@ def redact_text_file(path: Path, redactor: Redactor) -> bool:
     except ValueError:  # not JSON after all: treated as text
         new = None
     if new is None:
-        new = redactor.redact(text, words=False)
+        new = redactor.redact_free(text) if path.suffix in LOG_SUFFIXES else redactor.redact(text, words=False)
     if new == text:
         return False
     write_atomically(path, new.encode("utf-8", errors="surrogateescape"))

@@ -56,9 +56,14 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert meta["params"]["self_rag"] == 1 and meta["params"]["k"] == 3
     assert meta["params"]["variant"] == "hybrid_learned"  # retrieval.toml's default, what `ask` ranks with
 
-    assert body["evidence_path"].startswith("recall_runs/")  # under NM_HOME, never the server's absolute path
-    evidence = root / body["evidence_path"]
-    record = json.loads(evidence.read_text())
+    # under NM_HOME, never the server's absolute path: the search run (what the API returned) ...
+    assert body["evidence_path"].startswith("search_runs/")
+    search_run = json.loads((root / body["evidence_path"]).read_text())
+    assert (search_run["query"], search_run["event_id"], search_run["hits"]) == (
+        "rye bread at the bakery", meta["event_id"], hits)
+    # ... which names its recall run (pre/post rerank items)
+    assert search_run["recall_run"] == meta["recall_run_path"] and meta["recall_run_path"].startswith("recall_runs/")
+    record = json.loads((root / meta["recall_run_path"]).read_text())
     assert record["query"] == "rye bread at the bakery"
     assert [item["id"] for item in record["post_items"]] == [h["id"] for h in hits]
 
@@ -78,7 +83,7 @@ def test_a_search_request_may_name_its_variant_and_the_run_file_records_it(setup
     body = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "variant": "bm25"}).json()
     assert [h["id"] for h in body["hits"]] == [
         h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits]
-    assert json.loads((root / body["evidence_path"]).read_text())["params"]["variant"] == "bm25"
+    assert json.loads((root / body["meta"]["recall_run_path"]).read_text())["params"]["variant"] == "bm25"
     refused = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "variant": "best"})
     assert refused.status_code == 400 and "variant" in refused.text
 
@@ -172,7 +177,12 @@ def test_ask_returns_the_contract_and_logs_citations(setup):
     event = stored_event(event_log, response.headers["X-Retrieval-Event-Id"])
     assert (event["user_id"], event["query"], event["chat_file"]) == ("local/ben", "How many loaves of rye did Ana bake?", CHAT)
     assert event["returned_ids"] == [r["id"] for r in answer["trace"]["reranked"]]
-    assert (event["cited_ids"], event["citation_confidence"]) == (evidence_ids, 1.0)
+    assert event["cited_ids"] == evidence_ids
+    # graded per cited id (how well the message bears out its claim), the event's value their mean
+    assert len(event["cited_confidences"]) == len(evidence_ids)
+    assert all(0.0 < c <= 1.0 for c in event["cited_confidences"])
+    assert event["citation_confidence"] == pytest.approx(statistics.fmean(event["cited_confidences"]))
+    assert len(event["query_vector"]) == 384
     assert event["threshold"] == 0.60  # the fast profile's top-5 relevance threshold
     assert event["method"] == "hybrid"  # retrieval.toml's default variant is a hybrid one
     assert retriever.default_variant.startswith("hybrid")
@@ -210,7 +220,7 @@ def test_fifty_concurrent_searches_give_fifty_events(setup):
         assert response.status_code == 200
         return response.json()["meta"]["event_id"]
 
-    with ThreadPoolExecutor(max_workers=10) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool:  # one client: its 2 search slots and 6 waiting places
         event_ids = list(pool.map(one, range(50)))
     stored = event_log.events().filter(event_log.events()["user_id"].str.starts_with("local/load"))
     assert stored.height == 50
@@ -336,6 +346,23 @@ def test_health_lists_served_and_unavailable_chats(setup, tmp_path):
                 assert response.status_code == 503 and response.json()["error"]["field"] == "chat"
                 assert chat not in response.text
         assert client.get(SEARCH, params={"q": "rye", "chat": CHAT}).status_code == 200  # the others are served
+
+
+def test_health_shows_a_standing_regression_to_the_tokens_of_its_chat(setup, tmp_path):
+    from api.access import add_token, load_tokens
+    from narrative_mirror import regressions, settings
+
+    regressions.record(settings.state_home(), "qa_eval", CHAT, "run0abcdef", [
+        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    path = tmp_path / "tokens.json"
+    own, other = add_token(path, "own", [CHAT]), add_token(path, "other", [OTHER])
+    with app_client(setup[2], tmp_path, tokens=load_tokens(path)) as (client, _, _):
+        shown = client.get("/api/health", headers={"Authorization": f"Bearer {own}"}).json()
+        assert shown["status"] == "ok" and len(shown["regressions"]) == 1
+        assert shown["regressions"][0].startswith(f"standing regression of qa_eval on {CHAT} since run run0abcd")
+        assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {other}"}).json()
+        regressions.accept(settings.state_home(), "qa_eval", CHAT)  # `baseline pin`: it no longer stands
+        assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {own}"}).json()
 
 
 def test_tokens_scope_every_endpoint(setup, tmp_path):

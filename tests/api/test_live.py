@@ -136,3 +136,16 @@ def test_forget_removes_the_text_from_the_log_and_the_index(store_folder, embedd
         assert search(client, "diary_Ada", sentinel, "bm25", headers=owner) == []
         assert search(client, "diary_Ada", "lunch harbour", "dense", headers=owner) == ["d1"]
     assert files_holding(store_folder, sentinel.encode()) == []  # log, tables, full-text index, old versions
+
+
+def test_health_stays_ok_after_a_whole_chat_is_forgotten(store_folder, embedder, tmp_path):
+    with live_client(store_folder, embedder, tmp_path) as (client, _):
+        client.post("/api/chats/errands_Ada/messages", json={"messages": [
+            {"author": "Ada", "text": "Buy lightbulbs and oat milk.", "timestamp": "2025-05-01T09:00:00Z"}]})
+        before = client.get("/api/health").json()
+        assert before["status"] == "ok" and "errands_Ada" in before["chats"]
+        assert client.delete("/api/chats/errands_Ada").status_code == 200
+        after = client.get("/api/health").json()
+        assert (after["status"], after.get("problems")) == ("ok", None)  # forgotten on purpose, not lost
+        assert "errands_Ada" not in after["chats"]
+        assert client.get("/api/memory/search", params={"chat": "errands_Ada", "q": "oat milk"}).status_code == 404

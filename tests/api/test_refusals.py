@@ -121,7 +121,7 @@ def test_a_post_that_is_not_json_is_415(retriever, tmp_path, content_type):
 def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_path):
     path = tmp_path / "tokens.json"
     token = add_token(path, "ana", [CHAT])
-    origin = {"Origin": "http://evil.attacker.example"}
+    origin = {"Origin": "http://localhost"}  # the page's own origin: a foreign one is refused (test_cross_site)
     with app_client(retriever, tmp_path) as (client, _, app):
         @app.get("/api/boom")
         async def boom():  # a bug: Starlette's outermost error layer answers it
@@ -139,6 +139,7 @@ def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_
             404: client.get("/api/nothing", headers=origin),
             405: client.options(ASK, headers={**origin, "Access-Control-Request-Method": "POST",
                                               "Access-Control-Request-Headers": "content-type"}),
+            403: client.get(SEARCH, params={"q": "rye", "chat": CHAT}, headers={"Origin": "http://evil.example"}),
             413: client.post(ASK, content=b" " * 20_000, headers={"Content-Type": "application/json"}),
             500: client.get("/api/boom"),
         }

@@ -76,3 +76,26 @@ def test_llm_failure_falls_back_to_offline_labels(instance, tmp_path, monkeypatc
         labels = result.asset_value("l1_topics")["label"].to_list()
         assert all(labels) and "Bakery job" not in labels
         assert _latest_metadata(instance, "l1_topics")["summarizer_fallbacks"] >= 1
+
+
+def test_an_export_with_system_lines_passes_the_index_check(tmp_path):
+    """System lines stay out of the index; the blocking check counts exactly what the index holds."""
+    from fixtures.realistic_exports import whatsapp_android
+
+    from narrative_mirror.exports.folder import ImportOptions, find_chats
+
+    data = tmp_path / "data"
+    data.mkdir()
+    whatsapp_android(data)
+    (key,), _ = find_chats(data, ImportOptions(machine_tz="UTC"))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("chat_files", [key])
+        result = dg.materialize(ALL, partition_key=key, instance=instance, raise_on_error=False,
+                                resources=default_resources(data_dir=str(data), nm_home=str(tmp_path / "home")))
+        messages = result.asset_value("messages")
+        system = int(messages["system"].sum())
+        check = instance.get_latest_asset_check_evaluation_record(
+            dg.AssetCheckKey(dg.AssetKey("lancedb_index"), "vectors_for_every_message"))
+        assert result.success and system >= 2  # the encryption notice, the security code (and a deletion)
+        assert check.event.dagster_event.event_specific_data.passed
+        assert _latest_metadata(instance, "lancedb_index")["messages_rows"] == messages.height - system

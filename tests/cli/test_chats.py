@@ -65,3 +65,33 @@ def test_a_data_folder_without_its_arcs_says_so_in_one_line(tmp_path, capsys):
     line = line.replace(str(copy), str(mine)).replace("no chats_arcs", "no mine_arcs")
     assert out["warnings"].count(line) == 1 and out["arc_cases"] == 0
     assert captured.err.count(f"narrative-mirror ingest: warning: {line}") == 1
+
+
+def test_chats_lists_every_chat_of_every_export_by_readable_key_name_people_and_days_in_its_zone(tmp_path, capsys):
+    import sys
+    from datetime import UTC, datetime
+
+    from fixtures.realistic_exports import slack, telegram, whatsapp_ios_zip
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "narrative_mirror" / "exports"))
+    import writers
+
+    data = tmp_path / "data"
+    data.mkdir()
+    expected = [whatsapp_ios_zip(data), telegram(data), *slack(data)]
+    late = [("Aroha", datetime(2024, 6, 13, 20, 0, tzinfo=UTC), "Kia ora from Auckland", None),
+            ("Tama", datetime(2024, 6, 13, 21, 0, tzinfo=UTC), "Morning!", None)]
+    (data / "nz").mkdir()
+    writers.telegram(late, data / "nz", tz="Pacific/Auckland", title="Whānau", chat_id=99)
+    out = _chats(capsys, ["--data", str(data)])
+    rows = {c["chat"]: c for c in out["chats"]}
+    assert sorted(rows) == sorted([c.key for c in expected] + ["telegram_whanau"]) and out["problems"] == []
+    for chat in expected:
+        row = rows[chat.key]
+        assert (row["name"], row["format"], row["built"], row["why_not"]) == (chat.name, chat.format, False, NEVER)
+        assert len(row["participants"]) == len(chat.people) and row["messages"] > 20
+    assert rows["whatsapp_family_trip"]["participants"] == ["Ana Ruiz", "Ben Okafor", "Chloé Martin", "Dev Patel"]
+    # 20:00 and 21:00 UTC on the 13th are the morning of the 14th in Auckland, where it was written.
+    nz = rows["telegram_whanau"]
+    assert (nz["name"], nz["messages"], nz["first"], nz["last"], nz["tz"]) == ("Whānau", 2, "2024-06-14", "2024-06-14",
+                                                                             "UTC+12:00")

@@ -61,8 +61,8 @@ def test_a_longer_whatsapp_export_with_one_edit_encodes_21_messages(tmp_path, ca
     writers.whatsapp_android(newer, data, tz="Europe/Lisbon", title="Ben")  # the same file name: a re-export
     code, second = _build(capsys, data)  # --tz remembered for the folder
     assert (code, second["messages"], second["encoded_messages"]) == (0, 50, 21)
-    assert second["per_file"]["whatsapp_Ben"]["encoded_messages"] == 21
-    assert set(second["per_file"]["whatsapp_Ben"]["seconds"]) == {"encode", "other"}
+    assert second["per_file"]["whatsapp_ben"]["encoded_messages"] == 21
+    assert set(second["per_file"]["whatsapp_ben"]["seconds"]) == {"encode", "other"}
 
 
 def test_bad_exports_and_a_broken_file_are_reported_every_time_but_run_once(tmp_path, capsys):
@@ -108,7 +108,7 @@ def test_two_data_folders_on_one_home_keep_a_shared_chat_apart(tmp_path, capsys)
     assert out["problems"] == [
         f"{second / 'shared_chat.json'}: chat 'shared_chat' is built on this NM_HOME from {first}, whose copy "
         "differs: not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)"]
-    assert out["built"] == 1 and "discord_900000000000000001" in out["per_file"]
+    assert out["built"] == 1 and "discord_general" in out["per_file"]
     assert _runs("shared_chat") == runs
     assert _build(capsys, first)[1]["per_file"]["shared_chat"]["ran"] == []  # still fresh for the first folder
     shutil.rmtree(first)  # the first folder is gone: the second one takes the chat over

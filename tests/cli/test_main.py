@@ -166,7 +166,7 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
             proc.terminate()
             proc.wait(timeout=30)
     # It said what it serves and what it does not, one line each with why, and how it ended.
-    assert f"serving 1 of 2 chat files (good) on http://127.0.0.1:{port}" in err
+    assert f"serving 1 of 2 chat files (good); not serving broken on http://127.0.0.1:{port}" in err
     assert err.count(f"warning: no ARC cases for {data}: ") == 1  # a folder without its arcs says so
     assert [line for line in err.splitlines() if line.startswith("not serving ")] == [
         "not serving broken: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"]

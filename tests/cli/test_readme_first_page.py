@@ -1,7 +1,9 @@
-"""The README's first page works from a clean clone: its first command-line block, run as written
+"""The README's commands work from a clean clone: its first command-line block, run as written
 (each line through bash, ``NM`` as the block sets it) in a folder with no data beside it, on a
 fresh NM_HOME, exits 0 for every command, prints no model-loading bar and no warning about the
-packaged demo, and says what it should (the demo chats listed, then built; one answer shape).
+packaged demo, and says what it should (the demo chats listed, then built; one answer shape); then
+its Python block and its HTTP block on the home those commands built. Its "Bring your own chats"
+block is the one tests/cli/test_bring_your_own_chats.py runs on real exports.
 
 Marked slow: seven command processes that build the three demo chats take about 2 min of CPU
 (6 min 50 s of wall time on the shared 2-core machine under load, 2026-11-25)."""
@@ -11,8 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,6 +31,19 @@ def first_page_block(readme: str) -> list[str]:
     section = readme.split("\n## The command line\n", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def block_under(readme: str, heading: str, language: str) -> str:
+    """The first ``language`` code block under ``## heading``."""
+    section = readme.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_bring_your_own_chats_block_is_the_one_the_doc_test_runs():
+    readme = block_under((REPO / "README.md").read_text(encoding="utf-8"), "Bring your own chats", "sh")
+    doc = (REPO / "docs" / "bring-your-own-chats.md").read_text(encoding="utf-8").split("## 2.", 1)[1]
+    doc_block = re.search(r"```sh\n(.*?)```", doc, re.S).group(1)
+    assert readme.split() and readme.strip().splitlines() == doc_block.strip().splitlines()
 
 
 def clone_folder(tmp_path: Path) -> Path:
@@ -81,3 +100,35 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
     story = next(out for line, out in runs if " arc " in line).splitlines()
     assert re.fullmatch(r"1\. \d{1,2} Apr 2024: .*[a-z]+ [a-z]+ [a-z]+.*", story[0]), story[0]
     assert re.fullmatch(r"   \[D\d+:\d+\] \w{3} \d{1,2} Apr 2024 \d\d:\d\d  (Mara|Theo): .+", story[1]), story[1]
+
+    # The Python block, as written, on the home the commands built.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    python = subprocess.run([sys.executable, "-c", block_under(readme, "Python", "python")], cwd=clone,
+                            env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert python.returncode == 0, python.stderr[-3000:]
+    assert python.stdout.splitlines()[1].startswith("{'answer': ")
+
+    # The HTTP block: its `serve` line on a free port, then each curl line against it.
+    http = [line for line in block_under(readme, "HTTP", "bash").replace("\\\n", " ").splitlines() if line.strip()]
+    assert http[0].startswith("$NM serve --port 8000 &")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["bash", "-c", f"exec .venv/bin/narrative-mirror serve --port {port}"], cwd=clone, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10).read()
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < deadline, server.stderr.read()[-3000:]
+                time.sleep(0.5)
+        search, ask = (subprocess.run(["bash", "-c", line.replace(":8000", f":{port}")], capture_output=True,
+                                      text=True, timeout=300) for line in http[1:])
+        assert search.returncode == 0 and json.loads(search.stdout)["hits"], search.stdout[-2000:]
+        assert ask.returncode == 0 and {"answer", "evidence"} <= set(json.loads(ask.stdout)), ask.stdout[-2000:]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)

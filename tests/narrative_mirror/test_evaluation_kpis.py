@@ -41,3 +41,36 @@ def test_seed_002_kpis_top5_top10_gold_share_ambiguity_resolution_and_tool_calls
     assert kpis["mean_tool_calls"] == pytest.approx(6.0)
     assert set(ev.KPI_KEYS) >= {"top5_gold_share", "top10_gold_share", "ambiguity_resolution_rate",
                                 "mean_tool_calls", "claim_gold_citation_precision"}
+
+
+def test_seed_002_independent_claim_check_and_unknowns_when_needed():
+    from narrative_mirror.agent.contract import ClaimCheck, EvidenceItem
+
+    ids = [f"D1:{i}" for i in range(1, 13)]
+    evidence = [EvidenceItem(id="D1:1", text="Ana: I baked forty loaves of rye today", point="", speaker="Ana"),
+                EvidenceItem(id="D1:2", text="Ben: save me some rye bread", point="", speaker="Ben")]
+    claims = [ClaimCheck(text="Ana baked forty loaves", ids=["D1:1"], supported=True),
+              ClaimCheck(text="Ben flew to Paris in June", ids=["D1:2"], supported=True)]  # its verifier erred
+    gold_qa = pl.DataFrame({
+        "question_id": ["q1", "q2", "q3", "q4"], "chat_file": ["c"] * 4, "category": [1, 1, 5, 1],
+        "question": ["a?", "b?", "c?", "d?"], "gold_ids": [["D1:1"], ["D1:12"], [], ["D1:3"]],
+        "answer": ["x"] * 4})
+    messages = pl.DataFrame({"local_id": ids, "position": list(range(12))})
+
+    def answer(ranked, abstained, with_claims=False):
+        out = _answer(ranked, calls=1, rounds=1, must_have_hits=2, top5_relevance=0.8)
+        out.abstained, out.question, out.evidence = abstained, "?", evidence
+        out.claims = claims if with_claims else []
+        return out
+
+    answers = {"a?": answer(ids[:5], False, with_claims=True),  # gold retrieved, answered
+               "b?": answer(ids[:5], True),  # gold D1:12 not retrieved: abstaining was needed
+               "c?": answer(ids[:5], False),  # no gold (unanswerable) and answered: wrong
+               "d?": answer(ids[:5], True)}  # gold D1:3 retrieved, yet abstained: a missed answer
+    kpis = ev.qa_summary(ev.evaluate_qa(lambda q: answers[q], gold_qa, messages, "fp"))["overall"]
+    assert kpis["supported_claim_rate"] == pytest.approx(1.0)  # the answerer's own verdict
+    assert kpis["supported_claim_rate_lexical_check"] == pytest.approx(0.5)  # Paris/June are not in D1:2
+    assert kpis["unknown_rate"] == pytest.approx(0.5)  # the plain share of abstentions
+    assert kpis["unknowns_when_needed"] == pytest.approx(1 / 2)  # b (right) and c (answered) needed one
+    assert kpis["unknowns_when_not_needed"] == pytest.approx(1 / 2)  # a answered, d abstained
+    assert kpis["abstention_decision_accuracy"] == pytest.approx(2 / 4)

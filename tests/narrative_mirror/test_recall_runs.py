@@ -141,7 +141,7 @@ def test_recorded_search_without_self_rag(retriever, tmp_path):
     assert recorded.run_path.parent.parent == tmp_path
     assert record["query"] == "rye bread at the bakery"
     assert record["params"] == {"chat": CHAT, "k": 3, "need_fresh": 0, "half_life_days": 7.0, "fresh_weight": 0.9,
-                                "self_rag": 0, "tiers": [0, 1, 2, 3], "variant": "hybrid_expand_rerank"}
+                                "self_rag": 0, "tiers": None, "variant": "hybrid_expand_rerank"}
     pre, post = record["pre_items"], record["post_items"]
     assert len(pre) == 3 and pre == post  # no Self-RAG: same items, same order, no rerank field
     assert [item["id"] for item in post] == [h.local_id for h in recorded.result.hits]

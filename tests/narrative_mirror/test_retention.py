@@ -1,6 +1,7 @@
-"""Retention by age: the setting (retention.toml, default keep), pruning recall-run files and
-retrieval events older than it (real files, real LanceDB), through the library, the CLI's
-`maintain` and the Dagster `maintain_job` (real instance)."""
+"""Retention: the setting (retention.toml: by age, default keep; recall runs also by count, default
+the newest 2000), pruning recall-run files and retrieval events past it (real files, real
+LanceDB), through the library, the CLI's `maintain`, the Dagster `maintain_job` (real instance)
+and as recall runs are written."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from assets.events.jobs import maintain_job, maintain_schedule
 from cli.main import main
 from narrative_mirror.events.table import read_events
 from narrative_mirror.events.writer import EventLog
+from narrative_mirror.maintenance import prune
 from narrative_mirror.recall_runs import write_run
-from narrative_mirror.retention import Retention, load_retention, prune
+from narrative_mirror.retention import DEFAULT_KEEP_RUNS, Retention, load_retention
 from resources.dagster_resources import LanceDBResource, StateResource
 
 NOW = datetime.now(UTC)
@@ -33,10 +35,13 @@ def fill(home: Path) -> None:
     log.close()
 
 
-def test_the_default_keeps_everything_and_bad_settings_are_refused():
-    assert load_retention() == Retention(None, None)
-    assert load_retention({"recall_runs": {"keep_days": 30}}) == Retention(30, None)
+def test_the_default_keeps_any_age_and_the_last_2000_runs_and_bad_settings_are_refused():
+    assert load_retention() == Retention(None, None, DEFAULT_KEEP_RUNS) and DEFAULT_KEEP_RUNS == 2000
+    assert load_retention({}) == load_retention()  # a retention.toml without keep_last still bounds the runs
+    assert load_retention({"recall_runs": {"keep_days": 30, "keep_last": 5}}) == Retention(30, None, 5)
     for config, field in (({"recall_runs": {"keep_days": 0}}, "keep_days"), ({"runs": {}}, "unknown sections"),
+                          ({"recall_runs": {"keep_last": 0}}, "keep_last"),
+                          ({"retrieval_events": {"keep_last": 3}}, "unknown keys"),
                           ({"retrieval_events": {"keep_days": "30"}}, "keep_days"),
                           ({"retrieval_events": {"days": 3}}, "unknown keys")):
         with pytest.raises(ValueError, match=field):
@@ -46,7 +51,8 @@ def test_the_default_keeps_everything_and_bad_settings_are_refused():
 def test_prune_removes_what_is_older_than_the_setting(tmp_path):
     fill(tmp_path)
     assert prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention()) == {
-        "recall_runs": {"keep_days": None, "removed_files": 0, "removed_bytes": 0},
+        "recall_runs": {"keep_days": None, "keep_last": DEFAULT_KEEP_RUNS, "removed_files": 0, "removed_bytes": 0,
+                        "removed_folders": 0, "kept_files": 3},
         "retrieval_events": {"keep_days": None, "removed": 0}}
     report = prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention(30, 90), now=NOW)
     assert report["recall_runs"]["removed_files"] == 2 and report["recall_runs"]["removed_folders"] == 1
@@ -85,6 +91,19 @@ def test_the_maintain_job_prunes_on_a_real_instance(tmp_path, monkeypatch):
     assert report["recall_runs"]["removed_files"] == 0  # no keep_days for recall runs: kept
     assert len(list((home / "recall_runs").rglob("run_*.json"))) == 3
     assert maintain_schedule.job_name == "maintain_job"
+
+
+def test_recall_runs_stay_within_keep_last_as_they_are_written(tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "retention.toml").write_text("[recall_runs]\nkeep_last = 20\n")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(config))
+    root = tmp_path / "recall_runs"
+    written = [write_run(f"q{i}", {}, [], [], root=root, now=NOW - timedelta(days=3, seconds=-i)) for i in range(300)]
+    kept = sorted(root.rglob("run_*.json"))
+    assert 20 <= len(kept) <= 22  # pruned back to 20 each time it passes 22
+    assert set(kept) <= set(written[-22:])  # the newest are the ones kept
+    assert written[-1] in kept
 
 
 def dg_instance(tmp_path):

@@ -203,6 +203,17 @@ def test_tokens_refuse_a_chat_outside_the_scope(servers, browser):
     settled(browser)
 
 
+def test_sign_in_sends_the_browser_back_to_this_site_only(servers, browser):
+    _, guarded = servers
+    browser.visit(f"{guarded.base}/login?next=%2F%09%2Fevil.example%2Fx")  # a tab: the browser would drop it
+    assert browser.one("#login").get_attribute("data-next") == "/chats"
+    where = "return sameSitePath(arguments[0])"  # inspector.js, in the browser's own URL parser
+    for hostile in ("/\t/evil.example/x", "//evil.example/x", "/\\evil.example", "https://evil.example/x",
+                    "javascript:alert(1)"):
+        assert browser.driver.execute_script(where, hostile) == "/chats", hostile
+    assert browser.driver.execute_script(where, f"/chats/{GARDEN}?hl=a#m") == f"/chats/{GARDEN}?hl=a#m"
+
+
 def test_script_in_chat_text_is_shown_not_run(servers, browser):
     site, _ = servers
     browser.visit(f"{site.base}/chats/{HOSTILE}")
@@ -223,7 +234,8 @@ def test_pages_carry_the_page_policy_and_the_cookie_is_strict(servers):
     signed = httpx.post(f"{guarded.base}/login", json={"token": guarded.token})
     assert signed.status_code == 204
     cookie = signed.headers["set-cookie"]
-    assert cookie.startswith(f"nm_token={guarded.token};") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert cookie.startswith("nm_session=") and guarded.token not in cookie  # a signed session, not the token
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert httpx.post(f"{guarded.base}/login", data={"token": guarded.token}).status_code == 415  # JSON only
     refused = httpx.get(f"{guarded.base}/chats/{HOSTILE}", headers={"Authorization": f"Bearer {guarded.token}"})
     assert refused.status_code == 403 and HOSTILE not in refused.text

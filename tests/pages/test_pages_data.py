@@ -63,7 +63,7 @@ def test_recall_history_per_chat_and_per_split(tmp_path):
 
 @pytest.mark.parametrize(("target", "kept"), [
     ("/chats/x/ask?q=a", "/chats/x/ask?q=a"), ("//evil.example/x", "/chats"), ("https://evil.example", "/chats"),
-    ("/\\evil.example", "/chats"), ("", "/chats"), (None, "/chats")])
+    ("/\\evil.example", "/chats"), ("/\t/evil.example/x", "/chats"), ("", "/chats"), (None, "/chats")])
 def test_login_sends_the_browser_back_to_this_site_only(target, kept):
     assert safe_target(target) == kept
 
@@ -84,7 +84,20 @@ def tiny_site(embedder, tmp_path_factory):
         patch.setenv("NM_HOME", str(root / "home"))
         app = create_app(retriever, EventLog(root / "lancedb", embedder=embedder))
     with TestClient(app, base_url="http://localhost") as client:
+        client.home = root / "home"
         yield client
+
+
+def test_the_evaluation_page_shows_a_standing_regression_until_it_is_accepted(tiny_site):
+    from narrative_mirror import regressions
+
+    regressions.record(tiny_site.home, "qa_eval", CHAT, "run0abcdef", [
+        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    page = tiny_site.get("/evaluation").text
+    assert 'id="standing-regressions"' in page
+    assert f"standing regression of qa_eval on {CHAT} since run run0abcd" in page
+    regressions.accept(tiny_site.home, "qa_eval", CHAT)
+    assert 'id="standing-regressions"' not in tiny_site.get("/evaluation").text
 
 
 def test_pages_read_the_index_when_no_layer_is_stored(tiny_site):

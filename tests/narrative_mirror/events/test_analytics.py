@@ -62,8 +62,8 @@ def test_export_training_examples(tmp_path):
     assert export_training_examples(stats_frame(), path) == 3
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0] == {"event_id": "e0", "chat_file": "c", "query": "q0", "returned": ["a", "b", "c", "d"],
-                        "cited": ["a"], "not_cited": ["b", "c", "d"], "citation_confidence": 1.0, "satisfied": False,
-                        "follow_up_of": None}
+                        "cited": ["a"], "not_cited": ["b", "c", "d"], "citation_confidence": 1.0,
+                        "cited_confidence": {}, "satisfied": False, "follow_up_of": None}
     assert [(x["cited"], x["not_cited"]) for x in lines[1:]] == [(["e", "f"], []), ([], ["h", "i"])]
     assert [p.name for p in path.parent.iterdir()] == ["examples.jsonl"]
 
@@ -71,10 +71,13 @@ def test_export_training_examples(tmp_path):
 def test_stats_and_export_over_a_real_log(events_log, tmp_path):
     first = events_log.log(event(returned_ids=["D1:1", "D1:2"], latency_ms=10.0))
     events_log.log(event("rye", at=T0 + timedelta(seconds=1), method="keyword", latency_ms=30.0))
-    events_log.mark_cited(first, ["D1:2"], 1.0)
+    events_log.mark_cited(first, ["D1:2"], per_id=[0.35])
     frame = events_log.events()
     assert read_events(events_log.uri).equals(frame)  # the read-only path analysis jobs use
     stats = event_stats(frame)
     assert (stats["events"], stats["cited_rate"], stats["latency_ms_avg"]) == (2, 0.5, 20.0)
     assert sorted(stats["per_method"]) == ["hybrid", "keyword"]
     assert export_training_examples(frame, tmp_path / "ex.jsonl") == 1
+    exported = json.loads((tmp_path / "ex.jsonl").read_text())
+    # the graded values reach the training data, per cited id and as the event's mean
+    assert (exported["citation_confidence"], exported["cited_confidence"]) == (0.35, {"D1:2": 0.35})

@@ -47,7 +47,7 @@ def test_replies_bots_edits_and_system_types(tmp_path):
     path.write_text(json.dumps(EXPORT), encoding="utf-8")
     assert detect(path) == "discord"
     conversation, messages = _read(path)
-    assert (conversation.key, conversation.title) == ("discord_55", "Makers / projects / robot arm")
+    assert (conversation.key, conversation.title) == ("discord_robot_arm", "Makers / projects / robot arm")
     assert (conversation.tz, conversation.tz_source) == ("UTC+01:00", "file")
     assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
         ("100", "Ann", "", True, False, None, False),

@@ -41,9 +41,8 @@ def test_a_mixed_folder_gives_one_partition_per_conversation_with_safe_stable_ke
     assert problems == []
     keys = sorted(chats)
     assert keys[0] == "demo_garden_Mara_Theo"
-    assert keys[1:] == ["discord_900000000000000001", "slack_C42", keys[3]]
-    assert keys[3].startswith("whatsapp_Ben_Ode-") and len(keys[3]) == len("whatsapp_Ben_Ode-") + 8
-    assert chats["slack_C42"].path == slack_root and chats["slack_C42"].format == "slack"
+    assert keys[1:] == ["discord_general", "slack_general", "whatsapp_ben_ode"]
+    assert chats["slack_general"].path == slack_root and chats["slack_general"].format == "slack"
     assert (chats["demo_garden_Mara_Theo"].format, chats[keys[3]].format) == (NATIVE, "whatsapp")
     assert chats[keys[3]].title == "Ben Ödé 🚲"
     # The same export written again (a re-export with the same messages): same keys, same versions.
@@ -68,16 +67,16 @@ def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are
     writers.telegram(_messages(7), data, tz="Europe/Berlin")
     second, _ = find_chats(data, BERLIN, cache)
     assert parsed == ["result.json"]
-    assert second["telegram_4242"].version != first["telegram_4242"].version
-    assert second["discord_900000000000000001"].version == first["discord_900000000000000001"].version
+    assert second["telegram_chat"].version != first["telegram_chat"].version
+    assert second["discord_general"].version == first["discord_general"].version
     # Another zone reads other UTC times: a new version.
     tokyo = find_chats(data, ImportOptions(tz="Asia/Tokyo", machine_tz="UTC"), cache)[0]
-    assert tokyo["telegram_4242"].version != second["telegram_4242"].version
+    assert tokyo["telegram_chat"].version != second["telegram_chat"].version
     # Another session gap (layers.toml [sessions]): new versions of the exports, none of chat files.
     shutil.copy(settings.DEMO_DATA_DIR / "demo_garden_Mara_Theo.json", data)
     gaps = [find_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
             for h in (4.0, 2.0)]
-    assert gaps[0]["telegram_4242"].version != gaps[1]["telegram_4242"].version
+    assert gaps[0]["telegram_chat"].version != gaps[1]["telegram_chat"].version
     assert gaps[0]["demo_garden_Mara_Theo"].version == gaps[1]["demo_garden_Mara_Theo"].version
 
 
@@ -91,27 +90,27 @@ def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_
     writers.discord(_messages(2), data, tz="UTC")
     chats, problems = find_chats(data, ImportOptions(machine_tz="UTC"))
     # One unreadable Slack message leaves the channel in (see test_slack: it is one warning).
-    assert sorted(chats) == ["discord_900000000000000001", "slack_C0000001"]
+    assert sorted(chats) == ["discord_general", "slack_general"]
     assert problems == [
         f"{data / 'WhatsApp Chat - Amb' / '_chat.txt'}: line 1: 05/03/2024 could be 5 March or 3 May 2024; "
         "pass --day-first or --month-first",
     ]
     # The order given: it builds.
     chats, problems = find_chats(data, ImportOptions(day_first=True, machine_tz="UTC"))
-    assert "whatsapp_Amb" in chats
+    assert "whatsapp_amb" in chats
 
 
 def test_a_conversation_becomes_the_message_record_of_every_format(tmp_path):
     messages = _messages(6, pause_after=2)
     messages[4] = ("Ben Ode", messages[4][1], "answering note 1", 1)
     writers.telegram(messages, tmp_path, tz="Europe/Berlin")
-    source = find_chats(tmp_path, BERLIN)[0]["telegram_4242"]
+    source = find_chats(tmp_path, BERLIN)[0]["telegram_chat"]
     chat = load_export_chat(source, BERLIN)
     frame = chat.messages
     assert dict(frame.schema) == schema.MESSAGE_RECORD
     assert (chat.format, chat.tz, chat.tz_source, chat.speakers) == ("telegram", "UTC+01:00", "file", ["Ana", "Ben Ode"])
     assert frame["local_id"].to_list() == ["1", "2", "3", "4", "5", "6"]
-    assert frame["message_id"][0] == "telegram_4242/1"
+    assert frame["message_id"][0] == "telegram_chat/1"
     assert frame["reply_to"].to_list() == [None, None, None, None, "2", None]
     assert frame["session"].to_list() == [1, 1, 1, 2, 2, 2]  # 6 h of silence > layers.toml gap (4 h)
     assert frame["utc_time"][3] == datetime(2024, 3, 14, 14, 15, tzinfo=UTC)
@@ -127,7 +126,7 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
                     "14/03/2024, 09:02 - Ben: <Media omitted>\n"
                     "14/03/2024, 09:03 - Ben: fixed it <This message was edited>\n", encoding="utf-8")
     options = ImportOptions(tz="America/New_York", machine_tz="UTC")
-    source = find_chats(tmp_path, options)[0]["whatsapp_Ben"]
+    source = find_chats(tmp_path, options)[0]["whatsapp_ben"]
     frame = load_export_chat(source, options).messages
     assert frame.select("speaker", "text", "system", "edited").rows() == [
         ("", "Messages and calls are end-to-end encrypted.", True, False),
@@ -145,11 +144,11 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
                             "local_id": frame["local_id"], "vector": [[1.0, 0.0]] * 4}, schema=schema.MESSAGE_EMBEDDINGS)
     assert message_rows(frame, vectors)["local_id"].to_pylist() == frame["local_id"].to_list()[1:]
     ids = frame["local_id"].to_list()
-    blocks = pl.DataFrame([{"block_id": "b0", "chat_file": "whatsapp_Ben", "session": 1, "block_index": 0,
+    blocks = pl.DataFrame([{"block_id": "b0", "chat_file": "whatsapp_ben", "session": 1, "block_index": 0,
                             "first_position": 0, "last_position": 3, "message_ids": ids,
                             "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][3],
                             "speakers": ["Ana", "Ben"], "keywords": [], "label": "", "summary": ""},
-                           {"block_id": "b1", "chat_file": "whatsapp_Ben", "session": 1, "block_index": 1,
+                           {"block_id": "b1", "chat_file": "whatsapp_ben", "session": 1, "block_index": 1,
                             "first_position": 0, "last_position": 0, "message_ids": ids[:1],
                             "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][0],
                             "speakers": [], "keywords": [], "label": "", "summary": ""}], schema=schema.BLOCKS)
@@ -192,3 +191,25 @@ def test_a_folder_no_reader_recognizes_is_not_a_chat_nor_a_problem(tmp_path):
     # a forced format still reads it, and says what is wrong
     chats, problems = find_chats(data, ImportOptions(format="whatsapp"))
     assert chats == {} and len(problems) == 1 and "notes" in problems[0]
+
+
+def test_chats_whose_names_share_a_key_get_a_suffix_from_their_native_id_stable_whatever_else_is_there(tmp_path):
+    data = tmp_path / "chats"
+    data.mkdir()
+    writers.discord(_messages(3), data, tz="UTC", channel="general", channel_id="111")
+    writers.slack(_messages(3), data, channel="general", channel_id="C42")
+    alone, _ = find_chats(data, BERLIN)
+    assert sorted(alone) == ["discord_general", "slack_general"]
+    writers.discord(_messages(4), data, tz="UTC", channel="General", channel_id="222")  # another server's #General
+    both, problems = find_chats(data, BERLIN)
+    discord = sorted(k for k in both if k.startswith("discord_"))
+    assert problems == [] and len(discord) == 2 and all(k.startswith("discord_general-") for k in discord)
+    assert {both[k].native_id for k in discord} == {"111", "222"} and "slack_general" in both
+    # The suffix comes from the chat itself: a third chat of that name changes no key.
+    writers.discord(_messages(2), data, tz="UTC", channel="GENERAL", channel_id="333")
+    third, _ = find_chats(data, BERLIN)
+    assert set(discord) < set(third) and len([k for k in third if k.startswith("discord_")]) == 3
+    # Each key reads its own chat.
+    chats = {k: load_export_chat(third[k], BERLIN) for k in discord}
+    assert sorted(c.messages.height for c in chats.values()) == [3, 4]
+    assert all(c.messages["chat_file"].unique().to_list() == [k] for k, c in chats.items())

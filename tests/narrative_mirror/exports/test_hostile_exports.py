@@ -90,7 +90,7 @@ def test_links_out_of_the_data_folder_are_refused_at_any_depth_and_the_rest_buil
     # The channel that would read the linked file is refused, naming the link and its target.
     assert problems == [f"{absolute}: links to {secret}, outside the data folder: refused",
                         f"{relative}: links to {secret}, outside the data folder: refused"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 def test_a_channel_folder_linked_out_of_the_export_refuses_the_export(tmp_path):
@@ -102,7 +102,7 @@ def test_a_channel_folder_linked_out_of_the_export_refuses_the_export(tmp_path):
     found, problems = _find(data)
     assert problems == [f"{slack / 'general'}: links to {(outside / 'general').resolve()}, "
                         "outside the data folder: refused"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 @pytest.mark.parametrize("target, why", [
@@ -121,7 +121,7 @@ def test_a_whatsapp_chat_file_linked_to_a_system_file_or_nowhere_is_refused(tmp_
     found, problems = _find(data)
     resolved = Path("/proc/self/environ").resolve() if target.startswith("/proc") else None
     assert problems == [f"{chat}: {why.format(resolved=resolved)}"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 def test_fifos_are_refused_never_opened(tmp_path):
@@ -133,7 +133,7 @@ def test_fifos_are_refused_never_opened(tmp_path):
     found, problems = _find(data)
     assert problems == [f"{chat}: is a FIFO, not a regular file: refused",
                         f"{data / 'pipe.txt'}: is a FIFO, not a regular file: refused"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 def test_zip_members_that_are_links_or_leave_the_archive_are_refused(tmp_path):
@@ -148,7 +148,7 @@ def test_zip_members_that_are_links_or_leave_the_archive_are_refused(tmp_path):
     assert problems == [f"{data / 'WhatsApp Chat - Link.zip'}!_chat.txt: is a symbolic link in the archive: refused",
                         f"{data / 'WhatsApp Chat - Slip.zip'}!../_chat.txt: a member name that leaves the "
                         "archive: refused"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 def test_zip_bombs_are_refused_by_ratio_member_size_total_and_entries(tmp_path, small_limits):
@@ -176,7 +176,7 @@ def test_zip_bombs_are_refused_by_ratio_member_size_total_and_entries(tmp_path, 
     assert problems[3] == (f"{data / 'total.zip'}: over the limit max_total_bytes = 150,000 (exports.toml "
                            "[limits]): unpacks to more than 150,000 bytes")
     # the channel read before the total ran out is a chat; nothing of the others is
-    assert found == {"whatsapp_Good", "slack_C1"}
+    assert found == {"whatsapp_good", "slack_general"}
 
 
 def test_unpacked_bytes_are_counted_as_they_come_not_taken_from_headers(small_limits):
@@ -222,7 +222,7 @@ def test_a_default_sized_bomb_is_refused_before_it_is_unpacked(tmp_path):
     assert len(problems) == 1 and problems[0].startswith(
         f"{bomb}!general/{DAY}.json: over the limit max_ratio = 300 (exports.toml [limits]): "
         "1,073,741,824 bytes from ")
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 def test_a_huge_message_is_refused_while_it_is_read(tmp_path, small_limits, monkeypatch):
@@ -236,9 +236,9 @@ def test_a_huge_message_is_refused_while_it_is_read(tmp_path, small_limits, monk
         f"{data / 'slack' / 'general'}: over the limit max_message_chars = 1,000 (exports.toml [limits]): "
         "message 1704186000.000100 has 1,001 characters",
     ]
-    assert found == {"whatsapp_Good", "slack_C1"}  # random (C1 by its folder's order) still builds
+    assert found == {"whatsapp_good", "slack_random"}  # random still builds
     monkeypatch.delenv("NM_CONFIG_DIR")  # the shipped limits: a new limit re-reads what was refused
-    assert _find(data) == ({"whatsapp_Good", "whatsapp_Long", "slack_C0", "slack_C1"}, [])
+    assert _find(data) == ({"whatsapp_good", "whatsapp_long", "slack_general", "slack_random"}, [])
 
 
 def test_utf16_whatsapp_with_a_bom_is_read_and_bad_encodings_are_named(tmp_path):
@@ -248,7 +248,7 @@ def test_utf16_whatsapp_with_a_bom_is_read_and_bad_encodings_are_named(tmp_path)
     (data / "WhatsApp Chat with Latin.txt").write_bytes((GOOD_WHATSAPP + "13/01/2024, 09:09 - Ann: Grüße\n")
                                                         .encode("latin-1"))
     found, problems = _find(data)
-    assert found == {"whatsapp_Good", "whatsapp_Sixteen"}
+    assert found == {"whatsapp_good", "whatsapp_sixteen"}
 
     def texts(name: str) -> list[str]:
         return [m.text for c in read_export(data / name, tz="UTC") for m in c.messages()]
@@ -271,7 +271,7 @@ def test_slack_day_files_without_channels_or_users_json_are_a_problem_not_skippe
     found, problems = _find(data)
     assert problems == [f"{slack}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
                         "users.json: not readable as an export"]
-    assert found == {"whatsapp_Good"}
+    assert found == {"whatsapp_good"}
 
 
 @pytest.mark.slow  # two Dagster builds: minutes on a loaded machine
@@ -285,7 +285,7 @@ def test_build_exits_2_naming_the_refused_files_keeps_what_was_stored_and_builds
     first = subprocess.run(build, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     stored = {p: p.read_bytes() for p in (Path(os.environ["NM_HOME"]) / "storage").rglob("*.parquet")}
-    assert any("whatsapp_Zipped" in str(p) for p in stored)
+    assert any("whatsapp_zipped" in str(p) for p in stored)
     # the zip becomes a bomb (one 1 GiB message in 1 MB), and a linked chat appears beside it
     _deflated_zip(archive, {"_chat.txt": (b"13/01/2024, 09:00 - Ann: " + b"a" * ((1 << 24) - 25), 64)})
     (outside / "secret.txt").write_text("13/01/2024, 09:00 - Eve: the secret text\n", encoding="utf-8")
@@ -301,5 +301,5 @@ def test_build_exits_2_naming_the_refused_files_keeps_what_was_stored_and_builds
                                          "[limits]): 1,073,741,824 bytes from ")
     assert sorted(x for x in second.stderr.splitlines() if "_chat.txt" in x) == sorted(
         f"narrative-mirror build: {line}" for line in out["problems"])
-    assert list(out["per_file"]) == ["whatsapp_Good"] and out["per_file"]["whatsapp_Good"]["messages"] == 2
+    assert list(out["per_file"]) == ["whatsapp_good"] and out["per_file"]["whatsapp_good"]["messages"] == 2
     assert stored == {p: p.read_bytes() for p in stored}  # what the zip's chat built before is kept as it was

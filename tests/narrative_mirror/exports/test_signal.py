@@ -32,7 +32,7 @@ def test_quotes_resolve_only_to_a_single_earlier_message(tmp_path):
     assert detect(path) == "signal"
     [conversation] = list(read_export(path, tz="Europe/Madrid"))
     messages = list(conversation.messages())
-    assert (conversation.key, conversation.title, conversation.tz) == ("signal_Dinner_club-" + conversation.key[-8:], "Dinner club", "Europe/Madrid")
+    assert (conversation.key, conversation.title, conversation.tz) == ("signal_dinner_club", "Dinner club", "Europe/Madrid")
     assert [m.reply_to for m in messages] == [None, None, None, messages[1].local_id, None, None]
     assert messages[0].timestamp == datetime(2024, 6, 1, 8, tzinfo=UTC)
     assert messages[5].attachments == (Attachment("photo", "pic.jpg", None),)

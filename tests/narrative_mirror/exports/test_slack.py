@@ -58,7 +58,7 @@ def test_channels_threads_markup_subtypes_and_bots(tmp_path):
     progress = []
     [(general, messages), (random, lonely)] = _read(root, on_progress=lambda *p: progress.append(p))
     assert progress == [(1, 2, "general"), (2, 2, "random")]
-    assert (general.key, general.title, general.participants) == ("slack_C1", "general", ("Ann Lee", "Bob Ray"))
+    assert (general.key, general.title, general.participants) == ("slack_general", "general", ("Ann Lee", "Bob Ray"))
     assert (general.tz, general.tz_source) == ("Europe/Paris", "file")  # members tie: the first
     assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
         ("1700000000.000100", "Bob Ray", "@Bob Ray has joined the channel", True, False, None, False),
@@ -72,7 +72,7 @@ def test_channels_threads_markup_subtypes_and_bots(tmp_path):
     assert messages[1].timestamp == datetime(2023, 11, 14, 22, 15, 0, 200, tzinfo=UTC)
     assert {m.tz for m in messages} == {"Europe/Paris"}
     assert messages[4].attachments == (Attachment("document", "plan.pdf", "Plan"), Attachment("photo", "map.png", None))
-    assert random.key == "slack_C2" and [m.text for m in lonely] == ["lonely"]
+    assert random.key == "slack_random" and [m.text for m in lonely] == ["lonely"]
     assert general.source == str(root / "general")
 
 
@@ -124,6 +124,6 @@ def test_direct_messages_are_titled_by_their_members(tmp_path):
     (root / "D9" / "2023-11-16.json").write_text(json.dumps([
         {"type": "message", "user": "U2", "text": "psst", "ts": "1700100000.000000"}]), encoding="utf-8")
     conversations = {c.key: c for c in read_export(root)}
-    dm = conversations["slack_D9"]
+    dm = conversations["slack_ann_lee_bob_ray"]
     assert (dm.title, dm.participants) == ("Ann Lee, Bob Ray", ("Ann Lee", "Bob Ray"))
     assert [(m.author, m.text) for m in dm.messages()] == [("Bob Ray", "psst")]

@@ -40,7 +40,7 @@ def test_single_chat_entities_service_replies_edits(tmp_path):
     path.write_text(json.dumps(CHAT, ensure_ascii=False), encoding="utf-8")
     assert detect(path) == "telegram"
     [(conversation, messages)] = _read(path)
-    assert (conversation.key, conversation.title) == ("telegram_1234567", "Hiking 🏔")
+    assert (conversation.key, conversation.title) == ("telegram_hiking", "Hiking 🏔")
     assert (conversation.tz, conversation.tz_source) == ("UTC+02:00", "file")
     assert [(m.local_id, m.author, m.text, m.system, m.reply_to, m.edited) for m in messages] == [
         ("1", "Ann", "Ann created the group «Hiking 🏔»", True, None, False),
@@ -78,7 +78,7 @@ def test_full_export_yields_every_chat_and_left_chat_with_progress(tmp_path):
     assert detect(tmp_path) == "telegram"
     progress = []
     conversations = _read(tmp_path, on_progress=lambda done, total, label: progress.append((done, total, label)))
-    assert [(c.key, len(m)) for c, m in conversations] == [("telegram_1234567", 5), ("telegram_77", 1), ("telegram_5", 0)]
+    assert [(c.key, len(m)) for c, m in conversations] == [("telegram_hiking", 5), ("telegram_bob", 1), ("telegram_old_group", 0)]
     assert progress == [(1, None, "Hiking 🏔"), (2, None, "Bob"), (3, None, "Old group")]
 
 
