@@ -11,6 +11,8 @@ evidence) and the evidence lines they list (how many of them gold).
 
     .venv/bin/python benchmarks/answers.py [--profile balanced] [--baseline ff801dc] [--refresh] [--show N]
         [--test-chats]  (the finished change on Chat_8..Chat_10 instead: a check, never a choice)
+    .venv/bin/python benchmarks/answers.py --set own_chats [--baseline 89f808b]
+        (a question set of chat exports with accepted answers instead: benchmarks/answer_sets.py)
 """
 
 from __future__ import annotations
@@ -258,7 +260,12 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--rows", type=Path, default=None, help="write each question's answers (JSON lines) here")
     parser.add_argument("--test-chats", action="store_true", help="the test chats instead of the train chats")
+    parser.add_argument("--set", default="", help="a question set of tests/answer_sets/ instead of RealTalk")
     args = parser.parse_args()
+    if args.set:
+        from answer_sets import score_set
+
+        return score_set(args.set, args.baseline if args.baseline != "ff801dc" else "89f808b", args.show, args.json)
 
     from common import (DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, test_files,
                         train_files)
