@@ -18,6 +18,7 @@ import sys
 from cli.commands.forget import finish_unfinished_forgets
 from cli.parser import build_parser
 from cli.printers import print_human
+from cli.server_client import NeedsLocalRun
 from narrative_mirror.safe_text import clip_line, terminal_safe
 from resources import environment
 
@@ -29,15 +30,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def main(argv: list[str] | None = None) -> int:
-    environment.hand_to_library()  # before any command: the library reads NM_HOME / NM_CONFIG_DIR through it
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def execute(args) -> tuple[dict, bool]:
+    """Run the parsed command: (its result with ``problems`` and ``failures``, whether a signal
+    stopped it). Bad input becomes a problem, any other error a failure (``--verbose`` raises)."""
     verbose = getattr(args, "verbose", False)
     stopped = False
     try:
-        finish_unfinished_forgets()  # a forget a process left half done is finished before the home is used
+        if getattr(args, "served", None) is None:  # a server finished them when it started
+            finish_unfinished_forgets()  # a forget a process left half done is finished before the home is used
         result = args.func(args)
+    except NeedsLocalRun:  # in the server: the caller runs the command itself
+        raise
     except (FileNotFoundError, ValueError) as exc:  # bad input: an argument, a file, a config value
         if verbose:
             raise
@@ -52,7 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("problems", "failures", "warnings"):  # each line bounded, on the terminal and in --json
         if key in result:
             result[key] = [clip_line(line) for line in result[key]]
-    problems, failures = result.setdefault("problems", []), result.setdefault("failures", [])
+    result.setdefault("problems", [])
+    result.setdefault("failures", [])
+    return result, stopped
+
+
+def main(argv: list[str] | None = None) -> int:
+    environment.hand_to_library()  # before any command: the library reads NM_HOME / NM_CONFIG_DIR through it
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # `serve --background` starts itself again
+    result, stopped = execute(args)
+    problems, failures = result["problems"], result["failures"]
     for line in result.get("warnings", []):
         print(f"narrative-mirror {args.command}: warning: {terminal_safe(line)}", file=sys.stderr)
     for line in problems + failures:

@@ -105,8 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gold", default="", help="comma-separated gold ids: say where each was lost")
     p.set_defaults(func=cmd_trace)
 
-    p = sub.add_parser("serve", help="HTTP search API: GET /api/memory/search, POST /api/ask (loopback by default)")
+    p = sub.add_parser("serve", help="HTTP search API: GET /api/memory/search, POST /api/ask (loopback by default); "
+                                     "the command line's questions of this home go through it while it runs")
     data_args(p)
+    p.add_argument("action", nargs="?", choices=["stop", "status"], default=None,
+                   help="stop: stop the home's server (SIGTERM, then wait); status: what it serves and since when")
+    p.add_argument("--background", action="store_true",
+                   help="start detached (output in NM_HOME/logs/serve.log); returns once it answers")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--tokens", type=Path, default=None,

@@ -152,7 +152,17 @@ def print_chats(result: dict) -> None:
 
 
 def print_serve(result: dict) -> None:
-    """The line ``serve`` ends with once stopped."""
+    """The line ``serve`` ends with once stopped; or what ``serve status``/``stop``/``--background`` found."""
+    if "running" in result:
+        if result.get("stopped"):
+            _print(f"serve: stopped the server (pid {result['stopped']}) of {_one(result['home'])}")
+        elif result["running"]:
+            _print(f"serve: pid {result['pid']} serves {len(result['chats'])} chats ({_one(', '.join(result['chats']))}) "
+                   f"of {_one(result['data'])} on {_one(result['url'])} and {_one(result['socket'])} "
+                   f"since {result['since']}")
+        else:
+            _print(f"serve: no server is running for {_one(result['home'])}")
+        return
     _print(f"serve: stopped; it served {len(result['served'])} chat files on {result['url']}"
            + (f" ({len(result['not_served'])} not served: {_one(', '.join(result['not_served']))})"
               if result["not_served"] else ""))

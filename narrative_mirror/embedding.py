@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -66,6 +68,7 @@ def vector_settings(config: Mapping) -> dict:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+BACKENDS = ("torch", "onnx-fp32", "onnx-int8")  # embedding.toml's backend (narrative_mirror/onnx_embedding.py)
 # MiniLM on an H200 (torch 2.11, CUDA 13): 15,651 texts/s in batches of 256, 2,432 in the CPU's 16.
 GPU_BATCH_SIZE = 256
 
@@ -90,7 +93,12 @@ class Embedder:
     """Encodes texts into L2-normalized float32 vectors, on ``device`` (auto, cpu or cuda)."""
 
     def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16,
-                 adapted_layers: str = "", adaptation: str = ""):
+                 adapted_layers: str = "", adaptation: str = "", backend: str = "torch", onnx_cache: str = ""):
+        if backend not in BACKENDS:
+            raise ValueError(f"embedder backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+        if backend != "torch" and not onnx_cache:
+            raise ValueError(f"embedder backend {backend!r} needs a folder for its exported model (onnx_cache)")
+        self.backend, self.onnx_cache = backend, onnx_cache
         self.model_name = model_name
         # An adaptation (narrative_mirror/adaptation): its layers file and its fingerprint.
         self.adapted_layers, self.adaptation = adapted_layers, adaptation
@@ -110,7 +118,24 @@ class Embedder:
         return _load(self.model_name, self.device, self.adapted_layers)
 
     @property
+    def uses_onnx(self) -> bool:
+        return self.backend != "torch" and not self.adapted_layers and self.device == "cpu"
+
+    @property
+    def onnx(self):
+        """The ONNX Runtime encoder when this embedder uses one: the shipped model on the CPU only
+        (adapted layers and GPUs stay on torch)."""
+        if not self.uses_onnx:
+            return None
+        from narrative_mirror.onnx_embedding import encoder
+
+        return encoder(_model_path(self.model_name), self.onnx_cache, self.backend.removeprefix("onnx-"))
+
+    @property
     def dimension(self) -> int:
+        if self.uses_onnx:  # without loading torch's copy of the model
+            config = json.loads((Path(_model_path(self.model_name)) / "config.json").read_text(encoding="utf-8"))
+            return int(config["hidden_size"])
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get_dim())
 
@@ -122,6 +147,8 @@ class Embedder:
         base = f"{self.model_name}:{self.dimension}"
         if self.adaptation:
             base = f"{base}:adapted-{self.adaptation}"
+        elif self.uses_onnx:
+            base = f"{base}:{self.backend}"
         return base if self.device == "cpu" else f"{base}:{self.device}"
 
     @property
@@ -135,6 +162,8 @@ class Embedder:
         if self.device != "cpu":
             return self.model.encode(texts, batch_size=self.device_batch_size, convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False).astype(np.float32, copy=False)
+        if (onnx := self.onnx) is not None:
+            return onnx.encode(texts, threads=1)
         import torch
 
         threads = torch.get_num_threads()
@@ -163,7 +192,32 @@ class Embedder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
             return self._encode_chunks(texts, order, self.device_batch_size * 4, progress, tuner=None)
-        return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
+        if (onnx := self.onnx) is not None:
+            return self._encode_onnx(onnx, texts, order, progress)
+        import torch
+
+        before = torch.get_num_threads()
+        threads = threads_for_now()  # what the machine can give this encode, not what it had at start-up
+        torch.set_num_threads(threads)
+        try:
+            return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
+        finally:
+            torch.set_num_threads(before)
+
+    def _encode_onnx(self, onnx, texts: list[str], order: np.ndarray,
+                     progress: Callable[[int, int], None] | None) -> np.ndarray:
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        chunk = self.batch_size * 8
+        threads = 1
+        for number, start in enumerate(range(0, len(texts), chunk)):
+            if number % RECHECK_CHUNKS == 0:  # the load changes during a long encode
+                threads = threads_for_now()
+            for first in range(start, min(start + chunk, len(texts)), self.batch_size):
+                rows = order[first : min(first + self.batch_size, start + chunk, len(texts))]
+                vectors[rows] = onnx.encode([texts[i] for i in rows], threads=threads)
+            if progress:
+                progress(min(start + chunk, len(texts)), len(texts))
+        return vectors
 
     def _encode_chunks(self, texts: list[str], order: np.ndarray, chunk: int,
                        progress: Callable[[int, int], None] | None, tuner: ThreadTuner | None) -> np.ndarray:
@@ -223,6 +277,68 @@ class ThreadTuner:
 
 
 SMALL_INPUT = 16
+RECHECK_CHUNKS = 16  # ONNX: chunks between two looks at the machine's load
+LOAD_WINDOW_S = 0.1  # how long the other processes' CPU use is sampled before an encode
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; all of them where that is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def choose_threads(cores: int, busy_elsewhere: float) -> int:
+    """Intra-op threads for an encode: the cores other processes leave free, rounded, at least one
+    and never more than ``cores``. Threads beyond the free cores spin-wait for each other (on 2
+    busy cores, two threads encode several times slower than one)."""
+    return max(1, min(cores, int(cores - max(busy_elsewhere, 0.0) + 0.5)))
+
+
+def _cpu_times(cpus: set[int]) -> tuple[int, int, int] | None:
+    """(busy jiffies, all jiffies) over ``cpus`` and this process's own jiffies, from /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            own = handle.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total, int(own[11]) + int(own[12])  # utime + stime
+
+
+def busy_cores_elsewhere(window_s: float = LOAD_WINDOW_S) -> float:
+    """How many of this process's cores other processes keep busy now: their CPU time over
+    ``window_s`` (``/proc/stat`` minus this process's own); the 1-minute load average where
+    /proc cannot be read."""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        cpus = set(range(os.cpu_count() or 1))
+    first = _cpu_times(cpus)
+    if first is None or first[1] == 0:
+        return os.getloadavg()[0]
+    time.sleep(window_s)
+    second = _cpu_times(cpus)
+    elapsed = second[1] - first[1]
+    if elapsed <= 0:
+        return 0.0
+    others = (second[0] - first[0]) - (second[2] - first[2])
+    return max(0.0, others / elapsed * len(cpus))
+
+
+def threads_for_now() -> int:
+    """``choose_threads`` for the machine as it is now."""
+    cores = usable_cores()
+    return 1 if cores == 1 else choose_threads(cores, busy_cores_elsewhere())
 
 
 def vector_key(fingerprint: str, text: str) -> str:

@@ -23,7 +23,8 @@ def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adapta
     return Embedder(model_name or config["model"], device=device or environment.device(),
                     batch_size=batch_size or int(config["batch_size"]),
                     adapted_layers=str(current.layers_path) if current else "",
-                    adaptation=current.fingerprint if current else "")
+                    adaptation=current.fingerprint if current else "",
+                    backend=config.get("backend", "torch"), onnx_cache=str(environment.nm_home() / "models" / "onnx"))
 
 
 def adaptation_folder():

@@ -113,6 +113,10 @@ def read_chats(sources: dict, options) -> dict:
 
 def cmd_chats(args) -> dict:
     """Every chat ``build`` would see (chat files, each conversation of each export, live chats)."""
+    from cli.server_client import through_server
+
+    if (result := through_server(args)) is not None:
+        return result
     from cli.session import arcs_line, chat_sources
     from narrative_mirror.live.source import LIVE_FOLDER
     from resources import environment

@@ -54,8 +54,13 @@ def forgetting() -> Forgetting:
 
 
 def cmd_forget(args) -> dict:
+    from cli.server_client import through_server
+
+    if (result := through_server(args)) is not None:
+        return result
     selection = selection_of(args)
-    report = forgetting().forget(args.chat, selection)
+    served = getattr(args, "served", None)
+    report = (served.forgetting if served is not None else forgetting()).forget(args.chat, selection)
     if report is None:
         raise ValueError(f"live chat {args.chat!r} has no message with that id or in that selection"
                          if not args.all else f"no live chat {args.chat!r}")

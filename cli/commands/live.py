@@ -7,8 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from narrative_mirror.live.log import MAX_BATCH, MessageError, parse_batch
-
 
 def add_live_parsers(sub) -> None:
     """Register ``add`` on the command line's subparsers."""
@@ -25,6 +23,8 @@ def add_live_parsers(sub) -> None:
 
 def read_messages(lines) -> list[dict]:
     """One message object per non-empty line; ``MessageError`` names the line that is not one."""
+    from narrative_mirror.live.log import MessageError
+
     messages = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -39,17 +39,24 @@ def read_messages(lines) -> list[dict]:
 
 
 def cmd_add(args) -> dict:
+    from cli.server_client import through_server
+    from narrative_mirror.live.log import MAX_BATCH, parse_batch
     from resources import runtime
 
-    if args.file is not None:
+    if getattr(args, "messages", None) is not None:  # in the server: the caller read them
+        messages = args.messages
+    elif args.file is not None:
         with open(args.file, encoding="utf-8") as handle:
             messages = read_messages(handle)
     else:
         messages = read_messages(sys.stdin)
+    if (result := through_server(args, messages=messages)) is not None:
+        return result
     for start in range(0, len(messages), MAX_BATCH):  # every line checked before the first is stored
         parse_batch(messages[start:start + MAX_BATCH])
-    store = runtime.index_from_environment()
-    live = runtime.live_memory(runtime.retriever(store, runtime.embedder()))
+    served = getattr(args, "served", None)
+    live = served.live if served is not None else runtime.live_memory(
+        runtime.retriever(runtime.index_from_environment(), runtime.embedder()))
     ids: list[str] = []
     stored: list[str] = []
     duplicates: list[str] = []

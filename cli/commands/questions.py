@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sys
 
+from cli.server_client import NeedsLocalRun, through_server
 from cli.session import build_memory, runner_for
-from narrative_mirror.agent.contract import answer_json
-from narrative_mirror.chat_time import StoredClocks, stamp_messages
 from narrative_mirror.safe_text import terminal_safe
 
 
 def _clocks():
     """Each chat's message times in its own zone, from the home's stored messages layers."""
+    from narrative_mirror.chat_time import StoredClocks
     from resources import environment
 
     return StoredClocks(environment.nm_home() / "storage")
@@ -52,6 +52,8 @@ def _fresh_memory(args, chats: list[str], sources: dict) -> dict[str, str]:
              or not stamp.is_fresh(home, chat, sources[chat].path)]
     if not stale:
         return {}
+    if getattr(args, "served", None) is not None:  # a build's progress belongs on the caller's terminal
+        raise NeedsLocalRun(f"the memory of {', '.join(stale)} is stale: it needs a build")
     with runner_for(args) as runner:
         _, report = build_memory(runner, stale)
     left_out = {chat: str(report.problems.get(chat) or report.failures.get(chat))
@@ -77,18 +79,25 @@ def _memory_for(args, several: bool = False):
     chats = _chosen_chats(args, sources) if several else [args.chat]
     left_out = _fresh_memory(args, chats, sources)
     args.left_out = [f"{chat} left out: {' '.join(why.split())}" for chat, why in left_out.items()]
+    chats = [chat for chat in chats if chat not in left_out]
+    if (served := getattr(args, "served", None)) is not None:  # in the server: its warm objects
+        return chats, served.retriever, served.llm
     retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
-    return [chat for chat in chats if chat not in left_out], retriever, runtime.llm_from_environment()
+    return chats, retriever, runtime.llm_from_environment()
 
 
 def cmd_ask(args) -> dict:
+    if (result := through_server(args)) is not None:  # before the heavy imports: the server has them
+        return result
+    from narrative_mirror.agent.contract import answer_json
     from narrative_mirror.logged_query import ask_logged
     from narrative_mirror.multi_chat import ask_chats_logged
     from resources import runtime
 
     chats, retriever, llm = _memory_for(args, several=True)
     mode = "oneshot" if args.oneshot else "agent"
-    event_log = runtime.event_log(retriever)
+    served = getattr(args, "served", None)
+    event_log = served.event_log if served is not None else runtime.event_log(retriever)
     try:
         if len(chats) == 1:
             answer, event_id = ask_logged(retriever, chats[0], args.question, args.profile, llm, mode, event_log,
@@ -97,7 +106,8 @@ def cmd_ask(args) -> dict:
             answer, event_id = ask_chats_logged(retriever, chats, args.question, args.profile, llm, mode, event_log,
                                                 user_id=args.user)
     finally:
-        event_log.close()  # writes the queued event before the process ends
+        if served is None:
+            event_log.close()  # writes the queued event before the process ends
     # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
     return answer_json(answer, _clocks(), event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
 
@@ -105,6 +115,9 @@ def cmd_ask(args) -> dict:
 def cmd_search(args) -> dict:
     """The merged search of the chats (``multi_chat.search_chats``): the k best messages, each
     naming its chat, as ``GET /api/memory/search`` lists hits."""
+    if (result := through_server(args)) is not None:
+        return result
+    from narrative_mirror.chat_time import stamp_messages
     from narrative_mirror.multi_chat import search_chats
 
     chats, retriever, _ = _memory_for(args, several=True)
@@ -119,7 +132,10 @@ def cmd_search(args) -> dict:
 
 
 def cmd_arc(args) -> dict:
+    if (result := through_server(args)) is not None:
+        return result
     from narrative_mirror import query
+    from narrative_mirror.agent.contract import answer_json
 
     _, retriever, llm = _memory_for(args)
     answer = query.arc(retriever, args.chat, args.question, profile=args.profile, llm=llm)
@@ -132,13 +148,16 @@ def cmd_arc(args) -> dict:
 
 
 def cmd_trace(args) -> dict:
+    if (result := through_server(args)) is not None:
+        return result
     from narrative_mirror import query
 
     _, retriever, llm = _memory_for(args)
+    say = getattr(args, "say", None) or (lambda line: print(line, file=sys.stderr, flush=True))
 
     def follow(node: str, lines: list[str]) -> None:  # the agent's nodes as they run
         for line in lines or [f"{node}: -"]:
-            print(terminal_safe(f"[{node}] {line.removeprefix(node + ': ')}"), file=sys.stderr, flush=True)
+            say(terminal_safe(f"[{node}] {line.removeprefix(node + ': ')}"))
 
     answer = query.ask(retriever, args.chat, args.question, profile=args.profile, llm=llm, on_step=follow)
     trace = answer.trace

