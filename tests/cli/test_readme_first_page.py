@@ -106,7 +106,8 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
     python = subprocess.run([sys.executable, "-c", block_under(readme, "Python", "python")], cwd=clone,
                             env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
     assert python.returncode == 0, python.stderr[-3000:]
-    assert python.stdout.splitlines()[1].startswith("{'answer': ")
+    printed_json = python.stdout.splitlines()[1]
+    assert printed_json.startswith("{'question': 'Where did the wood") and "'evidence': [" in printed_json
 
     # The HTTP block: its `serve` line on a free port, then each curl line against it.
     http = [line for line in block_under(readme, "HTTP", "bash").replace("\\\n", " ").splitlines() if line.strip()]
