@@ -27,8 +27,9 @@ step() {
 
 # The browser tests need a real Chromium: without apt-get, setup fails rather than let them skip.
 install_chromium() {
-  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
-    echo "setup: chromium and chromedriver already installed"; return
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 \
+      && [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
+    echo "setup: chromium, chromedriver and the emoji font already installed"; return
   fi
   command -v apt-get >/dev/null 2>&1 || { echo "setup: no apt-get: install chromium and chromedriver by hand" >&2; return 1; }
   local sudo=""
