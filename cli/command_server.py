@@ -56,25 +56,22 @@ class ServerInfo:
     not_served: dict[str, str] = field(default_factory=dict)
 
 
-def _command_functions() -> dict:
-    from cli.parser import build_parser
-
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001 - argparse has no public way
-    return {name: sub.get_default("func") for name, sub in subparsers.choices.items() if name in SERVED_COMMANDS}
-
-
 class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, home: Path, served: Served, info: ServerInfo):
+    def __init__(self, home: Path, served: Served, info: ServerInfo, functions: dict[str, Any],
+                 execute: Any):
+        """``functions``: the served commands' functions by name; ``execute``: how the command line
+        runs a parsed command (both from ``cli.main.served_commands``, so this module imports neither
+        the parser nor the main module that start it)."""
         from cli.stamp import code_digest
 
         self.home, self.served, self.info = home, served, info
+        self.execute = execute
         self.settings = settings_now()
         self.folders = {"data": info.data, "arcs": info.arcs}
         self.code = code_digest()
-        self.functions = _command_functions()
+        self.functions = functions
         self.path = socket_path(home, create=True)
         if self.path.exists() or self.path.is_symlink():
             self.path.unlink()  # the caller checked that no server answers on it
@@ -110,7 +107,6 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def answer(self, request: dict) -> dict:
         """The answer to one request (``_handle`` writes it back)."""
-        from cli.main import execute
         from cli.stamp import code_digest
 
         if request.get("protocol") != PROTOCOL:
@@ -133,7 +129,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         lines: list[str] = []
         args.func, args.served, args.say = self.functions[command], self.served, lines.append
         try:
-            result, _ = execute(args)
+            result, _ = self.execute(args)
         except NeedsLocalRun as exc:
             return {"fallback": str(exc)}
         self.answered[command] += 1

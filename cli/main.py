@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from cli.commands.forget import finish_unfinished_forgets
 from cli.parser import build_parser
@@ -60,11 +61,23 @@ def execute(args) -> tuple[dict, bool]:
     return result, stopped
 
 
+def served_commands() -> tuple[dict, Callable]:
+    """What a running server answers for the command line (cli/command_server.py): the served
+    commands' functions by name, and ``execute``, how it runs one."""
+    from cli.command_server import SERVED_COMMANDS
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001 - argparse has no public way
+    functions = {name: sub.get_default("func") for name, sub in subparsers.choices.items() if name in SERVED_COMMANDS}
+    return functions, execute
+
+
 def main(argv: list[str] | None = None) -> int:
     environment.hand_to_library()  # before any command: the library reads NM_HOME / NM_CONFIG_DIR through it
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # `serve --background` starts itself again
+    args.served_commands = served_commands  # `serve` answers the command line with them
     result, stopped = execute(args)
     problems, failures = result["problems"], result["failures"]
     for line in result.get("warnings", []):

@@ -109,7 +109,7 @@ def settings_now() -> dict[str, str | None]:
     from resources import environment
 
     names = sorted(value for name, value in vars(environment).items() if name.endswith("_ENV") and isinstance(value, str))
-    return {name: os.environ.get(name) for name in names}
+    return {name: environment.value(name) for name in names}
 
 
 def folders_of(args) -> dict[str, str | None]:
@@ -125,7 +125,7 @@ def wire_args(args) -> dict:
     """The parsed arguments as JSON: paths absolute, the command function left out."""
     out = {}
     for key, value in vars(args).items():
-        if key in ("func", "served", "say", "argv"):
+        if key in ("func", "served", "say", "argv", "served_commands"):
             continue
         if key in ARG_PATHS and value is not None:
             value = str(Path(value).resolve())

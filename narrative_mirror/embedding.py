@@ -62,9 +62,14 @@ def fresh_model(model_name: str, device: str):
 
 def vector_settings(config: Mapping) -> dict:
     """embedding.toml's settings the vectors depend on: ``[adaptation]`` only while it is on (off,
-    the vectors are the shipped model's whatever its training settings say)."""
+    the vectors are the shipped model's whatever its training settings say), ``backend`` only when
+    it is not torch (torch's vectors are those made before the setting existed: no home re-embeds
+    and the fitted fusion stays current)."""
     adaptation = config.get("adaptation", {})
-    return dict(config) if adaptation.get("enabled") else {k: v for k, v in config.items() if k != "adaptation"}
+    kept = dict(config) if adaptation.get("enabled") else {k: v for k, v in config.items() if k != "adaptation"}
+    if kept.get("backend", "torch") == "torch":
+        kept.pop("backend", None)
+    return kept
 
 
 DEVICES = ("auto", "cpu", "cuda")

@@ -71,7 +71,7 @@ def command_socket(app, retriever, event_log, runner, args, served: list[str], u
     warm = Served(retriever, runner.resource("llm").get(), event_log, app.state.live, app.state.forgetting)
     arcs = args.arcs.resolve() if args.arcs else None
     info = server_info(f"http://{args.host}:{args.port}", runner.data_dir, arcs, served, unavailable)
-    commands = CommandServer(environment.nm_home(), warm, info)
+    commands = CommandServer(environment.nm_home(), warm, info, *args.served_commands())
     commands.start()
     runner.progress(f"command line answered on {commands.path}")
     return commands

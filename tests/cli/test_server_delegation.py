@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli.command_server import CommandServer, Served, server_info
+from cli.main import served_commands
 from cli.main import main
 from cli.server_client import STATE_NAME, call_server, check_socket, socket_path
 from resources import environment, runtime
@@ -26,7 +27,7 @@ LINES = [
 
 def _start(served: Served) -> CommandServer:
     server = CommandServer(environment.nm_home(), served, server_info("http://127.0.0.1:0", environment.data_dir(),
-                                                                      None, [], {}))
+                                                                      None, [], {}), *served_commands())
     server.start()
     return server
 

@@ -40,7 +40,8 @@ def test_chats_lists_a_live_chat_and_each_accepted_batch_is_a_new_data_version(t
     [first] = observed(instance, data)
     assert main(["chats", "--data", str(data), "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)["chats"]
-    assert row == {"chat": CHAT, "file": str(environment.nm_home() / "live" / f"{CHAT}.jsonl"), "format": "live",
+    assert row == {"chat": CHAT, "name": CHAT, "tz": None,
+                   "file": str(environment.nm_home() / "live" / f"{CHAT}.jsonl"), "format": "live",
                    "participants": ["Ines", "Kofi"], "messages": 2, "questions": 0, "first": "2025-03-01",
                    "last": "2025-03-01", "built": False, "why_not": NEVER}
     log.append(CHAT, FIRST)  # stored before: nothing new, no new version
