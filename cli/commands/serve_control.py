@@ -93,7 +93,7 @@ def start_background(home: Path, argv: list[str]) -> dict:
 
 def control(args) -> dict | None:
     """``serve stop`` / ``serve status`` / ``serve --background``: their result; None for a plain
-    ``serve`` (after checking that no other server serves the home)."""
+    ``serve`` (which serves HTTP beside another server of the home; the first keeps the command line)."""
     from resources import environment
 
     home = environment.nm_home()
@@ -103,5 +103,4 @@ def control(args) -> dict | None:
         return status(home)
     if args.background:
         return start_background(home, args.argv)
-    refuse_second_server(home)
     return None

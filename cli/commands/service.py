@@ -66,7 +66,13 @@ def cmd_serve(args) -> dict:
 def command_socket(app, retriever, event_log, runner, args, served: list[str], unavailable: dict):
     """The command line's way into this process (cli/command_server.py), started now."""
     from cli.command_server import CommandServer, Served, server_info
+    from cli.commands.serve_control import running_server
     from resources import environment
+
+    if (other := running_server(environment.nm_home())) is not None:
+        # Two `serve` processes may share a home (each serves HTTP); the first keeps the command line.
+        runner.progress(f"the command line keeps answering through the home's first server (pid {other['pid']})")
+        return _NoCommandSocket()
 
     warm = Served(retriever, runner.resource("llm").get(), event_log, app.state.live, app.state.forgetting)
     arcs = args.arcs.resolve() if args.arcs else None
@@ -75,6 +81,11 @@ def command_socket(app, retriever, event_log, runner, args, served: list[str], u
     commands.start()
     runner.progress(f"command line answered on {commands.path}")
     return commands
+
+
+class _NoCommandSocket:
+    def close(self) -> None:
+        pass
 
 
 def serving_count(served: list[str], unavailable: dict[str, str], skipped: list[str]) -> str:
