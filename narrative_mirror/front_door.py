@@ -44,17 +44,22 @@ class Memory:
     """A home's memory. ``store``, ``embedder``, ``llm``, ``retriever``, ``event_log``, ``live`` and
     ``forgetting`` may be given built (a server's warm objects) or as factories; left out, they are
     built from the home when first used (the index under the home, the embedder on ``device``, no
-    LLM: offline)."""
+    LLM: offline). ``home`` None: a memory of given parts only (what needs the home says so)."""
 
-    def __init__(self, home: Home | str | Path, *, store: Any = None, embedder: Any = None, llm: Any = None,
+    def __init__(self, home: Home | str | Path | None, *, store: Any = None, embedder: Any = None, llm: Any = None,
                  retriever: Any = None, event_log: Any = None, live: Any = None, forgetting: Any = None,
                  builder: Callable[[Home, list[str] | None], Any] | None = None, device: str = "auto",
                  dagster_elsewhere: bool = False):
-        self.home = home if isinstance(home, Home) else Home.at(home)
+        self.home = home if isinstance(home, Home) or home is None else Home.at(home)
         self._store, self._embedder, self._llm = store, embedder, llm
         self._retriever, self._event_log, self._live, self._forgetting = retriever, event_log, live, forgetting
         self._owns_event_log = event_log is None
         self.builder, self.device, self.dagster_elsewhere = builder, device, dagster_elsewhere
+
+    def _home(self) -> Home:
+        if self.home is None:
+            raise RuntimeError("this Memory was made without a home: give Memory(home, ...) to use its folders")
+        return self.home
 
     @classmethod
     def open(cls, home: str | Path, **parts: Any) -> Memory:
@@ -69,7 +74,7 @@ class Memory:
         if self._store is None:
             from narrative_mirror import assembly
 
-            self._store = assembly.index_store(str(self.home.lancedb))
+            self._store = assembly.index_store(str(self._home().lancedb))
         self._store = _made(self._store)
         return self._store
 
@@ -79,7 +84,7 @@ class Memory:
             from narrative_mirror import assembly
 
             if self._embedder is None:
-                self._embedder = assembly.embedder(self.home, device=self.device)
+                self._embedder = assembly.embedder(self._home(), device=self.device)
             self._embedder = _made(self._embedder)
             self._retriever = assembly.retriever(self.store, self._embedder)
         return self._retriever
@@ -95,7 +100,7 @@ class Memory:
         if self._event_log is None:
             from narrative_mirror import assembly
 
-            self._event_log = assembly.event_log(self.retriever, self.home)
+            self._event_log = assembly.event_log(self.retriever, self._home())
         return self._event_log
 
     @property
@@ -103,7 +108,7 @@ class Memory:
         if self._live is None:
             from narrative_mirror import assembly
 
-            self._live = assembly.live_memory(self.home, self.retriever)
+            self._live = assembly.live_memory(self._home(), self.retriever)
         return self._live
 
     @property
@@ -111,14 +116,15 @@ class Memory:
         if self._forgetting is None:
             from narrative_mirror import assembly
 
-            self._forgetting = assembly.forgetting(self.home, self.store, dagster_elsewhere=self.dagster_elsewhere)
+            self._forgetting = assembly.forgetting(self._home(), self.store, dagster_elsewhere=self.dagster_elsewhere)
         return self._forgetting
 
-    def watched(self, wrap: Callable[[Any], Any]) -> Memory:
-        """This memory with its retriever seen through ``wrap`` (e.g. one that stops an ask whose
-        client left), sharing every other part."""
-        view = Memory(self.home, retriever=wrap(self.retriever), llm=self.llm, event_log=self.event_log,
-                      live=self._live, forgetting=self._forgetting, builder=self.builder, device=self.device,
+    def using(self, **parts: Any) -> Memory:
+        """This memory with some parts replaced (``retriever``, ``llm``, ``event_log``), sharing the
+        others: e.g. a retriever that stops an ask whose client left, or no LLM (offline)."""
+        mine = {"retriever": self.retriever, "llm": self.llm, "event_log": self._event_log, "live": self._live,
+                "forgetting": self._forgetting}
+        view = Memory(self.home, **(mine | parts), builder=self.builder, device=self.device,
                       dagster_elsewhere=self.dagster_elsewhere)
         view._owns_event_log = False
         return view
@@ -140,12 +146,13 @@ class Memory:
         return sorted(self.retriever.chat_files())
 
     @staticmethod
-    def select(selector: str | Iterable[str], available: Iterable[str]) -> list[str]:
-        """The chats of ``available`` a selector names (a key, a comma list, globs, ``*``);
-        ``NoChatMatches`` for a glob that matches none."""
+    def select(selector: str | Iterable[str], available: Iterable[str],
+               readable: Callable[[str], bool] | None = None) -> list[str]:
+        """The chats of ``available`` (those ``readable``) a selector names (a key, a comma list,
+        globs, ``*``); ``NoChatMatches`` for a glob that matches none."""
         from narrative_mirror.multi_chat import select_chats
 
-        return select_chats(selector, available)
+        return select_chats(selector, available, readable) if readable else select_chats(selector, available)
 
     @staticmethod
     def is_several(selector: str | Iterable[str]) -> bool:
@@ -161,15 +168,28 @@ class Memory:
         """Each chat's message times in its own zone, from the home's stored messages layers."""
         from narrative_mirror.chat_time import StoredClocks
 
-        return StoredClocks(self.home.storage)
+        return StoredClocks(self._home().storage)
 
     # -- questions
-    def search(self, chats: Sequence[str], query: str, k: int = 10) -> Any:
+    def search(self, chats: Sequence[str], query: str, k: int = 10, **recorded: Any) -> Any:
         """The ``k`` best messages of ``chats`` for ``query``, merged (``multi_chat.MergedSearch``:
-        ``hits``, each naming its chat)."""
+        ``hits``, each naming its chat). With ``recorded`` options each chat is searched by
+        ``recorded_search`` (its ``results`` are then ``RecordedSearch``es)."""
         from narrative_mirror.multi_chat import search_chats
 
-        return search_chats(self.retriever, list(chats), query, k)
+        if not recorded:
+            return search_chats(self.retriever, list(chats), query, k)
+        return search_chats(self.retriever, list(chats), query, k,
+                            search=lambda chat: self.recorded_search(chat, query, k, **recorded),
+                            hits_of=lambda one: one.result.hits, info_of=lambda one: one.result.query_info)
+
+    def recorded_search(self, chat: str, query: str, k: int = 5, **options: Any) -> Any:
+        """One chat's search with its recall-run record (``recall_runs.recorded_search``: options
+        ``need_fresh``, ``half_life_days``, ``fresh_weight``, ``self_rag``, ``root``, ``variant``,
+        ``tiers``)."""
+        from narrative_mirror.recall_runs import recorded_search
+
+        return recorded_search(self.retriever, chat, query, k, **options)
 
     def ask(self, chats: Sequence[str], question: str, profile: str | None = None, *, mode: str = "agent",
             user_id: str | None = None, session_id: str | None = None) -> Asked:
@@ -184,7 +204,7 @@ class Memory:
             raise ValueError("no chat to ask about")
         ask = ask_logged if len(chats) == 1 else ask_chats_logged
         return Asked(*ask(self.retriever, chats[0] if len(chats) == 1 else chats, question, profile or DEFAULT_PROFILE,
-                          self.llm, mode, self.event_log, user_id or DEFAULT_USER, session_id))
+                          self.llm, mode, self.event_log, DEFAULT_USER if user_id is None else user_id, session_id))
 
     def arc(self, chat: str, question: str, profile: str | None = None) -> Any:
         """A story question about one chat, answered as chronological phases with evidence ids."""
@@ -240,7 +260,7 @@ class Memory:
 
     def finish_forgets(self) -> list[dict]:
         """Finish what a forget interrupted (its journal left in the home); one ``stat`` when none was."""
-        if not any(self.home.forget_journals.glob("*.json")):
+        if not any(self._home().forget_journals.glob("*.json")):
             return []
         return self.forgetting.finish_unfinished()
 
@@ -251,4 +271,4 @@ class Memory:
         if builder is None:
             module, _, name = DEFAULT_BUILDER.partition(":")
             builder = getattr(importlib.import_module(module), name)
-        return builder(self.home, chats)
+        return builder(self._home(), chats)
