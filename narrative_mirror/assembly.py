@@ -88,9 +88,10 @@ def live_memory(home: Home, retriever):
     return serving_memory(home.live, retriever)
 
 
-def forgetting(home: Home, store, *, dagster_elsewhere: bool = False):
-    """The home's forgets of live messages, over the index ``store``."""
+def forgetting(home: Home, store, *, dagster_elsewhere: bool = False, **options):
+    """The home's forgets of live messages, over the index ``store`` (``options``: those of
+    ``Forgetting``: runs_root, spool_dir, flush_events, on_changed)."""
     from narrative_mirror.live.forget import Forgetting
     from narrative_mirror.live.log import LiveLog
 
-    return Forgetting(LiveLog(home.live), store, home.root, dagster_elsewhere=dagster_elsewhere)
+    return Forgetting(LiveLog(home.live), store, home.root, dagster_elsewhere=dagster_elsewhere, **options)

@@ -49,12 +49,13 @@ class Memory:
     def __init__(self, home: Home | str | Path | None, *, store: Any = None, embedder: Any = None, llm: Any = None,
                  retriever: Any = None, event_log: Any = None, live: Any = None, forgetting: Any = None,
                  builder: Callable[[Home, list[str] | None], Any] | None = None, device: str = "auto",
-                 dagster_elsewhere: bool = False):
+                 dagster_elsewhere: bool = False, runs_root: Path | None = None):
         self.home = home if isinstance(home, Home) or home is None else Home.at(home)
         self._store, self._embedder, self._llm = store, embedder, llm
         self._retriever, self._event_log, self._live, self._forgetting = retriever, event_log, live, forgetting
         self._owns_event_log = event_log is None
         self.builder, self.device, self.dagster_elsewhere = builder, device, dagster_elsewhere
+        self.runs_root = runs_root  # where recall runs are written; None: the home's
 
     def _home(self) -> Home:
         if self.home is None:
@@ -113,19 +114,29 @@ class Memory:
 
     @property
     def forgetting(self) -> Any:
+        """The forgets of live messages. In a serving memory (``live`` given) a forget first stores
+        the process's own spooled events and tells its live chats what changed."""
         if self._forgetting is None:
             from narrative_mirror import assembly
 
-            self._forgetting = assembly.forgetting(self._home(), self.store, dagster_elsewhere=self.dagster_elsewhere)
+            serving: dict[str, Any] = {}
+            if self._live is not None:
+                log = self._event_log
+                serving = {"spool_dir": getattr(log, "spool_dir", None), "flush_events": getattr(log, "flush", None),
+                           "on_changed": self._live.on_indexed}
+            store = self._live.store if self._live is not None else self.store
+            self._forgetting = assembly.forgetting(self._home(), store, dagster_elsewhere=self.dagster_elsewhere,
+                                                   runs_root=self.runs_root, **serving)
         return self._forgetting
 
-    def using(self, **parts: Any) -> Memory:
-        """This memory with some parts replaced (``retriever``, ``llm``, ``event_log``), sharing the
-        others: e.g. a retriever that stops an ask whose client left, or no LLM (offline)."""
+    def using(self, **changes: Any) -> Memory:
+        """This memory with some parts or settings replaced (e.g. a retriever that stops an ask whose
+        client left, ``llm=None`` for offline, another event log), sharing the others."""
         mine = {"retriever": self.retriever, "llm": self.llm, "event_log": self._event_log, "live": self._live,
-                "forgetting": self._forgetting}
-        view = Memory(self.home, **(mine | parts), builder=self.builder, device=self.device,
-                      dagster_elsewhere=self.dagster_elsewhere)
+                "forgetting": self._forgetting, "builder": self.builder, "device": self.device,
+                "dagster_elsewhere": self.dagster_elsewhere, "runs_root": self.runs_root}
+        home = changes.pop("home", self.home)
+        view = Memory(home, **(mine | changes))
         view._owns_event_log = False
         return view
 
