@@ -39,13 +39,14 @@ def chat_sources(args):
     """(the data folder, how its exports are read, its chats and the home's live chats by key,
     problem lines) as ``build`` finds them, without Dagster."""
     from narrative_mirror.exports.folder import remembered_options
+    from narrative_mirror.home import Home
     from narrative_mirror.live.source import find_chats
     from resources import environment
 
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     home = environment.nm_home()
     options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
-    sources, problems = find_chats(data_dir, options, home / "imports" / "scans")
+    sources, problems = find_chats(data_dir, options, Home(home).import_scans)
     return data_dir, options, sources, problems
 
 

@@ -16,10 +16,11 @@ from typing import Any
 
 from narrative_mirror import settings
 from narrative_mirror.evaluation import changed_parts, changed_settings, settings_snapshot
+from narrative_mirror.home import Home
 
 
 def log_path() -> Path:
-    return settings.state_home() / "experiments" / "experiments.jsonl"
+    return Home(settings.state_home()).experiments
 
 
 def read(path: Path | None = None) -> list[dict[str, Any]]:

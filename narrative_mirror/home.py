@@ -72,6 +72,16 @@ class Home:
         return self.root / "recall_runs"
 
     @property
+    def search_runs(self) -> Path:
+        """One record per API search (query, hits, the recall run it wrote)."""
+        return self.root / "search_runs"
+
+    @property
+    def recall_cards(self) -> Path:
+        """The day's recall cards: the top hits of each search, for people to read."""
+        return self.root / "recall"
+
+    @property
     def quarantine(self) -> Path:
         """What PII_STRICT kept out of the recall runs."""
         return self.root / "quarantine"

@@ -13,9 +13,9 @@ import polars as pl
 from narrative_mirror import schema, settings
 from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version
 from narrative_mirror.exports.folder import find_chats as find_folder_chats
+from narrative_mirror.home import Home
 from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
 
-LIVE_FOLDER = "live"
 LIVE_FORMAT = "live"  # a ChatSource's format for a live chat's log
 WINS_SUFFIX = ".wins"  # <live>/<chat>.wins holding "live": the live chat replaces a chat file of that name
 REPLACE_HINT = "add with --replace-file-chat (API: \"replace_file_chat\": true) to make the live chat replace it"
@@ -28,7 +28,7 @@ def live_root(home: Path | None = None) -> Path | None:
             home = settings.state_home()
         except RuntimeError:
             return None
-    return Path(home) / LIVE_FOLDER
+    return Home(Path(home)).live
 
 
 def live_chat_files(home: Path | None = None) -> dict[str, Path]:
