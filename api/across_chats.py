@@ -14,7 +14,7 @@ from api.requests import ApiError, SearchQuery
 from narrative_mirror.agent.contract import AgentAnswer
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.front_door import Memory
-from narrative_mirror.multi_chat import MergedSearch, NoChatMatches, searched_label
+from narrative_mirror.across_chats import MergedSearch, NoChatMatches, searched_label
 
 
 def select_readable(chats: str | list[str], available: Iterable[str], readable: Callable[[str], bool]) -> list[str]:

@@ -34,7 +34,7 @@ from narrative_mirror import Memory, regressions, settings
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
-from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
+from narrative_mirror.across_chats import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.safe_text import clip_line, terminal_safe
 from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
 

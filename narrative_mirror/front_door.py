@@ -161,13 +161,13 @@ class Memory:
                readable: Callable[[str], bool] | None = None) -> list[str]:
         """The chats of ``available`` (those ``readable``) a selector names (a key, a comma list,
         globs, ``*``); ``NoChatMatches`` for a glob that matches none."""
-        from narrative_mirror.multi_chat import select_chats
+        from narrative_mirror.across_chats import select_chats
 
         return select_chats(selector, available, readable) if readable else select_chats(selector, available)
 
     @staticmethod
     def is_several(selector: str | Iterable[str]) -> bool:
-        from narrative_mirror.multi_chat import is_several
+        from narrative_mirror.across_chats import is_several
 
         return is_several(selector)
 
@@ -183,10 +183,10 @@ class Memory:
 
     # -- questions
     def search(self, chats: Sequence[str], query: str, k: int = 10, **recorded: Any) -> Any:
-        """The ``k`` best messages of ``chats`` for ``query``, merged (``multi_chat.MergedSearch``:
+        """The ``k`` best messages of ``chats`` for ``query``, merged (``across_chats.MergedSearch``:
         ``hits``, each naming its chat). With ``recorded`` options each chat is searched by
         ``recorded_search`` (its ``results`` are then ``RecordedSearch``es)."""
-        from narrative_mirror.multi_chat import search_chats
+        from narrative_mirror.across_chats import search_chats
 
         if not recorded:
             return search_chats(self.retriever, list(chats), query, k)
@@ -208,7 +208,7 @@ class Memory:
         retrieval event it left."""
         from narrative_mirror.agent.profiles import DEFAULT_PROFILE
         from narrative_mirror.logged_query import DEFAULT_USER, ask_logged
-        from narrative_mirror.multi_chat import ask_chats_logged
+        from narrative_mirror.across_chats import ask_chats_logged
 
         chats = list(chats)
         if not chats:

@@ -13,15 +13,15 @@ CALLERS = ("cli", "api")
 # The modules that assemble and run a memory: callers get them through Memory.
 ASSEMBLY = ("narrative_mirror.assembly", "narrative_mirror.retrieval", "narrative_mirror.events.writer",
             "narrative_mirror.llm", "narrative_mirror.live.memory", "narrative_mirror.live.forget",
-            "narrative_mirror.logged_query", "narrative_mirror.query", "narrative_mirror.multi_chat",
+            "narrative_mirror.logged_query", "narrative_mirror.query", "narrative_mirror.across_chats",
             "narrative_mirror.recall_runs", "narrative_mirror.index_store", "narrative_mirror.embedding",
             "narrative_mirror.onnx_embedding", "narrative_mirror.agent.graph")
 # Plain data types, constants, validators and errors of those modules, which callers may name.
 PLAIN = {
     "narrative_mirror.query:MODES", "narrative_mirror.retrieval.config:VARIANTS",
-    "narrative_mirror.index_store:validate_chat_file", "narrative_mirror.multi_chat:MergedSearch",
-    "narrative_mirror.multi_chat:NoChatMatches", "narrative_mirror.multi_chat:DEFAULT_MERGE",
-    "narrative_mirror.multi_chat:searched_label", "narrative_mirror.live.memory:FileBackedChat",
+    "narrative_mirror.index_store:validate_chat_file", "narrative_mirror.across_chats:MergedSearch",
+    "narrative_mirror.across_chats:NoChatMatches", "narrative_mirror.across_chats:DEFAULT_MERGE",
+    "narrative_mirror.across_chats:searched_label", "narrative_mirror.live.memory:FileBackedChat",
     "narrative_mirror.live.forget:Selection", "narrative_mirror.recall_runs:compare_run",
 }
 

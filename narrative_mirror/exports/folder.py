@@ -73,7 +73,7 @@ class ChatSource:
                 and conversation.native_id == self.native_id)
 
 
-def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
+def find_folder_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
                progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
     """Every chat of ``data_dir`` by partition key, and one problem line per file that gave none."""
     data_dir = Path(data_dir)

@@ -12,7 +12,7 @@ from memory_api_chat import CHAT, build_retriever
 
 from narrative_mirror import Home, Memory
 from narrative_mirror.events.table import find_event
-from narrative_mirror.multi_chat import searched_label
+from narrative_mirror.across_chats import searched_label
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_the_documented_example_runs_on_a_built_home(tmp_path, embedder):
 
 def test_memory_asks_one_chat_and_several_as_the_command_line_does(tmp_path, embedder):
     """One chat: its own ids, the event names the chat; several chats: ids prefixed by the chat
-    (``multi_chat``), the event names every chat searched."""
+    (``across_chats``), the event names every chat searched."""
     home = Home.at(tmp_path)
     build_retriever(home.lancedb, embedder)
     build_retriever(home.lancedb, embedder, chat_file="other_bakery_Ana_Ben")
