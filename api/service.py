@@ -30,7 +30,7 @@ from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
-from narrative_mirror import Memory, regressions, settings
+from narrative_mirror import Memory, regressions
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
@@ -96,7 +96,7 @@ class MemoryApi:
                  llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
                  limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
                  refresh_s: float = DEFAULT_REFRESH_S, home: Home | None = None):
-        self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
+        self.retriever, self.event_log, self.llm, self._runs_root = retriever, event_log, llm, runs_root
         self.memory = Memory(home, retriever=retriever, event_log=event_log, llm=llm)
         self.standing: regressions.StandingView | None = None  # made on first use: NM_HOME is handed late
         self.tokens, self.deadlines = tokens, dict(deadlines)
@@ -112,6 +112,20 @@ class MemoryApi:
         self.state_pool = ThreadPoolExecutor(1, thread_name_prefix="nm-state")  # index readings for health and checks
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
         self.clocks: Clocks | None = None  # each chat's zone for an answer's times (mount_pages sets it)
+
+    @property
+    def home(self) -> Home:
+        """The served home: ``create_app``'s, else NM_HOME's."""
+        if self.memory.home is None:
+            from resources import runtime
+
+            self.memory.home = runtime.home()
+        return self.memory.home
+
+    @property
+    def runs_root(self) -> Path:
+        """Where recall runs and search records are written (default the home's recall runs)."""
+        return self._runs_root if self._runs_root is not None else self.home.recall_runs
 
     def close(self) -> None:
         if self.llm_pool is not None:
@@ -222,7 +236,7 @@ class MemoryApi:
     def _standing_regressions(self) -> list[dict[str, Any]]:
         try:
             if self.standing is None:
-                self.standing = regressions.StandingView(settings.state_home())
+                self.standing = regressions.StandingView(self.home.root)
             return list(self.standing.current().values())
         except ValueError as exc:  # a damaged file is reported, not a failed health check
             return [{"asset": "evaluation", "partition": "", "run_id": "-", "checks": [

@@ -200,6 +200,8 @@ class Memory:
         ``tiers``)."""
         from narrative_mirror.recall_runs import recorded_search
 
+        if options.get("root") is None:
+            options["root"] = self.runs_root if self.runs_root is not None else self._home().recall_runs
         return recorded_search(self.retriever, chat, query, k, **options)
 
     def ask(self, chats: Sequence[str], question: str, profile: str | None = None, *, mode: str = "agent",

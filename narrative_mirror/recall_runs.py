@@ -53,8 +53,11 @@ TIER_POOL = 10  # a tier-filtered search ranks this many times k before keeping 
 log = logging.getLogger(__name__)
 
 
-def runs_dir(root: Path | None = None) -> Path:
-    return Path(root) if root is not None else Home(settings.state_home()).recall_runs
+def runs_dir(root: Path | None) -> Path:
+    """The recall-run folder ``root`` (a home's is ``Home.recall_runs``)."""
+    if root is None:
+        raise ValueError("no recall-run folder: pass root (e.g. Home(...).recall_runs)")
+    return Path(root)
 
 
 def utc_iso(moment: datetime) -> str:

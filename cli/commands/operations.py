@@ -26,11 +26,13 @@ def cmd_maintain(args) -> dict:
 
 def cmd_experiments(args) -> dict:
     from narrative_mirror import experiments
+    from resources import runtime
 
+    log = runtime.home().experiments
     if args.csv:
-        experiments.export_csv(args.csv)
-    rows = experiments.flat_rows(experiments.read())
-    return {"experiments": len(rows), "log": str(experiments.log_path()),
+        experiments.export_csv(args.csv, log)
+    rows = experiments.flat_rows(experiments.read(log))
+    return {"experiments": len(rows), "log": str(log),
             "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 
