@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.agent.profiles import profiles
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
@@ -170,10 +170,11 @@ def discard(future: asyncio.Future) -> None:
 
 def check_deadlines(deadlines: Mapping[str, float] | None) -> dict[str, float]:
     """Every profile's ask deadline in seconds: its ``deadline_s``, or the override in ``deadlines``."""
-    merged = {name: profile.deadline_s for name, profile in PROFILES.items()}
+    known = profiles()
+    merged = {name: profile.deadline_s for name, profile in known.items()}
     for name, seconds in (deadlines or {}).items():
-        if name not in PROFILES:
-            raise ValueError(f"deadlines: unknown profile {name!r}; known: {sorted(PROFILES)}")
+        if name not in known:
+            raise ValueError(f"deadlines: unknown profile {name!r}; known: {sorted(known)}")
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (math.isfinite(seconds) and seconds > 0):
             raise ValueError(f"deadlines[{name!r}] must be a number of seconds > 0, got {seconds!r}")
         merged[name] = float(seconds)

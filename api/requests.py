@@ -17,7 +17,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
+from narrative_mirror.agent.profiles import DEFAULT_PROFILE, profiles
 from narrative_mirror.index_store import validate_chat_file
 from narrative_mirror.query import MODES
 from narrative_mirror.retrieval.config import VARIANTS
@@ -105,6 +105,11 @@ def _one_of(allowed: tuple[str, ...]) -> Callable[[str], str]:
     return check
 
 
+def _known_profile(value: str) -> str:
+    # The profiles of agent.toml as in effect at the request (an override applies without a restart).
+    return _one_of(tuple(sorted(profiles())))(value)
+
+
 def _flag(value: Any) -> Any:
     if isinstance(value, str):
         if value not in ("0", "1"):
@@ -180,7 +185,7 @@ class AskRequest(BaseModel):
     chat: ChatKey | None = None  # one chat
     chats: Annotated[list[ChatSelector], AfterValidator(_chat_items)] | None = None  # or several: keys and globs
     question: QueryText
-    profile: Annotated[str, AfterValidator(_one_of(tuple(sorted(PROFILES))))] = DEFAULT_PROFILE
+    profile: Annotated[str, AfterValidator(_known_profile)] = DEFAULT_PROFILE
     mode: Annotated[str, AfterValidator(_one_of(tuple(MODES)))] = "agent"
     user_id: Identifier = DEFAULT_USER
     session_id: Identifier | None = None

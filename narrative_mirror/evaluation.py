@@ -212,10 +212,10 @@ def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[st
     """Seed 002's search KPIs of one answer: how much of the top 5 / top 10 is gold evidence, the
     agent's own grade of its top 5 (its grader: an LLM when configured), its tool calls, and
     whether its last coverage check found the must-have evidence its profile asks for."""
-    from narrative_mirror.agent.profiles import PROFILES
+    from narrative_mirror.agent.profiles import profiles
 
     gold = set(gold_ids)
-    profile = PROFILES.get(result.profile)
+    profile = profiles().get(result.profile)
     must_have = result.coverage.get("must_have_hits")
     return {
         **{f"top{k}_gold_share": (len(set(ranked[:k]) & gold) / k if gold else None) for k in (5, 10)},

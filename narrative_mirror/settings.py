@@ -78,7 +78,11 @@ def config_path(name: str) -> Path:
 
 
 def load_config(name: str) -> dict:
-    path = config_path(name)
+    return read_config_file(config_path(name))
+
+
+def read_config_file(path: Path) -> dict:
+    """The TOML file at ``path``; a ValueError naming it when it is not valid TOML."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

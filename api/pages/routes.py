@@ -25,7 +25,7 @@ from api.pages.plot import history_plot, timeline
 from api.pages.store import PageStore, Transcript
 from api.requests import ApiError, AskRequest
 from api.service import MemoryApi
-from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
+from narrative_mirror.agent.profiles import DEFAULT_PROFILE, profiles
 from narrative_mirror.index_store import validate_chat_file
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -121,7 +121,7 @@ class Pages:
     async def ask(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
                   ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
-        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
+        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(profiles()),
                                    "times": transcript.times, "answer": None, "suggestions": self._suggestions(chat, "gold_qa", "question")}
         if q and q.strip():
             try:
@@ -141,7 +141,7 @@ class Pages:
     async def story(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
                     ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
-        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(PROFILES),
+        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(profiles()),
                                    "times": transcript.times, "story": None, "suggestions": self._suggestions(chat, "arc_cases", "query")}
         if q and q.strip():
             try:

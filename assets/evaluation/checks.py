@@ -93,10 +93,10 @@ def floor_check(check_name: str, asset: str, metrics: list[str], current: dict, 
 def adoption_gate_check(table: list[dict]) -> dg.AssetCheckResult:
     """Seed 002's gate on the balanced row of the protocol ``table`` (WARN: which thresholds the
     offline path holds is a finding, not a failure)."""
-    from narrative_mirror.agent.profiles import PROFILES
+    from narrative_mirror.agent.profiles import get_profile
 
     balanced = next(row for row in table if row["profile"] == "balanced")
-    slo_ms = PROFILES["balanced"].deadline_s * 1000
+    slo_ms = get_profile("balanced").deadline_s * 1000
     held = {k: (balanced[k] is not None and balanced[k] >= bound) for k, bound in ADOPTION_GATE.items()}
     held["p95_latency_ms"] = balanced["p95_latency_ms"] is not None and balanced["p95_latency_ms"] <= slo_ms
     return dg.AssetCheckResult(

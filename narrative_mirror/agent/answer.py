@@ -24,17 +24,16 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from narrative_mirror.agent import countries, dates, list_items, slot_nouns, slots
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.grading import FacetMatch
 from narrative_mirror.agent.text import names_in, stem, stems
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, format_messages_as_data
 from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
 
-SUPPORT_MIN = agent_config()["answer"]["support_min"]  # share of an LLM claim's content words in its cited messages
-# Cosine (MiniLM) between the question and the message a claim cites, below which the message is
+# [answer] support_min: share of an LLM claim's content words in its cited messages. relevance_min:
+# cosine (MiniLM) between the question and the message a claim cites, below which the message is
 # not about the question; low on purpose: it must not cost answers.
-RELEVANCE_MIN = agent_config()["answer"]["relevance_min"]
 NO_ANSWER = "Not found in this chat."
 # Words of a question's form, not of what it is about ("how long", "how many times", "what kind of").
 # "Where is Paola planning to go?" asks where, not about plans: a message naming the place says "going".
@@ -44,8 +43,19 @@ LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
 LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
-OFFLINE_VERIFIER = f"offline: claim in its cited message, the question's slot filled, relevance >= {RELEVANCE_MIN}"
-LLM_VERIFIER = "LLM chain-of-verification + " + OFFLINE_VERIFIER
+
+
+def offline_verifier() -> str:
+    return f"offline: claim in its cited message, the question's slot filled, relevance >= {setting('answer', 'relevance_min')}"
+
+
+def llm_verifier() -> str:
+    return "LLM chain-of-verification + " + offline_verifier()
+
+
+__getattr__ = module_settings(__name__, {
+    "SUPPORT_MIN": lambda: setting("answer", "support_min"), "RELEVANCE_MIN": lambda: setting("answer", "relevance_min"),
+    "OFFLINE_VERIFIER": offline_verifier, "LLM_VERIFIER": llm_verifier})
 
 
 @dataclass
@@ -211,7 +221,7 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     """An extracted claim is found in its cited message as it was read; an LLM claim by its words."""
     messages = [e.said for e in cited]
     if claim.kind == "llm":
-        return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= SUPPORT_MIN
+        return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= setting("answer", "support_min")
     if claim.kind == "date":
         return any(dates.resolve_date(claim.sentence, m.timestamp) == claim.text
                    or (m.timestamp and dates.fmt_day(m.timestamp) == claim.text) for m in messages)
@@ -260,7 +270,7 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
             problems.append(f"Unverified (does not give what a {intent!r} question asks for): {claim.text}")
         elif topic and not _about_topic(evidence, topic, subjects):
             problems.append(f"Unverified (no evidence message mentions {', '.join(topic)}): {claim.text}")
-        elif (best := max(relevance.get(i, 0.0) for i in claim.ids)) < RELEVANCE_MIN:
+        elif (best := max(relevance.get(i, 0.0) for i in claim.ids)) < setting("answer", "relevance_min"):
             problems.append(f"Unverified ({claim.ids} not about the question: similarity {best:.2f}): {claim.text}")
         else:
             verified.append(claim)
@@ -278,11 +288,11 @@ def check_claims(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage
     notes: list[str | None] = [None if c in verified else next(failed) for c in claims]
     checked = llm_check(verified) if llm_check and verified else None
     if checked is None:
-        return verified, notes, OFFLINE_VERIFIER
+        return verified, notes, offline_verifier()
     for claim, note in zip(verified, checked):
         if note:
             notes[claims.index(claim)] = f"Unverified (LLM check: {note}): {claim.text}"
-    return [c for c, note in zip(verified, checked) if not note], notes, LLM_VERIFIER
+    return [c for c, note in zip(verified, checked) if not note], notes, llm_verifier()
 
 
 class ClaimReply(BaseModel):

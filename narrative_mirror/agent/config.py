@@ -1,9 +1,13 @@
-"""The agent's tuned thresholds and budgets: ``config/agent.toml``, read and checked once."""
+"""The agent's tuned thresholds and budgets: ``config/agent.toml``, read and checked when it changes.
+
+Modules read a setting when they use it (``setting``), never at import: an override folder or an
+edited agent.toml applies to the next call, without a restart."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from narrative_mirror import settings
 
@@ -50,7 +54,29 @@ def validate(config: Mapping) -> dict:
     return dict(config)
 
 
-@functools.cache
 def agent_config() -> dict:
-    """agent.toml (the NM_CONFIG_DIR override, else the packaged one), validated; read once."""
-    return validate(settings.load_config("agent"))
+    """agent.toml in effect now (the override folder's, else the packaged one), validated; read
+    again only when the file in effect or its modification time changes."""
+    path = settings.config_path("agent")
+    return _validated(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _validated(path: Path, mtime_ns: int) -> dict:
+    del mtime_ns  # part of the cache key only: a rewritten file is read again
+    return validate(settings.read_config_file(path))
+
+
+def setting(section: str, key: str):
+    """One agent.toml setting as in effect now (``agent_config()[section][key]``)."""
+    return agent_config()[section][key]
+
+
+def module_settings(module: str, names: Mapping[str, Callable[[], object]]) -> Callable[[str], object]:
+    """A module ``__getattr__`` (PEP 562) that reads the module's named settings when asked, so
+    ``module.NAME`` follows the config file like the module's own calls do."""
+    def __getattr__(name: str) -> object:
+        if name in names:
+            return names[name]()
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__

@@ -15,16 +15,18 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.text import stem, stems, tokens
 from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, MessageId, Number, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
-_GRADING = agent_config()["grading"]
-SCORE_WEIGHT = _GRADING["score_weight"]  # the score part ranks; the coverage part is absolute
-TARGET_WEIGHT = _GRADING["target_weight"]  # share of coverage that is "the target is involved" when both facets exist
-MUST_HAVE_MIN_GRADE = _GRADING["must_have_min_grade"]  # a must-have hit must also be a good candidate
+# agent.toml's [grading], read when used. score_weight: the score part ranks; the coverage part is
+# absolute. target_weight: share of coverage that is "the target is involved" when both facets
+# exist. must_have_min_grade: a must-have hit must also be a good candidate.
+__getattr__ = module_settings(__name__, {
+    "SCORE_WEIGHT": lambda: setting("grading", "score_weight"), "TARGET_WEIGHT": lambda: setting("grading", "target_weight"),
+    "MUST_HAVE_MIN_GRADE": lambda: setting("grading", "must_have_min_grade")})
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class FacetMatcher:
     def coverage(self, m: FacetMatch) -> float | None:
         """0..1, or None when the question has neither facet."""
         if self.artifact and self.targets:
-            return (1 - TARGET_WEIGHT) * m.artifact_fraction + TARGET_WEIGHT * float(m.target)
+            target_weight = setting("grading", "target_weight")
+            return (1 - target_weight) * m.artifact_fraction + target_weight * float(m.target)
         if self.artifact:
             return m.artifact_fraction
         if self.targets:
@@ -70,7 +73,8 @@ def offline_grade(relative_score: float, coverage: float | None) -> float:
     score = min(1.0, max(0.0, relative_score))
     if coverage is None:
         return score
-    return SCORE_WEIGHT * score + (1 - SCORE_WEIGHT) * coverage
+    score_weight = setting("grading", "score_weight")
+    return score_weight * score + (1 - score_weight) * coverage
 
 
 def top5_relevance(grades: Sequence[float]) -> float:

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.contract import Phase
 from narrative_mirror.agent.text import content_tokens, stem
 from narrative_mirror.layers.text import truncate
@@ -32,16 +32,23 @@ from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, Message
 from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
 
-_NARRATIVE = agent_config()["narrative"]
-MIN_IDS = _NARRATIVE["min_ids"]
-MAX_IDS = _NARRATIVE["max_ids"]
-SOFT_MAX_IDS = _NARRATIVE["soft_max_ids"]
-MAX_PHASES = _NARRATIVE["max_phases"]
-PHASE_GAP = timedelta(hours=_NARRATIVE["phase_gap_hours"])
-# The best-scored messages a story keeps (before each block's best is added): more ids raise
-# recall, spread over more phases.
-STORY_IDS = _NARRATIVE["story_ids"]
-PREVIEW = _NARRATIVE["preview"]  # messages per block shown to the LLM beside the full id list
+
+
+# agent.toml's [narrative], read when used. story_ids: the best-scored messages a story keeps
+# (before each block's best is added): more ids raise recall, spread over more phases. preview:
+# messages per block shown to the LLM beside the full id list.
+def _narrative(key: str):
+    return setting("narrative", key)
+
+
+def _phase_gap() -> timedelta:
+    return timedelta(hours=_narrative("phase_gap_hours"))
+
+
+__getattr__ = module_settings(__name__, {
+    "MIN_IDS": lambda: _narrative("min_ids"), "MAX_IDS": lambda: _narrative("max_ids"),
+    "SOFT_MAX_IDS": lambda: _narrative("soft_max_ids"), "MAX_PHASES": lambda: _narrative("max_phases"),
+    "PHASE_GAP": _phase_gap, "STORY_IDS": lambda: _narrative("story_ids"), "PREVIEW": lambda: _narrative("preview")})
 
 
 @dataclass
@@ -62,9 +69,14 @@ class Block:
         return self.members[-1].timestamp
 
 
-def group_blocks(blocks: Sequence[Block], gap: timedelta = PHASE_GAP, max_phases: int = MAX_PHASES) -> list[list[Block]]:
+def group_blocks(blocks: Sequence[Block], gap: timedelta | None = None,
+                 max_phases: int | None = None) -> list[list[Block]]:
     """Time-ordered clusters of blocks (see module doc); every cluster holds >= MIN_IDS ids
-    unless all blocks together hold fewer."""
+    unless all blocks together hold fewer. ``gap`` and ``max_phases``: PHASE_GAP and MAX_PHASES
+    when not given."""
+    gap = _phase_gap() if gap is None else gap
+    max_phases = _narrative("max_phases") if max_phases is None else max_phases
+    min_ids = _narrative("min_ids")
     ordered = sorted(blocks, key=lambda b: b.first_position)
     groups: list[list[Block]] = []
     for block in ordered:
@@ -77,7 +89,7 @@ def group_blocks(blocks: Sequence[Block], gap: timedelta = PHASE_GAP, max_phases
         groups[i:i + 2] = [groups[i] + groups[i + 1]]
     # A cluster too small for MIN_IDS joins the neighbour closest in time.
     while len(groups) > 1:
-        small = [i for i, g in enumerate(groups) if sum(len(b.members) for b in g) < MIN_IDS]
+        small = [i for i, g in enumerate(groups) if sum(len(b.members) for b in g) < min_ids]
         if not small:
             break
         i = small[0]
@@ -102,15 +114,16 @@ def _apart(a: Block, b: Block, gap: timedelta) -> bool:
     return _gap(a, b) > gap
 
 
-def story_ids(blocks: Sequence[Block], scores: Mapping[str, float], n: int = STORY_IDS) -> list[str]:
-    """The ``n`` best-scored ids of ``blocks`` (ties: file order)."""
+def story_ids(blocks: Sequence[Block], scores: Mapping[str, float], n: int | None = None) -> list[str]:
+    """The ``n`` (STORY_IDS when not given) best-scored ids of ``blocks`` (ties: file order)."""
+    n = _narrative("story_ids") if n is None else n
     members = sorted((m for b in blocks for m in b.members), key=lambda m: (-scores.get(m.local_id, 0.0), m.position))
     return [m.local_id for m in members[:n]]
 
 
 def select_phase_ids(
     group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str], exclude: set[str] | None = None,
-    soft_max: int = MAX_IDS,
+    soft_max: int | None = None,
 ) -> list[str]:
     """Ids of one phase, file order: those of ``chosen`` (the story's best, or the LLM's picks)
     in the group, plus the best id of each block not yet represented, padded with the next best
@@ -118,6 +131,8 @@ def select_phase_ids(
     ``soft_max`` over MAX_IDS (the LLM's picks), every id of ``chosen`` stays, up to ``soft_max``:
     each block's best first, then the chosen ids by score. Ids in ``exclude`` (taken by an
     earlier phase) are never picked."""
+    min_ids, max_ids = _narrative("min_ids"), _narrative("max_ids")
+    soft_max = max_ids if soft_max is None else soft_max
     exclude = exclude or set()
     members = [m for b in group for m in b.members if m.local_id not in exclude]
     position = {m.local_id: m.position for m in members}
@@ -135,10 +150,10 @@ def select_phase_ids(
         if best not in picked:
             picked.append(best)
     picked = list(dict.fromkeys(picked))
-    if len(picked) < MIN_IDS:
+    if len(picked) < min_ids:
         rest = sorted((m.local_id for m in members if m.local_id not in picked), key=lambda lid: (-score(lid), position[lid]))
-        picked += rest[: MIN_IDS - len(picked)]
-    cap = max(MAX_IDS, min(soft_max, len((set(chosen) | set(per_block_best)) & set(picked))))
+        picked += rest[: min_ids - len(picked)]
+    cap = max(max_ids, min(soft_max, len((set(chosen) | set(per_block_best)) & set(picked))))
     if len(picked) > cap:
         keep = [lid for lid in per_block_best if lid in picked][:cap]
         others = sorted((lid for lid in picked if lid not in keep), key=lambda lid: (-score(lid), position[lid]))
@@ -148,10 +163,11 @@ def select_phase_ids(
 
 def over_cap_reason(ids: Sequence[str], blocks: int) -> str | None:
     """Why a phase holds more ids than MAX_IDS (None when it does not)."""
-    if len(ids) <= MAX_IDS:
+    max_ids = _narrative("max_ids")
+    if len(ids) <= max_ids:
         return None
-    return (f"{len(ids)} ids, over the soft cap of {MAX_IDS}: the segmenter tied them all to the {blocks} "
-            f"block(s) this phase covers (kept up to {SOFT_MAX_IDS}, coverage first)")
+    return (f"{len(ids)} ids, over the soft cap of {max_ids}: the segmenter tied them all to the {blocks} "
+            f"block(s) this phase covers (kept up to {_narrative('soft_max_ids')}, coverage first)")
 
 
 TITLE_CHARS = 72  # a phase title: one sentence, cut at a word
@@ -188,10 +204,10 @@ def _title_sentence(members: Sequence[ChatMessage], counts: Mapping[str, int], s
 
 
 def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str],
-                    story_size: int = STORY_IDS) -> list[Phase]:
+                    story_size: int | None = None) -> list[Phase]:
     phases = []
     best = story_ids(blocks, scores, story_size)
-    for group in group_blocks(blocks, PHASE_GAP, MAX_PHASES):
+    for group in group_blocks(blocks):
         ids = select_phase_ids(group, scores, best)
         by_id = {m.local_id: m for b in group for m in b.members}
         name, summary = describe([by_id[i] for i in ids], scores, question_words)
@@ -220,9 +236,9 @@ def segment_llm(
     for block in ordered:
         when = f"{block.start:%Y-%m-%d %H:%M}" if block.start else "?"
         outline.append(f"- block {block.block_id} (starts {when}), all_message_ids: {[m.local_id for m in block.members]}")
-        best = sorted(block.members, key=lambda m: (-scores.get(m.local_id, 0.0), m.position))[:PREVIEW]
+        best = sorted(block.members, key=lambda m: (-scores.get(m.local_id, 0.0), m.position))[:_narrative("preview")]
         preview_rows += [(m.local_id, m.speaker, m.text) for m in sorted(best, key=lambda m: m.position)]
-    system = load_prompt("agent_segment").replace("{min_ids}", str(MIN_IDS)).replace("{max_ids}", str(MAX_IDS))
+    system = load_prompt("agent_segment").replace("{min_ids}", str(_narrative("min_ids"))).replace("{max_ids}", str(_narrative("max_ids")))
     user = (
         f"Question: {question}\n\nBlocks in time order:\n" + "\n".join(outline)
         + f"\n\nPreview messages of the blocks:\n{format_messages_as_data(preview_rows)}"
@@ -236,7 +252,7 @@ def segment_llm(
         if not ids:
             continue
         touched = list({id(block_of[i]): block_of[i] for i in ids}.values())
-        ids = select_phase_ids(touched, scores, chosen=ids, exclude=used, soft_max=SOFT_MAX_IDS)
+        ids = select_phase_ids(touched, scores, chosen=ids, exclude=used, soft_max=_narrative("soft_max_ids"))
         used.update(ids)
         by_id = {m.local_id: m for b in touched for m in b.members}
         name = (item.name or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
@@ -252,11 +268,12 @@ def segment_llm(
 def merge_short(phases: list[Phase], position: Mapping[str, int], scores: Mapping[str, float]) -> list[Phase]:
     """A phase left with fewer than MIN_IDS ids (its blocks ran out) joins the previous phase
     (the next one if it is first); a merged phase over MAX_IDS keeps its best-scored ids."""
+    min_ids = _narrative("min_ids")
     out: list[Phase] = []
     for phase in phases:
-        if out and len(phase.evidence) < MIN_IDS:
+        if out and len(phase.evidence) < min_ids:
             out[-1] = _joined(out[-1], phase, position, scores)
-        elif out and len(out[-1].evidence) < MIN_IDS:
+        elif out and len(out[-1].evidence) < min_ids:
             out[-1] = _joined(out[-1], phase, position, scores, keep_second_name=True)
         else:
             out.append(phase)
@@ -266,7 +283,7 @@ def merge_short(phases: list[Phase], position: Mapping[str, int], scores: Mappin
 def _joined(a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str, float], keep_second_name: bool = False) -> Phase:
     ids = a.evidence + b.evidence
     # A part already over the soft cap keeps the soft bound; otherwise the cap is MAX_IDS.
-    cap = SOFT_MAX_IDS if (a.over_cap_reason or b.over_cap_reason) else MAX_IDS
+    cap = _narrative("soft_max_ids") if (a.over_cap_reason or b.over_cap_reason) else _narrative("max_ids")
     if len(ids) > cap:
         ids = sorted(ids, key=lambda lid: (-scores.get(lid, 0.0), position[lid]))[:cap]
     named = b if keep_second_name else a

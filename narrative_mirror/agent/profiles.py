@@ -1,6 +1,6 @@
 """Execution profiles: how much the agent may search, fetch and call before it must answer.
 
-Budgets and corrective thresholds follow the agentic-RAG design (seed 002): ``fast`` for an
+Budgets and corrective thresholds follow the agentic-RAG design: ``fast`` for an
 instant answer, ``balanced`` (default) for normal questions, ``deep`` before important decisions.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import agent_config, module_settings
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,21 @@ def load_profiles(config: dict) -> dict[str, Profile]:
     return {name: Profile(name, **values) for name, values in config["profiles"].items()}
 
 
-# Deadlines (not in seed 002, which leaves the latency SLO to operations): an instant answer in
-# chat, a normal question, an investigation. Values in config/agent.toml.
-PROFILES: dict[str, Profile] = load_profiles(agent_config())
+_loaded: tuple[dict, dict[str, Profile]] | None = None
+
+
+def profiles() -> dict[str, Profile]:
+    """The profiles of agent.toml as in effect now (the same objects while the file is unchanged).
+    Deadlines (the agentic-RAG design leaves the latency SLO to operations): an instant answer in
+    chat, a normal question, an investigation."""
+    global _loaded
+    config = agent_config()
+    if _loaded is None or _loaded[0] is not config:
+        _loaded = (config, load_profiles(config))
+    return _loaded[1]
+
+
+__getattr__ = module_settings(__name__, {"PROFILES": profiles})
 DEFAULT_PROFILE = "balanced"
 
 
@@ -56,6 +68,6 @@ def get_profile(profile: str | Profile) -> Profile:
     if isinstance(profile, Profile):
         return profile
     try:
-        return PROFILES[profile]
+        return profiles()[profile]
     except KeyError:
-        raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}") from None
+        raise ValueError(f"unknown profile {profile!r}; known: {sorted(profiles())}") from None

@@ -4,14 +4,15 @@ on) and corrective (re-searches for facets the evidence does not cover yet)."""
 
 from __future__ import annotations
 
-from narrative_mirror.agent.config import agent_config
-from narrative_mirror.agent.grading import MUST_HAVE_MIN_GRADE, FacetMatcher, llm_grades, offline_grade, top5_relevance
+from narrative_mirror.agent.config import module_settings, setting
+from narrative_mirror.agent.grading import FacetMatcher, llm_grades, offline_grade, top5_relevance
 from narrative_mirror.agent.planner import plan_llm, plan_offline
 from narrative_mirror.agent.rewrite import corrective_variants, facet_variants, llm_variants, sub_queries
 from narrative_mirror.agent.state import AgentState, Run
 from narrative_mirror.agent.text import stem
 
-LEAF_CONTEXT = agent_config()["selection"]["leaf_context"]  # leaf messages shown to the LLM rewriter
+# [selection] leaf_context: leaf messages shown to the LLM rewriter.
+__getattr__ = module_settings(__name__, {"LEAF_CONTEXT": lambda: setting("selection", "leaf_context")})
 
 
 def planner(state: AgentState, run: Run) -> dict:
@@ -39,7 +40,7 @@ def retriever(state: AgentState, run: Run) -> dict:
         # Offline the variants are known before the first search: encode them together with it.
         results = run.search_all([(run.question, "question")] + ([] if run.llm_active else variants))
         if results and run.llm_active:
-            leaf = [(h.local_id, h.speaker, h.text) for h in results[0].hits[:LEAF_CONTEXT]]
+            leaf = [(h.local_id, h.speaker, h.text) for h in results[0].hits[:setting("selection", "leaf_context")]]
             rewrites = None
             if leaf and not subs:  # sub-questions are searched as they are
                 rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
@@ -100,7 +101,7 @@ def coverage(state: AgentState, run: Run) -> dict:
     # A message that talks to an AI never counts towards coverage: it must not end the search.
     grades = [p.grade for p in run.pool.values() if not p.flagged]
     chosen = run.select(profile.max_evidence_fetches)
-    must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= MUST_HAVE_MIN_GRADE)
+    must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= setting("grading", "must_have_min_grade"))
     top5 = top5_relevance(grades)
     run.coverage = {"top5_relevance": round(top5, 4), "must_have_hits": must}
     if run.story:
@@ -127,7 +128,7 @@ def corrective(state: AgentState, run: Run) -> dict:
     covered = set().union(*(p.match.artifact_terms for p in top)) if top else set()
     uncovered = [a for a in run.facets.artifact if stem(a) not in covered]
     limit = run.profile.rewrite_candidates
-    leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[:LEAF_CONTEXT]]
+    leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[:setting("selection", "leaf_context")]]
     rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
     if rewrites is not None:
         run.pending = [(q, "rewrite") for q in rewrites if q not in run.queries]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from narrative_mirror.agent import slot_nouns, slot_phrases
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.dates import MONTH_NAMES, WEEKDAY_NUMBERS, fmt_day, resolve_date
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
@@ -25,7 +25,8 @@ from narrative_mirror.retrieval.records import ChatMessage
 # A sentence that is itself a question rarely answers one: this many shared words less (leave-one-chat-out
 # on the train chats: 2 on 6 of 7 folds, 1 on the other).
 ASKING_PENALTY = 2.0
-SPAN_WORDS = agent_config()["answer"]["span_words"]  # an open answer ("what", "why") keeps at most this many words
+# [answer] span_words: an open answer ("what", "why") keeps at most this many words.
+__getattr__ = module_settings(__name__, {"SPAN_WORDS": lambda: setting("answer", "span_words")})
 
 _PLACE_CUE = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
                         r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)")
@@ -101,9 +102,10 @@ def phrase_span(sentence: str, question: str) -> str | None:
            if w.group().lower() not in STOPWORDS and stem(w.group().lower()) not in known]
     if not new:
         return None
-    best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < SPAN_WORDS))
+    span_words = setting("answer", "span_words")
+    best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < span_words))
     start = new[best]
-    end = max(i for i in new if i - start < SPAN_WORDS)
+    end = max(i for i in new if i - start < span_words)
     return sentence[words[start].start():words[end].end()]
 
 

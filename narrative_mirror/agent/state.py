@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypedDict, TypeVar
 from langchain_core.runnables import RunnableConfig
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent.config import agent_config
+from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, Facets, Route, SearchKind, SearchTrace
 from narrative_mirror.agent.grading import FacetMatch, FacetMatcher
 from narrative_mirror.agent.profiles import Profile
@@ -35,15 +35,16 @@ T = TypeVar("T")
 # corrective hits rank after the question's hits. An LLM grade (when configured) is a veto: an
 # item it grades below SELECT_MIN_GRADE is not selected, and LLM-graded variant hits reaching
 # SELECT_MIN_GRADE may be. COVER_MIN_GRADE: covering question terms the chosen evidence lacks.
-_SELECTION = agent_config()["selection"]
-SELECT_RELATIVE_SCORE = _SELECTION["relative_score"]
-SELECT_MIN_GRADE = _SELECTION["min_grade"]
-COVER_MIN_GRADE = _SELECTION["cover_min_grade"]
-# Variant hits weigh less than the question's own (relative score, arc mode excepted).
-VARIANT_WEIGHT = _SELECTION["variant_weight"]
-# Global route (ask): a block found by the block search joins the answer's span when its RRF score
-# is at least this share of the best block's.
-SPAN_BLOCK_RELATIVE = _SELECTION["span_block_relative"]
+# VARIANT_WEIGHT: variant hits weigh less than the question's own (relative score, arc mode
+# excepted). SPAN_BLOCK_RELATIVE: on the global route (ask), a block found by the block search
+# joins the answer's span when its RRF score is at least this share of the best block's.
+# All from agent.toml's [selection], read when used.
+__getattr__ = module_settings(__name__, {
+    "SELECT_RELATIVE_SCORE": lambda: setting("selection", "relative_score"),
+    "SELECT_MIN_GRADE": lambda: setting("selection", "min_grade"),
+    "COVER_MIN_GRADE": lambda: setting("selection", "cover_min_grade"),
+    "VARIANT_WEIGHT": lambda: setting("selection", "variant_weight"),
+    "SPAN_BLOCK_RELATIVE": lambda: setting("selection", "span_block_relative")})
 
 
 @dataclass
@@ -202,7 +203,7 @@ class Run:
         # For a point question, hits of query variants count less than the question's own: a
         # variant stresses one reading of the question, its best hit is less sure. A story
         # wants the breadth the variants bring, so arc mode weighs them fully.
-        weight = 1.0 if len(self.candidate_lists) == 1 or self.task == "arc" else VARIANT_WEIGHT
+        weight = 1.0 if len(self.candidate_lists) == 1 or self.task == "arc" else setting("selection", "variant_weight")
         return self._merge([(hit, weight * (hit.score / self.top_score if self.top_score and self.top_score > 0
                                             else 1.0 / rank)) for rank, hit in enumerate(result.hits, start=1)])
 
@@ -212,10 +213,11 @@ class Run:
         search's own relative scale); returns how many ids are new."""
         top = max((block.score for block in blocks), default=0.0)
         best = [max(block.members, key=lambda h: h.score) for block in blocks
-                if block.members and block.score >= SPAN_BLOCK_RELATIVE * top]
+                if block.members and block.score >= setting("selection", "span_block_relative") * top]
         self.candidate_lists.append([h.local_id for h in best])
         self.span = [h.local_id for h in best]
-        return self._merge([(h, VARIANT_WEIGHT * h.score) for h in best])
+        weight = setting("selection", "variant_weight")
+        return self._merge([(h, weight * h.score) for h in best])
 
     def _merge(self, scored: list[tuple[Hit, float]]) -> int:
         """Put (hit, relative score) pairs into the pool; an id already there keeps its best score."""
@@ -261,9 +263,10 @@ class Run:
         ranked = [p for p in self.ranked() if not p.flagged]
         if not ranked:
             return []
+        min_grade, relative_score = setting("selection", "min_grade"), setting("selection", "relative_score")
         chosen = [
             p for index, p in enumerate(ranked)
-            if (p.grade >= SELECT_MIN_GRADE if p.llm_graded else index < limit and p.relative >= SELECT_RELATIVE_SCORE)
+            if (p.grade >= min_grade if p.llm_graded else index < limit and p.relative >= relative_score)
         ][:limit] or ranked[:1]
         # A question term no chosen message contains: the best-graded pool item that has it.
         uncovered = set(self.matcher.artifact) - set().union(*(p.match.artifact_terms for p in chosen))
@@ -271,7 +274,7 @@ class Run:
         for p in sorted(ranked, key=lambda p: -p.grade):
             if not uncovered or len(chosen) + len(extra) >= limit:
                 break
-            if p not in chosen and p.grade >= COVER_MIN_GRADE and p.match.artifact_terms & uncovered:
+            if p not in chosen and p.grade >= setting("selection", "cover_min_grade") and p.match.artifact_terms & uncovered:
                 extra.append(p)
                 uncovered -= p.match.artifact_terms
         # Global route: the story's span, the best message of each block the block search found

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from memory_api_chat import CHAT, build_retriever
 
-from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.agent.profiles import profiles
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.logged_query import ask_logged
 
@@ -49,7 +49,7 @@ def test_an_abstention_cites_nothing_and_has_no_confidence(logged):
 
 def test_the_threshold_is_the_profile_s_the_ask_used(logged):
     retriever, event_log = logged
-    custom = dataclasses.replace(PROFILES["fast"], name="custom", min_top5_relevance=0.42)
+    custom = dataclasses.replace(profiles()["fast"], name="custom", min_top5_relevance=0.42)
     _, event_id = ask_logged(retriever, CHAT, "Where does Ana work?", custom, None, "agent", event_log)
     event = stored(event_log, event_id)
     assert (event["threshold"], event["method"]) == (0.42, "hybrid")

@@ -7,14 +7,16 @@ import os
 import subprocess
 import sys
 import tomllib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from narrative_mirror import settings
 from narrative_mirror.agent import answer, grading, narrative, search_nodes, slots, state
-from narrative_mirror.agent.config import agent_config, validate
-from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.agent.config import _validated, agent_config, validate
+from narrative_mirror.agent.profiles import get_profile, profiles
+from narrative_mirror.retrieval.records import ChatMessage
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -26,9 +28,9 @@ def packaged() -> dict:
 @pytest.fixture
 def fresh_config():
     """agent_config() re-read for the test, and again (the packaged file) after it."""
-    agent_config.cache_clear()
+    _validated.cache_clear()
     yield
-    agent_config.cache_clear()
+    _validated.cache_clear()
 
 
 def test_the_code_uses_the_values_of_agent_toml():
@@ -42,9 +44,9 @@ def test_the_code_uses_the_values_of_agent_toml():
     assert (answer.SUPPORT_MIN, answer.RELEVANCE_MIN, slots.SPAN_WORDS) == tuple(toml["answer"].values())
     assert (narrative.MIN_IDS, narrative.MAX_IDS, narrative.MAX_PHASES, narrative.PHASE_GAP.total_seconds() / 3600,
             narrative.STORY_IDS, narrative.PREVIEW, narrative.SOFT_MAX_IDS) == tuple(narrative_cfg.values())
-    assert list(PROFILES) == list(toml["profiles"])
+    assert list(profiles()) == list(toml["profiles"])
     for name, values in toml["profiles"].items():
-        assert {key: getattr(PROFILES[name], key) for key in values} == values
+        assert {key: getattr(profiles()[name], key) for key in values} == values
 
 
 def test_an_override_folder_changes_what_the_agent_does(tmp_path):
@@ -59,7 +61,7 @@ from resources import environment
 environment.hand_to_library()
 from datetime import datetime
 from narrative_mirror.agent import answer, narrative
-from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.agent.profiles import profiles
 from narrative_mirror.retrieval.records import ChatMessage
 
 members = [ChatMessage(local_id=f"D1:{i}", message_id=f"c/D1:{i}", position=i, session=1, speaker="Ana",
@@ -67,7 +69,7 @@ members = [ChatMessage(local_id=f"D1:{i}", message_id=f"c/D1:{i}", position=i, s
 block = narrative.Block("b1", members)
 picked = narrative.select_phase_ids([block], {m.local_id: 1.0 - m.position / 100 for m in members},
                                     [m.local_id for m in members])
-print(len(picked), answer.OFFLINE_VERIFIER.rsplit(" ", 1)[-1], PROFILES["fast"].max_calls)
+print(len(picked), answer.OFFLINE_VERIFIER.rsplit(" ", 1)[-1], profiles()["fast"].max_calls)
 """
     def run(config_dir: Path | None) -> str:
         env = {k: v for k, v in os.environ.items() if k != "NM_CONFIG_DIR"}
@@ -113,9 +115,47 @@ def test_an_override_without_a_setting_fails_when_read(tmp_path, monkeypatch, fr
         agent_config()
 
 
-def test_the_config_is_read_once(monkeypatch, fresh_config):
+def test_the_config_is_read_once_while_unchanged(monkeypatch, fresh_config):
     reads = []
-    real = settings.load_config
-    monkeypatch.setattr(settings, "load_config", lambda name: reads.append(name) or real(name))
+    real = settings.read_config_file
+    monkeypatch.setattr(settings, "read_config_file", lambda path: reads.append(path.name) or real(path))
     assert agent_config() is agent_config()
-    assert reads == ["agent"]
+    assert get_profile("fast") is get_profile("fast")
+    assert reads == ["agent.toml"]
+
+
+def rewrite(path: Path, text: str) -> None:
+    """``text`` into ``path`` with a modification time surely newer than before (coarse clocks)."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_a_changed_agent_toml_applies_to_the_next_call_without_a_restart(tmp_path, monkeypatch):
+    # The modules are imported (at the top of this file) before the override exists.
+    text = (settings.DEFAULT_CONFIG_DIR / "agent.toml").read_text(encoding="utf-8")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
+    sentence = "we finally painted the old garden shed a bright sunny yellow with tiny blue flowers everywhere"
+    question = "What did they do?"
+    members = [ChatMessage(local_id=f"D1:{i}", message_id=f"c/D1:{i}", position=i, session=1, speaker="Ana",
+                           text=f"message {i}", timestamp=datetime(2024, 3, 1, 9, i)) for i in range(20)]
+    block = narrative.Block("b1", members)
+    scores = {m.local_id: 1.0 - m.position / 100 for m in members}
+
+    def observed() -> tuple:
+        span = slots.phrase_span(sentence, question)
+        picked = narrative.select_phase_ids([block], scores, [m.local_id for m in members])
+        return (len(span.split()), len(picked), get_profile("fast").max_calls, answer.offline_verifier().rsplit(" ", 1)[-1],
+                state.VARIANT_WEIGHT)
+
+    rewrite(tmp_path / "agent.toml", text)
+    assert observed() == (10, 15, 8, "0.15", 0.4)
+    changed = (text.replace("span_words = 10", "span_words = 4").replace("max_ids = 15", "max_ids = 6")
+               .replace("relevance_min = 0.15", "relevance_min = 0.3").replace("max_calls = 8\n", "max_calls = 6\n", 1)
+               .replace("variant_weight = 0.4", "variant_weight = 0.5"))
+    assert changed.count("\n") == text.count("\n") and changed != text
+    rewrite(tmp_path / "agent.toml", changed)
+    assert observed() == (4, 6, 6, "0.3", 0.5)
+    # Removing the override goes back to the packaged file.
+    (tmp_path / "agent.toml").unlink()
+    assert observed() == (10, 15, 8, "0.15", 0.4)

@@ -6,7 +6,7 @@ from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.contract import Facets
 from narrative_mirror.agent.state import Run
-from narrative_mirror.agent.profiles import PROFILES, Profile
+from narrative_mirror.agent.profiles import Profile, profiles
 from narrative_mirror.query import arc, ask
 
 QUESTIONS = ["Where does Ben run?", "What are some things Ben did for his knee?"]
@@ -57,7 +57,7 @@ def test_trace_has_three_ranked_checkpoints_that_agree_with_the_answer(retriever
 @pytest.mark.parametrize("profile", ["fast", "balanced", "deep"])
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_every_run_stays_inside_its_profile_budgets(retriever, chat_file, profile, question):
-    p = PROFILES[profile]
+    p = profiles()[profile]
     answer = ask(retriever, chat_file, question, profile=profile)
     assert 1 <= answer.rounds <= p.max_rounds
     assert answer.calls <= p.max_calls
@@ -139,7 +139,7 @@ def test_a_chat_message_addressing_an_ai_is_flagged_and_never_steers_the_run(ret
 @pytest.mark.parametrize("profile", ["fast", "balanced", "deep"])
 def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retriever, chat_file, profile):
     result = arc(retriever, chat_file, GARDEN_STORY, profile=profile)
-    p = PROFILES[profile]
+    p = profiles()[profile]
     assert result.route == "global" and result.phases
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
     position = {m.local_id: m.position for m in retriever.messages(chat_file, [i for ph in result.phases for i in ph.evidence])}
@@ -184,7 +184,7 @@ def test_arc_without_blocks_tells_the_story_from_message_searches(retriever, cha
     assert kinds[:2] == ["blocks", "question"] and "variant" in kinds
     assert result.phases and result.stop_reason != "story_found"
     ids = result.selected_ids
-    assert set(ids) <= {r.id for r in result.trace.reranked} and len(ids) <= PROFILES["balanced"].arc_blocks
+    assert set(ids) <= {r.id for r in result.trace.reranked} and len(ids) <= profiles()["balanced"].arc_blocks
 
 
 @pytest.mark.parametrize("profile", ["fast", "balanced"])
@@ -193,11 +193,11 @@ def test_global_route_searches_the_blocks_and_its_evidence_spans_the_story(retri
     assert answer.route == "global"
     blocks = [s for s in answer.trace.searches if s.kind == "blocks"]
     assert len(blocks) == 1 and blocks[0].found == [
-        b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=PROFILES[profile].max_evidence_fetches)]
+        b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=profiles()[profile].max_evidence_fetches)]
     # The three garden blocks lead the block search; the best message of each is evidence, so
     # the answer spans the story (planted, sprouted, harvested), not only its best message.
     assert answer.selected_ids == ["D1:1", "D8:1", "D20:1"]
-    assert answer.calls <= PROFILES[profile].max_calls
+    assert answer.calls <= profiles()[profile].max_calls
 
 
 def test_a_direct_question_asks_no_block_search(retriever, chat_file):
@@ -212,7 +212,7 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
     assert answer.phases and all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in answer.phases)
     assert answer.selected_ids == [i for p in answer.phases for i in p.evidence]
     assert [s.kind for s in answer.trace.searches] == ["question", "blocks"]
-    assert answer.calls <= PROFILES["balanced"].max_calls
+    assert answer.calls <= profiles()["balanced"].max_calls
     assert all(item.text.startswith(("Ana: ", "Ben: ")) for item in answer.evidence)
 
 
@@ -229,7 +229,7 @@ def _search(scored):
 
 @pytest.mark.parametrize("task, variant_weight", [("ask", 0.4), ("arc", 1.0)])
 def test_variant_hits_count_less_than_the_questions_own_for_point_questions(task, variant_weight):
-    run = Run(retriever=None, chat_file="c", question="q", profile=PROFILES["balanced"], llm=None, task=task,
+    run = Run(retriever=None, chat_file="c", question="q", profile=profiles()["balanced"], llm=None, task=task,
               facets=Facets(intent="what"))
     run.add_result(_search([("A", 0.5), ("B", 0.25)]))  # the question's own search
     run.add_result(_search([("C", 0.5), ("B", 0.5)]))  # a variant's
@@ -275,7 +275,7 @@ def test_the_graph_state_is_the_working_memory_checkpointed_step_by_step(retriev
 
     question = "Did Ana harvest the tomatoes?"
     graph = build_graph(checkpointer=InMemorySaver())
-    config = {"configurable": {"retriever": retriever, "profile": PROFILES["balanced"], "llm": None, "thread_id": "t1"},
+    config = {"configurable": {"retriever": retriever, "profile": profiles()["balanced"], "llm": None, "thread_id": "t1"},
               "recursion_limit": 30}
     final = graph.invoke({"chat_file": chat_file, "question": question, "task": "ask"}, config)
     plain = ask(retriever, chat_file, question)

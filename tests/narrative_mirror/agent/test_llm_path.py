@@ -8,7 +8,7 @@ import pytest
 from llm_servers import fault_server, llama_server
 
 from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
-from narrative_mirror.agent.profiles import PROFILES
+from narrative_mirror.agent.profiles import profiles
 from narrative_mirror.llm import DATA_BEGIN, DATA_BLOCK_NOTICE, DATA_END, CircuitBreaker, LLMClient
 from narrative_mirror.query import arc, ask
 
@@ -55,7 +55,7 @@ def test_every_node_uses_the_llm_within_budget(retriever, chat_file):
     # planner, rewrite (grounded on the first search's messages), grader, generator, verifier.
     assert answer.llm_calls == len(requests) == 5
     assert answer.trace.queries == [QUESTION, "cherry tomatoes seller"]
-    assert answer.calls == 5 + 2 + 1 <= PROFILES["fast"].max_calls
+    assert answer.calls == 5 + 2 + 1 <= profiles()["fast"].max_calls
     assert answer.verifier.startswith("LLM chain-of-verification") and answer.claims[0].supported
     assert answer.answer == "Ana bought cherry tomato seeds."
     # The LLM's grades decide the selection; the ranking stays the retriever's.
@@ -97,7 +97,7 @@ def test_llm_failure_falls_back_to_the_offline_path_and_says_so(retriever, chat_
 
 def test_a_hung_llm_costs_an_ask_its_deadline_and_no_more(retriever, chat_file):
     offline = ask(retriever, chat_file, QUESTION, profile="balanced")
-    quick = dataclasses.replace(PROFILES["balanced"], deadline_s=1.0)
+    quick = dataclasses.replace(profiles()["balanced"], deadline_s=1.0)
     with fault_server("hang") as server:
         started = time.monotonic()
         answer = ask(retriever, chat_file, QUESTION, profile=quick, llm=LLMClient(server.settings(timeout_s=30)))
@@ -157,7 +157,7 @@ def test_arc_with_the_llm_segmenter_holds_the_bounds(retriever, chat_file):
     assert all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in result.phases)
     assert result.phases[0].evidence[:2] == ["D1:1", "D1:2"] and "D20:1" in result.phases[1].evidence
     assert "all_message_ids: ['D1:1', 'D1:2', 'D1:3']" in segment_prompt
-    assert result.calls <= PROFILES["balanced"].max_calls
+    assert result.calls <= profiles()["balanced"].max_calls
 
 
 @pytest.mark.llm_server
@@ -167,7 +167,7 @@ def test_real_llama_server_path_answers_within_budget(retriever, chat_file):
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=llm)
         story = arc(retriever, chat_file, "How did Ana's tomato garden develop?", profile="fast", llm=llm)
     for result in (answer, story):
-        assert result.calls <= PROFILES["fast"].max_calls and result.llm_calls >= 1
+        assert result.calls <= profiles()["fast"].max_calls and result.llm_calls >= 1
         # SmolLM2 is weak: whatever it answers, the run either used it or said why not.
         assert result.degraded == bool(result.degraded_reason)
     assert answer.answer and answer.evidence

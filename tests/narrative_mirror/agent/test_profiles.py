@@ -1,13 +1,13 @@
 import pytest
 
-from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from narrative_mirror.agent.profiles import DEFAULT_PROFILE, Profile, get_profile, profiles
 
 
 def test_profile_budgets_and_thresholds_are_the_designed_ones():
     table = {
         name: (p.max_rounds, p.first_search, p.max_evidence_fetches, p.max_calls, p.rewrite_candidates,
                p.min_top5_relevance, p.min_must_have_hits, p.arc_blocks)
-        for name, p in PROFILES.items()
+        for name, p in profiles().items()
     }
     assert table == {
         "fast": (1, 8, 4, 8, 2, 0.60, 1, 4),
@@ -18,7 +18,7 @@ def test_profile_budgets_and_thresholds_are_the_designed_ones():
 
 
 def test_get_profile_by_name_passes_custom_profiles_and_rejects_unknown_names():
-    assert get_profile("deep") is PROFILES["deep"]
+    assert get_profile("deep") is profiles()["deep"]
     custom = Profile("tiny", 1, 2, 1, 3, 0, 0.1, 0)
     assert get_profile(custom) is custom
     assert custom.arc_blocks == 1  # a story pulls as many blocks as an answer pulls messages, unless told
