@@ -73,6 +73,9 @@ class Claim:
     ids: list[str] = field(default_factory=list)
     kind: str = "llm"  # how it was made: a slot kind (date, place, name, quantity, yes_no, phrase) or "llm"
     sentence: str = ""  # the evidence sentence an extracted claim was read in
+    # Read from an exchange (agent/conversation.py), whose reader checked that the cited messages
+    # are about the question's words: the all-evidence topic check is not asked again.
+    exchange: bool = False
 
 
 def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str] = (),
@@ -223,6 +226,9 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return any(set(claim.text.split(", ")) <= {c for _, c in countries.countries_in(m.text)} for m in messages)
     if claim.kind == "title":  # a quoted title, the author named after it
         return any(list_items.words_in_order(claim.text, m.text) for m in messages)
+    if claim.kind == "split":  # "about 42 each (250 split 6 ways)": the total and the count in the message
+        numbers = re.findall(r"\d+(?:\.\d+)?", claim.text.split("(", 1)[-1])
+        return any(all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", m.text) for n in numbers) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)
@@ -258,7 +264,7 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
             problems.append(f"Unverified (not what {claim.ids} says): {claim.text}")
         elif not slots.required_slot_filled(intent, claim.text):
             problems.append(f"Unverified (does not give what a {intent!r} question asks for): {claim.text}")
-        elif topic and not _about_topic(evidence, topic, subjects):
+        elif topic and not claim.exchange and not _about_topic(evidence, topic, subjects):
             problems.append(f"Unverified (no evidence message mentions {', '.join(topic)}): {claim.text}")
         elif (best := max(relevance.get(i, 0.0) for i in claim.ids)) < RELEVANCE_MIN:
             problems.append(f"Unverified ({claim.ids} not about the question: similarity {best:.2f}): {claim.text}")

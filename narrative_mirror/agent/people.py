@@ -54,7 +54,7 @@ def _topic_scores(run: Run, chat: ChatIndex, topic: str) -> np.ndarray:
     return chat.vectors @ qvec + (bm25 / best if best > 0 else bm25)
 
 
-def _evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_mod.EvidenceMessage]:
+def exchange_evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_mod.EvidenceMessage]:
     """The message at ``row`` first, then the message it answers, then the replies to it."""
     def item(r: int, reply_to: int) -> answer_mod.EvidenceMessage:
         hit = chat.hit(r, score, sources=["people"])
@@ -99,7 +99,7 @@ def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[
     else:
         pair = scores[rows] + scores[chat.parent_row[rows]]
     best = int(rows[int(np.argmax(pair))])
-    evidence = _evidence(run, chat, best, float(pair.max()))
+    evidence = exchange_evidence(run, chat, best, float(pair.max()))
     cited = [best] if kind == "author" else [best, int(chat.parent_row[best])]
     ids = [chat.local_ids[r] for r in cited]
     if kind == "what_replied":
