@@ -30,8 +30,9 @@ from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent import countries, people
 from narrative_mirror.agent.exchange_values import (COUNT_OF_PEOPLE, EACH_AFTER, NEGATIVE, NUMBER, NUMBER_WORDS, PLAN, TIME,
                                                    amounts, times_in)
-from narrative_mirror.agent.exchanges import (ASKS, COMMON_WORDS, PROPOSES, Said, asks, clauses, context, later_changes,
-                                             replies, statements, topic_stems, unmentioned, word_stem, word_stems)
+from narrative_mirror.agent.exchanges import (ASKS, COMMON_WORDS, PROPOSES, Said, asks, clauses, content_stems, context,
+                                             flagged_rows, later_changes, replies, said_in_other_words, statements, topic_stems,
+                                             unmentioned, word_stem, word_stems)
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.slots import sentences
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS
@@ -79,16 +80,19 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     """(answer, claims, unknowns, added evidence) read from the conversation; None when the
     question is not of a kind read here or nothing fits."""
     chat = run.retriever.chat(run.chat_file)
+    flagged = flagged_rows(chat)
+    rows = [chat.row_of[e.message.local_id] for e in evidence
+            if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged]
+    said = context(chat, rows)
     if never := unmentioned(run.question, chat):
+        read = [chat.raw_texts[s.row] for s in said]
+        never = [w for w in never if not said_in_other_words(w, read, run.retriever.embedder.encode)]
+    if never:
         note = f"No message of this chat mentions: {', '.join(never)}"
         return answer_mod.NO_ANSWER, [], [note], []
     kind = question_kind(run.question, run.facets.intent)
-    if kind is None:
+    if kind is None or not rows:
         return None
-    rows = [chat.row_of[e.message.local_id] for e in evidence if e.message.local_id in chat.row_of and not e.reply_to]
-    if not rows:
-        return None
-    said = context(chat, rows)
     about = topic_stems(run.question, chat)
     found = READERS[kind](chat, said, about, run.question)
     if found is None:
@@ -248,6 +252,8 @@ def _latest_share(chat: ChatIndex, row: int, spoken: set[str]) -> int:
     for r in range(row + 1, chat.size):
         if chat.sessions[r] != chat.sessions[row]:
             break
+        if r in flagged_rows(chat):
+            continue
         text = chat.raw_texts[r]
         if any(EACH_AFTER.match(a[2]) for a in amounts(text)) and word_stems(text) & spoken:
             latest = r
@@ -319,7 +325,7 @@ def _when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     first = next((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about), None)
     if first is None:
         return None
-    changes = later_changes(chat, first.row, about | word_stems(chat.raw_texts[first.row]) - COMMON_WORDS,
+    changes = later_changes(chat, first.row, about | content_stems(chat.raw_texts[first.row]),
                             lambda t: bool(PLAN.search(t)))
     if changes:
         row = changes[-1]
@@ -352,7 +358,7 @@ def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     best = max(candidates, key=rank)
     asked_day = PLAN.search(question)
     if asked_day:
-        changed = later_changes(chat, best.row, about | word_stems(chat.raw_texts[best.row]) - COMMON_WORDS, lambda t: bool(PLAN.search(t)))
+        changed = later_changes(chat, best.row, about | content_stems(chat.raw_texts[best.row]), lambda t: bool(PLAN.search(t)))
         if changed and asked_day.group(0).lower() not in chat.raw_texts[changed[-1]].lower():
             return _quoted("No", chat, changed[-1]), [changed[-1], best.row], "yes_no", chat.raw_texts[changed[-1]]
     statement = max(statements(chat.raw_texts[best.row]), key=lambda x: len(word_stems(x) & about))

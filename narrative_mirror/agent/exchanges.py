@@ -6,8 +6,10 @@ and the words a question is about (and those of them no message mentions)."""
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.slots import sentences
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS
@@ -102,6 +104,33 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     return out
 
 
+_FLAGGED: "weakref.WeakKeyDictionary[ChatIndex, frozenset[int]]" = weakref.WeakKeyDictionary()
+
+
+def flagged_rows(chat: ChatIndex) -> frozenset[int]:
+    """Rows of messages that tell their reader how to answer (agent/addressed.py): data, never
+    evidence, so the conversation read around the evidence skips them too."""
+    if chat not in _FLAGGED:
+        _FLAGGED[chat] = frozenset(r for r, t in enumerate(chat.raw_texts) if addresses_the_reader(t))
+    return _FLAGGED[chat]
+
+
+# Cosine of the packaged embedder between two single words that name the same thing ("wood" and
+# "boards" .67); words that only share a setting stay below ("plumber" and "sink" .57, "hire" and
+# "work" .55, "wine" and "food" .43).
+SAME_THING_MIN = 0.6
+
+
+def said_in_other_words(word: str, texts: list[str], encode) -> bool:
+    """Whether a word of ``texts`` (the messages read for the question) names what ``word`` names:
+    "the wood for the raised beds" is answered by "spare larch boards"."""
+    words = sorted({w for t in texts for w in re.findall(r"[a-z]{3,}", t.lower())} - STOPWORDS - _FUNCTION)
+    if not words:
+        return False
+    vectors = encode([word, *words])
+    return float((vectors[1:] @ vectors[0]).max()) >= SAME_THING_MIN
+
+
 def word_stem(word: str) -> str:
     """``text.stem`` with "applied" and "apply" one stem."""
     found = stem(word)
@@ -118,8 +147,10 @@ def context(chat: ChatIndex, rows: list[int]) -> list[Said]:
     out: list[Said] = []
     seen: set[int] = set()
 
+    flagged = flagged_rows(chat)
+
     def add(row: int, role: str, of: int) -> None:
-        if 0 <= row < chat.size and row not in seen:
+        if 0 <= row < chat.size and row not in seen and row not in flagged:
             seen.add(row)
             out.append(Said(row, role, of))
 
@@ -138,13 +169,16 @@ def context(chat: ChatIndex, rows: list[int]) -> list[Said]:
 
 
 def replies(chat: ChatIndex, row: int) -> list[int]:
+    """The rows answering ``row`` (reply links, else the next messages of the others in its
+    session), flagged messages aside."""
+    flagged = flagged_rows(chat)
     if chat.reply_rows.get(row):
-        return chat.reply_rows[row]
+        return [r for r in chat.reply_rows[row] if r not in flagged]
     if chat.reply_rows and chat.parent_row[row] >= 0:
         return []
     following = [r for r in range(row + 1, min(row + 1 + 2 * FOLLOWING, chat.size))
                  if chat.sessions[r] == chat.sessions[row] and chat.speakers[r] != chat.speakers[row]
-                 and (not chat.reply_rows or chat.parent_row[r] < 0)]
+                 and (not chat.reply_rows or chat.parent_row[r] < 0) and r not in flagged]
     return following[:FOLLOWING]
 
 
@@ -153,9 +187,10 @@ def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int
     sharing a word of ``about`` with a change word, or a proposal of the same type in the same
     session that the next message of another agrees to."""
     found = []
+    flagged = flagged_rows(chat)
     for r in range(row + 1, chat.size):
         text = chat.raw_texts[r]
-        if not typed(text):
+        if r in flagged or not typed(text):
             continue
         shares = bool(word_stems(text) & about)
         if shares and _CHANGE.search(text) and not text.rstrip().endswith("?"):
@@ -180,3 +215,10 @@ def asks(text: str) -> bool:
 
 
 COMMON_WORDS = {stem(w) for w in ("ok", "yes", "the", "that", "this", "then", "now", "just", "really", "good", "great")}
+_NOT_CONTENT = COMMON_WORDS | {word_stem(w) for w in _FUNCTION | STOPWORDS}
+
+
+def content_stems(text: str) -> set[str]:
+    """Stems of ``text``'s words that name something: a later "update ... is on Sunday" shares
+    no word with "dad's hip operation is next Tuesday" through "is" and "on"."""
+    return word_stems(text) - _NOT_CONTENT

@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.state import Run
 from narrative_mirror.retrieval import query_names
@@ -62,8 +63,10 @@ def exchange_evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list
                                           reply_to=chat.local_ids[reply_to] if reply_to >= 0 else None)
 
     parent = int(chat.parent_row[row])
+    if parent >= 0 and addresses_the_reader(chat.raw_texts[parent]):  # data, never evidence
+        parent = -1
     return [item(row, parent), *([item(parent, -1)] if parent >= 0 else []),
-            *(item(r, row) for r in chat.reply_rows.get(row, []))]
+            *(item(r, row) for r in chat.reply_rows.get(row, []) if not addresses_the_reader(chat.raw_texts[r]))]
 
 
 def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[answer_mod.Claim], list[str]]] | None:
