@@ -241,6 +241,18 @@ def _about_topic(evidence: Mapping[str, EvidenceMessage], topic: Collection[str]
             or any(names_in(subjects, "", e.message.text) for e in evidence.values()))
 
 
+def states_what_is_asked(claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (),
+                         subjects: Collection[str] = ()) -> bool:
+    """Whether the claim's own cited messages, with the questions they answer, are about what the
+    question asks (one of its topic terms or the people and things it names): a phrase taken
+    from a message about something else, beside a message about the question, is in the answer
+    but not confirmed by its message."""
+    cited = {i: evidence[i] for i in claim.ids if i in evidence}
+    cited |= {e.reply_to: evidence[e.reply_to] for e in list(cited.values()) if e.reply_to in evidence}
+    topic = [t for t in topic if stem(t) not in QUESTION_FORM]
+    return bool(cited) and (not topic and not subjects or _about_topic(cited, topic, subjects))
+
+
 def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
            relevance: Mapping[str, float], topic: Collection[str] = (),
            subjects: Collection[str] = ()) -> tuple[list[Claim], list[str]]:

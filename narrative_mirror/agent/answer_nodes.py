@@ -219,7 +219,9 @@ def verification(state: AgentState, run: Run) -> dict:
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
     run.result = AgentAnswer(
         Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
-        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note) for c, note in zip(claims, notes)],
+        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note,
+                           verified=note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects))
+                for c, note in zip(claims, notes)],
         verifier=verifier, abstained=not verified,
     )
     return {}
