@@ -42,7 +42,11 @@ chats, problems = find_chats(folder / "chats", options)
 assert not problems, problems
 store = IndexStore(str(Path(tempfile.mkdtemp(prefix="nm_answer_set_")) / "lancedb"))
 config = settings.load_config("layers")
-for key, source in chats.items():
+# Each export under the key its questions name: an older tree names chats otherwise (by native
+# id), and the set has one chat per format.
+named = {k.split("_")[0]: k for k in questions["chats"].values()}
+for found, source in chats.items():
+    key = named[found.split("_")[0]]
     messages = load_export_chat(source, options).messages.with_columns(
         pl.lit(key).alias("chat_file"), (pl.lit(key + "/") + pl.col("local_id")).alias("message_id"))
     texts = message_texts(messages)

@@ -25,8 +25,7 @@ from narrative_mirror.retrieval.engine import Retriever
 from index_frames import index_messages
 
 SET = Path(__file__).resolve().parents[2] / "answer_sets" / "own_chats"
-CABIN, FLAT, LAUNCH, FOOTBALL = ("whatsapp_Lake_cabin-392f2c0f", "telegram_4470021", "slack_C0LAUNCH23",
-                                 "discord_1240000000000000042")
+CABIN, FLAT, LAUNCH, FOOTBALL = "whatsapp_lake_cabin", "telegram_flat_3b", "slack_launch-team", "discord_five-a-side"
 
 
 # Building the four chats with the real embedder takes ~20-60 s on a loaded 2-core machine.
