@@ -74,6 +74,13 @@ def _conversation_answer(run: Run) -> tuple[str, list[answer_mod.Claim], list[st
         return None
     text, claims, unknowns, rows = found
     chat = run.retriever.chat(run.chat_file)
+    if claims and claims[0].kind == "yes_no":
+        # a verdict from a message the verification will find off the question: the
+        # single-message answer reads the evidence instead
+        said = chat.hit(rows[0], 0.0)
+        question, message = run.retriever.embedder.encode([run.question, f"{said.speaker}: {said.text}"])
+        if float(question @ message) < answer_mod.RELEVANCE_MIN:
+            return None
     if claims and claims[0].kind in ("author", "name"):  # a person: the message with its exchange, as people.py shows it
         shown = people.exchange_evidence(run, chat, rows[0], 1.0)
         have = {e.message.local_id for e in shown}

@@ -85,7 +85,7 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
             if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged]
     said = context(chat, rows)
     if never := unmentioned(run.question, chat):
-        read = [chat.raw_texts[s.row] for s in said]
+        read = [chat.texts[s.row] for s in said]
         never = [w for w in never if not said_in_other_words(w, read, run.retriever.embedder.encode)]
     if never:
         note = f"No message of this chat mentions: {', '.join(never)}"
@@ -266,8 +266,15 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     for s in said:
         text = chat.raw_texts[s.row]
         for m in NUMBER.finditer(text):
-            if any(word_stem(w.lower()) in about for w in re.findall(r"[A-Za-z]+", text[m.end():])[:2]):
-                return m.group(0).strip(), s.row, "phrase", text
+            following = re.findall(r"[A-Za-z]+", text[m.end():])[:2]
+            if any(word_stem(w.lower()) in about for w in following):
+                # with the question's words that follow it at once ("13 years", "12,400 merchant
+                # accounts"), as a reader says it
+                noun = re.match(r"(?:\s+[A-Za-z]+)+", text[m.end():])
+                words = noun.group(0).split()[:2] if noun else []
+                while words and word_stem(words[-1].lower()) not in about:
+                    words.pop()
+                return " ".join([m.group(0).strip(), *words]), s.row, "phrase", text
         if s.role == "reply" and ASKS.search(chat.raw_texts[s.of]) and (numbers := list(NUMBER.finditer(text))):
             return numbers[-1].group(0).strip(), s.row, "phrase", text
     return None

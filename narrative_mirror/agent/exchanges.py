@@ -67,7 +67,7 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     hiking?"), a setting it adds at its end aside ("at the cabin", "for the trip"). "What was the
     wifi password?" asks of something never said when no message says "password". Not asked of
     a yes/no question (whether "Elise is vegan" is for the answer to judge), nor of words about
-    the talk itself."""
+    the talk itself. A photo's caption counts as said ("the photo of the clouds")."""
     if re.match(r"\W*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would)\b", question, re.I):
         return []
     core = _TRAILING_SETTING.sub("", question.strip()).rstrip(" ?")
@@ -88,7 +88,7 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     named = [w for w in named if w]
     if words and words[-1].lower() not in STOPWORDS and not re.fullmatch(r"[\d.]+", words[-1]):
         named.append(words[-1])
-    said = set().union(*(word_stems(t) for t in chat.raw_texts))
+    said = set().union(*(word_stems(t) for t in chat.texts))  # with the captions of its images
 
     def mentioned(word: str) -> bool:
         w = word_stem(word)
