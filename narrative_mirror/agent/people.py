@@ -40,10 +40,11 @@ def author_question(question: str) -> str | None:
     if not m or m.group(2).lower() in {"did", "does", "do", "of", "the", "a", "an"}:
         return None
     aux, verb = (m.group(1) or "").lower(), m.group(2).lower()
-    if _SAYING.match(verb):
-        return "saying"
+    # "Who is bringing the ball?" asks who will do it (a reply "I'll bring mine"), not who brought it up
     if aux in {"will", "would", "can", "could"} or (aux in {"is", "was"} and verb.endswith("ing")) or verb == "going":
         return "first_person"
+    if _SAYING.match(verb):
+        return "saying"
     return None
 
 

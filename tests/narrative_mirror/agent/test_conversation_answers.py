@@ -87,7 +87,7 @@ def test_something_never_said_is_not_found_and_names_what_no_message_mentions(ch
     assert hire.answer == NO_ANSWER and hire.abstained and hire.claims == []
     assert "No message of this chat mentions: hire" in hire.unknowns
     wifi = ask(retriever, CABIN, "What was the wifi password at the cabin?")
-    assert wifi.abstained and "No message of this chat mentions: wifi, password" in wifi.unknowns
+    assert wifi.abstained and "No message of this chat mentions: password" in wifi.unknowns
 
 
 @slow
