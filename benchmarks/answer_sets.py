@@ -27,7 +27,10 @@ from pathlib import Path
 import numpy as np, polars as pl
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import Embedder, message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+try:
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+except ImportError:  # a tree from before the rename
+    from narrative_mirror.exports.folder import ImportOptions, find_chats as find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore

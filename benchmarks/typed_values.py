@@ -33,12 +33,12 @@ SET = REPO / "tests" / "answer_sets" / "own_chats"
 
 
 def own_messages() -> tuple[list[dict], dict[tuple[str, str], tuple[str, datetime]]]:
-    from narrative_mirror.exports.folder import ImportOptions, find_chats
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
     from narrative_mirror.exports.frames import load_export_chat
 
     questions = json.loads((SET / "questions.json").read_text())
     options = ImportOptions(tz=questions["tz"], machine_tz=questions["tz"])
-    chats, _ = find_chats(SET / "chats", options)
+    chats, _ = find_folder_chats(SET / "chats", options)
     said = {}
     for key, source in chats.items():
         for row in load_export_chat(source, options).messages.iter_rows(named=True):

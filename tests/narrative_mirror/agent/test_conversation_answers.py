@@ -17,7 +17,7 @@ import pytest
 from narrative_mirror.agent.exchange_values import amounts
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.embedding import message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_chats
+from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
@@ -36,7 +36,7 @@ slow = pytest.mark.slow
 def chats(tmp_path_factory, embedder):
     """(retriever, {chat key: messages}) of the set's four exports."""
     options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
-    found, problems = find_chats(SET / "chats", options)
+    found, problems = find_folder_chats(SET / "chats", options)
     assert problems == [] and sorted(found) == sorted([CABIN, FLAT, LAUNCH, FOOTBALL])
     store = IndexStore(str(tmp_path_factory.mktemp("conversation") / "lancedb"))
     frames = {}
