@@ -28,13 +28,23 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from common import DEFAULT_DATA, build_embedder, open_index  # noqa: E402
+from common import DEFAULT_DATA, build_embedder, open_index
 
-from narrative_mirror import settings  # noqa: E402
-from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
-from narrative_mirror.retrieval.query_rewrite import RewriteCache, llm_expander, llm_rewriter, llm_schema  # noqa: E402
-from narrative_mirror.retrieval.traversal import ChatScorer, Tools, Tree, run_variant  # noqa: E402
-from narrative_mirror.retrieval.traversal_study import by_name, format_table, leave_one_chat_out, summary_row  # noqa: E402
+from narrative_mirror import settings
+from narrative_mirror.retrieval.engine import Retriever
+from narrative_mirror.retrieval.query_rewrite import (
+    RewriteCache,
+    llm_expander,
+    llm_rewriter,
+    llm_schema,
+)
+from narrative_mirror.retrieval.traversal import ChatScorer, Tools, Tree, run_variant
+from narrative_mirror.retrieval.traversal_study import (
+    by_name,
+    format_table,
+    leave_one_chat_out,
+    summary_row,
+)
 
 
 def llm_tools(base_url: str, model: str, cache: RewriteCache) -> Tools:

@@ -29,7 +29,13 @@ from typing import Protocol
 
 from narrative_mirror.retrieval.fusion import rrf
 from narrative_mirror.retrieval.query_rewrite import (
-    EXPLORE, RewriteCache, Rewritten, offline_expand, offline_rewrite, offline_schema, query_t,
+    EXPLORE,
+    RewriteCache,
+    Rewritten,
+    offline_expand,
+    offline_rewrite,
+    offline_schema,
+    query_t,
 )
 
 
@@ -158,7 +164,8 @@ def run_variant(variant: Variant, question: str, tree: Tree, scorer: Scorer, too
             previous = rewritten
             value = cache.lookup(f"rewrite:{tools.name}", question, [*evidence, *slate, *run.schema],
                                  previous.action if previous else None,
-                                 lambda: dataclasses.asdict(tools.rewrite(question, evidence, slate, run.schema, previous)))
+                                 lambda e=evidence, s=slate, p=previous:
+                                 dataclasses.asdict(tools.rewrite(question, e, s, run.schema, p)))
             rewritten = Rewritten(**value)
             action = rewritten.action
             query = query_t(query0, rewritten, variant.explore_mode)
@@ -175,6 +182,7 @@ def run_variant(variant: Variant, question: str, tree: Tree, scorer: Scorer, too
 
 
 SCHEMA_BRANCHES = 8  # flat branch hits a schema is induced from
+BRANCH_DEPTH = 40  # blocks ranked per query; a beam candidate below them ranks after them, in tree order
 
 
 class ChatScorer:
@@ -195,8 +203,8 @@ class ChatScorer:
 
     def branches(self, query: str) -> list[str]:
         if query not in self._branches:
-            blocks = self.retriever.search_blocks(self.chat_file, query, k=len(self.chat.block_names),
-                                                  variant=self.variant)
+            depth = min(BRANCH_DEPTH, len(self.chat.block_names))
+            blocks = self.retriever.search_blocks(self.chat_file, query, k=depth, variant=self.variant) if depth else []
             out: list[str] = []
             for block in blocks:  # a thread ranks just before its best block
                 if block.thread_id and block.thread_id not in out:

@@ -15,10 +15,22 @@ from llm_servers import fault_server
 from narrative_mirror.agent.text import content_tokens, stem
 from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient
 from narrative_mirror.retrieval.query_rewrite import (
-    EXPLOIT, EXPLORE, RewriteCache, Rewritten, llm_expander, llm_rewriter, llm_schema, query_t,
+    EXPLOIT,
+    EXPLORE,
+    RewriteCache,
+    Rewritten,
+    llm_expander,
+    llm_rewriter,
+    llm_schema,
+    query_t,
 )
 from narrative_mirror.retrieval.traversal import Tools, Tree, Variant, run_variant
-from narrative_mirror.retrieval.traversal_study import VARIANTS, by_name, leave_one_chat_out, summary_row
+from narrative_mirror.retrieval.traversal_study import (
+    VARIANTS,
+    by_name,
+    leave_one_chat_out,
+    summary_row,
+)
 
 TREE = Tree(blocks={"B1": ["m1", "m2"], "B2": ["m3", "m4"], "B3": ["m5", "m6"], "B4": ["m7"]},
             threads={"T1": ["B1", "B2"], "T2": ["B3"]})
