@@ -13,7 +13,7 @@ from narrative_mirror.retrieval.traversal import Variant
 # The rows of the study; "flat" is the retriever's default search, nothing else (iteration 0 only).
 VARIANTS = (
     Variant("flat", traverse=False, iterations=1),
-    Variant("A (QE > flat > traversal, rewrite every 1)", expansion="thinkqe", rewrite_every=1),
+    Variant("A (QE > flat > traversal; rewrite every 1)", expansion="thinkqe", rewrite_every=1),
     Variant("A rewrite every 2", expansion="thinkqe", rewrite_every=2),
     Variant("A rewrite every 0", expansion="thinkqe", rewrite_every=0),
     Variant("A explore=concat", expansion="thinkqe", rewrite_every=1, explore_mode="concat"),
@@ -32,10 +32,11 @@ def by_name(names: str | None) -> list[Variant]:
     if not names:
         return list(VARIANTS)
     wanted = [n.strip() for n in names.split(",") if n.strip()]
-    chosen = [v for v in VARIANTS if any(v.name == w or v.name.startswith(w + " ") for w in wanted)]
-    if not chosen:
-        raise ValueError(f"no study variant named {wanted}; known: {[v.name for v in VARIANTS]}")
-    return chosen
+    matches = {w: [v for v in VARIANTS if v.name == w or v.name.startswith(w + " ")] for w in wanted}
+    unknown = [w for w, found in matches.items() if not found]
+    if unknown or not wanted:
+        raise ValueError(f"no study variant named {unknown or names!r}; known: {[v.name for v in VARIANTS]}")
+    return [v for v in VARIANTS if any(v in found for found in matches.values())]
 
 
 def _at(rankings: Sequence[Sequence[str]], t: int) -> Sequence[str]:
