@@ -47,11 +47,11 @@ from narrative_mirror.retrieval.traversal_study import (
 )
 
 
-def llm_tools(base_url: str, model: str, cache: RewriteCache) -> Tools:
+def llm_tools(base_url: str, model: str, cache: RewriteCache, failures: Counter) -> Tools:
     from narrative_mirror.llm import LLMClient, LLMSettings
     client = LLMClient(LLMSettings(base_url=base_url, model=model, timeout_s=120, max_retries=1))
-    return Tools(rewrite=llm_rewriter(client), expand=llm_expander(client), schema=llm_schema(client),
-                 cache=cache, name=f"llm:{model}")
+    return Tools(rewrite=llm_rewriter(client, failures), expand=llm_expander(client, failures),
+                 schema=llm_schema(client, failures), cache=cache, name=f"llm:{model}")
 
 
 @contextlib.contextmanager
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="nm_seed003_"))
         if args.llm_server:
             args.llm_url, args.llm_model = stack.enter_context(local_llm_server())
-        tools = llm_tools(args.llm_url, args.llm_model, cache) if args.llm_url else Tools(cache=cache)
+        failures: Counter = Counter()  # LLM calls that failed and fell back to the offline step
+        tools = llm_tools(args.llm_url, args.llm_model, cache, failures) if args.llm_url else Tools(cache=cache)
         store = open_index(Path(tmp) / "lancedb")
         data = args.data
         if args.chats:  # a folder holding the first N train chats only
@@ -120,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(gold)} questions from {len(chats)} train chats; rewriter: {tools.name}; "
           f"rewrite cache {cache.hits} hits / {cache.misses} misses; {time.perf_counter() - started:.0f} s")
     print(format_table(rows))
+    if failures:
+        print(f"LLM calls that fell back to the offline step: {dict(failures)}")
     print("\nactions: " + "; ".join(f"{n}: {dict(c)}" for n, c in actions.items() if c))
     for example in schema_examples[:1]:
         print(f"schema example: {json.dumps(example)[:600]}")
@@ -132,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"rewriter": tools.name, "rows": rows, "loco": loco,
                                          "actions": {n: dict(c) for n, c in actions.items()},
+                                         "llm_failures": dict(failures),
                                          "schema_examples": schema_examples}, indent=2))
     return 0
 

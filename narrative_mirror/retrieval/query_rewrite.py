@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from narrative_mirror.agent.rewrite import declarative, feedback_terms
 from narrative_mirror.agent.text import content_tokens, stem
-from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, format_messages_as_data
+from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMClient, LLMError, format_messages_as_data
 from narrative_mirror.settings import load_prompt
 
 EXPLORE, EXPLOIT = "explore", "exploit"
@@ -78,15 +78,21 @@ def offline_rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequ
     return Rewritten(" ".join([declarative(question), *terms]).strip(), action)
 
 
+def _count(failures: Counter | None, step: str, exc: LLMError) -> None:
+    if failures is not None:
+        failures[f"{step}: {exc.kind}"] += 1
+
+
 class _Rewrite(BaseModel):
     query: str
     action: str = EXPLOIT
 
 
-def llm_rewriter(llm: LLMClient) -> Callable[..., Rewritten]:
+def llm_rewriter(llm: LLMClient, failures: Counter | None = None) -> Callable[..., Rewritten]:
     """``offline_rewrite``'s contract asked of ``llm`` (prompts/traversal_rewrite.txt): leaf
     evidence and branch context labelled apart, inside the data block; an action it does not
-    name as explore counts as exploit."""
+    name as explore counts as exploit. A failed call (malformed reply, timeout) falls back to
+    ``offline_rewrite`` and is counted in ``failures`` by error kind."""
     def rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequence[str] = (),
                 schema: Sequence[str] = (), previous: Rewritten | None = None) -> Rewritten:
         system = load_prompt("traversal_rewrite") + "\n" + DATA_BLOCK_NOTICE
@@ -98,7 +104,11 @@ def llm_rewriter(llm: LLMClient) -> Callable[..., Rewritten]:
         if previous is not None:
             parts.append(f"Previous rewrite ({previous.action}): {previous.query}")
         parts.append("Evidence from the last search:\n" + format_messages_as_data(rows))
-        reply = llm.complete_json(system, "\n\n".join(parts), _Rewrite)
+        try:
+            reply = llm.complete_json(system, "\n\n".join(parts), _Rewrite)
+        except LLMError as exc:
+            _count(failures, "rewrite", exc)
+            return offline_rewrite(question, leaf_texts, branch_texts, schema, previous)
         action = EXPLORE if reply.action.strip().lower() == EXPLORE else EXPLOIT
         return Rewritten(reply.query.strip() or question, action)
 
@@ -120,10 +130,15 @@ class _Expansion(BaseModel):
     query: str
 
 
-def llm_expander(llm: LLMClient) -> Callable[[str, str], str]:
-    """Context-free expansion asked of ``llm``: prompts/traversal_expand_<style>.txt."""
+def llm_expander(llm: LLMClient, failures: Counter | None = None) -> Callable[[str, str], str]:
+    """Context-free expansion asked of ``llm``: prompts/traversal_expand_<style>.txt (a failed
+    call: ``offline_expand``, counted)."""
     def expand(question: str, style: str) -> str:
-        reply = llm.complete_json(load_prompt(f"traversal_expand_{style}"), f"Question: {question}", _Expansion)
+        try:
+            reply = llm.complete_json(load_prompt(f"traversal_expand_{style}"), f"Question: {question}", _Expansion)
+        except LLMError as exc:
+            _count(failures, "expand", exc)
+            return offline_expand(question, style)
         return reply.query.strip() or question
 
     return expand
@@ -144,14 +159,19 @@ class _Schema(BaseModel):
     categories: list[str]
 
 
-def llm_schema(llm: LLMClient) -> Callable[[str, Sequence[str]], list[str]]:
+def llm_schema(llm: LLMClient, failures: Counter | None = None) -> Callable[[str, Sequence[str]], list[str]]:
     """Schema induction asked of ``llm`` (prompts/traversal_schema.txt), cut to SCHEMA_MAX and
-    filled up to SCHEMA_MIN by ``offline_schema`` when it names fewer."""
+    filled up to SCHEMA_MIN by ``offline_schema`` when it names fewer (or fails, counted)."""
     def induce(question: str, branch_texts: Sequence[str]) -> list[str]:
         rows = [(f"branch{i}", "branch", t) for i, t in enumerate(branch_texts)]
-        reply = llm.complete_json(load_prompt("traversal_schema") + "\n" + DATA_BLOCK_NOTICE,
-                                  f"Question: {question}\n\n{format_messages_as_data(rows)}", _Schema)
-        out = list(dict.fromkeys(c.strip() for c in reply.categories if c.strip()))[:SCHEMA_MAX]
+        try:
+            reply = llm.complete_json(load_prompt("traversal_schema") + "\n" + DATA_BLOCK_NOTICE,
+                                      f"Question: {question}\n\n{format_messages_as_data(rows)}", _Schema)
+            categories = reply.categories
+        except LLMError as exc:
+            _count(failures, "schema", exc)
+            categories = []
+        out = list(dict.fromkeys(c.strip() for c in categories if c.strip()))[:SCHEMA_MAX]
         for extra in offline_schema(question, branch_texts):
             if len(out) >= SCHEMA_MIN:
                 break

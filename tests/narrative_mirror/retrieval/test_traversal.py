@@ -250,3 +250,13 @@ def test_the_llm_schema_is_filled_to_three_categories():
     with fault_server("ok_json", content={"categories": ["place"]}) as server:
         categories = llm_schema(LLMClient(server.settings()))("Where?", ["market days rye", "market stall rye"])
     assert categories == ["place", "market", "rye"]
+
+
+def test_a_failed_llm_rewrite_falls_back_to_the_offline_one_and_is_counted():
+    from collections import Counter
+    failures = Counter()
+    with fault_server("malformed") as server:
+        rewrite = llm_rewriter(LLMClient(server.settings(max_retries=0)), failures)
+        rewritten = rewrite("Where does Zoe swim?", [LEAVES["m1"], LEAVES["m2"]])
+    assert rewritten == Rewritten("Zoe swim ana rye bakes bakery", EXPLORE)
+    assert failures == {"rewrite: malformed": 1}
