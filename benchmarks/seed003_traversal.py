@@ -43,6 +43,7 @@ from narrative_mirror.retrieval.traversal_study import (
     by_name,
     format_table,
     leave_one_chat_out,
+    per_iteration,
     summary_row,
 )
 
@@ -121,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(gold)} questions from {len(chats)} train chats; rewriter: {tools.name}; "
           f"rewrite cache {cache.hits} hits / {cache.misses} misses; {time.perf_counter() - started:.0f} s")
     print(format_table(rows))
+    iterations = {name: per_iteration(runs, gold) for name, runs in rankings.items()}
+    print("\nnDCG@10 per iteration: " + "; ".join(
+        n + ": " + " ".join(f"{it['ndcg@10']:.1f}" for it in its) for n, its in iterations.items()))
     if failures:
         print(f"LLM calls that fell back to the offline step: {dict(failures)}")
     print("\nactions: " + "; ".join(f"{n}: {dict(c)}" for n, c in actions.items() if c))
@@ -133,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         for fold in loco["folds"]:
             print(f"  {fold['held_out']}: {fold['chosen']} {fold['chosen_ndcg@10']:.1f} vs {fold['baseline_ndcg@10']:.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"rewriter": tools.name, "rows": rows, "loco": loco,
+        args.json.write_text(json.dumps({"rewriter": tools.name, "rows": rows, "per_iteration": iterations, "loco": loco,
                                          "actions": {n: dict(c) for n, c in actions.items()},
                                          "llm_failures": dict(failures),
                                          "schema_examples": schema_examples}, indent=2))
