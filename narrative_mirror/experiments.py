@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from narrative_mirror.evaluation import changed_parts, changed_settings, settings_snapshot
+from narrative_mirror.evaluation import HEADLINE_KEYS, changed_parts, changed_settings, settings_snapshot
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -105,13 +105,20 @@ def _name_settings(changed: list[str], previous: dict[str, Any] | None, current:
     return out
 
 
+SPLITS = ("train", "test")
+
+
 def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV."""
+    """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV. A
+    summary row has both splits' headline columns (seed 000's train_recall / test_recall side by
+    side), empty for a split not evaluated under that config."""
     rows = []
     for r in records:
         row = {k: r.get(k) for k in ("experiment_id", "time", "kind", "fingerprint")}
         row["changed"] = ", ".join(r.get("changed", []))
         row["partition"] = r.get("partition", "")
+        if r.get("kind") == "summary":
+            row.update({f"{split}/{name}": None for split in SPLITS for name in HEADLINE_KEYS})
         for split, values in (r.get("metrics") or {}).items():
             if isinstance(values, dict):
                 for name, value in values.items():
