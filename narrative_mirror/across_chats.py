@@ -8,9 +8,10 @@ scores are relative to its own pool's best), so the merge ranks by ``MERGE_BY``:
 - ``rrf``: 1 / (rrf_k + rank within its chat): the chats interleaved.
 - ``cosine``: the query's cosine with the message vector (one embedder for every chat).
 - ``gated`` (default): the hit's score within its chat times its chat's weight,
-  exp((chat best cosine - best cosine of all chats) / ``GATE_TEMPERATURE`` + ``NAME_WEIGHT`` x the
-  chat's speakers and named entities the query names): the chat that holds the closest messages
-  and the people asked about keeps its own order, the others fall behind.
+  exp((chat best cosine - best cosine of all chats) / gate_temperature + name_weight x the
+  chat's speakers and named entities the query names), both from retrieval.toml's [across_chats]:
+  the chat that holds the closest messages and the people asked about keeps its own order, the
+  others fall behind.
 benchmarks/across_chats.py measures each (and the gate's two settings) on the RealTalk train chats.
 """
 
@@ -27,12 +28,11 @@ from typing import Any
 import numpy as np
 
 from narrative_mirror.agent.contract import AgentAnswer, DebugTrace, RankedId
+from narrative_mirror.retrieval.config import option
 from narrative_mirror.retrieval.records import Hit
 
 MERGE_BY = ("gated", "rrf", "cosine")
 DEFAULT_MERGE = "gated"
-GATE_TEMPERATURE = 0.2  # cosine units: a chat 0.2 farther than the best weighs 1/e as much
-NAME_WEIGHT = 2.0  # log weight per speaker or named entity of the chat that the query names
 SEARCH_WORKERS = 4  # chats searched at once by one request
 ASK_CHATS = 3  # at most this many chats (the merged list's best) are asked with the agent
 PATTERN_CHARS = "*?["
@@ -126,9 +126,10 @@ def merge(retriever: Any, query: str, per_chat: dict[str, Sequence[Hit]], k: int
     """The ``k`` best hits of ``per_chat`` (each chat's hits best first) by the ``by`` score;
     ``qvec``: the query's vector when the caller has it; ``named``: per chat, how many of its
     speakers and named entities the query names (``gated`` adds ``name_weight`` per name to the
-    chat's log weight)."""
-    temperature = GATE_TEMPERATURE if temperature is None else temperature
-    name_weight = NAME_WEIGHT if name_weight is None else name_weight
+    chat's log weight). ``temperature`` and ``name_weight``: retrieval.toml's [across_chats] when
+    not given."""
+    temperature = option(retriever.config, "across_chats.gate_temperature") if temperature is None else temperature
+    name_weight = option(retriever.config, "across_chats.name_weight") if name_weight is None else name_weight
     named = named or {}
     if by not in MERGE_BY:
         raise ValueError(f"merge by {by!r}: expected one of {list(MERGE_BY)}")

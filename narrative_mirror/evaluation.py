@@ -36,7 +36,8 @@ def load_eval_config(profile: str | None = None) -> dict:
     cfg = settings.load_config("evaluation")
     if profile:
         cfg.setdefault("run", {})["profile"] = profile
-    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor")}.items():
+    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor"),
+                          "adoption_gate": ("supported_claim_rate", "claim_gold_citation_precision")}.items():
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")

@@ -209,3 +209,37 @@ def test_people_read_each_messages_chat_when_an_answer_or_search_spans_several(c
         "Unknowns: none",
         "(route direct, profile fast, stop: coverage_met)",
     ]
+
+
+def test_the_chat_gate_comes_from_retrieval_toml(tmp_path, monkeypatch):
+    """``gated`` weighs chats by retrieval.toml's [across_chats]: with the packaged name_weight, the
+    chat whose people the query names leads although its messages are a little farther."""
+    import types
+    from datetime import datetime
+
+    import numpy as np
+
+    from narrative_mirror import settings
+    from narrative_mirror.across_chats import merge
+    from narrative_mirror.retrieval.records import Hit
+
+    def hit(chat: str) -> Hit:
+        return Hit(local_id="D1:0", message_id=f"{chat}/D1:0", position=0, session=1, speaker="Ana", text="hi",
+                   timestamp=datetime(2024, 1, 1), score=1.0)
+
+    # Chat "near" holds the closer message (cosine 1.0); chat "named" one at cosine 0.9.
+    vectors = {"near": np.array([[1.0, 0.0]]), "named": np.array([[0.9, np.sqrt(1 - 0.81)]])}
+
+    def leader() -> str:
+        retriever = types.SimpleNamespace(config=settings.load_config("retrieval"), chat=lambda chat: types.SimpleNamespace(
+            row_of={"D1:0": 0}, vectors=vectors[chat]))
+        merged = merge(retriever, "q", {"near": [hit("near")], "named": [hit("named")]}, 2, "gated",
+                       qvec=np.array([1.0, 0.0]), named={"named": 1})
+        return merged[0].chat
+
+    assert leader() == "named"  # exp(-0.1 / 0.2 + 2.0) > exp(0)
+    text = (settings.DEFAULT_CONFIG_DIR / "retrieval.toml").read_text(encoding="utf-8")
+    assert "name_weight = 2.0\n" in text
+    (tmp_path / "retrieval.toml").write_text(text.replace("name_weight = 2.0\n", "name_weight = 0.1\n"), encoding="utf-8")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
+    assert leader() == "near"  # exp(-0.1 / 0.2 + 0.1) < exp(0)

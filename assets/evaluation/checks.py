@@ -33,8 +33,6 @@ ARC_CHECK_SPECS = [
 PROTOCOL_CHECK_SPECS = [dg.AssetCheckSpec("adoption_gate", asset="profile_protocol",
                                           description="Seed 002: balanced supported-claim rate >= 0.90, claim citation "
                                                       "precision (gold-id proxy) >= 0.95, p95 latency within the balanced deadline")]
-# Seed 002's adoption gate, for the balanced profile; its latency SLO is the profile's deadline.
-ADOPTION_GATE = {"supported_claim_rate": 0.90, "claim_gold_citation_precision": 0.95}
 
 
 def _r(value: float | None) -> float | None:
@@ -97,14 +95,15 @@ def adoption_gate_check(table: list[dict]) -> dg.AssetCheckResult:
 
     balanced = next(row for row in table if row["profile"] == "balanced")
     slo_ms = get_profile("balanced").deadline_s * 1000
-    held = {k: (balanced[k] is not None and balanced[k] >= bound) for k, bound in ADOPTION_GATE.items()}
+    gate = ev.load_eval_config()["adoption_gate"]  # evaluation.toml's, as in effect now
+    held = {k: (balanced[k] is not None and balanced[k] >= bound) for k, bound in gate.items()}
     held["p95_latency_ms"] = balanced["p95_latency_ms"] is not None and balanced["p95_latency_ms"] <= slo_ms
     return dg.AssetCheckResult(
         check_name="adoption_gate", asset_key="profile_protocol", passed=all(held.values()),
         severity=dg.AssetCheckSeverity.WARN,
         description="; ".join(
-            [f"{k} {balanced[k] if balanced[k] is None else round(balanced[k], 3)} {'>=' if ok else '<'} {ADOPTION_GATE[k]}"
-             for k, ok in held.items() if k in ADOPTION_GATE]
+            [f"{k} {balanced[k] if balanced[k] is None else round(balanced[k], 3)} {'>=' if ok else '<'} {gate[k]}"
+             for k, ok in held.items() if k in gate]
             + [f"p95 latency {round(balanced['p95_latency_ms'] or 0)} ms {'<=' if held['p95_latency_ms'] else '>'} {slo_ms:.0f} ms"]),
         metadata={k: dg.MetadataValue.bool(ok) for k, ok in held.items()},
     )

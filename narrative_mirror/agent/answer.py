@@ -39,10 +39,10 @@ NO_ANSWER = "Not found in this chat."
 # "Where is Paola planning to go?" asks where, not about plans: a message naming the place says "going".
 QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
                                    "plan", "plans", "planned", "planning")}
-LOOK_AT = 3  # the offline answer reads the best this many evidence messages
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
-LIST_MESSAGES = 4  # a question asking for several things is answered from each of the best this many
+# [answer] look_at: the offline answer reads the best this many evidence messages. list_messages: a
+# question asking for several things is answered from each of the best this many.
 
 
 def offline_verifier() -> str:
@@ -55,6 +55,7 @@ def llm_verifier() -> str:
 
 __getattr__ = module_settings(__name__, {
     "SUPPORT_MIN": lambda: setting("answer", "support_min"), "RELEVANCE_MIN": lambda: setting("answer", "relevance_min"),
+    "LOOK_AT": lambda: setting("answer", "look_at"), "LIST_MESSAGES": lambda: setting("answer", "list_messages"),
     "OFFLINE_VERIFIER": offline_verifier, "LLM_VERIFIER": llm_verifier})
 
 
@@ -117,7 +118,7 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
     that fills the question's slot, repeated spans and phrases of questions left out: "What drinks
     does he like?" gathers what each message names."""
     claims: list[Claim] = []
-    read = reading_order(evidence, LIST_MESSAGES)
+    read = reading_order(evidence, setting("answer", "list_messages"))
     groups: list[list[ChatMessage]] = []
     continuing = {e.message.local_id for e in evidence if e.continues}
     for message in read:
@@ -142,7 +143,7 @@ def _place_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage
         return []
     known = {place.lower() for place, _ in countries.countries_in(question)} | {s.lower() for s in speakers}
     claims: list[Claim] = []
-    for message in reading_order(evidence, LIST_MESSAGES):
+    for message in reading_order(evidence, setting("answer", "list_messages")):
         places = [p for p in dict.fromkeys(place for place, _ in countries.countries_in(_statements(message.text)))
                   if p.lower() not in known]
         if places:
@@ -159,7 +160,7 @@ def _country_claims(question: str, evidence: Sequence[EvidenceMessage], speakers
     people = {s.lower() for s in speakers}
     plural = countries.asks_for_countries(question)
     claims: list[Claim] = []
-    for message in reading_order(evidence, LIST_MESSAGES if plural else len(evidence)):
+    for message in reading_order(evidence, setting("answer", "list_messages") if plural else len(evidence)):
         named = [c for place, c in countries.countries_in(_statements(message.text)) if place.lower() not in people and c not in seen]
         named = list(dict.fromkeys(named))
         if named:
@@ -201,8 +202,10 @@ def _first_title(evidence: Sequence[EvidenceMessage]) -> Claim | None:
     return None
 
 
-def reading_order(evidence: Sequence[EvidenceMessage], look_at: int = LOOK_AT) -> list[ChatMessage]:
-    """The best ``look_at`` evidence messages (continuations aside), each followed by its continuation."""
+def reading_order(evidence: Sequence[EvidenceMessage], look_at: int | None = None) -> list[ChatMessage]:
+    """The best ``look_at`` (LOOK_AT when not given) evidence messages (continuations aside), each
+    followed by its continuation."""
+    look_at = setting("answer", "look_at") if look_at is None else look_at
     after: dict[str, list[ChatMessage]] = {}
     for e in evidence:
         if e.continues:

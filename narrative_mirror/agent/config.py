@@ -17,7 +17,8 @@ SETTINGS: dict[str, dict[str, type]] = {
     "selection": {"relative_score": float, "min_grade": float, "cover_min_grade": float, "variant_weight": float,
                   "span_block_relative": float, "leaf_context": int},
     "grading": {"score_weight": float, "target_weight": float, "must_have_min_grade": float},
-    "answer": {"support_min": float, "relevance_min": float, "span_words": int},
+    "answer": {"support_min": float, "relevance_min": float, "span_words": int, "look_at": int, "list_messages": int,
+               "asking_penalty": float},
     "narrative": {"min_ids": int, "max_ids": int, "max_phases": int, "phase_gap_hours": float, "story_ids": int,
                   "preview": int, "soft_max_ids": int},
 }

@@ -22,11 +22,10 @@ from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
 from narrative_mirror.retrieval.records import ChatMessage
 
-# A sentence that is itself a question rarely answers one: this many shared words less (leave-one-chat-out
-# on the train chats: 2 on 6 of 7 folds, 1 on the other).
-ASKING_PENALTY = 2.0
-# [answer] span_words: an open answer ("what", "why") keeps at most this many words.
-__getattr__ = module_settings(__name__, {"SPAN_WORDS": lambda: setting("answer", "span_words")})
+# [answer] span_words: an open answer ("what", "why") keeps at most this many words. asking_penalty:
+# a sentence that is itself a question rarely answers one, this many shared words less.
+__getattr__ = module_settings(__name__, {"SPAN_WORDS": lambda: setting("answer", "span_words"),
+                                         "ASKING_PENALTY": lambda: setting("answer", "asking_penalty")})
 
 _PLACE_CUE = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
                         r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)")
@@ -232,7 +231,7 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
         for order, sentence in enumerate(sentences(message.text)):
             if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question):
                 score = (len(asked & _question_stems(sentence)) - 0.5 * index
-                         - ASKING_PENALTY * sentence.rstrip().endswith("?"))
+                         - setting("answer", "asking_penalty") * sentence.rstrip().endswith("?"))
                 scored.append((score, -index, -order, span, message, sentence))
     if not scored:
         return None

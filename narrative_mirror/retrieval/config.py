@@ -16,6 +16,7 @@ REQUIRED_SETTINGS = (
     *(f"tree.{k}" for k in ("anchors", "k_global", "density_threshold", "exploit_weights", "explore_weights")),
     "rerank.reranker",
     "learned_scores.temperature",
+    "across_chats.gate_temperature", "across_chats.name_weight",
 )
 
 

@@ -2,9 +2,11 @@
 compared with the baseline under its own tolerances from evaluation.toml."""
 
 import dagster as dg
+import pytest
 
 from assets.evaluation.baseline import Baseline
-from assets.evaluation.checks import floor_check, regression_check
+from assets.evaluation.checks import adoption_gate_check, floor_check, regression_check
+from narrative_mirror import settings
 from narrative_mirror.evaluation import load_eval_config
 
 METRICS = ["recall@10", "exact_recall", "precision"]
@@ -44,3 +46,19 @@ def test_no_baseline_passes_and_floors_name_the_metric_under_them():
     low = floor_check("qa_recall_floor", "qa_eval", METRICS, {"recall@10": 0.1, "exact_recall": 0.0}, cfg)
     assert not low.passed and low.metadata["under_floor"].value == ["recall@10"]
     assert low.description == "recall@10 = 0.1 (floor 0.2)"
+
+
+def test_the_adoption_gate_comes_from_evaluation_toml(tmp_path, monkeypatch):
+    row = {"profile": "balanced", "supported_claim_rate": 0.92, "claim_gold_citation_precision": 0.96,
+           "p95_latency_ms": 100.0}
+    assert adoption_gate_check([row]).passed
+    text = (settings.DEFAULT_CONFIG_DIR / "evaluation.toml").read_text(encoding="utf-8")
+    stricter = text.replace("supported_claim_rate = 0.90", "supported_claim_rate = 0.95")
+    assert stricter != text
+    (tmp_path / "evaluation.toml").write_text(stricter, encoding="utf-8")
+    monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
+    check = adoption_gate_check([row])
+    assert not check.passed and "supported_claim_rate 0.92 < 0.95" in check.description
+    (tmp_path / "evaluation.toml").write_text(text.replace("supported_claim_rate = 0.90\n", ""), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[adoption_gate\] supported_claim_rate is missing"):
+        adoption_gate_check([row])

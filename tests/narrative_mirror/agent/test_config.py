@@ -41,7 +41,8 @@ def test_the_code_uses_the_values_of_agent_toml():
         selection["relative_score"], selection["min_grade"], selection["cover_min_grade"],
         selection["variant_weight"], selection["span_block_relative"], selection["leaf_context"])
     assert (grading.SCORE_WEIGHT, grading.TARGET_WEIGHT, grading.MUST_HAVE_MIN_GRADE) == tuple(toml["grading"].values())
-    assert (answer.SUPPORT_MIN, answer.RELEVANCE_MIN, slots.SPAN_WORDS) == tuple(toml["answer"].values())
+    assert (answer.SUPPORT_MIN, answer.RELEVANCE_MIN, slots.SPAN_WORDS, answer.LOOK_AT, answer.LIST_MESSAGES,
+            slots.ASKING_PENALTY) == tuple(toml["answer"].values())
     assert (narrative.MIN_IDS, narrative.MAX_IDS, narrative.MAX_PHASES, narrative.PHASE_GAP.total_seconds() / 3600,
             narrative.STORY_IDS, narrative.PREVIEW, narrative.SOFT_MAX_IDS) == tuple(narrative_cfg.values())
     assert list(profiles()) == list(toml["profiles"])
