@@ -1,4 +1,4 @@
-"""The memory HTTP API (seed 004), a FastAPI app over one retriever, outside the domain library:
+"""The memory HTTP API (the memory-API design), a FastAPI app over one retriever, outside the domain library:
 
 - ``GET /api/memory/search?q=...&chat=...&k=5&need_fresh=0|1&halflife_days=7&fresh_weight=0.9&self_rag=0|1``
   (optional ``user_id``, ``session_id``) -> ``{hits, meta, evidence_path}``; every call writes a

@@ -1,4 +1,4 @@
-"""``POST /api/events/{event_id}/citations``: the second phase of seed 001's two-phase flow, for
+"""``POST /api/events/{event_id}/citations``: the second phase of the retrieval-events design's two-phase flow, for
 clients that answer themselves: they searched (phase one logged the event: its id is the search's
 ``meta.event_id``, an ask's ``event_id``) and now report which messages their answer cited.
 

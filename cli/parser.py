@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", action="store_true", help="submit it to the Dagster instance in NM_HOME")
     p.set_defaults(func=cmd_backfill_test)
 
-    p = sub.add_parser("protocol", help="seed 002's protocol: train questions under fast/balanced/deep, adoption gate")
+    p = sub.add_parser("protocol", help="the agentic-RAG design's protocol: train questions under "
+                                          "fast/balanced/deep, adoption gate")
     data_args(p)
     p.set_defaults(func=cmd_protocol)
 

@@ -1,4 +1,4 @@
-"""How well each cited message supports what the answer says with it (seed 001's citation
+"""How well each cited message supports what the answer says with it (the retrieval-events design's citation
 confidence), graded rather than 0/1.
 
 A claim and one message it cites are compared on up to four independent signals, each in [0, 1];
@@ -149,7 +149,7 @@ INDEPENDENT_CHECK = (f"lexical + typed values: the claim's content words, dates,
 
 
 def independently_supported(claim: str, question: str, cited: Sequence[CitedMessage]) -> bool:
-    """Seed 002's check of a claim by other means than the answerer's verifier
+    """The agentic-RAG design's check of a claim by other means than the answerer's verifier
     (``INDEPENDENT_CHECK``): its best cited message bears out at least ``INDEPENDENT_MIN`` of its
     words and typed values; a claim of no content word of its own is read with its question."""
     text = claim if stems(claim, exclude=_NOT_WORDS) or typed_values(claim)[0] else f"{question} {claim}"

@@ -1,4 +1,4 @@
-"""Which returned messages an answer actually used (seed 001 citation detection).
+"""Which returned messages an answer actually used (the retrieval-events design's citation detection).
 
 Two sources of truth, best first:
 - the agent's evidence ids (its output contract names the messages it relied on): taken as
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from narrative_mirror.layers.text import STOPWORDS, content_tokens, tokens
 
-MIN_CHUNK_CHARS = 20  # seed 001: shorter chunks match too easily to mean anything
+MIN_CHUNK_CHARS = 20  # the retrieval-events design: shorter chunks match too easily to mean anything
 CHUNK_PREFIX_CHARS = 50
 OVERLAP_CITED = 0.6  # share of a message's content words that must appear in the answer
 MIN_SHARED = 3  # and at least this many of them: two shared words are a coincidence
@@ -71,7 +71,7 @@ def detect_citations(
 
     ``evidence_ids`` (the agent contract's evidence) wins when given, even if empty: the agent
     said what it used. Its confidence is read from ``claims`` ((claim text, cited ids) pairs;
-    message texts from ``returned`` and ``texts``), seed 001: the mean ``claim_support``; no
+    message texts from ``returned`` and ``texts``), the retrieval-events design: the mean ``claim_support``; no
     claim (nothing cited) is a clear signal, 1. Cited ids keep the order of ``evidence_ids`` / ``returned``.
     """
     if not isinstance(answer_text, str):

@@ -210,7 +210,7 @@ def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
 
 
 def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[str, Any]:
-    """Seed 002's search KPIs of one answer: how much of the top 5 / top 10 is gold evidence, the
+    """The agentic-RAG design's search KPIs of one answer: how much of the top 5 / top 10 is gold evidence, the
     agent's own grade of its top 5 (its grader: an LLM when configured), its tool calls, and
     whether its last coverage check found the must-have evidence its profile asks for."""
     from narrative_mirror.agent.profiles import profiles
@@ -227,7 +227,7 @@ def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[st
 
 
 def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
-    """Seed 002's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
+    """The agentic-RAG design's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
     def ratio(part: str, whole: str) -> float | None:
         total = rows[whole].sum() if rows.height else 0
         return round(float(rows[part].sum()) / total, 6) if total else None
@@ -240,7 +240,8 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     corrective = rows.filter(pl.col("corrective"))
     return {
         "supported_claim_rate": ratio("supported_claims", "claims"),
-        # seed 002: graded by a check that is not the answerer's own (citation_confidence.INDEPENDENT_CHECK)
+        # the agentic-RAG design: graded by a check that is not the answerer's own
+        # (citation_confidence.INDEPENDENT_CHECK)
         "supported_claim_rate_lexical_check": ratio("independently_supported_claims", "claims"),
         # A gold-id proxy of citation precision: supported claims citing at least one gold id.
         "claim_gold_citation_precision": ratio("claims_citing_gold", "supported_claims"),

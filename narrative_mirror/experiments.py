@@ -110,7 +110,7 @@ SPLITS = ("train", "test")
 
 def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV. A
-    summary row has both splits' headline columns (seed 000's train_recall / test_recall side by
+    summary row has both splits' headline columns (the design card's train_recall / test_recall side by
     side), empty for a split not evaluated under that config."""
     rows = []
     for r in records:

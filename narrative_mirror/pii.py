@@ -1,4 +1,4 @@
-"""Personal data a search result may carry (seed 004's PII_STRICT): e-mail addresses, phone
+"""Personal data a search result may carry (the memory-API design's PII_STRICT): e-mail addresses, phone
 numbers and card-like numbers (13-19 digits passing the Luhn check).
 
 Look-alikes are not flagged: dates ("2024-03-01", "01/03/2024"), times, amounts ("1,250.00"),

@@ -1,4 +1,4 @@
-"""Recall-run evidence (seed 004): every search leaves an append-only JSON record of its top-k
+"""Recall-run evidence (the memory-API design): every search leaves an append-only JSON record of its top-k
 before and after the hybrid-score rerank, so score changes can be compared run by run.
 
 Path: ``<NM_HOME>/recall_runs/YYYYMMDD/run_<epoch_ms>.json`` (UTC). A file is created with
@@ -213,7 +213,7 @@ def _bound_for(root: Path) -> _RunBound:
 
 
 def compare_run(path: str | Path) -> dict[str, float]:
-    """Seed 004's before/after summary: average score of the top 3 pre items, of the top 3 post
+    """The memory-API design's before/after summary: average score of the top 3 pre items, of the top 3 post
     items (``rerank.new_score`` when present, else ``score``) and the lift between them."""
     path = Path(path)
     try:
@@ -341,7 +341,7 @@ def recorded_search(
 
 def quarantine(query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[Hit], chat_file: str,
                root: Path | None = None) -> tuple[list[Hit], list[Hit], str | None]:
-    """Seed 004's PII_STRICT: the hits whose text carries personal data (``pii``) get a marker
+    """The memory-API design's PII_STRICT: the hits whose text carries personal data (``pii``) get a marker
     naming the kinds for their text, and their real text goes to ``<root's parent>/quarantine/
     YYYYMMDD/run_<ms>.json`` instead (query, params, ts, items {id, kinds, text, path, line}).
     Returns (pre, post, an error when the quarantine file could not be written)."""

@@ -1,4 +1,4 @@
-"""What a search answered, kept beside its recall run (seed 004's supplementary evidence):
+"""What a search answered, kept beside its recall run (the memory-API design's supplementary evidence):
 
 - ``search_runs/YYYYMMDD/run_<epoch_ms>.json``: one append-only file per search: ``query``,
   ``chat``, ``params``, ``event_id``, ``hits`` (the hits as the API returned them: id, text, score,

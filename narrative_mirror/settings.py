@@ -37,7 +37,7 @@ def use_folders(home: Callable[[], Path], config_dir: Callable[[], Path | None],
 
 
 def pii_strict() -> bool:
-    """Seed 004's PII_STRICT: results with e-mail addresses, phone numbers or card numbers are
+    """The memory-API design's PII_STRICT: results with e-mail addresses, phone numbers or card numbers are
     quarantined (``narrative_mirror.pii``) instead of returned and recorded."""
     return _pii_strict()
 

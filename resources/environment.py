@@ -27,7 +27,7 @@ Variables (all optional):
   ``cpu`` or ``cuda``.
 - ``NM_PII_STRICT``: ``1`` quarantines search results carrying e-mail addresses, phone numbers
   or card numbers: the API returns a marker naming the kind instead of their text and writes them
-  to ``NM_HOME/quarantine`` instead of the run records (seed 004).
+  to ``NM_HOME/quarantine`` instead of the run records (the memory-API design).
 - ``TZ``: the machine's zone (else ``/etc/localtime``, else UTC), the zone chat exports with
   local times are read in when the command gives no ``--tz``.
 

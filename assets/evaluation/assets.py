@@ -1,6 +1,6 @@
 """Evaluation as assets: per-chat QA and ARC evaluation with their regression checks
 (assets/evaluation/checks.py), a train/test summary that also appends to the experiment log, and
-seed 002's profile protocol. The agent profile comes from the run config (run_config.py)."""
+the agentic-RAG design's profile protocol. The agent profile comes from the run config (run_config.py)."""
 
 
 import dagster as dg
@@ -249,7 +249,7 @@ PROTOCOL_KEYS = ["recall@10", "exact_recall", "precision", "answer_f1", "answer_
 def profile_protocol(context: dg.AssetExecutionContext, config: EvaluationRunConfig, embedder: EmbedderResource,
                      lancedb: LanceDBResource, llm: LLMResource, evaluation: EvaluationResource,
                      alerts: AlertsResource, state: StateResource):
-    """Seed 002's experiment protocol: every TRAIN question answered under the fast, balanced and
+    """The agentic-RAG design's experiment protocol: every TRAIN question answered under the fast, balanced and
     deep profiles, retrieval, answer accuracy and the answer KPIs side by side; the adoption gate
     is its check (which thresholds the offline path holds is a finding, not a failure: WARN)."""
     from narrative_mirror import query

@@ -1,5 +1,6 @@
 """Checks of the evaluation domain: regression against the partition's baseline
-(assets/evaluation/baseline.py), the QA and ARC recall floors and seed 002's adoption gate, and the alert sent for every failed check.
+(assets/evaluation/baseline.py), the QA and ARC recall floors and the agentic-RAG design's adoption
+gate, and the alert sent for every failed check.
 
 The checks are declared on their assets (``check_specs``, blocking where a regression must stop
 the run) and their results yielded by the asset that computed the metrics they judge."""
@@ -31,8 +32,10 @@ ARC_CHECK_SPECS = [
                       description="ARC global recall of this chat file is at least [regression] arc_floor."),
 ]
 PROTOCOL_CHECK_SPECS = [dg.AssetCheckSpec("adoption_gate", asset="profile_protocol",
-                                          description="Seed 002: balanced supported-claim rate >= 0.90, claim citation "
-                                                      "precision (gold-id proxy) >= 0.95, p95 latency within the balanced deadline")]
+                                          description="The agentic-RAG design's gate: balanced supported-claim "
+                                                      "rate and claim citation precision (gold-id proxy) at least "
+                                                      "evaluation.toml's [adoption_gate], p95 latency within the "
+                                                      "balanced deadline")]
 
 
 def _r(value: float | None) -> float | None:
@@ -89,7 +92,7 @@ def floor_check(check_name: str, asset: str, metrics: list[str], current: dict, 
 
 
 def adoption_gate_check(table: list[dict]) -> dg.AssetCheckResult:
-    """Seed 002's gate on the balanced row of the protocol ``table`` (WARN: which thresholds the
+    """The agentic-RAG design's gate on the balanced row of the protocol ``table`` (WARN: which thresholds the
     offline path holds is a finding, not a failure)."""
     from narrative_mirror.agent.profiles import get_profile
 

@@ -18,7 +18,7 @@ eval_summary_job = dg.define_asset_job(
 )
 profile_protocol_job = dg.define_asset_job(
     "profile_protocol_job", selection=dg.AssetSelection.assets(profile_protocol),
-    description="Seed 002's protocol: the train questions under the fast, balanced and deep profiles.",
+    description="The agentic-RAG design's protocol: the train questions under the fast, balanced and deep profiles.",
 )
 
 # The only way test partitions get evaluated: launch this job as a backfill over exactly the

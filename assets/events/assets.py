@@ -1,4 +1,4 @@
-"""Retrieval events as an asset: how well answers use what retrieval returned (seed 001)."""
+"""Retrieval events as an asset: how well answers use what retrieval returned (the retrieval-events design)."""
 
 import json
 

@@ -142,7 +142,7 @@ def _split_metrics(runner, keys: list[str]) -> dict:
 
 
 def cmd_protocol(args) -> dict:
-    """Seed 002's three-profile protocol over the TRAIN chat files, with its adoption gate."""
+    """The agentic-RAG design's three-profile protocol over the TRAIN chat files, with its adoption gate."""
     from narrative_mirror import split as split_lib
 
     with runner_for(args) as runner:

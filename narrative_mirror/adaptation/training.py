@@ -23,7 +23,7 @@ class AdaptationSettings:
 
     top_layers: int = 2  # the layers trained; the ones below stay as shipped
     pair_cap: int = 1000  # pairs sampled at most
-    epochs: int = 2  # more overfits (issue 31's measurement)
+    epochs: int = 2  # more overfits (measured on the train chats)
     batch_size: int = 32  # in-batch negatives: batch_size - 1 per pair
     learning_rate: float = 3e-5
     scale: float = 20.0  # cosine -> logit

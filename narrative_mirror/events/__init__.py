@@ -1,4 +1,4 @@
-"""Retrieval events (seed 001): what every retrieval returned, what the answer cited, and
+"""Retrieval events (the retrieval-events design): what every retrieval returned, what the answer cited, and
 whether the user had to ask again, kept as training data for later optimisation.
 
 One job per module: ``record`` (the event and its checks), ``table`` (the stored

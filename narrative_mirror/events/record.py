@@ -23,7 +23,7 @@ VARIANT_METHODS = {
     "hybrid_expand": "hybrid",
     "hybrid_expand_rerank": "hybrid",
     "dual_path": "tree",
-    "iterative": "hybrid",  # seed 003's loop over the hybrid variant
+    "iterative": "hybrid",  # the tree-retrieval design's loop over the hybrid variant
 }
 MAX_ID_CHARS = 200
 # A stored user_id is "<namespace>/<client's user id>": the namespace is the API token's name

@@ -16,7 +16,7 @@ from lancedb.index import BTree
 from narrative_mirror.events.record import ADDED_COLUMNS, EVENT_SCHEMA
 
 TABLE = "retrieval_events"
-INDEXED = ("user_id", "created_at")  # seed 001: the analysis queries filter by user and by time
+INDEXED = ("user_id", "created_at")  # the retrieval-events design: the analysis queries filter by user and by time
 
 
 def quote(value: str) -> str:

@@ -1,4 +1,4 @@
-"""Seed 002's "unknowns when needed": an abstention ("the chat does not tell") is right when it was
+"""The agentic-RAG design's "unknowns when needed": an abstention ("the chat does not tell") is right when it was
 needed, that is when the question has no gold evidence (the chat does not answer it) or none of
 its gold evidence is in what the search retrieved (the agent could not have proven an answer).
 

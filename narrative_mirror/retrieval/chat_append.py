@@ -16,7 +16,7 @@ from scipy import sparse
 
 from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import chat_index, dense, query_names
-from narrative_mirror.retrieval.chat_index import ChatIndex, _window_matrix, _window_means
+from narrative_mirror.retrieval.chat_index import ChatIndex, window_matrix, window_means
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, widen
 
 # ChatIndex list attribute -> messages column: the new rows' values are appended.
@@ -38,9 +38,9 @@ def _window_tail(chat: ChatIndex, new: ChatIndex, vectors: np.ndarray, *, norms_
     old = chat.window_norms if norms_only else chat.window_vectors
     start = max(0, keep - width)
     if keep <= 0 or old is None:
-        means = _window_means(vectors, width, norms_only=norms_only)
+        means = window_means(vectors, width, norms_only=norms_only)
         return means if norms_only else dense.normalize_rows(means, in_place=True)
-    tail = _window_means(vectors[start:], width, norms_only=norms_only)[keep - start:]
+    tail = window_means(vectors[start:], width, norms_only=norms_only)[keep - start:]
     if not norms_only:
         tail = dense.normalize_rows(tail, in_place=True)
     return np.concatenate([old[:keep], tail])
@@ -94,13 +94,13 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
     counts = sparse.vstack([widen(chat.message_counts, len(vocabulary)), added_counts], format="csr")
     new.message_counts = counts
     new.bm25 = BM25Index.from_counts(vocabulary, counts)
-    new.window_bm25 = BM25Index.from_counts(vocabulary, _window_matrix(size, chat.window) @ counts)
+    new.window_bm25 = BM25Index.from_counts(vocabulary, window_matrix(size, chat.window) @ counts)
     # block_bm25 stays: new messages are in no block, so no block's counts change
 
     new.chunked_cosines = size >= chat_index.CHUNKED_COSINES_FROM
     if new.chunked_cosines:
         new.window_norms = _window_tail(chat, new, new.vectors, norms_only=True) if chat.chunked_cosines else \
-            _window_means(new.vectors, chat.window, norms_only=True)
+            window_means(new.vectors, chat.window, norms_only=True)
         rows = np.arange(size)
         new.window_bounds = (np.maximum(rows - chat.window, 0), np.minimum(rows + chat.window + 1, size))
         new.window_vectors = None

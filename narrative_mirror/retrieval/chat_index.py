@@ -40,7 +40,7 @@ def _window_rows(size: int, width: int) -> list[range]:
     return [range(max(0, i - width), min(size, i + width + 1)) for i in range(size)]
 
 
-def _window_matrix(size: int, width: int):
+def window_matrix(size: int, width: int):
     """The (row, row) 0/1 matrix of ``_window_rows``: times a count matrix, the window counts."""
     rows = np.arange(size, dtype=np.int64)
     pairs = [(rows[max(0, -d): size - max(0, d)], rows[max(0, d): size - max(0, -d)]) for d in range(-width, width + 1)]
@@ -49,7 +49,7 @@ def _window_matrix(size: int, width: int):
          (np.concatenate([r for r, _ in pairs]), np.concatenate([c for _, c in pairs]))), shape=(size, size))
 
 
-def _window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_only: bool = False) -> np.ndarray:
+def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_only: bool = False) -> np.ndarray:
     """Row i = the mean of ``vectors[_window_rows(n, width)[i]]``, bit for bit as
     ``vectors[list(w)].mean(axis=0)`` (float32, rows added in order, then divided), with the
     full-width windows added as shifted matrix sums, ``chunk`` rows at a time (in cache: ~10x
@@ -127,17 +127,17 @@ class ChatIndex:
         # kept for chat_append.appended: new messages are counted alone, the indexes rebuilt from counts
         self.window, self.message_counts = window, counts
         self.bm25 = BM25Index.from_counts(vocabulary, counts)
-        self.window_bm25 = BM25Index.from_counts(vocabulary, _window_matrix(self.size, window) @ counts)
+        self.window_bm25 = BM25Index.from_counts(vocabulary, window_matrix(self.size, window) @ counts)
         self.chunked_cosines = self.size >= CHUNKED_COSINES_FROM
         if self.chunked_cosines:
             # A window's cosine is its messages' mean cosine over the length of their mean vector:
             # kept as lengths, not as a second matrix to read per query (see window_cosines).
-            self.window_norms = _window_means(self.vectors, window, norms_only=True)
+            self.window_norms = window_means(self.vectors, window, norms_only=True)
             rows = np.arange(self.size)
             self.window_bounds = (np.maximum(rows - window, 0), np.minimum(rows + window + 1, self.size))
             self.window_vectors = None
         else:
-            self.window_vectors = dense.normalize_rows(_window_means(self.vectors, window), in_place=True)
+            self.window_vectors = dense.normalize_rows(window_means(self.vectors, window), in_place=True)
 
         self.block_names: list[str] = blocks["block_id"].to_list() if blocks.height else []
         block_number = {b: i for i, b in enumerate(self.block_names)}

@@ -290,7 +290,7 @@ class Retriever:
         ]
 
     def _iterative(self, chat_file: str, query: str, k: int) -> SearchResult:
-        """Seed 003's loop (retrieval/iterative.py) as a variant: its fused ranking as hits."""
+        """The tree-retrieval design's loop (retrieval/iterative.py) as a variant: its fused ranking as hits."""
         from narrative_mirror.retrieval.iterative import iterative_search
 
         t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Seed 003's iterative loop as a retrieval variant: a flat search; then, round by round, a
+"""The tree-retrieval design's iterative loop as a retrieval variant: a flat search; then, round by round, a
 rewrite of the question from the leaf context (every ``rewrite_every`` rounds) and a search
 restricted to the branches the hits sit in (their L1 blocks and those blocks' L2 threads);
 the rankings of all rounds fused by reciprocal rank. The branch context a rewriter may read is

@@ -1,9 +1,9 @@
-"""Seed 003's query side: a rewriter that returns a query AND an action (explore / exploit), the
+"""The tree-retrieval design's query side: a rewriter that returns a query AND an action (explore / exploit), the
 Query_t rule, context-free query expansion (baselines 2 / 2b), schema induction (3-5 categories
 per query) and a rewrite cache keyed by (query, context, action).
 
 Offline by default; the LLM versions take any ``LLMClient`` (prompts/traversal_*.txt, evidence
-inside the data block). Action semantics (seed 003, round 3): exploit = the evidence is in the
+inside the data block). Action semantics (dual-path search): exploit = the evidence is in the
 right region, refine it (Query_t = original + rewrite); explore = the evidence may be wrong,
 escape it (Query_t = rewrite only, the previous rewrite's terms a negative constraint).
 """

@@ -70,7 +70,7 @@ MAX_TIER = 3
 
 
 class HybridScoreReranker:
-    """score = W_KW*kw + W_REC*recency + W_REFS*refs + W_TIER*tier (seed 004).
+    """score = W_KW*kw + W_REC*recency + W_REFS*refs + W_TIER*tier (the memory-API design).
 
     - kw: the hit's retrieval score divided by the best retrieval score among the hits being
       reranked (so the top retrieval hit has kw = 1, the others their relative strength).

@@ -1,4 +1,4 @@
-"""Seed 003's tree traversal study over a chat's tree (L2 threads > L1 blocks > messages).
+"""The tree-retrieval design's tree traversal study over a chat's tree (L2 threads > L1 blocks > messages).
 
 One ``Variant`` runs a question through iterations; each iteration yields a full leaf ranking,
 so nDCG@10 / recall@10 can be read at iteration 0 and at every later one:

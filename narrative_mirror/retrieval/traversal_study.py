@@ -1,4 +1,4 @@
-"""Seed 003's study: its variants (traversal.Variant), a results table with nDCG@10 and recall@10
+"""The tree-retrieval design's study: its variants (traversal.Variant), a results table with nDCG@10 and recall@10
 at iteration 0 and at the best iteration (the iteration with the best mean nDCG@10, as the seed's
 ndcg_summary reports it), and a leave-one-chat-out choice among variants and iterations."""
 

@@ -1,4 +1,4 @@
-"""Dual-path tree retrieval ("round 3" of seed 003) over the chat's tree: threads > blocks > messages.
+"""Dual-path tree retrieval (the tree-retrieval design) over the chat's tree: threads > blocks > messages.
 
 1. Anchor search: one flat ranking over all nodes (messages, blocks, threads fused by RRF);
    its top ``anchors`` nodes are the anchors. Leaf anchors = L_init; branch anchors = B_hit

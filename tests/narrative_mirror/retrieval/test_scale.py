@@ -20,7 +20,7 @@ from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import chat_index, dense
-from narrative_mirror.retrieval.chat_index import _window_means
+from narrative_mirror.retrieval.chat_index import window_means
 from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.hybrid import spread
 from narrative_mirror.retrieval.learned_fusion import neighbour_max, neighbour_max_at
@@ -101,8 +101,8 @@ def test_normalize_rows_in_chunks_and_in_place_equals_one_whole_matrix_call():
 def test_window_means_equal_per_row_means_bit_for_bit(size):
     vectors = np.random.default_rng(size).standard_normal((size, 48)).astype(np.float32)
     expected = np.stack([vectors[list(w)].mean(axis=0) for w in chat_index._window_rows(size, 3)])
-    assert bits(_window_means(vectors, 3, chunk=64)) == bits(expected)
-    norms = _window_means(vectors, 3, chunk=64, norms_only=True)
+    assert bits(window_means(vectors, 3, chunk=64)) == bits(expected)
+    norms = window_means(vectors, 3, chunk=64, norms_only=True)
     assert norms == pytest.approx(np.linalg.norm(expected, axis=1), rel=1e-6)
 
 
