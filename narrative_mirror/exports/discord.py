@@ -28,6 +28,7 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
     optional_field,
+    read_each,
 )
 from narrative_mirror.exports.timezones import file_zone_of
 
@@ -43,17 +44,25 @@ def read(path: Path) -> Iterator[Conversation]:
     channel = json_field(export, "channel", "$", path, dict)
     guild = export.get("guild") if isinstance(export.get("guild"), dict) else {}
     channel_id = str(channel.get("id") or "")
-    messages = [
-        _message(item, f"messages[{index}]", path, channel_id)
-        for index, item in iter_with_index(json_field(export, "messages", "$", path, list), str(path), "messages")
-    ]
+    warnings: list[str] = []
+    items = iter_with_index(json_field(export, "messages", "$", path, list), str(path), "messages")
+    messages = read_each(((f"messages[{index}]", item) for index, item in items),
+                         lambda item, where: _message(item, where, path, channel_id), "channel", warnings,
+                         name_of=_native_id, none_read_raises=True)
     title = " / ".join(str(p) for p in (guild.get("name"), channel.get("category"), channel.get("name")) if p)
     title = title or path.stem
     tz = messages[0].tz if messages else "UTC"
-    yield conversation_from_messages(
+    conversation = conversation_from_messages(
         key=conversation_key(FORMAT, str(channel.get("name") or title)), title=title, source_format=FORMAT,
         source=str(path), messages=messages, tz=tz, tz_source=TZ_FROM_FILE, native_id=channel_id,
     )
+    conversation.warnings.extend(warnings)
+    yield conversation
+
+
+def _native_id(item: Any, where: str) -> str:
+    native = item.get("id") if isinstance(item, dict) else None
+    return f"id {native}" if isinstance(native, (str, int)) else where
 
 
 def _time(value: str, path: Path, where: str) -> datetime:

@@ -32,6 +32,7 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
     optional_field,
+    read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
 
@@ -106,20 +107,21 @@ def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> 
             if isinstance(record, dict) and isinstance(record.get("name"), str):
                 participants.append(record["name"])
     ids = StableIds()
-    messages = []
-    for index, label, item in raw:
-        message = _message(item, f"messages[{index}]", label, ids, shown)
-        if message is not None:
-            messages.append(message)
+    warnings: list[str] = []
+    messages = read_each(((f"messages[{index}]", (label, item)) for index, label, item in raw),
+                         lambda labelled, where: _message(labelled[1], where, labelled[0], ids, shown), "chat", warnings,
+                         none_read_raises=True)
     messages.sort(key=lambda m: m.timestamp)
     if not participants:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
-    return conversation_from_messages(
+    conversation = conversation_from_messages(
         key=conversation_key(FORMAT, title or ", ".join(participants) or thread),
         title=title or ", ".join(participants) or thread,
         source_format=FORMAT, source=source, messages=messages, tz=shown[0], tz_source=shown[1],
         participants=dict.fromkeys(participants), native_id=thread,
     )
+    conversation.warnings.extend(warnings)
+    return conversation
 
 
 def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str, str]) -> ExportedMessage | None:

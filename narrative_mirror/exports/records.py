@@ -51,6 +51,30 @@ def left_out_line(error: ExportFormatError, message: str, container: str) -> str
     return f"{error} (message {message} left out; the rest of the {container} is read)"
 
 
+def read_each(items: Iterable[tuple[str, Any]], read_one: Callable[[Any, str], Any], container: str,
+              warnings: list[str], name_of: Callable[[Any, str], str] | None = None,
+              none_read_raises: bool = False) -> list[Any]:
+    """``read_one(item, where)`` for each ``(where, item)``, None results dropped. A message that
+    cannot be read is one line in ``warnings`` (``name_of(item, where)`` names it, else ``where``)
+    and the rest are read; an error about the whole file (no ``where``) is raised, and so is the
+    first error when ``none_read_raises`` and no message could be read (not a chat: a wrong file)."""
+    read, first_error = [], None
+    for where, item in items:
+        try:
+            message = read_one(item, where)
+        except ExportFormatError as exc:
+            if exc.where is None or exc.where == "":
+                raise
+            first_error = first_error or exc
+            warnings.append(left_out_line(exc, name_of(item, where) if name_of else where, container))
+            continue
+        if message is not None:
+            read.append(message)
+    if none_read_raises and first_error is not None and not read:
+        raise first_error
+    return read
+
+
 class Attachment(NamedTuple):
     kind: str  # photo, video, audio, sticker, gif, document, contact, location, link, file, media
     name: str  # file name (or link); "" when the export only says that something was attached
@@ -103,10 +127,11 @@ def conversation_from_messages(
     *, key: str, title: str, source_format: str, source: str, messages: list[ExportedMessage],
     tz: str, tz_source: str, participants: Iterable[str] | None = None, native_id: str = "",
 ) -> Conversation:
-    """A conversation held in memory; participants default to the non-system authors in order."""
+    """A conversation held in memory; participants default to the authors in order who are people
+    (not system lines, not bots)."""
     frozen = tuple(messages)
     if participants is None:
-        participants = dict.fromkeys(m.author for m in frozen if m.author and not m.system)
+        participants = dict.fromkeys(m.author for m in frozen if m.author and not m.system and not m.bot)
     return Conversation(
         key=key, title=title, participants=tuple(participants), source_format=source_format,
         tz=tz, tz_source=tz_source, source=source, _read=lambda: frozen, native_id=native_id,

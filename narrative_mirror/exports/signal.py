@@ -26,6 +26,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
+    read_each,
 )
 from narrative_mirror.exports.limits import decode_text, open_file
 from narrative_mirror.exports.timezones import ZoneChoice
@@ -58,29 +59,36 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
     with open_file(path) as handle:
         text = decode_text(handle, str(path))
     first = next((line for line in text.splitlines() if line.strip()), "")
-    rows = _json_rows(text, path) if looks_like_json_line(first) else _text_rows(text, path)
+    in_json = looks_like_json_line(first)
+    rows, parse = (_json_lines(text), _json_row) if in_json else (_text_rows(text, path), _text_row)
     title = chat_title(path)
     zone.require(path)
     ids = StableIds()
     by_text: dict[str, str] = {}
-    messages = []
-    for where, local, author, body, quote, attachments in rows:
+
+    def message(raw: Any, where: str) -> ExportedMessage:
+        local, author, body, quote, attachments = parse(raw, path, where)
         utc = zone.to_utc(local, path)
         local_id = ids.next_id(author, utc, body)
         reply_to = by_text.get(quote.strip()) or None if quote else None
-        messages.append(ExportedMessage(
-            local_id=local_id, author=author, timestamp=utc, tz=zone.name, tz_source=zone.source,
-            text=body, reply_to=reply_to, attachments=attachments,
-        ))
         key = body.strip()
         by_text[key] = _AMBIGUOUS if key in by_text else local_id
-    yield conversation_from_messages(
+        return ExportedMessage(
+            local_id=local_id, author=author, timestamp=utc, tz=zone.name, tz_source=zone.source,
+            text=body, reply_to=reply_to, attachments=attachments,
+        )
+
+    warnings: list[str] = []
+    messages = read_each(rows, message, "chat", warnings, none_read_raises=True)
+    conversation = conversation_from_messages(
         key=conversation_key(FORMAT, title), title=title, source_format=FORMAT, source=str(path),
         messages=messages, tz=zone.name, tz_source=zone.source,
     )
+    conversation.warnings.extend(warnings)
+    yield conversation
 
 
-Row = tuple[str, datetime, str, str, str | None, tuple[Attachment, ...]]
+Row = tuple[datetime, str, str, str | None, tuple[Attachment, ...]]
 
 
 def _parse_date(value: str, path: Path, where: str | int) -> datetime:
@@ -92,25 +100,27 @@ def _parse_date(value: str, path: Path, where: str | int) -> datetime:
     raise ExportFormatError(path, where, f"bad date {value!r}")
 
 
-def _json_rows(text: str, path: Path) -> Iterator[Row]:
+def _json_lines(text: str) -> Iterator[tuple[str, str]]:
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record: Any = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ExportFormatError(path, number, f"invalid JSON at column {exc.colno}: {exc.msg}") from exc
-        where = f"line {number}"
-        date = json_field(record, "date", where, path, str)
-        sender = json_field(record, "sender", where, path, str)
-        body = record.get("body") or ""
-        if not isinstance(body, str):
-            raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
-        quote = record.get("quote") or None
-        if quote is not None and not isinstance(quote, str):
-            raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")
-        yield (where, _parse_date(date, path, f"{where}.date"), sender, body, quote,
-               _attachments(record.get("attachments") or [], path, where))
+        if line.strip():
+            yield f"line {number}", line
+
+
+def _json_row(line: str, path: Path, where: str) -> Row:
+    try:
+        record: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ExportFormatError(path, where, f"invalid JSON at column {exc.colno}: {exc.msg}") from exc
+    date = json_field(record, "date", where, path, str)
+    sender = json_field(record, "sender", where, path, str)
+    body = record.get("body") or ""
+    if not isinstance(body, str):
+        raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
+    quote = record.get("quote") or None
+    if quote is not None and not isinstance(quote, str):
+        raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")
+    return (_parse_date(date, path, f"{where}.date"), sender, body, quote,
+            _attachments(record.get("attachments") or [], path, where))
 
 
 def _attachments(items: Any, path: Path, where: str) -> tuple[Attachment, ...]:
@@ -129,8 +139,9 @@ def _attachments(items: Any, path: Path, where: str) -> tuple[Attachment, ...]:
     return tuple(found)
 
 
-def _text_rows(text: str, path: Path) -> Iterator[Row]:
-    current: list[Any] | None = None
+def _text_rows(text: str, path: Path) -> Iterator[tuple[str, list[str]]]:
+    """``(where, [date, time, first line and its continuation lines])`` per message header."""
+    current: tuple[str, list[str]] | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         match = TEXT_HEADER.match(line.lstrip("\ufeff") if number == 1 else line)
         if match is None:
@@ -138,15 +149,19 @@ def _text_rows(text: str, path: Path) -> Iterator[Row]:
                 if not line.strip():
                     continue
                 raise ExportFormatError(path, number, "not a Signal message header ([YYYY-MM-DD, HH:MM] Name: text)")
-            current[3] += "\n" + line
+            current[1][2] += "\n" + line
             continue
         if current is not None:
-            yield tuple(current)  # type: ignore[misc]
-        author, sep, body = match["body"].partition(": ")
-        if not sep:
-            raise ExportFormatError(path, number, "no 'Name: ' after the date")
-        local = _parse_date(f"{match['date']} {match['time']}", path, number)
-        current = [f"line {number}", local, author, body, None, ()]
+            yield current
+        current = (f"line {number}", [match["date"], match["time"], match["body"]])
     if current is None:
         raise ExportFormatError(path, None, "no Signal messages found")
-    yield tuple(current)  # type: ignore[misc]
+    yield current
+
+
+def _text_row(fields: list[str], path: Path, where: str) -> Row:
+    date, time, text = fields
+    author, sep, body = text.partition(": ")
+    if not sep:
+        raise ExportFormatError(path, where, "no 'Name: ' after the date")
+    return _parse_date(f"{date} {time}", path, where), author, body, None, ()

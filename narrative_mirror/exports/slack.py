@@ -37,7 +37,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
-    left_out_line,
+    read_each,
     optional_field,
 )
 from narrative_mirror.exports.slack_text import message_text, render_markup
@@ -188,18 +188,16 @@ def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str],
     """One day file's messages in time order; a message that cannot be read is one warning."""
     label = tree.label(name)
     items = tree.load_json(name)
-    messages = []
-    for index, item in iter_with_index(items, label, "$"):
-        try:
-            message = _message(item, f"[{index}]", label, users, channel_ids, tz, tz_source)
-        except ExportFormatError as exc:
-            ts = item.get("ts") if isinstance(item, dict) and isinstance(item.get("ts"), str) else None
-            warnings.append(left_out_line(exc, f"ts {ts}" if ts else f"[{index}]", "channel"))
-            continue
-        if message is not None:
-            messages.append(message)
+    messages = read_each(((f"[{index}]", item) for index, item in iter_with_index(items, label, "$")),
+                         lambda item, where: _message(item, where, label, users, channel_ids, tz, tz_source),
+                         "channel", warnings, name_of=_ts_name)
     messages.sort(key=lambda m: _ts_key(m.local_id))
     yield from messages
+
+
+def _ts_name(item: Any, where: str) -> str:
+    ts = item.get("ts") if isinstance(item, dict) else None
+    return f"ts {ts}" if isinstance(ts, str) and ts else where
 
 
 def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str], tz: str,

@@ -39,7 +39,7 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
-    left_out_line,
+    read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc, offset_name
 
@@ -135,16 +135,10 @@ def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: Zon
     chat_id = head.get("id")
     key = conversation_key(FORMAT, title)
     ids = StableIds()
-    messages = []
     warnings: list[str] = []
-    for index, item in enumerate(items):
-        try:
-            messages.append(_message(item, f"{prefix}messages[{index}]", path, zone, ids))
-        except ExportFormatError as exc:
-            if exc.where is None:  # not about this message (no zone for the whole file)
-                raise
-            native = item.get("id") if isinstance(item, dict) else None
-            warnings.append(left_out_line(exc, f"id {native}" if native is not None else f"[{index}]", "chat"))
+    messages = read_each(((f"{prefix}messages[{index}]", item) for index, item in enumerate(items)),
+                         lambda item, where: _message(item, where, path, zone, ids), "chat", warnings,
+                         name_of=_id_name)
     file_zones = Counter(m.tz for m in messages if m.tz_source == TZ_FROM_FILE)
     tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
     conversation = conversation_from_messages(
@@ -153,6 +147,11 @@ def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: Zon
     )
     conversation.warnings.extend(warnings)
     return conversation
+
+
+def _id_name(item: Any, where: str) -> str:
+    native = item.get("id") if isinstance(item, dict) else None
+    return f"id {native}" if native is not None else where
 
 
 def text_of(value: Any, path: Path, where: str) -> str:

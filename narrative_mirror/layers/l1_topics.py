@@ -125,6 +125,8 @@ def build_topic_blocks(
     """
     l1 = section(params, "l1", L1Params)
     summary_params = section(params, "summary", SummaryParams)
+    # system lines (joins, calls, "X added Y") stay block members but never name or summarize a block
+    system = messages["system"].fill_null(False).to_list() if "system" in messages.columns else [False] * messages.height
     messages = check_inputs(messages, vectors, "build_topic_blocks")
     if messages.height == 0:
         return schema.empty_frame(schema.BLOCKS)
@@ -145,7 +147,8 @@ def build_topic_blocks(
     chat_speakers = speaker_words(speakers)  # full names' words too: a group member's first name is no topic
     local_ids = messages["local_id"].to_list()
     texts = messages["text"].to_list()
-    block_terms = [[t for i in range(a, b) for t in content_tokens(texts[i], exclude=chat_speakers)] for a, b in ranges]
+    said = [[i for i in range(a, b) if not system[i]] or list(range(a, b)) for a, b in ranges]
+    block_terms = [[t for i in rows for t in content_tokens(texts[i], exclude=chat_speakers)] for rows in said]
     keywords = tfidf_keywords(block_terms, l1.keywords)
 
     chat_file = messages["chat_file"][0]
@@ -153,19 +156,20 @@ def build_topic_blocks(
     timestamps = messages["timestamp"].to_list()
     rows = []
     per_session_count: dict[int, int] = {}
-    for block_index, ((a, b), block_keywords) in enumerate(zip(ranges, keywords)):
+    for block_index, ((a, b), block_keywords, rows_said) in enumerate(zip(ranges, keywords, said)):
         session = int(sessions[a])
         n = per_session_count.get(session, 0)
         per_session_count[session] = n + 1
+        lines_said = [lines[i] for i in rows_said]
         if summarizer is None:
-            mean = vectors[a:b].astype(np.float64).sum(axis=0)
-            centrality = (vectors[a:b] @ (mean / (np.linalg.norm(mean) + 1e-12))).tolist()
+            mean = vectors[rows_said].astype(np.float64).sum(axis=0)
+            centrality = (vectors[rows_said] @ (mean / (np.linalg.norm(mean) + 1e-12))).tolist()
             label = ", ".join(block_keywords[: summary_params.label_terms]) or truncate(
-                lines[a], summary_params.label_max_chars
+                lines_said[0], summary_params.label_max_chars
             )
-            summary = central_summary(lines[a:b], centrality, summary_params)
+            summary = central_summary(lines_said, centrality, summary_params)
         else:
-            label, summary = summarizer.summarize("block", lines[a:b])
+            label, summary = summarizer.summarize("block", lines_said)
         rows.append(
             {
                 "block_id": f"{chat_file}/S{session}/B{n}",

@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from api.access import add_token, load_tokens
 from api.app import create_app
 from api.connections import server_config
-from api.limits import AskLimits, SearchLimits
+from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.readiness import warm_up
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.retrieval.engine import Retriever
@@ -161,6 +161,38 @@ def test_one_tokens_flood_of_searches_gets_429s_while_another_tokens_searches_an
     # loose bounds for a loaded 2-core machine; benchmarks/api_load.py measures the real ratios
     assert max(measured["health_during"]) < 0.5
     assert p95(during) <= 4 * p95(idle), (p95(idle), p95(during))
+
+
+def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_takes_them_again_after():
+    async def scenario() -> list[str]:
+        limiter, seen = ClientLimiter(SearchLimits(running=2, queued=4)), []
+        release = {name: asyncio.Event() for name in ("f1", "f2", "f3", "p1")}
+
+        async def request(key: str, name: str) -> None:
+            async with limiter.slot(key):
+                seen.append(f"{name} starts")
+                await release[name].wait()
+            seen.append(f"{name} ends")
+
+        tasks = [asyncio.create_task(request("flood", name)) for name in ("f1", "f2", "f3")]
+        await asyncio.sleep(0.01)
+        assert limiter.load("flood") == (2, 1) and limiter.share() == 2
+        tasks.append(asyncio.create_task(request("probe", "p1")))  # another client: it starts at once
+        await asyncio.sleep(0.01)
+        assert limiter.share() == 1 and limiter.load("probe") == (1, 0)
+        release["f1"].set()  # the flood is over its share: f1's slot is given back, f3 still waits
+        await asyncio.sleep(0.01)
+        assert limiter.load("flood") == (1, 1)
+        release["p1"].set()  # the probe is done: the flood is alone again and f3 starts
+        await asyncio.sleep(0.01)
+        assert limiter.load("flood") == (2, 0) and limiter.share() == 2
+        release["f2"].set(), release["f3"].set()
+        await asyncio.gather(*tasks)
+        assert limiter.load("flood") == (0, 0)
+        return seen
+
+    assert asyncio.run(scenario()) == ["f1 starts", "f2 starts", "p1 starts", "f1 ends", "p1 ends", "f3 starts",
+                                       "f2 ends", "f3 ends"]
 
 
 def test_ask_limits_are_checked():

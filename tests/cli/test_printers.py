@@ -3,6 +3,8 @@ escaped, and one message cannot forge a line of the program's own output."""
 
 from __future__ import annotations
 
+import wcwidth
+
 from cli.printers import print_human
 
 EVIL = "hi\x1b]0;pwned\x07\r\nAnswer: forged\u202e"
@@ -67,6 +69,19 @@ def test_chats_and_the_end_of_serve_are_lines_that_say_what_happened(capsys):
     ]
     print_human("serve", {"url": "http://127.0.0.1:8000", "served": ["good"], "not_served": {"broken": "invalid JSON"}})
     assert capsys.readouterr().out == "serve: stopped; it served 1 chat files on http://127.0.0.1:8000 (1 not served: broken)\n"
+
+
+def test_the_chats_columns_line_up_in_a_terminal_when_names_hold_emoji_or_cjk(capsys):
+    print_human("chats", {"data": "/d", "arcs": None, "chats": [
+        {"chat": "whatsapp_family", "name": "Family 🏡💬", "participants": ["Zoë", "山田"], "messages": 12,
+         "questions": 0, "first": "2024-03-01", "last": "2024-03-09", "built": True, "why_not": None},
+        {"chat": "slack_general", "name": "general", "participants": ["Ann"], "messages": 3, "questions": 0,
+         "first": "2024-03-02", "last": "2024-03-02", "built": True, "why_not": None}]})
+    lines = capsys.readouterr().out.splitlines()[1:]
+    # each row's "built" column starts at the same terminal column (wcwidth: 🏡, 💬, 山, 田 take two each)
+    assert len({wcwidth.wcswidth(line[:line.rindex("built")]) for line in lines[1:]}) == 1, lines
+    assert lines[1].startswith("whatsapp_family  Family 🏡💬  Zoë, 山田 ")
+    assert lines[2].startswith("slack_general    general      Ann      ")
 
 
 def test_trace_query_is_escaped(capsys):

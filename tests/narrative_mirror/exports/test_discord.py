@@ -61,20 +61,26 @@ def test_replies_bots_edits_and_system_types(tmp_path):
     assert [m.tz for m in messages[2:4]] == ["UTC+01:00", "UTC"]
     assert messages[1].attachments == (Attachment("photo", "servo.jpg", None),)
     assert messages[3].attachments == (Attachment("sticker", "wave", None),)
-    assert conversation.participants == ("Ann", "Bob", "Helper")
+    assert conversation.participants == ("Ann", "Bob")  # the bot writes, but is not one of the people
 
 
-def test_errors_name_the_json_path(tmp_path):
+def test_a_bad_message_is_one_warning_naming_the_json_path_and_the_rest_is_read(tmp_path):
     path = tmp_path / "c.json"
     broken = json.loads(json.dumps(EXPORT))
     del broken["messages"][2]["author"]
-    path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"c.json: messages\[2\]\.author: missing"):
-        _read(path, format="discord")
-    broken["messages"][2]["author"] = {"name": "x"}
     broken["messages"][3]["timestamp"] = "2024-02-01 09:00"
     path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"c.json: messages\[3\]\.timestamp: timestamp '2024-02-01 09:00' has no offset"):
+    conversation, messages = _read(path, format="discord")
+    assert [m.local_id for m in messages] == ["100", "101", "104", "105"]
+    assert conversation.warnings == [
+        f"{path}: messages[2].author: missing (message id 102 left out; the rest of the channel is read)",
+        f"{path}: messages[3].timestamp: timestamp '2024-02-01 09:00' has no offset (message id 103 left out;"
+        " the rest of the channel is read)",
+    ]
+    for item in broken["messages"]:
+        item.pop("author", None)
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"c.json: messages\[0\]\.author: missing"):  # no message read: not a chat
         _read(path, format="discord")
     path.write_text(json.dumps(EXPORT)[:200], encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"c.json: line 1: invalid JSON at column \d+"):
@@ -83,5 +89,7 @@ def test_errors_name_the_json_path(tmp_path):
     broken = json.loads(json.dumps(EXPORT))
     broken["messages"][1]["attachments"] = 3
     path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"c.json: messages\[1\]\.attachments: expected list, found 3"):
-        _read(path, format="discord")
+    conversation, messages = _read(path, format="discord")
+    assert len(messages) == 5 and conversation.warnings == [
+        f"{path}: messages[1].attachments: expected list, found 3 (message id 101 left out; the rest of the channel"
+        " is read)"]

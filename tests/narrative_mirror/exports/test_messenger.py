@@ -72,6 +72,21 @@ def test_inbox_tree_and_zip_yield_one_conversation_per_thread(tmp_path):
     assert zipped == [(c.key, [m.text for m in c.messages()]) for c in conversations]
 
 
+def test_a_bad_message_is_one_warning_and_the_rest_of_the_thread_is_read(tmp_path):
+    folder = tmp_path / "t_1"
+    _write_thread(folder, [[{"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"},
+                            {"timestamp_ms": 1700000100000, "content": "who?"},
+                            {"sender_name": "Max", "timestamp_ms": "soon", "content": "when?"}]])
+    [conversation] = list(read_export(folder, format="messenger"))
+    assert [m.text for m in conversation.messages()] == ["hi"]
+    label = folder / "message_1.json"
+    assert conversation.warnings == [  # a Messenger file lists the newest message first
+        f"{label}: messages[2].timestamp_ms: expected int, found 'soon' (message messages[2] left out; the rest of"
+        " the chat is read)",
+        f"{label}: messages[1].sender_name: missing (message messages[1] left out; the rest of the chat is read)",
+    ]
+
+
 def test_missing_sender_and_bad_json_name_file_and_path(tmp_path):
     folder = tmp_path / "t_1"
     _write_thread(folder, [[{"timestamp_ms": 1, "content": "x"}]])

@@ -45,8 +45,18 @@ def test_text_layout_continuations_and_errors(tmp_path):
     [conversation] = list(read_export(path, tz="UTC"))
     assert [(m.author, m.text) for m in conversation.messages()] == [("Ann", "line one\nline two"), ("Bob", "hi")]
     path.write_text("[2024-06-01, 10:00] Ann: a\n[2024-13-01, 10:01] Bob: b\n", encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"chat.txt: line 2: bad date '2024-13-01 10:01'"):
+    [conversation] = list(read_export(path, tz="UTC"))
+    assert [m.text for m in conversation.messages()] == ["a"]
+    assert conversation.warnings == [f"{path}: line 2: bad date '2024-13-01 10:01' (message line 2 left out; the rest"
+                                     " of the chat is read)"]
+    path.write_text("[2024-13-01, 10:01] Bob: b\n", encoding="utf-8")
+    with pytest.raises(ExportFormatError, match=r"chat.txt: line 1: bad date '2024-13-01 10:01'"):
         list(read_export(path, tz="UTC"))
     bad = _rows(tmp_path / "x" / "data.json", [ROWS[0], {"date": "2024-06-01 10:00:00", "body": "no sender"}])
-    with pytest.raises(ExportFormatError, match=r"data.json: line 2\.sender: missing"):
+    [conversation] = list(read_export(bad, format="signal", tz="UTC"))
+    assert [m.text for m in conversation.messages()] == ["ok"]
+    assert conversation.warnings == [f"{bad}: line 2.sender: missing (message line 2 left out; the rest of the chat"
+                                     " is read)"]
+    bad = _rows(tmp_path / "y" / "data.json", [{"date": "soon", "sender": "Ann", "body": "x"}])
+    with pytest.raises(ExportFormatError, match=r"data.json: line 1\.date: bad date 'soon'"):
         list(read_export(bad, format="signal", tz="UTC"))

@@ -165,3 +165,23 @@ def test_bad_inputs_are_named(story, layers_config):
         build_topic_blocks(messages, vectors, with_l1(layers_config, window=2.5))
     with pytest.raises(ValueError, match="min_block_messages <= max_block_messages"):
         build_topic_blocks(messages, vectors, with_l1(layers_config, min_block_messages=50))
+
+
+def test_system_lines_stay_members_but_never_name_or_summarize_a_block(make_messages, embedder, layers_config):
+    """A group's join, encryption and call lines belong to the transcript: the block keeps them as
+    members, but its keywords, label and summary come from what people wrote."""
+    messages = make_messages([[
+        ("", "Messages and calls are end-to-end encrypted. No one outside of this chat can read them."),
+        ("Ana", "Ana added Ben"),
+        ("Ana", "I made fresh pasta from scratch last night with flour and eggs."),
+        ("Ben", "Homemade pasta! Did you roll the dough by hand?"),
+        ("Ben", "Missed voice call"),
+        ("Ana", "Yes, I rolled the dough thin and cut it into tagliatelle."),
+    ]]).with_columns(pl.Series("system", [True, True, False, False, True, False]))
+    blocks = build_topic_blocks(messages, embedder.encode(message_lines(messages)), layers_config)
+    assert [i for ids in blocks["message_ids"].to_list() for i in ids] == [f"D1:{n}" for n in range(1, 7)]
+    told = " ".join(blocks["label"].to_list() + blocks["summary"].to_list()
+                    + [k for ks in blocks["keywords"].to_list() for k in ks]).lower()
+    assert "pasta" in told
+    for word in ("encrypted", "added", "call"):
+        assert word not in told, (word, told)
