@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from loopback import free_port
 
 from narrative_mirror.llm import LLMSettings
-from loopback import free_port
 
 SMOLLM2_ALIAS = "smollm2-135m"
 FAULT_MODEL = "fault-model"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-
 from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]

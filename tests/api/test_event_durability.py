@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 from chat_factory import small_chat, write_chat
+from loopback import free_port
 
 from cli.main import main
 from narrative_mirror.events.table import read_events
 from resources import runtime
-from loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = "tiny"

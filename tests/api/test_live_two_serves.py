@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from loopback import free_port
 from memory_api_chat import CHAT
 from starlette.testclient import TestClient
 
@@ -22,7 +23,6 @@ from api.app import create_app
 from api.guard import API_CSP, PAGE_CSP, security_headers
 from cli.main import main
 from narrative_mirror.events.writer import EventLog
-from loopback import free_port
 
 SEARCH = "/api/memory/search"
 ASK = "/api/ask"

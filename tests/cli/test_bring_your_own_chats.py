@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from fixtures.realistic_exports import slack, telegram, whatsapp_ios_zip, write_corpus
+from loopback import free_port
 
 from cli.main import main
 from narrative_mirror.storage import frame_path, read_frame
-from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "bring-your-own-chats.md"
