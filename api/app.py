@@ -37,6 +37,7 @@ from api.store_state import DEFAULT_REFRESH_S
 from narrative_mirror.safe_text import terminal_safe
 
 if TYPE_CHECKING:
+    from narrative_mirror import Home
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.llm import LLMClient
     from narrative_mirror.retrieval.engine import Retriever
@@ -138,6 +139,7 @@ def create_app(
     search_limits: SearchLimits | None = None,
     state_refresh_s: float = DEFAULT_REFRESH_S,
     warm_up: Callable[[], Any] | None = None,
+    home: Home | None = None,
 ) -> FastAPI:
     """The API app.
 
@@ -152,7 +154,8 @@ def create_app(
     (``SearchLimits()``). ``state_refresh_s``: how old the in-memory reading
     of the index may get before it is read again (a local store is read again on every change).
     ``warm_up``: run (in a thread) before the app takes requests: ``serve`` accepts no connection
-    until it returns (``api.readiness.warm_up``). The event log is flushed and closed when the
+    until it returns (``api.readiness.warm_up``). ``home``: the served home's layout (the
+    ``Memory`` the endpoints answer through). The event log is flushed and closed when the
     app shuts down.
     """
     for name, value, least in (("search_workers", search_workers, 1), ("ask_workers", ask_workers, 1),
@@ -172,7 +175,8 @@ def create_app(
     api = MemoryApi(retriever, event_log, llm, runs_root, tokens=tokens, unavailable=unavailable,
                      deadlines=check_deadlines(deadlines), llm_workers=llm_workers, llm_queue=llm_queue,
                      search_workers=search_workers, ask_workers=ask_workers, offline_reserve_s=offline_reserve_s,
-                     limits=ask_limits, search_limits=search_limits, refresh_s=state_refresh_s)
+                     limits=ask_limits, search_limits=search_limits, refresh_s=state_refresh_s,
+                     home=home)
     if tokens is not None and not tokens.entries:
         log.warning("token file %s holds no tokens: every request will be refused", tokens.path)
 

@@ -4,7 +4,7 @@ event is dropped).
 
 ``LLMPool`` refuses work instead of queueing beyond its slots. ``OneAnswer`` decides once which
 path answers (the LLM's or the offline one) and hands each path the event log it must use.
-``ask_by`` bounds the LLM calls of an ask by the request's deadline; ``check_deadlines`` gives
+``check_deadlines`` gives
 each profile's deadline with the configured overrides.
 """
 
@@ -22,13 +22,11 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from narrative_mirror.agent.profiles import PROFILES
-from narrative_mirror.logged_query import ask_logged
 
 if TYPE_CHECKING:
     from narrative_mirror.agent.contract import AgentAnswer
     from narrative_mirror.events.record import RetrievalEvent
     from narrative_mirror.events.writer import EventLog
-    from narrative_mirror.llm import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -162,13 +160,6 @@ class _KeepLog:
     def log(self, event: RetrievalEvent) -> str:
         self.one.deferred = event
         return event.event_id
-
-
-def ask_by(ends: float, retriever, chat: str, question: str, profile: str, llm: LLMClient, *args: Any) -> tuple[AgentAnswer, str]:
-    """``ask_logged`` whose LLM calls end by ``ends`` (time.monotonic): the request's deadline, not
-    the profile's default, so a hung LLM holds a worker no longer than the request waits for it."""
-    with llm.deadline(max(0.0, ends - time.monotonic())):
-        return ask_logged(retriever, chat, question, profile, llm, *args)
 
 
 def discard(future: asyncio.Future) -> None:

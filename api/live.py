@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -22,7 +23,10 @@ from api.live_forget import mount_forget
 from api.requests import ApiError
 from api.service import MemoryApi
 from narrative_mirror.live.log import MessageError
-from narrative_mirror.live.memory import FileBackedChat, LiveMemory
+from narrative_mirror.live.memory import FileBackedChat
+
+if TYPE_CHECKING:
+    from narrative_mirror.live.memory import LiveMemory
 
 MAX_ADD_BODY_BYTES = 4 * 2**20
 ADD_WORKERS = 4  # batches of different chats indexed at once; one chat's batches wait for its lock

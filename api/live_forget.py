@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
@@ -16,19 +17,22 @@ from fastapi.responses import JSONResponse
 from api.access import TokenEntry
 from api.requests import ApiError
 from api.service import MemoryApi
-from narrative_mirror.live.forget import Forgetting, Selection
+from narrative_mirror import Home
+from narrative_mirror.live.forget import Selection
 from narrative_mirror.live.log import MessageError, utc_time
-from narrative_mirror.live.memory import LiveMemory
+
+if TYPE_CHECKING:
+    from narrative_mirror.live.forget import Forgetting
+    from narrative_mirror.live.memory import LiveMemory
 from resources import environment
 
 
 def forgetting_for(api: MemoryApi, live: LiveMemory) -> Forgetting:
     """The forgets of a serving process: its home is the live folder's parent; its own spooled
     events are stored before the events table is redacted."""
-    log = api.event_log
-    return Forgetting(live.log, live.store, live.log.root.parent, runs_root=api.runs_root,
-                      spool_dir=getattr(log, "spool_dir", None), flush_events=getattr(log, "flush", None),
-                      on_changed=live.on_indexed, dagster_elsewhere=environment.dagster_pg_url_env() is not None)
+    memory = api.memory.using(home=Home(live.log.root.parent), live=live, runs_root=api.runs_root,
+                              dagster_elsewhere=environment.dagster_pg_url_env() is not None)
+    return memory.forgetting
 
 
 def mount_forget(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:

@@ -4,7 +4,7 @@ its first query, each chat is read into memory on its first search, the agent's 
 first ask).
 
 ``warm_up`` does that work once: loads the embedder and encodes a query, reads each served chat
-into the retriever's cache, and answers one offline question on one chat (``query.ask``: no
+into the retriever's cache, and answers one offline question on one chat (``Memory.trace``: no
 retrieval event, no recall-run file). ``create_app(warm_up=...)`` runs it before the server binds.
 """
 
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from narrative_mirror.query import ask
+from narrative_mirror import Memory
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def warm_up(retriever: Any, chats: Sequence[str]) -> dict[str, float]:
     took["chats"] = time.monotonic() - started
     if chats:
         started = time.monotonic()
-        ask(retriever, chats[0], WARM_UP_QUESTION, "fast")
+        Memory(None, retriever=retriever).trace(chats[0], WARM_UP_QUESTION, "fast")  # offline, nothing logged
         took["ask"] = time.monotonic() - started
     log.info("warmed up: %s", ", ".join(f"{part} {seconds:.1f} s" for part, seconds in took.items()))
     return took

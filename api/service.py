@@ -30,16 +30,16 @@ from api.limits import AskLimits, ClientLimiter, SearchLimits
 from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
-from narrative_mirror import regressions, settings
+from narrative_mirror import Memory, regressions
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
-from narrative_mirror.multi_chat import DEFAULT_MERGE, MergedSearch
-from narrative_mirror.recall_runs import recorded_search
+from narrative_mirror.across_chats import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.safe_text import clip_line, terminal_safe
 from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
 
 if TYPE_CHECKING:
+    from narrative_mirror import Home
     from narrative_mirror.agent.contract import AgentAnswer
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.llm import LLMClient
@@ -95,8 +95,9 @@ class MemoryApi:
                  tokens: TokenStore | None, unavailable: Mapping[str, str], deadlines: Mapping[str, float],
                  llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
                  limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
-                 refresh_s: float = DEFAULT_REFRESH_S):
-        self.retriever, self.event_log, self.llm, self.runs_root = retriever, event_log, llm, runs_root
+                 refresh_s: float = DEFAULT_REFRESH_S, home: Home | None = None):
+        self.retriever, self.event_log, self.llm, self._runs_root = retriever, event_log, llm, runs_root
+        self.memory = Memory(home, retriever=retriever, event_log=event_log, llm=llm)
         self.standing: regressions.StandingView | None = None  # made on first use: NM_HOME is handed late
         self.tokens, self.deadlines = tokens, dict(deadlines)
         self.unavailable = {chat: without_paths(reason) for chat, reason in unavailable.items()}
@@ -111,6 +112,20 @@ class MemoryApi:
         self.state_pool = ThreadPoolExecutor(1, thread_name_prefix="nm-state")  # index readings for health and checks
         self.llm_pool = LLMPool(llm_workers, llm_queue) if llm is not None else None
         self.clocks: Clocks | None = None  # each chat's zone for an answer's times (mount_pages sets it)
+
+    @property
+    def home(self) -> Home:
+        """The served home: ``create_app``'s, else NM_HOME's."""
+        if self.memory.home is None:
+            from resources import runtime
+
+            self.memory.home = runtime.home()
+        return self.memory.home
+
+    @property
+    def runs_root(self) -> Path:
+        """Where recall runs and search records are written (default the home's recall runs)."""
+        return self._runs_root if self._runs_root is not None else self.home.recall_runs
 
     def close(self) -> None:
         if self.llm_pool is not None:
@@ -221,7 +236,7 @@ class MemoryApi:
     def _standing_regressions(self) -> list[dict[str, Any]]:
         try:
             if self.standing is None:
-                self.standing = regressions.StandingView(settings.state_home())
+                self.standing = regressions.StandingView(self.home.root)
             return list(self.standing.current().values())
         except ValueError as exc:  # a damaged file is reported, not a failed health check
             return [{"asset": "evaluation", "partition": "", "run_id": "-", "checks": [
@@ -238,12 +253,11 @@ class MemoryApi:
         loop = asyncio.get_running_loop()
         if params.chats is not None:
             merged, event_id = await loop.run_in_executor(self.search_pool, functools.partial(
-                search_several, self.retriever, self.event_log, chats, params, arrival, who and who.name,
-                self.runs_root))
+                search_several, self.memory, chats, params, arrival, who and who.name, self.runs_root))
             return JSONResponse(self._several_json(params, merged, event_id))
         chat = chats[0]
         recorded = await loop.run_in_executor(self.search_pool, functools.partial(
-            recorded_search, self.retriever, chat, params.q, params.k, need_fresh=params.need_fresh,
+            self.memory.recorded_search, chat, params.q, params.k, need_fresh=params.need_fresh,
             half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
             root=self.runs_root, variant=params.variant, tiers=params.tiers))
         hits = recorded.result.hits
@@ -357,9 +371,9 @@ class MemoryApi:
     def _offline(self, body: AskRequest, chats: tuple[str, ...], event_log: Any, signal: StopSignal) -> Any:
         """``ask_logged`` without the LLM, in the ask pool (never the LLM pool), stopped at its next
         step once ``signal`` is set; an awaitable."""
+        memory = self.memory.using(retriever=StoppableRetriever(self.retriever, signal), llm=None, event_log=event_log)
         return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
-            ask_logged_chats, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, None,
-            body.mode, event_log, body.user_id, body.session_id))
+            ask_logged_chats, memory, chats, body.question, body.profile, body.mode, body.user_id, body.session_id))
 
     async def _answer(self, body: AskRequest, chats: tuple[str, ...], arrival: float,
                       signal: StopSignal) -> tuple[AgentAnswer, str]:
@@ -373,8 +387,9 @@ class MemoryApi:
         deadline_s = self.deadlines[body.profile]
         ends = arrival + deadline_s
         one = OneAnswer(self.event_log, arrival)
-        future = self.llm_pool.submit(ask_by_chats, ends, StoppableRetriever(self.retriever, signal), chats, body.question, body.profile, self.llm,
-                                      body.mode, one.llm_log, body.user_id, body.session_id)
+        memory = self.memory.using(retriever=StoppableRetriever(self.retriever, signal), event_log=one.llm_log)
+        future = self.llm_pool.submit(ask_by_chats, ends, memory, chats, body.question, body.profile, body.mode,
+                                      body.user_id, body.session_id)
         if future is None:
             answer, event_id = await self._offline(body, chats, self.event_log, signal)
             return _degraded(answer, "LLM pool busy"), event_id

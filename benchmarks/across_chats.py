@@ -1,6 +1,6 @@
 """How much evidence recall a question loses when it is asked of ALL the RealTalk train chats
 (Chat_1..Chat_7) at once instead of its own chat alone, for each merge score of
-narrative_mirror/multi_chat.py (a hit counts only from the question's own chat, by gold id).
+narrative_mirror/across_chats.py (a hit counts only from the question's own chat, by gold id).
 
     .venv/bin/python benchmarks/across_chats.py [--data DIR] [--cache DIR] [--json FILE]
 
@@ -22,7 +22,7 @@ from benchmarks.common import DEFAULT_DATA, build_embedder, open_index
 from benchmarks.retrieval_variants import load_train
 from narrative_mirror import settings
 from narrative_mirror.metrics.recall_at_k import recall_at_k
-from narrative_mirror.multi_chat import MERGE_BY, merge
+from narrative_mirror.across_chats import MERGE_BY, merge
 from narrative_mirror.retrieval.engine import Retriever
 
 K = 10

@@ -27,7 +27,10 @@ from pathlib import Path
 import numpy as np, polars as pl
 from narrative_mirror import schema, settings
 from narrative_mirror.embedding import Embedder, message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_chats
+try:
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+except ImportError:  # a tree from before the rename
+    from narrative_mirror.exports.folder import ImportOptions, find_chats as find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
@@ -38,11 +41,15 @@ folder, questions, vector_file = Path(sys.argv[1]), json.loads(Path(sys.argv[2])
 known = pickle.loads(vector_file.read_bytes()) if vector_file.is_file() else {}
 embedder = Embedder()
 options = ImportOptions(tz=questions["tz"], machine_tz=questions["tz"])
-chats, problems = find_chats(folder / "chats", options)
+chats, problems = find_folder_chats(folder / "chats", options)
 assert not problems, problems
 store = IndexStore(str(Path(tempfile.mkdtemp(prefix="nm_answer_set_")) / "lancedb"))
 config = settings.load_config("layers")
-for key, source in chats.items():
+# Each export under the key its questions name: an older tree names chats otherwise (by native
+# id), and the set has one chat per format.
+named = {k.split("_")[0]: k for k in questions["chats"].values()}
+for found, source in chats.items():
+    key = named[found.split("_")[0]]
     messages = load_export_chat(source, options).messages.with_columns(
         pl.lit(key).alias("chat_file"), (pl.lit(key + "/") + pl.col("local_id")).alias("message_id"))
     texts = message_texts(messages)

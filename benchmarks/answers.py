@@ -41,29 +41,38 @@ embedder = Embedder()
 def message(m, grade, reply_to=None):
     ts = datetime.fromisoformat(m["timestamp"]) if m["timestamp"] else None
     match = FacetMatch(frozenset(m["artifact_terms"]), m["artifact_fraction"], m["target"])
-    return A.EvidenceMessage(local_id=m["local_id"], position=m["position"], speaker=m["speaker"], text=m["text"],
-                             timestamp=ts, grade=grade, match=match, reply_to=reply_to)
+    said = dict(local_id=m["local_id"], position=m["position"], speaker=m["speaker"], text=m["text"], timestamp=ts)
+    if "message" not in A.EvidenceMessage.__dataclass_fields__:  # a tree before evidence held a ChatMessage
+        return A.EvidenceMessage(**said, grade=grade, match=match, reply_to=reply_to)
+    from narrative_mirror.retrieval.records import ChatMessage
+    chat_message = ChatMessage(message_id=m["local_id"], session=0, **said)
+    return A.EvidenceMessage(chat_message, grade=grade, match=match, reply_to=reply_to)
+def local_id(e):
+    return e.message.local_id if hasattr(e, "message") else e.local_id
+def text_of(e):
+    return e.message.text if hasattr(e, "message") else e.text
 for line in open(sys.argv[1]):
     q = json.loads(line)
     evidence = [message(m, m["grade"]) for m in q["evidence"]]
     draft = A.offline_answer(q["question"], q["intent"], evidence, q["entities"], q["speakers"])
     if not draft[1]:
-        have, wanted = {e.local_id for e in evidence}, {}
+        have, wanted = {local_id(e) for e in evidence}, {}
         for e in evidence[:3]:
-            nxt = q["next"].get(e.local_id)
-            if "?" in e.text and nxt is not None:
+            nxt = q["next"].get(local_id(e))
+            if "?" in text_of(e) and nxt is not None:
                 wanted.setdefault(nxt["local_id"], (nxt, e))
         ids = [i for i in wanted if i not in have][:max(0, q["max_evidence"] - len(evidence))]
-        replies = [message(wanted[i][0], wanted[i][1].grade, wanted[i][1].local_id) for i in ids
+        replies = [message(wanted[i][0], wanted[i][1].grade, local_id(wanted[i][1])) for i in ids
                    if not wanted[i][0]["flagged"]]
         if replies:
             evidence += replies
             draft = A.offline_answer(q["question"], q["intent"], replies, q["entities"], q["speakers"])
-    by_id = {e.local_id: e for e in evidence}
+    by_id = {local_id(e): e for e in evidence}
     cited = sorted({i for c in draft[1] for i in c.ids if i in by_id})
     relevance = {}
     if cited:
-        vectors = embedder.encode([q["question"]] + [f"{by_id[i].speaker}: {by_id[i].text}" for i in cited])
+        said = {i: getattr(e, "message", e) for i, e in by_id.items()}
+        vectors = embedder.encode([q["question"]] + [f"{said[i].speaker}: {said[i].text}" for i in cited])
         relevance = {i: float(v @ vectors[0]) for i, v in zip(cited, vectors[1:])}
     verified, notes, _ = A.check_claims(draft[1], by_id, q["intent"], relevance, q["artifact"])
     text = draft[0] if verified and len(verified) == len(draft[1]) else (

@@ -4,7 +4,7 @@ Writes a 10-year WhatsApp chat (``--per-day`` messages a day, one in 500 a long 
 ``--long`` characters) and a big Slack workspace (benchmarks/big_slack.py's generator, day files
 re-written with Slack's 4-space indent), zips both, and reports per export: entries, unpacked
 bytes, the largest member, the highest member ratio, the longest line, each against its limit;
-then reads both through ``find_chats`` in a child process and reports seconds and peak RSS.
+then reads both through ``find_folder_chats`` in a child process and reports seconds and peak RSS.
 
     .venv/bin/python benchmarks/export_headroom.py --per-day 300 --slack-messages 1000000 --channels 100
 """
@@ -69,8 +69,8 @@ def measure(archive: Path) -> dict:
 
 def read_in_child(data: Path) -> dict:
     code = ("import json, resource, sys, time; from pathlib import Path; "
-            "from narrative_mirror.exports.folder import ImportOptions, find_chats; t = time.monotonic(); "
-            "chats, problems = find_chats(Path(sys.argv[1]), ImportOptions(tz='UTC')); "
+            "from narrative_mirror.exports.folder import ImportOptions, find_folder_chats; t = time.monotonic(); "
+            "chats, problems = find_folder_chats(Path(sys.argv[1]), ImportOptions(tz='UTC')); "
             "print(json.dumps({'chats': len(chats), 'problems': problems, 'seconds': round(time.monotonic() - t, 1), "
             "'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))")
     proc = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, cwd=REPO, check=True)

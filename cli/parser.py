@@ -10,7 +10,7 @@ from cli.commands.baseline import cmd_baseline
 from cli.commands.chats import cmd_chats
 from cli.commands.forget import add_forget_parser
 from cli.commands.live import add_live_parsers
-from cli.commands.memory import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
+from cli.commands.building import cmd_build, cmd_demo, cmd_eval, cmd_ingest, cmd_protocol
 from cli.commands.operations import cmd_backfill_test, cmd_compare_run, cmd_experiments, cmd_maintain
 from cli.commands.questions import cmd_arc, cmd_ask, cmd_search, cmd_trace
 from cli.commands.service import cmd_serve, cmd_token

@@ -25,7 +25,7 @@ from assets.freshness import FreshnessQuery, InPartitions, NeedsRun, ready_to_ru
 from assets.ingest.assets import INPUT_PROBLEM
 from assets.sources.assets import observe_sources, record_observation
 from cli.broken import FAILURE, NOT_RETRIED, PROBLEM, BrokenChats
-from cli.stop_signal import StopSignal
+from cli.stop_signal import InterruptWatch
 from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror.safe_text import terminal_safe
 from resources import environment
@@ -109,7 +109,7 @@ class Runner:
         if threading.current_thread() is threading.main_thread():
             # SIGTERM stops a command as Ctrl-C does (Dagster maps it so inside its runs).
             signal.signal(signal.SIGTERM, signal.default_int_handler)
-            self.stop_signal = StopSignal()
+            self.stop_signal = InterruptWatch()
         home = dagster_home()
         self.broken = BrokenChats(self.state.root)
         self._lock = HomeLock(home, progress).__enter__()

@@ -39,13 +39,14 @@ def chat_sources(args):
     """(the data folder, how its exports are read, its chats and the home's live chats by key,
     problem lines) as ``build`` finds them, without Dagster."""
     from narrative_mirror.exports.folder import remembered_options
+    from narrative_mirror.home import Home
     from narrative_mirror.live.source import find_chats
     from resources import environment
 
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     home = environment.nm_home()
     options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
-    sources, problems = find_chats(data_dir, options, home / "imports" / "scans")
+    sources, problems = find_chats(data_dir, options, Home(home).import_scans)
     return data_dir, options, sources, problems
 
 
@@ -140,3 +141,34 @@ def not_built(report, keys: list[str]) -> dict[str, str]:
     """The chat files of ``keys`` whose memory this command could not build, and why (one line each)."""
     why = {**report.problems, **report.failures}
     return {key: why.get(key, "its build failed") for key in keys if key in report.failed}
+
+
+def memory_of(args):
+    """The command's ``Memory``: the server's warm objects for a served command, else this
+    process's, whose builder builds with the command's data folder and flags."""
+    from resources import runtime
+
+    served = getattr(args, "served", None)
+    if served is not None:
+        return runtime.memory(retriever=served.retriever, llm=served.llm, event_log=served.event_log,
+                              live=served.live, forgetting=served.forgetting)
+
+    def build(home, chats):
+        with runner_for(args) as runner:
+            return build_memory(runner, chats)[1]
+
+    return runtime.memory(builder=build)
+
+
+def build_chats(home, chats: list[str] | None = None):
+    """``Memory.build``'s default builder (``front_door.DEFAULT_BUILDER``): the chats of NM_DATA_DIR
+    built into ``home``, which must be this process's NM_HOME (the Dagster instance and resources
+    are configured from the environment). Returns the BuildReport."""
+    from cli.runner import Runner
+    from resources import environment
+
+    if Path(home.root).resolve() != environment.nm_home():
+        raise ValueError(f"Memory.build: {home.root} is not this process's home (NM_HOME={environment.nm_home()}); "
+                         f"build it with NM_HOME={home.root} narrative-mirror build, or pass builder=")
+    with Runner() as runner:
+        return build_memory(runner, chats)[1]

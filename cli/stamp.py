@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from narrative_mirror import sources as source_versions
+from narrative_mirror.home import Home
 from narrative_mirror.storage import frame_path, frame_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def code_digest() -> str:
 
 
 def stamp_path(home: Path, chat: str) -> Path:
-    return home / "freshness" / f"{chat}.json"
+    return Home(home).freshness / f"{chat}.json"
 
 
 def sources_now(chat_path: Path) -> dict:
@@ -63,7 +64,7 @@ def outputs_now(home: Path, chat: str) -> dict:
     outputs = {}
     for asset in STORED_ASSETS:
         try:
-            info = frame_path(home / "storage", asset, chat).stat()
+            info = frame_path(Home(home).storage, asset, chat).stat()
             outputs[asset] = [info.st_mtime_ns, info.st_size]
         except FileNotFoundError:
             outputs[asset] = None
@@ -84,7 +85,7 @@ def is_fresh(home: Path, chat: str, chat_path: Path) -> bool:
 
 def outputs_intact(home: Path, chat: str) -> bool:
     """Each stored layer of the chat is a whole parquet file (magic at both ends)."""
-    return all(frame_problem(frame_path(home / "storage", asset, chat)) is None for asset in STORED_ASSETS)
+    return all(frame_problem(frame_path(Home(home).storage, asset, chat)) is None for asset in STORED_ASSETS)
 
 
 def index_intact(chat: str, index_rows: dict) -> bool:

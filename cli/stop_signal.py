@@ -16,8 +16,8 @@ import socket
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
-class StopSignal:
-    """Installed on the main thread only (``signal.set_wakeup_fd`` allows no other)."""
+class InterruptWatch:
+    """Whether SIGINT/SIGTERM arrived (an ask's stop is ``api.stopping.StopSignal``). Installed on the main thread only (``signal.set_wakeup_fd`` allows no other)."""
 
     def __init__(self) -> None:
         self._reader, self._writer = socket.socketpair()

@@ -15,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+from narrative_mirror.home import Home
 from resources import environment
 
 # Written when the instance has no settings yet (or still has one of our previous defaults); an
@@ -88,7 +89,7 @@ def generated_by_us(text: str) -> bool:
 
 
 def dagster_home() -> Path:
-    home = environment.nm_home() / "dagster"
+    home = Home(environment.nm_home()).instance
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     text = config.read_text() if config.is_file() else None

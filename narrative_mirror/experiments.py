@@ -14,16 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from narrative_mirror import settings
-from narrative_mirror.evaluation import changed_parts, changed_settings, settings_snapshot
+from narrative_mirror.evaluation import HEADLINE_KEYS, changed_parts, changed_settings, settings_snapshot
 
 
-def log_path() -> Path:
-    return settings.state_home() / "experiments" / "experiments.jsonl"
-
-
-def read(path: Path | None = None) -> list[dict[str, Any]]:
-    path = path or log_path()
+def read(path: Path) -> list[dict[str, Any]]:
+    """The records of the experiment log ``path`` (a home's is ``Home.experiments``)."""
     if not path.is_file():
         return []
     records = []
@@ -63,7 +58,8 @@ def _normalized(value: Any) -> Any:
 
 def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None,
             extra: dict[str, Any], only_if_changed: bool) -> dict[str, Any]:
-    path = path or log_path()
+    if path is None:
+        raise ValueError("no experiment log: pass path (e.g. Home(...).experiments)")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -109,13 +105,20 @@ def _name_settings(changed: list[str], previous: dict[str, Any] | None, current:
     return out
 
 
+SPLITS = ("train", "test")
+
+
 def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV."""
+    """One flat row per record (metrics as ``<split>/<metric>`` columns) for tables and CSV. A
+    summary row has both splits' headline columns (seed 000's train_recall / test_recall side by
+    side), empty for a split not evaluated under that config."""
     rows = []
     for r in records:
         row = {k: r.get(k) for k in ("experiment_id", "time", "kind", "fingerprint")}
         row["changed"] = ", ".join(r.get("changed", []))
         row["partition"] = r.get("partition", "")
+        if r.get("kind") == "summary":
+            row.update({f"{split}/{name}": None for split in SPLITS for name in HEADLINE_KEYS})
         for split, values in (r.get("metrics") or {}).items():
             if isinstance(values, dict):
                 for name, value in values.items():
@@ -125,7 +128,7 @@ def flat_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def export_csv(out: Path, path: Path | None = None) -> Path:
+def export_csv(out: Path, path: Path) -> Path:
     rows = flat_rows(read(path))
     cols: list[str] = []
     for row in rows:

@@ -49,7 +49,7 @@ def ask(
 ) -> AgentAnswer:
     """Answer, evidence and unknowns for one question about one chat, each evidence item naming
     the chat; ``on_step(node, lines)`` follows the agent's nodes as they finish. Several chats at
-    once: ``narrative_mirror.multi_chat``."""
+    once: ``narrative_mirror.across_chats``."""
     question = _check(question, mode)
     chosen = get_profile(profile)
     with _deadline(llm, chosen):

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrative_mirror import settings
+from narrative_mirror.home import Home
 from narrative_mirror.pii import pii_kinds, quarantine_marker
 from narrative_mirror.retention import DEFAULT_KEEP_RUNS, load_retention
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext
@@ -48,13 +49,15 @@ REASON_KEYS = ("kw", "recency", "refs", "tier_weight")
 RERANK_VARIANT = "hybrid_expand_rerank"  # first stage + expansion, then the seed-004 hybrid score
 MAX_SAME_MS = 1000  # runs sharing one millisecond before giving up
 TIER_POOL = 10  # a tier-filtered search ranks this many times k before keeping k of those tiers
-QUARANTINE_DIR = "quarantine"  # beside recall_runs: what PII_STRICT kept out of the records
 
 log = logging.getLogger(__name__)
 
 
-def runs_dir(root: Path | None = None) -> Path:
-    return Path(root) if root is not None else settings.state_home() / "recall_runs"
+def runs_dir(root: Path | None) -> Path:
+    """The recall-run folder ``root`` (a home's is ``Home.recall_runs``)."""
+    if root is None:
+        raise ValueError("no recall-run folder: pass root (e.g. Home(...).recall_runs)")
+    return Path(root)
 
 
 def utc_iso(moment: datetime) -> str:
@@ -355,7 +358,7 @@ def quarantine(query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[H
               "items": [{"id": i, "kinds": kinds, "text": h.text, "path": chat_file, "line": h.position}
                         for i, (h, kinds) in found.items()]}
     try:
-        write_record(runs_dir(root).parent / QUARANTINE_DIR, record, now)
+        write_record(Home(runs_dir(root).parent).quarantine, record, now)
         error = None
     except OSError as exc:
         error = f"could not write the quarantine record: {exc}"

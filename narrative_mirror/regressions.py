@@ -18,13 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from narrative_mirror.home import Home
 from narrative_mirror.storage import write_atomically
 
 ERROR = "ERROR"
 
 
 def standing_path(home: Path) -> Path:
-    return Path(home) / "alerts" / "standing_regressions.json"
+    return Home(Path(home)).standing_regressions
 
 
 def read(home: Path) -> dict[str, dict[str, Any]]:

@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from narrative_mirror.home import Home
 from narrative_mirror.recall_runs import runs_dir, utc_iso, write_record
 
-SEARCH_RUNS_DIR = "search_runs"
-CARDS_DIR = "recall"
+SEARCH_RUNS_DIR = Home(Path()).search_runs.name  # as responses name it, relative to the home
 CARD_ITEMS = 3
 CARD_TEXT = 160
 MAX_CARDS = 200
@@ -48,14 +48,14 @@ def record_search(query: str, chat: str, params: Mapping, event_id: str, hits: S
     now = (now or datetime.now(UTC)).astimezone(UTC)
     base = runs_dir(root).parent
     recall = relative(recall_run, base) if recall_run is not None else None
-    path = write_record(base / SEARCH_RUNS_DIR, {
+    path = write_record(Home(base).search_runs, {
         "query": query, "chat": chat, "params": dict(params), "event_id": event_id, "hits": list(hits),
         "recall_run": recall, "ts": utc_iso(now)}, now)
     card = {"ts": utc_iso(now), "chat": chat, "query": query,
             "top": [{"id": h["id"], "tier": tiers.get(h["id"]), "score": h.get("score"),
                      "text": str(h.get("text", ""))[:CARD_TEXT]} for h in hits[:CARD_ITEMS]],
             "search_run": relative(path, base), "recall_run": recall}
-    add_card(base / CARDS_DIR / f"cards_{now:%Y%m%d}.json", card, f"{now:%Y%m%d}")
+    add_card(Home(base).recall_cards / f"cards_{now:%Y%m%d}.json", card, f"{now:%Y%m%d}")
     return path
 
 

@@ -51,9 +51,9 @@ def config_versions() -> dict[str, str]:
     return versions
 
 
-def prompt_names() -> list[str]:
+def packaged_prompt_names() -> list[str]:
     return sorted(p.stem for p in settings.DEFAULT_PROMPTS_DIR.glob("*.txt"))
 
 
 def prompt_versions() -> dict[str, str]:
-    return {name: file_version(settings.prompt_path(name)) for name in prompt_names()}
+    return {name: file_version(settings.prompt_path(name)) for name in packaged_prompt_names()}

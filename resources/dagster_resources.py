@@ -17,6 +17,7 @@ import polars as pl
 
 from narrative_mirror import settings, storage
 from narrative_mirror.exports.folder import NATIVE, ChatSource, ImportOptions, remembered_options
+from narrative_mirror.home import Home
 from narrative_mirror.live.source import LIVE_FORMAT, find_chats
 from resources import environment
 from resources.alert_delivery import SLACK_API_URL, post_to_slack
@@ -35,23 +36,23 @@ class StateResource(dg.ConfigurableResource):
 
     @property
     def storage_dir(self) -> Path:
-        return self.root / "storage"
+        return Home(self.root).storage
 
     @property
     def lancedb_uri(self) -> str:
-        return str(self.root / "lancedb")
+        return str(Home(self.root).lancedb)
 
     @property
     def experiments_log(self) -> Path:
-        return self.root / "experiments" / "experiments.jsonl"
+        return Home(self.root).experiments
 
     @property
     def alerts_log(self) -> Path:
-        return self.root / "alerts" / "alerts.jsonl"
+        return Home(self.root).alerts
 
     @property
     def exports_dir(self) -> Path:
-        return self.root / "exports"
+        return Home(self.root).exports
 
     def frame_path(self, asset: str, partition: str | None) -> Path:
         return storage.frame_path(self.storage_dir, asset, partition)
@@ -280,7 +281,7 @@ def chat_data_resource(state: StateResource, data_dir: str = "", arcs_dir: str =
         data_dir=data, arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV),
         export_format=options.format or "", tz=options.tz or "",
         day_first="" if options.day_first is None else str(options.day_first).lower(),
-        machine_tz=options.machine_tz or "", cache_dir=str(state.root / "imports" / "scans"))
+        machine_tz=options.machine_tz or "", cache_dir=str(Home(state.root).import_scans))
 
 
 def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",

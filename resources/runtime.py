@@ -1,95 +1,48 @@
-"""How each runtime object is built: the embedder, the LanceDB index, the LLM client, the
-retriever and its event log. The Dagster resources (``resources/dagster_resources.py``) build
-through these, and so do the command line's questions, the HTTP service and the benchmarks.
+"""The runtime objects of ``narrative_mirror.assembly`` with the values the environment gives
+(NM_HOME, NM_DEVICE, NM_LANCEDB_URI, the AWS_* and LLM variables), and the ``Memory`` of this
+process. The Dagster resources (``resources/dagster_resources.py``) build through these, and so
+do the command line's questions, the HTTP service and the benchmarks.
 
 No Dagster here: a question on a chat whose memory is fresh is answered without loading it.
 """
 
 from __future__ import annotations
 
-from narrative_mirror import settings
+from narrative_mirror import assembly
+from narrative_mirror.assembly import index_store, lancedb_storage_options, llm_client, retriever  # noqa: F401
+from narrative_mirror.home import Home
 from resources import environment
 
 
+def home() -> Home:
+    """NM_HOME's layout."""
+    return Home(environment.nm_home())
+
+
 def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adaptation: bool | None = None):
-    """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto); a
-    non-empty argument overrides the file. With ``[adaptation] enabled`` (or ``adaptation=True``)
-    it loads the home's current adapted layers, once one is trained."""
-    from narrative_mirror.embedding import Embedder
-
-    config = settings.load_config("embedding")
-    enabled = config.get("adaptation", {}).get("enabled", False) if adaptation is None else adaptation
-    current = current_adaptation() if enabled else None
-    return Embedder(model_name or config["model"], device=device or environment.device(),
-                    batch_size=batch_size or int(config["batch_size"]),
-                    adapted_layers=str(current.layers_path) if current else "",
-                    adaptation=current.fingerprint if current else "",
-                    backend=config.get("backend", "torch"), onnx_cache=str(environment.nm_home() / "models" / "onnx"))
-
-
-def adaptation_folder():
-    """Where the home's adaptations are stored: ``<NM_HOME>/adaptation``."""
-    return environment.nm_home() / "adaptation"
+    """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto)."""
+    return assembly.embedder(home(), model_name=model_name, batch_size=batch_size,
+                             device=device or environment.device(), adaptation=adaptation)
 
 
 def current_adaptation():
     """The home's current adaptation (narrative_mirror/adaptation/store.py), or None."""
-    from narrative_mirror.adaptation import store
-
-    return store.current(adaptation_folder())
+    return assembly.current_adaptation(home())
 
 
-def lancedb_storage_options(uri: str, endpoint: str | None = None, region: str | None = None,
-                            access_key_id: str | None = None, secret_access_key: str | None = None,
-                            allow_http: bool = False) -> dict[str, str] | None:
-    """LanceDB's object-store options for a remote ``uri`` (None for a folder or when unset)."""
-    if not settings.is_remote_uri(uri):
-        return None
-    options = {"aws_endpoint": endpoint, "aws_region": region,
-               "aws_access_key_id": access_key_id, "aws_secret_access_key": secret_access_key,
-               "allow_http": "true" if allow_http else None}
-    return {k: v for k, v in options.items() if v} or None
-
-
-def index_store(uri: str, storage_options: dict[str, str] | None = None):
-    """The LanceDB index at ``uri`` (a folder, or object storage with ``storage_options``)."""
-    from narrative_mirror.index_store import IndexStore
-
-    return IndexStore(uri, storage_options=storage_options)
-
-
-def llm_client(base_url: str | None, api_key: str | None, model: str | None, timeout_s: float):
-    """The client of an OpenAI-compatible endpoint; None (offline) with no URL and no key."""
-    from narrative_mirror.llm import DEFAULT_MODEL, LOCAL_API_KEY, LLMClient, LLMSettings
-
-    if not base_url and not api_key:
-        return None
-    return LLMClient(LLMSettings(base_url=base_url or None, api_key=api_key or LOCAL_API_KEY,
-                                 model=model or DEFAULT_MODEL, timeout_s=timeout_s))
-
-
-def retriever(store, embedder, config: dict | None = None):
-    """The retriever over ``store``, encoding with ``embedder``, tuned by config/retrieval.toml
-    (or ``config``)."""
-    from narrative_mirror.retrieval.engine import Retriever
-
-    return Retriever(store, embedder, config if config is not None else settings.load_config("retrieval"))
+def adaptation_folder():
+    """Where the home's adaptations are stored."""
+    return home().adaptation
 
 
 def event_log(retriever):
-    """The retrieval event log, in the retriever's LanceDB (same place, same object-store options);
-    its durable spool under NM_HOME (``events/spool``)."""
-    from narrative_mirror.events.writer import EventLog
-
-    store = retriever.store
-    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options,
-                    spool_dir=environment.nm_home() / "events" / "spool")
+    """The retrieval event log in the retriever's LanceDB, its spool under NM_HOME."""
+    return assembly.event_log(retriever, home())
 
 
-# -- outside Dagster: the same objects from the environment, as ``default_resources`` sets them up
 def index_from_environment():
     """The index where NM_LANCEDB_URI says (default: under NM_HOME), with the AWS_* settings."""
-    uri = environment.lancedb_uri() or str(environment.nm_home() / "lancedb")
+    uri = environment.lancedb_uri() or str(home().lancedb)
     return index_store(uri, lancedb_storage_options(
         uri, environment.s3_endpoint(), environment.s3_region(),
         environment.value(environment.S3_ACCESS_KEY_ENV) or None,
@@ -103,8 +56,18 @@ def llm_from_environment():
 
 
 def live_memory(retriever):
-    """The live chats' logs under NM_HOME (``live/``), indexed into ``retriever``'s store; the
-    retriever's cached copy of a chat grows by the new rows (``memory.serving_memory``)."""
-    from narrative_mirror.live.memory import serving_memory
+    """The live chats under NM_HOME, indexed into ``retriever``'s store."""
+    return assembly.live_memory(home(), retriever)
 
-    return serving_memory(environment.nm_home() / "live", retriever)
+
+def memory(builder=None, **parts):
+    """This process's ``Memory``: NM_HOME, its index (NM_LANCEDB_URI), the embedder on NM_DEVICE
+    and the LLM of OPENAI_* (offline without), each built when first used unless ``parts`` gives
+    it (a server's warm objects); ``builder`` builds chats."""
+    from narrative_mirror.front_door import Memory
+
+    defaults = {"store": index_from_environment, "embedder": embedder, "llm": llm_from_environment}
+    if parts.get("retriever") is not None:
+        defaults.pop("store"), defaults.pop("embedder")
+    return Memory(home(), builder=builder, dagster_elsewhere=environment.dagster_pg_url_env() is not None,
+                  **(defaults | parts))

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from api.access import add_token, load_tokens
 from api.app import create_app
 from cli.main import main
-from narrative_mirror.multi_chat import NoChatMatches, searched_label, select_chats
+from narrative_mirror.across_chats import NoChatMatches, searched_label, select_chats
 
 BAKERY, GARDEN, FAMILY = "team_bakery_Ana_Ben", "team_garden_Cy_Dee", "family_trip_Eve_Fay"
 LOCAL = "http://localhost"

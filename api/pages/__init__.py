@@ -36,7 +36,7 @@ def mount_pages(app: FastAPI, api: MemoryApi, home: Path | None = None) -> Pages
     """Add the inspector's pages to ``app``. ``home``: the state folder whose stored layers,
     evaluations and experiment log the pages read (default NM_HOME, resolved now). The chat
     files' paths, when known, go in ``app.state.chat_sources`` (chat key -> file)."""
-    pages = Pages(api, Path(home) if home is not None else settings.state_home())
+    pages = Pages(api, Path(home) if home is not None else api.home.root)
     pages.sources = getattr(app.state, "chat_sources", None) or pages.sources
     app.state.chat_sources = pages.sources  # the same dict: `serve` fills it after create_app
     api.clocks = pages.store.clocks  # answers' times in each chat's zone, as the pages show them

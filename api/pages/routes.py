@@ -25,7 +25,6 @@ from api.pages.plot import history_plot, timeline
 from api.pages.store import PageStore, Transcript
 from api.requests import ApiError, AskRequest
 from api.service import MemoryApi
-from narrative_mirror import query
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, PROFILES
 from narrative_mirror.index_store import validate_chat_file
 
@@ -150,7 +149,7 @@ class Pages:
             except ValidationError as exc:
                 raise PageError(400, f"question: {exc.errors()[0]['msg']}") from None
             story = await asyncio.get_running_loop().run_in_executor(self.api.ask_pool, functools.partial(
-                query.arc, self.api.retriever, chat, body.question, body.profile, None))
+                self.api.memory.using(llm=None).arc, chat, body.question, body.profile))
             phases = []
             for phase in story.phases:
                 ids = transcript.known(phase.evidence)

@@ -16,6 +16,7 @@ import polars as pl
 
 from narrative_mirror import experiments, schema, storage
 from narrative_mirror.chat_time import StoredClocks
+from narrative_mirror.home import Home
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class PageStore:
 
     def __init__(self, retriever: Any, home: Path):
         self.retriever, self.home = retriever, Path(home)
-        self.clocks = StoredClocks(self.home / "storage")
+        self.clocks = StoredClocks(Home(self.home).storage)
         self._lock = threading.Lock()
         self._transcripts: dict[str, tuple[tuple, Transcript]] = {}
 
@@ -143,7 +144,7 @@ class PageStore:
 
     def stored(self, asset: str, chat: str | None) -> pl.DataFrame | None:
         """The stored output of ``asset`` for ``chat``; None when there is none or it cannot be read."""
-        path = storage.frame_path(self.home / "storage", asset, chat)
+        path = storage.frame_path(Home(self.home).storage, asset, chat)
         if storage.frame_problem(path) is not None:
             return None
         try:
@@ -152,11 +153,11 @@ class PageStore:
             return None
 
     def experiment_records(self) -> list[dict[str, Any]]:
-        return experiments.read(self.home / "experiments" / "experiments.jsonl")
+        return experiments.read(Home(self.home).experiments)
 
     def transcript(self, chat: str) -> Transcript:
         versions = self.index.versions()
-        layer = storage.frame_path(self.home / "storage", "messages", chat)
+        layer = storage.frame_path(Home(self.home).storage, "messages", chat)
         stamp = (*(versions.get(t) for t in ("messages", "blocks", "threads")),
                  layer.stat().st_mtime_ns if layer.is_file() else None)
         with self._lock:

@@ -3,6 +3,7 @@ than ``retention.toml`` says (nothing when no retention is set), nightly."""
 
 import dagster as dg
 
+from narrative_mirror.home import Home
 from resources.dagster_resources import LanceDBResource, StateResource
 
 
@@ -12,7 +13,7 @@ def prune_by_age(context: dg.OpExecutionContext, lancedb: LanceDBResource, state
     from narrative_mirror.maintenance import prune
     from narrative_mirror.retention import load_retention
 
-    report = prune(state.root / "recall_runs", lancedb.resolved_uri(), load_retention(),
+    report = prune(Home(state.root).recall_runs, lancedb.resolved_uri(), load_retention(),
                    storage_options=lancedb.storage_options())
     runs, events = report["recall_runs"], report["retrieval_events"]
     context.log.info(f"recall runs (keep_days {runs['keep_days']}): {runs['removed_files']} files removed; "

@@ -71,7 +71,7 @@ def _prompt_source(name: str) -> dg.SourceAsset:
     return _observe
 
 
-PROMPTS = {name: _prompt_source(name) for name in source_versions.prompt_names()}
+PROMPTS = {name: _prompt_source(name) for name in source_versions.packaged_prompt_names()}
 
 def prompt_sources(evaluation_assets: tuple[str, ...]) -> list[dg.SourceAsset]:
     """The prompt sources the evaluation assets read (narrative_mirror.evaluation.prompts_read)."""

@@ -118,7 +118,7 @@ def cmd_chats(args) -> dict:
     if (result := through_server(args)) is not None:
         return result
     from cli.session import arcs_line, chat_sources
-    from narrative_mirror.live.source import LIVE_FOLDER
+    from narrative_mirror.home import Home
     from resources import environment
 
     data_dir, options, sources, problems = chat_sources(args)
@@ -126,7 +126,7 @@ def cmd_chats(args) -> dict:
     home = environment.nm_home()
     if not sources and not problems:
         raise FileNotFoundError(f"no chats (chat files or chat exports) in {data_dir} "
-                                f"and no live chats in {home / LIVE_FOLDER}")
+                                f"and no live chats in {Home(home).live}")
     loaded = read_chats(sources, options)
     rows = [chat_row(home, key, source.path, loaded.get(key), source.title) for key, source in sorted(sources.items())]
     arcs = arcs_line(data_dir, arcs_dir)

@@ -4,11 +4,6 @@ forgets a process left half done, before any command uses the home."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # imported when a forget runs: every command calls finish_unfinished_forgets
-    from narrative_mirror.live.forget import Forgetting, Selection
-
 
 def add_forget_parser(sub) -> None:
     """Register ``forget`` on the command line's subparsers."""
@@ -25,8 +20,8 @@ def add_forget_parser(sub) -> None:
     p.set_defaults(func=cmd_forget)
 
 
-def selection_of(args) -> Selection:
-    from narrative_mirror.live.forget import Selection
+def selection_of(args) -> dict:
+    """The messages the flags name, as ``Memory.forget`` takes them."""
     from narrative_mirror.live.log import utc_time
 
     ranged = [name for name in ("author", "since", "until") if getattr(args, name) is not None]
@@ -36,31 +31,19 @@ def selection_of(args) -> Selection:
     since = utc_time(args.since, "--since") if args.since is not None else None
     until = utc_time(args.until, "--until") if args.until is not None else None
     if args.id:
-        return Selection(ids=tuple(args.id))
+        return {"ids": tuple(args.id)}
     if args.all:
-        return Selection(everything=True)
-    return Selection(author=args.author, since=since, until=until)
-
-
-def forgetting() -> Forgetting:
-    """The home's forgets, outside a serving process (no spool of its own to flush)."""
-    from narrative_mirror.live.forget import Forgetting
-    from narrative_mirror.live.log import LiveLog
-    from resources import environment, runtime
-
-    home = environment.nm_home()
-    return Forgetting(LiveLog(home / "live"), runtime.index_from_environment(), home,
-                      dagster_elsewhere=environment.dagster_pg_url_env() is not None)
+        return {"everything": True}
+    return {"author": args.author, "since": since, "until": until}
 
 
 def cmd_forget(args) -> dict:
     from cli.server_client import through_server
+    from cli.session import memory_of
 
     if (result := through_server(args)) is not None:
         return result
-    selection = selection_of(args)
-    served = getattr(args, "served", None)
-    report = (served.forgetting if served is not None else forgetting()).forget(args.chat, selection)
+    report = memory_of(args).forget(args.chat, **selection_of(args))
     if report is None:
         raise ValueError(f"live chat {args.chat!r} has no message with that id or in that selection"
                          if not args.all else f"no live chat {args.chat!r}")
@@ -70,13 +53,6 @@ def cmd_forget(args) -> dict:
 def finish_unfinished_forgets() -> list[dict]:
     """Finish what a forget interrupted (a journal left under ``<NM_HOME>/live/forgetting``);
     one ``stat`` when there is none."""
-    from resources import environment
+    from resources import runtime
 
-    live = environment.nm_home() / "live"
-    if not live.is_dir():
-        return []
-    from narrative_mirror.live.forget import JOURNAL_FOLDER
-
-    if not any((live / JOURNAL_FOLDER).glob("*.json")):
-        return []
-    return forgetting().finish_unfinished()
+    return runtime.memory().finish_forgets()

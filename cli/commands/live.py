@@ -40,8 +40,7 @@ def read_messages(lines) -> list[dict]:
 
 def cmd_add(args) -> dict:
     from cli.server_client import through_server
-    from narrative_mirror.live.log import MAX_BATCH, parse_batch
-    from resources import runtime
+    from cli.session import memory_of
 
     if getattr(args, "messages", None) is not None:  # in the server: the caller read them
         messages = args.messages
@@ -52,21 +51,4 @@ def cmd_add(args) -> dict:
         messages = read_messages(sys.stdin)
     if (result := through_server(args, messages=messages)) is not None:
         return result
-    for start in range(0, len(messages), MAX_BATCH):  # every line checked before the first is stored
-        parse_batch(messages[start:start + MAX_BATCH])
-    served = getattr(args, "served", None)
-    live = served.live if served is not None else runtime.live_memory(
-        runtime.retriever(runtime.index_from_environment(), runtime.embedder()))
-    ids: list[str] = []
-    stored: list[str] = []
-    duplicates: list[str] = []
-    created = False
-    for start in range(0, len(messages), MAX_BATCH):  # each batch durable before the next is read
-        result = live.add(args.chat, messages[start:start + MAX_BATCH], replace_file_chat=args.replace_file_chat)
-        ids += result.ids
-        stored += result.stored
-        duplicates += result.duplicates
-        created = created or result.created
-    return {"chat": args.chat, "added": len(stored), "duplicates": len(duplicates), "created": created,
-            "ids": ids, "stored": stored}
-
+    return memory_of(args).add(args.chat, messages, replace_file_chat=args.replace_file_chat)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from cli.session import runner_for
+from narrative_mirror.home import Home
 
 
 def cmd_maintain(args) -> dict:
@@ -17,7 +18,7 @@ def cmd_maintain(args) -> dict:
     retention = load_retention()  # a bad setting fails before anything is changed
     with runner_for(args) as runner:  # under the home lock: no build writes meanwhile
         store = runner.resource("lancedb")
-        pruned = prune(runner.state.root / "recall_runs", store.resolved_uri(), retention,
+        pruned = prune(Home(runner.state.root).recall_runs, store.resolved_uri(), retention,
                        storage_options=store.storage_options())
         report = store.get().maintain()
     return {"lancedb": store.resolved_uri(), **report, "pruned": pruned}
@@ -25,11 +26,13 @@ def cmd_maintain(args) -> dict:
 
 def cmd_experiments(args) -> dict:
     from narrative_mirror import experiments
+    from resources import runtime
 
+    log = runtime.home().experiments
     if args.csv:
-        experiments.export_csv(args.csv)
-    rows = experiments.flat_rows(experiments.read())
-    return {"experiments": len(rows), "log": str(experiments.log_path()),
+        experiments.export_csv(args.csv, log)
+    rows = experiments.flat_rows(experiments.read(log))
+    return {"experiments": len(rows), "log": str(log),
             "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 

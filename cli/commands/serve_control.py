@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from narrative_mirror.home import Home
+
 STOP_WAIT_S = 30.0
 START_WAIT_S = 3600.0  # the first start builds every chat's memory
 LOG_NAME = "serve.log"
@@ -70,7 +72,7 @@ def start_background(home: Path, argv: list[str]) -> dict:
     """Start ``serve`` (``argv`` without ``--background``) detached from this terminal, its output
     in ``<NM_HOME>/logs/serve.log``; returns once it answers on its socket."""
     refuse_second_server(home)
-    logs = home / "logs"
+    logs = Home(home).logs
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / LOG_NAME
     with open(log_path, "ab") as log_file:

@@ -50,7 +50,8 @@ def cmd_serve(args) -> dict:
     runner.progress(f"warming up, then serving {serving_count(served, unavailable, runner.problems)} "
                     f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
     app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
-                     ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served))
+                     ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served),
+                     home=runtime.home())
     mount_live(app, app.state.api, runtime.live_memory(retriever))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     commands = command_socket(app, retriever, event_log, runner, args, served, unavailable)

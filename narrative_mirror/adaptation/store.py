@@ -117,9 +117,10 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
 def folder_of_home() -> Path | None:
     """``<NM_HOME>/adaptation`` of this process, or None for a library used without a state folder."""
     from narrative_mirror import settings
+    from narrative_mirror.home import Home
 
     try:
-        return settings.state_home() / "adaptation"
+        return Home(settings.state_home()).adaptation
     except RuntimeError:
         return None
 

@@ -73,6 +73,9 @@ class Claim:
     ids: list[str] = field(default_factory=list)
     kind: str = "llm"  # how it was made: a slot kind (date, place, name, quantity, yes_no, phrase) or "llm"
     sentence: str = ""  # the evidence sentence an extracted claim was read in
+    # Read from an exchange (agent/conversation.py), whose reader checked that the cited messages
+    # are about the question's words: the all-evidence topic check is not asked again.
+    exchange: bool = False
 
 
 def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str] = (),
@@ -223,6 +226,9 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return any(set(claim.text.split(", ")) <= {c for _, c in countries.countries_in(m.text)} for m in messages)
     if claim.kind == "title":  # a quoted title, the author named after it
         return any(list_items.words_in_order(claim.text, m.text) for m in messages)
+    if claim.kind == "split":  # "about 42 each (250 split 6 ways)": the total and the count in the message
+        numbers = re.findall(r"\d+(?:\.\d+)?", claim.text.split("(", 1)[-1])
+        return any(all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", m.text) for n in numbers) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
     return any(claim.text.lower() in m.text.lower() for m in messages)
@@ -233,6 +239,18 @@ def _about_topic(evidence: Mapping[str, EvidenceMessage], topic: Collection[str]
     form aside: "how long", "what kind of") or one of the people or things it names."""
     return (any(e.match.artifact_terms - QUESTION_FORM for e in evidence.values())
             or any(names_in(subjects, "", e.message.text) for e in evidence.values()))
+
+
+def states_what_is_asked(claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (),
+                         subjects: Collection[str] = ()) -> bool:
+    """Whether the claim's own cited messages, with the questions they answer, are about what the
+    question asks (one of its topic terms or the people and things it names): a phrase taken
+    from a message about something else, beside a message about the question, is in the answer
+    but not confirmed by its message."""
+    cited = {i: evidence[i] for i in claim.ids if i in evidence}
+    cited |= {e.reply_to: evidence[e.reply_to] for e in list(cited.values()) if e.reply_to in evidence}
+    topic = [t for t in topic if stem(t) not in QUESTION_FORM]
+    return bool(cited) and (not topic and not subjects or _about_topic(cited, topic, subjects))
 
 
 def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
@@ -258,7 +276,7 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
             problems.append(f"Unverified (not what {claim.ids} says): {claim.text}")
         elif not slots.required_slot_filled(intent, claim.text):
             problems.append(f"Unverified (does not give what a {intent!r} question asks for): {claim.text}")
-        elif topic and not _about_topic(evidence, topic, subjects):
+        elif topic and not claim.exchange and not _about_topic(evidence, topic, subjects):
             problems.append(f"Unverified (no evidence message mentions {', '.join(topic)}): {claim.text}")
         elif (best := max(relevance.get(i, 0.0) for i in claim.ids)) < RELEVANCE_MIN:
             problems.append(f"Unverified ({claim.ids} not about the question: similarity {best:.2f}): {claim.text}")

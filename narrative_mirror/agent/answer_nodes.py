@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import people
+from narrative_mirror.agent import conversation, people
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
@@ -35,7 +35,11 @@ def generator(state: AgentState, run: Run) -> dict:
     run.evidence = [answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match)
                     for p in chosen]
     drafted = None
-    if found := people.answer(run):  # who wrote / who answered whom, from authors and reply links
+    if not run.llm_active and conversation.reads_first(run.question, run.facets.intent):
+        drafted = _conversation_answer(run)  # who did it: the doer in the evidence's conversation
+    if drafted is not None:
+        pass
+    elif found := people.answer(run):  # who wrote / who answered whom, from authors and reply links
         run.evidence, drafted = found
     elif run.evidence:
         drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
@@ -43,8 +47,9 @@ def generator(state: AgentState, run: Run) -> dict:
         if continued := _continuations(run):
             run.evidence = _after_their_messages(run.evidence, continued)
             run.step(f"generator: continuations {[e.message.local_id for e in continued]} read with their messages")
-        drafted = _offline_answer(run, run.evidence)
-        if not drafted[1] and (replies := _replies(run)):
+        drafted = (not conversation.reads_first(run.question, run.facets.intent) and _conversation_answer(run)
+                   or _offline_answer(run, run.evidence))
+        if not drafted[1] and not drafted[2] and (replies := _replies(run)):
             run.evidence += replies
             drafted = _offline_answer(run, replies)
             run.step(f"generator: replies {[e.message.local_id for e in replies]} to the questions in the evidence")
@@ -59,6 +64,41 @@ def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tup
     if run.facets.intent == "when":
         _date_by_day(run, evidence)
     return answer_mod.offline_answer(run.question, run.facets.intent, evidence, entities=entities, speakers=speakers)
+
+
+def _conversation_answer(run: Run) -> tuple[str, list[answer_mod.Claim], list[str]] | None:
+    """The answer read from the conversation around the evidence (agent/conversation.py), the
+    message it cites put first in the evidence; None when that reader has none."""
+    found = conversation.answer(run, run.evidence)
+    if found is None:
+        return None
+    text, claims, unknowns, rows = found
+    chat = run.retriever.chat(run.chat_file)
+    if claims and claims[0].kind == "yes_no":
+        # a verdict from a message the verification will find off the question: the
+        # single-message answer reads the evidence instead
+        said = chat.hit(rows[0], 0.0)
+        question, message = run.retriever.embedder.encode([run.question, f"{said.speaker}: {said.text}"])
+        if float(question @ message) < answer_mod.RELEVANCE_MIN:
+            return None
+    if claims and claims[0].kind in ("author", "name"):  # a person: the message with its exchange, as people.py shows it
+        shown = people.exchange_evidence(run, chat, rows[0], 1.0)
+        have = {e.message.local_id for e in shown}
+        run.evidence = shown + [e for r in rows[1:] if chat.local_ids[r] not in have
+                                for e in people.exchange_evidence(run, chat, r, 1.0)[:1]]
+        run.step(f"generator: read from the conversation: {claims[0].text} ({claims[0].kind})")
+        return text, claims, unknowns
+    cited = {chat.local_ids[r] for r in rows}
+    first = [e for e in run.evidence if e.message.local_id in cited]
+    grade = run.evidence[0].grade if run.evidence else 0.0
+    for row in rows:
+        if chat.local_ids[row] not in {e.message.local_id for e in first}:
+            hit = chat.hit(row, 0.0, sources=["conversation"])
+            first.append(answer_mod.EvidenceMessage(hit, grade=grade, match=run.matcher.match(hit.speaker, hit.text)))
+    rest = [e for e in run.evidence if e.message.local_id not in cited]
+    run.evidence = (first + rest)[:max(run.profile.max_evidence_fetches, len(first))]
+    run.step(f"generator: read from the conversation: {[c.text for c in claims] or unknowns}")
+    return text, claims, unknowns
 
 
 ABSTENTION_BEST = 1  # an abstention lists this many of the search's best hits, on topic or not
@@ -186,7 +226,9 @@ def verification(state: AgentState, run: Run) -> dict:
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
     run.result = AgentAnswer(
         Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
-        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note) for c, note in zip(claims, notes)],
+        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note,
+                           verified=note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects))
+                for c, note in zip(claims, notes)],
         verifier=verifier, abstained=not verified,
     )
     return {}

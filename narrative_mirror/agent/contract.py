@@ -33,6 +33,9 @@ class ClaimCheck(BaseModel):
     ids: list[str]  # the evidence ids it cites
     supported: bool  # passed verification (it is in the answer); else it is in Unknowns
     note: str | None = None  # why it was not supported
+    # Supported, and its own cited messages state what the question asks: they are about the
+    # question's subject (not only another evidence message is). The inspector's badge.
+    verified: bool = False
 
 
 class RankedId(BaseModel):

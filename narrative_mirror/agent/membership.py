@@ -23,6 +23,7 @@ import polars as pl
 from narrative_mirror import settings, storage
 from narrative_mirror.agent.contract import AgentAnswer, DebugTrace, EvidenceItem, RankedId
 from narrative_mirror.agent.planner import facets_offline
+from narrative_mirror.home import Home
 
 Kind = str  # "join", "leave", "create"
 
@@ -93,7 +94,7 @@ def read_event(row: dict) -> Event | None:
 def system_lines(chat_file: str) -> pl.DataFrame | None:
     """The chat's system lines from the stored messages layer (None without a readable one)."""
     try:
-        path = storage.frame_path(settings.state_home() / "storage", "messages", chat_file)
+        path = storage.frame_path(Home(settings.state_home()).storage, "messages", chat_file)
     except RuntimeError:  # no state folder in this process
         return None
     if storage.frame_problem(path) is not None:

@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.state import Run
 from narrative_mirror.retrieval import query_names
@@ -39,10 +40,11 @@ def author_question(question: str) -> str | None:
     if not m or m.group(2).lower() in {"did", "does", "do", "of", "the", "a", "an"}:
         return None
     aux, verb = (m.group(1) or "").lower(), m.group(2).lower()
-    if _SAYING.match(verb):
-        return "saying"
+    # "Who is bringing the ball?" asks who will do it (a reply "I'll bring mine"), not who brought it up
     if aux in {"will", "would", "can", "could"} or (aux in {"is", "was"} and verb.endswith("ing")) or verb == "going":
         return "first_person"
+    if _SAYING.match(verb):
+        return "saying"
     return None
 
 
@@ -54,7 +56,7 @@ def _topic_scores(run: Run, chat: ChatIndex, topic: str) -> np.ndarray:
     return chat.vectors @ qvec + (bm25 / best if best > 0 else bm25)
 
 
-def _evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_mod.EvidenceMessage]:
+def exchange_evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_mod.EvidenceMessage]:
     """The message at ``row`` first, then the message it answers, then the replies to it."""
     def item(r: int, reply_to: int) -> answer_mod.EvidenceMessage:
         hit = chat.hit(r, score, sources=["people"])
@@ -62,8 +64,10 @@ def _evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_
                                           reply_to=chat.local_ids[reply_to] if reply_to >= 0 else None)
 
     parent = int(chat.parent_row[row])
+    if parent >= 0 and addresses_the_reader(chat.raw_texts[parent]):  # data, never evidence
+        parent = -1
     return [item(row, parent), *([item(parent, -1)] if parent >= 0 else []),
-            *(item(r, row) for r in chat.reply_rows.get(row, []))]
+            *(item(r, row) for r in chat.reply_rows.get(row, []) if not addresses_the_reader(chat.raw_texts[r]))]
 
 
 def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[answer_mod.Claim], list[str]]] | None:
@@ -99,7 +103,7 @@ def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[
     else:
         pair = scores[rows] + scores[chat.parent_row[rows]]
     best = int(rows[int(np.argmax(pair))])
-    evidence = _evidence(run, chat, best, float(pair.max()))
+    evidence = exchange_evidence(run, chat, best, float(pair.max()))
     cited = [best] if kind == "author" else [best, int(chat.parent_row[best])]
     ids = [chat.local_ids[r] for r in cited]
     if kind == "what_replied":

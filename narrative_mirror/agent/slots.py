@@ -258,11 +258,14 @@ def _fill(question: str, intent: str, sentence: str, message: ChatMessage, entit
     return (span, "phrase") if span else None
 
 
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|^at \d{1,2}$", re.I)
+
+
 def required_slot_filled(intent: str, answer: str) -> bool:
     """Whether ``answer`` holds what a question of this type asks for (a date for "when", a
     name-like word or a place phrase for "where", a name for "who", a count for "how many"); other types need any words."""
-    if intent == "when":
-        return resolve_date(answer, datetime(2000, 1, 1)) is not None
+    if intent == "when":  # a date, or a clock time ("What time is check-in?")
+        return resolve_date(answer, datetime(2000, 1, 1)) is not None or bool(_CLOCK.search(answer))
     if intent == "where":
         return bool(re.search(r"\b[A-Z]", answer)
                     or ((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS))

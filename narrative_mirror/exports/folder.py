@@ -26,6 +26,7 @@ from narrative_mirror.exports.limits import ExportRefused, checked_messages, rea
 from narrative_mirror.exports.reader import detect, read_export
 from narrative_mirror.exports.records import ExportFormatError, unique_key
 from narrative_mirror.exports.slack import DAY_FILE
+from narrative_mirror.home import Home
 from narrative_mirror.keys import ARCS_SUFFIX, PartitionKeyError, partition_key_for
 from narrative_mirror.storage import write_atomically
 
@@ -72,7 +73,7 @@ class ChatSource:
                 and conversation.native_id == self.native_id)
 
 
-def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
+def find_folder_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
                progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
     """Every chat of ``data_dir`` by partition key, and one problem line per file that gave none."""
     data_dir = Path(data_dir)
@@ -265,7 +266,7 @@ def remembered_options(home: Path, data_dir: Path, given: ImportOptions | None, 
     """The reading options of ``data_dir`` on this home: ``given`` (the command's flags) is saved
     and used; without it, what an earlier command saved (so the daemon and later commands read
     the folder the same way and nothing is rebuilt back and forth); else the defaults."""
-    store = home / "imports" / "options.json"
+    store = Home(home).import_options
     try:
         saved = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

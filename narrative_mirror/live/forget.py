@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from narrative_mirror.events.redaction import compact_events, redact_events, redact_spool
+from narrative_mirror.home import Home
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat
 from narrative_mirror.live.redaction import (
@@ -33,7 +34,6 @@ from narrative_mirror.live.redaction import (
 from narrative_mirror.recall_runs import redact_runs
 from narrative_mirror.storage import write_atomically
 
-JOURNAL_FOLDER = "forgetting"
 STEPS = ("live_log", "index", "layers", "events", "recall_runs", "dagster", "files", "compaction")
 MIN_QUOTED_CHARS = 12  # a shorter forgotten text ("ok", "see you") is only removed where its id says so
 _SKIPPED_SUFFIXES = (".lance", ".lock", "-wal", "-shm", "-journal")  # tables, locks, SQLite's own files
@@ -96,10 +96,11 @@ class Forgetting:
                  on_changed: Callable[[str], None] | None = None, dagster_elsewhere: bool = False):
         self.log, self.store, self.home = log, store, Path(home)
         self.not_reached = [*NOT_REACHED, *([DAGSTER_ELSEWHERE] if dagster_elsewhere else [])]
-        self.runs_root = Path(runs_root) if runs_root is not None else self.home / "recall_runs"
-        self.spool_dir = Path(spool_dir) if spool_dir is not None else self.home / "events" / "spool"
+        layout = Home(self.home)
+        self.runs_root = Path(runs_root) if runs_root is not None else layout.recall_runs
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else layout.event_spool
         self.flush_events, self.on_changed = flush_events, on_changed
-        self.journals = self.log.root / JOURNAL_FOLDER
+        self.journals = layout.forget_journals
 
     # -- the journal -----------------------------------------------------------------------------
     def _journal_path(self, chat: str) -> Path:

@@ -12,10 +12,10 @@ import polars as pl
 
 from narrative_mirror import schema, settings
 from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version
-from narrative_mirror.exports.folder import find_chats as find_folder_chats
+from narrative_mirror.exports.folder import find_folder_chats
+from narrative_mirror.home import Home
 from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
 
-LIVE_FOLDER = "live"
 LIVE_FORMAT = "live"  # a ChatSource's format for a live chat's log
 WINS_SUFFIX = ".wins"  # <live>/<chat>.wins holding "live": the live chat replaces a chat file of that name
 REPLACE_HINT = "add with --replace-file-chat (API: \"replace_file_chat\": true) to make the live chat replace it"
@@ -28,7 +28,7 @@ def live_root(home: Path | None = None) -> Path | None:
             home = settings.state_home()
         except RuntimeError:
             return None
-    return Path(home) / LIVE_FOLDER
+    return Home(Path(home)).live
 
 
 def live_chat_files(home: Path | None = None) -> dict[str, Path]:
@@ -102,7 +102,7 @@ def record_frame(chat: str, messages: list[LiveMessage]) -> pl.DataFrame:
 
 def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
                progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
-    """The data folder's chats (chat files and exports: ``exports.folder.find_chats``) and the
+    """The data folder's chats (chat files and exports: ``exports.folder.find_folder_chats``) and the
     home's live chats (``merge_live``), by partition key, and problem lines."""
     chats, problems = find_folder_chats(data_dir, options, cache_dir, progress)
     merge_live(chats, problems)

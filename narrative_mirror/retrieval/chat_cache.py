@@ -13,7 +13,7 @@ from collections.abc import Callable
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval.chat_append import NotAppendable, appended
 from narrative_mirror.retrieval.chat_index import ChatIndex
-from narrative_mirror.retrieval.memory import release_free_memory
+from narrative_mirror.retrieval.ram_use import release_free_memory
 
 # Estimated memory of the chats kept in memory (retrieval.toml [cache] max_mb overrides it):
 # ChatIndex.nbytes is ~150 MB for a 44,720-message chat, ~3 MB for Chat_1 (476 messages).

@@ -20,7 +20,7 @@ from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import dense, query_names, query_understanding
 from narrative_mirror.retrieval.fusion import Fused
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, group_sum, widen
-from narrative_mirror.retrieval.memory import deep_size
+from narrative_mirror.retrieval.ram_use import deep_size
 from narrative_mirror.retrieval.records import Hit
 
 # From this many messages on, a chat's message cosines are computed in stretches of COSINE_CHUNK

@@ -44,7 +44,7 @@ from narrative_mirror.retrieval.hybrid import hybrid_lists, ranking
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion
 from narrative_mirror.retrieval.lexical import positive_order
 from narrative_mirror.retrieval.pool_features import pool_features
-from narrative_mirror.retrieval.records import BlockHit, Hit, SearchResult, SearchTrace
+from narrative_mirror.retrieval.records import BlockHit, Hit, RankTrace, SearchResult
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, Reranker, RerankContext, make_reranker
 
 
@@ -304,7 +304,7 @@ class Retriever:
         hits = [dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
                 for i, h in enumerate(self.messages(chat_file, ranked))]
         ranks = [(h.local_id, h.score) for h in hits]
-        return SearchResult(hits=hits, trace=SearchTrace(candidates=ranks, reranked=ranks),
+        return SearchResult(hits=hits, trace=RankTrace(candidates=ranks, reranked=ranks),
                             query_info={"variant": "iterative", "queries": trace.queries},
                             timings_ms={"total": (time.perf_counter() - t0) * 1000})
 
@@ -399,7 +399,7 @@ class Retriever:
         timings["rerank"] = (time.perf_counter() - t) * 1000
         timings["total"] = timings["parse"] + timings["encode"] + (time.perf_counter() - t0) * 1000
 
-        trace = SearchTrace(
+        trace = RankTrace(
             candidates=[(chat.local_ids[r], s) for r, s in pool_ranked],
             reranked=[(h.local_id, h.score) for h in hits],
         )

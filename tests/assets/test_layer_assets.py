@@ -82,12 +82,12 @@ def test_an_export_with_system_lines_passes_the_index_check(tmp_path):
     """System lines stay out of the index; the blocking check counts exactly what the index holds."""
     from fixtures.realistic_exports import whatsapp_android
 
-    from narrative_mirror.exports.folder import ImportOptions, find_chats
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 
     data = tmp_path / "data"
     data.mkdir()
     whatsapp_android(data)
-    (key,), _ = find_chats(data, ImportOptions(machine_tz="UTC"))
+    (key,), _ = find_folder_chats(data, ImportOptions(machine_tz="UTC"))
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [key])
         result = dg.materialize(ALL, partition_key=key, instance=instance, raise_on_error=False,

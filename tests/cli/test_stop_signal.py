@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cli.stop_signal import StopSignal
+from cli.stop_signal import InterruptWatch
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def _deliver(signum: int) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_swallowed_stop_signal_is_received(swallowed, signum):
-    stop = StopSignal()
+    stop = InterruptWatch()
     try:
         assert not stop.received()
         _deliver(signum)
@@ -38,7 +38,7 @@ def test_a_swallowed_stop_signal_is_received(swallowed, signum):
 def test_other_signals_are_not_a_stop_and_close_restores_the_previous_wakeup_fd(swallowed):
     before = signal.set_wakeup_fd(-1)
     signal.set_wakeup_fd(before)
-    stop = StopSignal()
+    stop = InterruptWatch()
     _deliver(signal.SIGUSR1)
     assert not stop.received()
     stop.close()

@@ -60,3 +60,15 @@ def test_changed_names_the_setting_with_its_old_and_new_value(tmp_path, monkeypa
     comment = experiments.append("summary", {**BASE, "retrieval.toml": "ccc", "fingerprint": "f3"},
                                  {"train": {"recall@10": 0.7}}, path=log)
     assert comment["changed"] == ["retrieval.toml"]
+
+
+def test_a_summary_row_holds_both_splits_exact_recall_side_by_side(tmp_path):
+    log = tmp_path / "experiments.jsonl"
+    experiments.append("summary", BASE, {"train": {"exact_recall": 0.31, "recall@10": 0.7}}, path=log)
+    experiments.append("summary", {**BASE, "fingerprint": "f2"},
+                       {"train": {"exact_recall": 0.33}, "test": {"exact_recall": 0.21}}, path=log)
+    train_only, both = experiments.flat_rows(experiments.read(log))
+    assert (train_only["train/exact_recall"], train_only["test/exact_recall"]) == (0.31, None)
+    assert (both["train/exact_recall"], both["test/exact_recall"]) == (0.33, 0.21)
+    header = experiments.export_csv(tmp_path / "log.csv", log).read_text().splitlines()[0].split(",")
+    assert {"train/exact_recall", "test/exact_recall", "test/recall@10"} <= set(header)

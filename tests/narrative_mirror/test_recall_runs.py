@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from memory_api_chat import CHAT, MESSAGES, START
 
+from narrative_mirror.home import Home
 from narrative_mirror.recall_runs import compare_run, recorded_search, run_item, write_run
 from narrative_mirror.retrieval.records import Hit
 
@@ -14,8 +15,9 @@ NOW = datetime(2025, 8, 26, 1, 30, 0, 250000, tzinfo=timezone(timedelta(hours=2)
 NOW_MS = int(NOW.timestamp() * 1000)
 
 
-def test_run_goes_to_the_utc_date_folder_of_nm_home(tmp_path):
-    path = write_run("rye", {"k": 1}, [{"score": 1.0}], [{"score": 1.0}], now=NOW)
+def test_run_goes_to_the_utc_date_folder_of_the_home(tmp_path):
+    path = write_run("rye", {"k": 1}, [{"score": 1.0}], [{"score": 1.0}], root=Home(tmp_path / "nm_home").recall_runs,
+                     now=NOW)
     assert path == tmp_path / "nm_home" / "recall_runs" / "20250825" / f"run_{NOW_MS}.json"
     record = json.loads(path.read_text())
     assert record == {"query": "rye", "params": {"k": 1}, "pre_items": [{"score": 1.0}],
@@ -209,6 +211,11 @@ def test_a_failed_record_write_does_not_fail_the_search(retriever, tmp_path):
     assert "could not write the recall-run record" in recorded.run_error
 
 
-def test_run_timestamps_are_utc_z():
-    stamp = json.loads(write_run("q", {}, [], [], now=datetime(2024, 1, 1, 0, 0, tzinfo=UTC)).read_text())["ts"]
+def test_a_run_without_its_folder_is_refused_not_written_to_a_default():
+    with pytest.raises(ValueError, match="no recall-run folder"):
+        write_run("q", {}, [], [], root=None)
+
+
+def test_run_timestamps_are_utc_z(tmp_path):
+    stamp = json.loads(write_run("q", {}, [], [], root=tmp_path, now=datetime(2024, 1, 1, 0, 0, tzinfo=UTC)).read_text())["ts"]
     assert stamp == "2024-01-01T00:00:00.000Z"

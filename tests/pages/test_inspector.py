@@ -97,6 +97,9 @@ def test_ask_highlights_the_evidence_in_the_transcript(servers, browser):
     claims = browser.css("li.claim")
     assert [c.get_attribute("class").split()[-1] for c in claims] == [
         "supported" if c["supported"] else "unsupported" for c in expected["claims"]]
+    # the green badge only for a claim whose own messages state what the question asks
+    assert [c.find_element(By.CSS_SELECTOR, ".badge").text == "verified" for c in claims] == [
+        c["verified"] for c in expected["claims"]]
     assert [u.text for u in browser.css(".unknowns li")] == expected["unknowns"]
     browser.screenshot("ask")
     settled(browser)

@@ -19,12 +19,11 @@ from resources import environment
 environment.hand_to_library()
 import polars as pl
 from index_frames import TEXTS, chat_frames
-from narrative_mirror import settings
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.recall_runs import write_run
 
-home = settings.state_home()
+home = environment.nm_home()
 store = IndexStore(str(home / "lancedb"))
 messages, embeddings, blocks, signals, threads = chat_frames("chat_a", TEXTS)
 for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
@@ -32,7 +31,7 @@ for table, rows in build_rows(messages, embeddings, signals=signals, blocks=bloc
 assert store.messages_for("chat_a").height == len(TEXTS)
 (home / "outputs").mkdir(parents=True, exist_ok=True)
 messages.write_parquet(home / "outputs" / "messages.parquet")
-write_run("bike", {"k": 10}, [], [])
+write_run("bike", {"k": 10}, [], [], root=home / "recall_runs")
 (home / "logs").mkdir(exist_ok=True)
 logging.basicConfig(filename=home / "logs" / "nm.log")
 logging.getLogger("nm").warning("written")

@@ -6,6 +6,7 @@ from narrative_mirror.agent.answer import (
     Claim,
     EvidenceMessage,
     offline_answer,
+    states_what_is_asked,
     support,
     verify,
 )
@@ -95,3 +96,22 @@ def test_a_list_of_names_is_verified_name_by_name_and_the_topic_by_the_question_
     assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"])[0] == []
     assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"],
                   subjects=["Microsoft"])[0] == claim
+
+
+def test_a_claim_is_verified_only_when_its_own_messages_state_what_is_asked():
+    """"Where do we meet?" is answered by its reply (verified, through the question it answers); a
+    place taken from a message about lunch passes the checks of the answer (another evidence
+    message is about meeting) but its message does not state where they meet: no badge."""
+    asked = message("D1:1", 0, "Where do we meet on Friday?", terms={"meet"})
+    reply = message("D1:2", 1, "At the Crown, by the back door", speaker="Ben")
+    reply.reply_to = "D1:1"
+    lunch = message("D1:4", 3, "Lunch at Nando's was great")
+    evidence = {"D1:1": asked, "D1:2": reply, "D1:4": lunch}
+    crown = Claim("the Crown", ["D1:2"], kind="place")
+    nandos = Claim("Nando's", ["D1:4"], kind="place")
+    relevant = {"D1:2": 0.4, "D1:4": 0.3}
+    assert verify([crown, nandos], evidence, "where", relevant, topic=["meet"])[0] == [crown, nandos]
+    assert states_what_is_asked(crown, evidence, ["meet"])
+    assert not states_what_is_asked(nandos, evidence, ["meet"])
+    assert states_what_is_asked(nandos, evidence, [], ["Nando's"])  # the place the question names
+    assert not states_what_is_asked(Claim("the Crown", ["D9:9"]), evidence, ["meet"])  # cites nothing shown

@@ -63,6 +63,17 @@ def test_demo_questions_are_answered_in_the_evidence_words(demo, chat_file, ques
     assert [c.ids for c in result.claims] == [[cited]] and result.claims[0].supported
 
 
+@pytest.mark.parametrize("chat_file, question, words, cited", [
+    # README's first example: D1:5 says the beds are built, Mara's next message where the boards came from
+    (GARDEN, "Where did the wood for the raised beds come from?", ["spare larch boards", "Mr. Okafor"], "D1:6"),
+    (HARBOR, "When was Lena's dad's hip operation?", ["11 June 2024"], "D1:14"),
+])
+def test_the_readme_questions_are_answered_right(demo, chat_file, question, words, cited):
+    result = ask(demo, chat_file, question)
+    assert not result.abstained and all(w in result.answer for w in words), result.answer
+    assert result.claims[0].ids[0] == cited and result.claims[0].supported
+
+
 def test_the_continuation_is_read_with_its_message(demo):
     result = ask(demo, PARROTS, "What did Zebulon name his parrots?")
     points = {e.id: e.point for e in result.evidence}

@@ -219,11 +219,11 @@ def test_oneshot_is_deprecated_and_answers_with_bounded_phases(retriever, chat_f
 def _search(scored):
     from datetime import datetime
 
-    from narrative_mirror.retrieval.records import Hit, SearchResult, SearchTrace
+    from narrative_mirror.retrieval.records import Hit, RankTrace, SearchResult
 
     hits = [Hit(local_id=lid, message_id=f"c/{lid}", position=i, session=1, speaker="Ana", text="t",
                 timestamp=datetime(2024, 1, 1), score=score) for i, (lid, score) in enumerate(scored)]
-    return SearchResult(hits=hits, trace=SearchTrace([(h.local_id, h.score) for h in hits], []),
+    return SearchResult(hits=hits, trace=RankTrace([(h.local_id, h.score) for h in hits], []),
                         query_info={}, timings_ms={})
 
 

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from narrative_mirror.embedding import message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_chats
+from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
@@ -34,7 +34,7 @@ def group(tmp_path_factory, embedder):
     folder = tmp_path_factory.mktemp("exports")
     (folder / FIXTURE.name).write_bytes(FIXTURE.read_bytes())
     options = ImportOptions(machine_tz="UTC")
-    chats, problems = find_chats(folder, options)
+    chats, problems = find_folder_chats(folder, options)
     assert problems == [] and len(chats) == 1
     (key, source), = chats.items()
     messages = load_export_chat(source, options).messages.with_columns(

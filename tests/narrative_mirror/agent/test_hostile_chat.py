@@ -13,6 +13,7 @@ from llm_servers import fault_server
 
 from cli import main as cli_main
 from cli.commands import questions
+from narrative_mirror import Memory
 from narrative_mirror.llm import LLMClient
 from narrative_mirror.query import ask
 
@@ -70,10 +71,10 @@ def test_flagged_message_never_reaches_the_llm_generator_nor_the_answer(retrieve
     assert "HACKED" not in answer.answer and [c.supported for c in answer.claims] == [False]
 
 
-def _cli(argv, retriever, monkeypatch, capsys) -> tuple[int, str, str]:
+def _cli(argv, retriever, monkeypatch, capsys, tmp_home) -> tuple[int, str, str]:
     def memory_for(args, several=False):  # the built tiny chat, offline (what _memory_for returns)
         args.left_out = []
-        return [args.chat], retriever, None
+        return [args.chat], Memory(tmp_home, retriever=retriever)
 
     monkeypatch.setattr(questions, "_memory_for", memory_for)
     code = cli_main.main(argv)
@@ -81,8 +82,8 @@ def _cli(argv, retriever, monkeypatch, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_ask_human_output_has_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys):
-    code, out, _ = _cli(["ask", "--chat", hostile_chat, QUESTION], retriever, monkeypatch, capsys)
+def test_ask_human_output_has_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys, tmp_path):
+    code, out, _ = _cli(["ask", "--chat", hostile_chat, QUESTION], retriever, monkeypatch, capsys, tmp_path)
     assert code == 0
     assert not RAW_CONTROL.findall(out)
     assert ("Ana: I harvested the first cherry tomatoes \\x1b]0;pwned\\x07\\x1b[2J\\x1b[H today\\x0d"
@@ -90,17 +91,17 @@ def test_ask_human_output_has_no_raw_control_character(retriever, hostile_chat, 
     assert "HACKED" not in out
 
 
-def test_ask_json_output_has_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys):
-    code, out, _ = _cli(["ask", "--json", "--chat", hostile_chat, QUESTION], retriever, monkeypatch, capsys)
+def test_ask_json_output_has_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys, tmp_path):
+    code, out, _ = _cli(["ask", "--json", "--chat", hostile_chat, QUESTION], retriever, monkeypatch, capsys, tmp_path)
     assert code == 0
     assert not RAW_CONTROL.findall(out) and out.isascii()
     result = json.loads(out)
     assert any(e["text"] == f"Ana: {HOSTILE_HARVEST}" for e in result["evidence"])  # escaped, not altered
 
 
-def test_trace_output_and_progress_have_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys):
+def test_trace_output_and_progress_have_no_raw_control_character(retriever, hostile_chat, monkeypatch, capsys, tmp_path):
     question = "Did Ana harvest the tomatoes?\x1b]0;pwned\x07\u202e"
-    code, out, err = _cli(["trace", "--chat", hostile_chat, question], retriever, monkeypatch, capsys)
+    code, out, err = _cli(["trace", "--chat", hostile_chat, question], retriever, monkeypatch, capsys, tmp_path)
     assert code == 0 and out and err
     assert not RAW_CONTROL.findall(out) and not RAW_CONTROL.findall(err)
     assert '"Did Ana harvest the tomatoes?\\x1b]0;pwned\\x07\\u202e": found' in out

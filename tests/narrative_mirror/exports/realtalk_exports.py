@@ -21,7 +21,7 @@ import polars as pl
 import writers
 
 from narrative_mirror.chats import Chat
-from narrative_mirror.exports.folder import ImportOptions, find_chats
+from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.retrieval.engine import Retriever
@@ -62,7 +62,7 @@ def export_chat(chat: Chat, fmt: str, folder: Path, tz: str) -> Chat:
     folder.mkdir(parents=True, exist_ok=True)
     FORMATS[fmt](writer_messages(chat, tz), folder, tz)
     options = ImportOptions(tz=tz, day_first=True if fmt == "whatsapp_ios_24h" else None, machine_tz="UTC")
-    chats, problems = find_chats(folder, options)
+    chats, problems = find_folder_chats(folder, options)
     assert not problems and len(chats) == 1, problems
     return load_export_chat(next(iter(chats.values())), options)
 

@@ -12,7 +12,7 @@ import writers
 
 from narrative_mirror import schema, settings
 from narrative_mirror.exports import folder as folder_module
-from narrative_mirror.exports.folder import NATIVE, ImportOptions, find_chats, remembered_options
+from narrative_mirror.exports.folder import NATIVE, ImportOptions, find_folder_chats, remembered_options
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.layers.sessions import sessions_by_gap
 
@@ -37,7 +37,7 @@ def test_a_mixed_folder_gives_one_partition_per_conversation_with_safe_stable_ke
     slack_root = writers.slack(_messages(4), data, channel="général", channel_id="C42")
     writers.discord(_messages(3), data, tz="Europe/Berlin")
     (data / "notes.md").write_text("not a chat")  # other files are no chats and no problems
-    chats, problems = find_chats(data, BERLIN)
+    chats, problems = find_folder_chats(data, BERLIN)
     assert problems == []
     keys = sorted(chats)
     assert keys[0] == "demo_garden_Mara_Theo"
@@ -46,7 +46,7 @@ def test_a_mixed_folder_gives_one_partition_per_conversation_with_safe_stable_ke
     assert (chats["demo_garden_Mara_Theo"].format, chats[keys[3]].format) == (NATIVE, "whatsapp")
     assert chats[keys[3]].title == "Ben Ödé 🚲"
     # The same export written again (a re-export with the same messages): same keys, same versions.
-    again, _ = find_chats(data, BERLIN)
+    again, _ = find_folder_chats(data, BERLIN)
     assert {k: c.version for k, c in again.items()} == {k: c.version for k, c in chats.items()}
 
 
@@ -56,25 +56,25 @@ def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are
     cache = tmp_path / "cache"
     writers.telegram(_messages(5), data, tz="Europe/Berlin")
     writers.discord(_messages(5), data, tz="Europe/Berlin")
-    first, _ = find_chats(data, BERLIN, cache)
+    first, _ = find_folder_chats(data, BERLIN, cache)
     folder_module._MEMORY.clear()  # a new process: only the cache on disk
     parsed = []
     real_parse = folder_module._parse
     monkeypatch.setattr(folder_module, "_parse", lambda path, *a: parsed.append(path.name) or real_parse(path, *a))
-    assert {k: c.version for k, c in find_chats(data, BERLIN, cache)[0].items()} == {
+    assert {k: c.version for k, c in find_folder_chats(data, BERLIN, cache)[0].items()} == {
         k: c.version for k, c in first.items()}
     assert parsed == []
     writers.telegram(_messages(7), data, tz="Europe/Berlin")
-    second, _ = find_chats(data, BERLIN, cache)
+    second, _ = find_folder_chats(data, BERLIN, cache)
     assert parsed == ["result.json"]
     assert second["telegram_chat"].version != first["telegram_chat"].version
     assert second["discord_general"].version == first["discord_general"].version
     # Another zone reads other UTC times: a new version.
-    tokyo = find_chats(data, ImportOptions(tz="Asia/Tokyo", machine_tz="UTC"), cache)[0]
+    tokyo = find_folder_chats(data, ImportOptions(tz="Asia/Tokyo", machine_tz="UTC"), cache)[0]
     assert tokyo["telegram_chat"].version != second["telegram_chat"].version
     # Another session gap (layers.toml [sessions]): new versions of the exports, none of chat files.
     shutil.copy(settings.DEMO_DATA_DIR / "demo_garden_Mara_Theo.json", data)
-    gaps = [find_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
+    gaps = [find_folder_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
             for h in (4.0, 2.0)]
     assert gaps[0]["telegram_chat"].version != gaps[1]["telegram_chat"].version
     assert gaps[0]["demo_garden_Mara_Theo"].version == gaps[1]["demo_garden_Mara_Theo"].version
@@ -88,7 +88,7 @@ def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_
     root = writers.slack(_messages(3), data)
     (root / "general" / "2024-03-15.json").write_text('[{"type": "message", "user": "U0000001", "ts": 17}]')
     writers.discord(_messages(2), data, tz="UTC")
-    chats, problems = find_chats(data, ImportOptions(machine_tz="UTC"))
+    chats, problems = find_folder_chats(data, ImportOptions(machine_tz="UTC"))
     # One unreadable Slack message leaves the channel in (see test_slack: it is one warning).
     assert sorted(chats) == ["discord_general", "slack_general"]
     assert problems == [
@@ -96,7 +96,7 @@ def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_
         "pass --day-first or --month-first",
     ]
     # The order given: it builds.
-    chats, problems = find_chats(data, ImportOptions(day_first=True, machine_tz="UTC"))
+    chats, problems = find_folder_chats(data, ImportOptions(day_first=True, machine_tz="UTC"))
     assert "whatsapp_amb" in chats
 
 
@@ -104,7 +104,7 @@ def test_a_conversation_becomes_the_message_record_of_every_format(tmp_path):
     messages = _messages(6, pause_after=2)
     messages[4] = ("Ben Ode", messages[4][1], "answering note 1", 1)
     writers.telegram(messages, tmp_path, tz="Europe/Berlin")
-    source = find_chats(tmp_path, BERLIN)[0]["telegram_chat"]
+    source = find_folder_chats(tmp_path, BERLIN)[0]["telegram_chat"]
     chat = load_export_chat(source, BERLIN)
     frame = chat.messages
     assert dict(frame.schema) == schema.MESSAGE_RECORD
@@ -126,7 +126,7 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
                     "14/03/2024, 09:02 - Ben: <Media omitted>\n"
                     "14/03/2024, 09:03 - Ben: fixed it <This message was edited>\n", encoding="utf-8")
     options = ImportOptions(tz="America/New_York", machine_tz="UTC")
-    source = find_chats(tmp_path, options)[0]["whatsapp_ben"]
+    source = find_folder_chats(tmp_path, options)[0]["whatsapp_ben"]
     frame = load_export_chat(source, options).messages
     assert frame.select("speaker", "text", "system", "edited").rows() == [
         ("", "Messages and calls are end-to-end encrypted.", True, False),
@@ -187,9 +187,9 @@ def test_a_folder_no_reader_recognizes_is_not_a_chat_nor_a_problem(tmp_path):
     data = tmp_path / "data"
     (data / "notes").mkdir(parents=True)
     (data / "notes" / "todo.txt").write_text("buy milk\n", encoding="utf-8")
-    assert find_chats(data) == ({}, [])
+    assert find_folder_chats(data) == ({}, [])
     # a forced format still reads it, and says what is wrong
-    chats, problems = find_chats(data, ImportOptions(format="whatsapp"))
+    chats, problems = find_folder_chats(data, ImportOptions(format="whatsapp"))
     assert chats == {} and len(problems) == 1 and "notes" in problems[0]
 
 
@@ -198,16 +198,16 @@ def test_chats_whose_names_share_a_key_get_a_suffix_from_their_native_id_stable_
     data.mkdir()
     writers.discord(_messages(3), data, tz="UTC", channel="general", channel_id="111")
     writers.slack(_messages(3), data, channel="general", channel_id="C42")
-    alone, _ = find_chats(data, BERLIN)
+    alone, _ = find_folder_chats(data, BERLIN)
     assert sorted(alone) == ["discord_general", "slack_general"]
     writers.discord(_messages(4), data, tz="UTC", channel="General", channel_id="222")  # another server's #General
-    both, problems = find_chats(data, BERLIN)
+    both, problems = find_folder_chats(data, BERLIN)
     discord = sorted(k for k in both if k.startswith("discord_"))
     assert problems == [] and len(discord) == 2 and all(k.startswith("discord_general-") for k in discord)
     assert {both[k].native_id for k in discord} == {"111", "222"} and "slack_general" in both
     # The suffix comes from the chat itself: a third chat of that name changes no key.
     writers.discord(_messages(2), data, tz="UTC", channel="GENERAL", channel_id="333")
-    third, _ = find_chats(data, BERLIN)
+    third, _ = find_folder_chats(data, BERLIN)
     assert set(discord) < set(third) and len([k for k in third if k.startswith("discord_")]) == 3
     # Each key reads its own chat.
     chats = {k: load_export_chat(third[k], BERLIN) for k in discord}

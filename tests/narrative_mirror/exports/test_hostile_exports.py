@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from narrative_mirror.exports import read_export
-from narrative_mirror.exports.folder import ImportOptions, find_chats
+from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.limits import ExportRefused, LimitedReader, read_limits
 
 DAY = "2024-01-02"
@@ -59,7 +59,7 @@ def _slack_zip(path: Path, members: dict[str, bytes | str]) -> Path:
 
 
 def _find(data: Path) -> tuple[set[str], list[str]]:
-    chats, problems = find_chats(data, ImportOptions(tz="UTC"))
+    chats, problems = find_folder_chats(data, ImportOptions(tz="UTC"))
     return set(chats), problems
 
 

@@ -110,6 +110,9 @@ def test_author_questions():
     assert author_question("Who offered to book the hotel?") == "saying"
     assert author_question("Who will present the roadmap?") == "first_person"
     assert author_question("Who is presenting the roadmap?") == "first_person"
+    # a verb of saying ("bring up") with "is ...ing" asks who will do it: answered by "I'll bring mine"
+    assert author_question("Who is bringing the ball?") == "first_person"
+    assert author_question("Who brought the idea up?") == "saying"
     for question in ("Who did Kate meet at Art Basel?", "Who is Kate's sister?", "Who visited Kate?",
                      "What did Ana suggest?"):
         assert author_question(question) is None

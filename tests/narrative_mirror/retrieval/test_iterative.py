@@ -15,6 +15,7 @@ from llm_servers import fault_server
 
 from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient
 from narrative_mirror.retrieval.iterative import iterative_search, llm_rewrite, offline_rewrite
+from narrative_mirror.retrieval.traversal import ChatScorer, Tree, Variant, run_variant
 
 SUMMARIES = ["Ana's first day at the Elm Street bakery", "Ben's marathon plan", "A week of rye loaves",
              "Ben's long run"]
@@ -117,3 +118,19 @@ def test_the_loops_fusion_uses_retrieval_tomls_rrf_k(retriever):
         expected[k] = sorted(scores, key=lambda lid: (-scores[lid], first.get(lid, len(first))))[:8]
     assert runs[1][0] == expected[1] and runs[10_000][0] == expected[10_000]
     assert retriever.rrf_k == 60  # retrieval.toml's, what the engine passes to the loop
+
+
+def test_the_study_runs_on_a_real_index_through_the_chat_scorer(retriever):
+    """Seed 003's traversal study (retrieval/traversal.py) over this index's tree."""
+    tree = Tree.from_chat(retriever.chat(CHAT))
+    assert tree.threads == {f"{CHAT}/T0": [f"{CHAT}/S1/B0", f"{CHAT}/S2/B2"]}
+    scorer = ChatScorer(retriever, CHAT)
+    question = "Where does Ana bake rye bread?"
+    run = run_variant(Variant("A", expansion="thinkqe", rewrite_every=1, beam=1), question, tree, scorer)
+    flat = [h.local_id for h in retriever.search(CHAT, "Ana bake rye bread", k=20).hits]
+    assert run.queries[0] == "Ana bake rye bread" and run.rankings[0] == flat
+    # The bakery thread holds the best leaves: the beam descends into it, then into one of its blocks.
+    assert run.beams[1] == [f"{CHAT}/T0"] and run.beams[2][0] in tree.threads[f"{CHAT}/T0"]
+    members = set(tree.leaves_under(run.beams[2][0]))
+    assert set(run.rankings[2][:len(members)]) == members and all(a in ("explore", "exploit") for a in run.actions[1:])
+    assert scorer.branch_texts([f"{CHAT}/T0"]) == ["The bakery job. Ana works at a bakery and bakes rye"]

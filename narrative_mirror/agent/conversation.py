@@ -1,0 +1,395 @@
+"""Answers read from the conversation around the evidence, not from single messages (offline).
+
+A chat answers in exchanges: "Who's bringing the ball?" is answered by the reply "I'll bring
+mine", a plan is changed by a later message ("he's coming Thursday at 2pm instead"), a price is
+a total and a share. So for the best evidence messages this reads their replies (reply links
+where the chat has them, else the next messages of the others in the same session), the
+writer's message before, and the later messages that change what they said; then it fills the
+question's slot with a typed value:
+
+- who: the writer of a message that does the act in the first person ("I'll bring mine", "Fixed
+  in PR #482"), or the person a message names as doing it ("Dr Okafor swapped with me"); a
+  person someone only addresses ("@Felix can you verify?") or a place is never the answer;
+- what time: a clock time ("3pm", "at 10"), from the latest message that gives one;
+- how much / how many: an amount, not a count of things ("14 pizzas, came to 238"); "each"
+  asked, a share ("62 each"), else a total split by the people counted ("250 split 6 ways");
+- why: the reason clause, from a causal word ("given the migration delay"), the reply to a
+  question about the thing, the message's other sentence, or the writer's message before;
+- when: a later message that moves the plan ("instead", "moved to", "what about ...") answers
+  instead of the one it changes.
+
+``answer`` returns None when the question is not of these kinds or nothing fits: the
+single-message answer (answer.offline_answer) runs then.
+"""
+
+from __future__ import annotations
+
+import re
+
+from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent import countries, people
+from narrative_mirror.agent.exchange_values import (COUNT_OF_PEOPLE, EACH_AFTER, NEGATIVE, NUMBER, NUMBER_WORDS, PLAN, TIME,
+                                                   amounts, times_in)
+from narrative_mirror.agent.exchanges import (ASKS, COMMON_WORDS, PROPOSES, Said, asks, clauses, content_stems, context,
+                                             flagged_rows, later_changes, replies, said_in_other_words, statements, topic_stems,
+                                             unmentioned, word_stem, word_stems)
+from narrative_mirror.agent.planner import reply_question
+from narrative_mirror.agent.slots import sentences
+from narrative_mirror.agent.text import MONTHS, WEEKDAYS
+from narrative_mirror.layers.text import STOPWORDS
+from narrative_mirror.retrieval.chat_index import ChatIndex
+
+_CAUSE = re.compile(r"\b(?:because|since|due to|given|as a result of|'cause|cos)\b\s*(.+)", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|we|we'll|we're|me|mine|my)\b", re.I)
+_NOT_NAMES = {"i", "ok", "okay", "yes", "no", "hey", "hi", "thanks", "the", "a", "great", "nice", "so", "and", "but",
+              "dr", "mr", "mrs", "ms"}
+_CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MONTHS}
+_ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
+_PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+$", re.I)
+
+def question_kind(question: str, intent: str) -> str | None:
+    """The kinds read from the conversation: who, time, each, amount, count, why, when; else None."""
+    q = question.lower()
+    if intent == "who" and re.match(r"\W*who\b", q):
+        return "who"
+    if re.search(r"\bwhat time\b", q):
+        return "time"
+    if intent == "how_many" and re.search(r"\bhow much\b", q) or re.search(r"\b(?:cost|price|budget|charge)\b", q):
+        return "each" if re.search(r"\b(?:each|per|a head|everyone)\b", q) else "amount"
+    if re.search(r"\bhow many\b", q) and not re.search(r"\btimes\b", q):
+        return "count"
+    if intent == "why":
+        return "why"
+    if intent == "where" and re.search(r"\b(?:come|came|comes) from\b", q):
+        return "from"
+    if intent == "when":
+        return "when"
+    if intent == "yes_no":
+        return "yes_no"
+    return None
+
+
+def reads_first(question: str, intent: str) -> bool:
+    """Whether this reader answers before the authors' reader (agent/people.py): a who-question
+    not about replies ("Who is bringing the ball?" is answered by the reply "I'll bring mine",
+    not by the author of the best matching message)."""
+    return (question_kind(question, intent) == "who" and not reply_question(question)
+            and people.author_question(question) != "saying")
+
+def answer(run, evidence: list[answer_mod.EvidenceMessage]):
+    """(answer, claims, unknowns, added evidence) read from the conversation; None when the
+    question is not of a kind read here or nothing fits."""
+    chat = run.retriever.chat(run.chat_file)
+    flagged = flagged_rows(chat)
+    rows = [chat.row_of[e.message.local_id] for e in evidence
+            if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged]
+    said = context(chat, rows)
+    if never := unmentioned(run.question, chat):
+        read = [chat.texts[s.row] for s in said]
+        never = [w for w in never if not said_in_other_words(w, read, run.retriever.embedder.encode)]
+    if never:
+        note = f"No message of this chat mentions: {', '.join(never)}"
+        return answer_mod.NO_ANSWER, [], [note], []
+    kind = question_kind(run.question, run.facets.intent)
+    if kind is None or not rows:
+        return None
+    about = topic_stems(run.question, chat)
+    found = READERS[kind](chat, said, about, run.question)
+    if found is None:
+        return None
+    text, cited, claim_kind, sentence = found
+    cited = cited if isinstance(cited, list) else [cited]
+    claim = answer_mod.Claim(text, [chat.local_ids[r] for r in cited], kind=claim_kind, sentence=sentence, exchange=True)
+    return text, [claim], [], cited
+
+_IRREGULAR = {"found": "find", "broke": "break", "gave": "give", "got": "get", "paid": "pay", "brought": "bring",
+              "took": "take", "made": "make", "bought": "buy", "sent": "send", "left": "leave", "went": "go",
+              "came": "come", "said": "say", "told": "tell", "won": "win", "drove": "drive", "wrote": "write",
+              "saw": "see", "ran": "run", "met": "meet", "sold": "sell", "kept": "keep", "lost": "lose"}
+
+def _act(question: str) -> set[str]:
+    """Stems of the verb of a who-question ("Who fixed ..." -> fix, "Who gave ..." -> give, gave)."""
+    m = re.match(r"\W*who\s+(?:(?:is|was|will|would|can|could|has|had|did|does|'s)\s+)?([a-z]+)", question.lower())
+    if not m or m.group(1) in STOPWORDS:
+        return set()
+    word = m.group(1)
+    return {word_stem(word), word, *([word_stem(_IRREGULAR[word]), _IRREGULAR[word]] if word in _IRREGULAR else [])}
+
+
+def _who(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """The person doing what the question asks (its verb, or only its object when no message has
+    the verb): the person a statement names before the verb, or its writer speaking of
+    themselves ("I'll fix it today", "Fixed in PR #482"); for a message asking it, its reply's
+    writer or the person the reply names ("That was Sofia's friend Jonas")."""
+    speakers = {s.lower(): s for s in chat.speaker_names}
+    act = _act(question)
+    found = _doer(chat, said, about, act, speakers)
+    # "Who helped Mara ...?" asks for someone other than Mara
+    if found and not re.search(rf"\b{re.escape(found[0])}\b", question.split(None, 1)[-1]):
+        return found
+    return None
+
+
+def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], speakers: dict[str, str]):
+    for wanted in ([act] if act else []) + [about - act]:  # the verb first, then only its object
+        for item in said:
+            text = chat.raw_texts[item.row]
+            for sentence in statements(text):
+                words = word_stems(sentence)
+                if not words & wanted or asks(sentence):
+                    continue
+                if name := _named(sentence, speakers, wanted):
+                    return name, [item.row], "name", text
+                opening = re.match(r"^\W*([A-Za-z]+)", sentence)
+                elliptic = wanted is act and opening and opening.group(1)[0].isupper() and word_stem(opening.group(1).lower()) in act
+                if _FIRST_PERSON.search(sentence) or elliptic:  # "Found a nasty bug": its writer found it
+                    return chat.speakers[item.row], [item.row], "author", text
+        for item in said:
+            text = chat.raw_texts[item.row]
+            asked = [x for x in sentences(text) if asks(x) and word_stems(x) & wanted]
+            if not asked or item.role != "evidence":
+                continue
+            for reply in replies(chat, item.row):
+                answer_text = chat.raw_texts[reply]
+                if asks(answer_text):
+                    continue
+                if name := _named(answer_text, speakers, wanted, anywhere=True):
+                    if name != chat.speakers[item.row]:
+                        return name, [reply, item.row], "name", answer_text
+                if _FIRST_PERSON.search(answer_text) or re.match(r"^\W*(?:yes|yep|sure|me)\b", answer_text, re.I):
+                    return chat.speakers[reply], [reply, item.row], "author", answer_text
+    return None
+
+
+def _named(text: str, speakers: dict[str, str], about: set[str], anywhere: bool = False) -> str | None:
+    """A person the text names as doing the act: a name before a word of the act (or anywhere in a
+    reply), not someone addressed ("@Felix can you ..."), not owning something ("Sofia's
+    friend"), not a place ("on Deansgate")."""
+    places = {p.lower() for p, _ in countries.countries_in(text)}
+    tokens = list(re.finditer(r"@?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?", text))
+    act_at = min((m.start() for m in re.finditer(r"[A-Za-z0-9'-]+", text) if word_stem(m.group().lower()) in about),
+                 default=len(text))
+    names = []
+    for m in tokens:
+        name = m.group().lstrip("@")
+        first = name.split()[0].lower()
+        after, before = text[m.end():], text[:m.start()]
+        if first in _NOT_NAMES or first in _CALENDAR or name.lower() in places or _PLACE_BEFORE.search(before):
+            if first in ("dr", "mr", "mrs", "ms") and len(name.split()) > 1:
+                name = name  # a title and a name: the name with its title
+            else:
+                continue
+        if m.start() == 0 or re.search(r"[.!?]\s*$", before):  # a sentence's first word: only a known speaker
+            if first not in speakers and first not in ("dr", "mr", "mrs", "ms"):
+                continue
+        at_start = m.start() == 0 or bool(re.search(r"[.!?]\s*$", before))
+        if re.match(r"^['’]s\b", after) or _ADDRESSED.match(after) or (at_start and after.lstrip().startswith(",")):
+            continue
+        if not anywhere and m.start() > act_at:
+            continue
+        names.append(speakers.get(first, name))
+    return names[-1] if names else None
+
+def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """A clock time: of the messages giving one, those sharing most of the question's words, the
+    latest of them (a later time changes the plan); the time nearest those words."""
+    candidates = [s.row for s in said if times_in(chat.raw_texts[s.row]) and not chat.raw_texts[s.row].rstrip().endswith("?")]
+    for s in said:
+        if s.role == "evidence":
+            candidates += later_changes(chat, s.row, about, lambda t: bool(times_in(t)))
+    if not candidates:
+        return None
+    row = max(set(candidates), key=lambda r: (len(word_stems(chat.raw_texts[r]) & about), chat.positions[r]))
+    text = chat.raw_texts[row]
+    words = [m.start() for m in re.finditer(r"[A-Za-z'-]+", text) if word_stem(m.group().lower()) in about] or [0]
+    best = min(times_in(text), key=lambda m: min(abs(m.start() - w) for w in words))
+    return ("at " if best.group("bare") else "") + best.group(0).strip(), row, "phrase", text
+
+def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, each: bool = False):
+    """An amount from the messages about the question (most shared words, then the latest); a
+    share per person when "each" is asked: written as one ("62 each", the latest said in the
+    same session on the same numbers or words), else the total split by the people counted in
+    the same message ("250 split 6 ways")."""
+    def cited(s: Said) -> list[int]:
+        return [s.row, s.of] if s.row != s.of else [s.row]
+
+    # What is paid for, the people the question names aside: "How much did Chris pay for his
+    # boots?" is not answered by a message about Chris that names no boots.
+    names = {word_stem(w.lower()) for w in re.findall(r"(?<=\s)[A-Z][a-z]+", question)}
+    paid_for = about - names or about
+    typed = [s for s in said if amounts(chat.raw_texts[s.row]) and not chat.raw_texts[s.row].rstrip().endswith("?")]
+    relevant = [s for s in typed if (word_stems(chat.raw_texts[s.row]) | word_stems(chat.raw_texts[s.of])) & paid_for]
+    if not relevant:
+        return None
+    ranked = sorted(relevant, key=lambda s: (-len(word_stems(chat.raw_texts[s.row]) & about), -chat.positions[s.row]))
+    if each:
+        spoken = about | set().union(*(word_stems(chat.raw_texts[s.row]) for s in said)) - COMMON_WORDS
+        for s in ranked:
+            text = chat.raw_texts[s.row]
+            if [a for a in amounts(text) if EACH_AFTER.match(a[2])]:
+                row = _latest_share(chat, s.row, spoken)
+                shares = [a for a in amounts(chat.raw_texts[row]) if EACH_AFTER.match(a[2])]
+                return f"{shares[-1][1]} each", [row, *cited(s)][:2] if row != s.row else cited(s), "phrase", chat.raw_texts[row]
+            people = COUNT_OF_PEOPLE.search(text)
+            if people and (written := amounts(text)):
+                n = people.group(1) or people.group(2)
+                count = int(n) if n.isdigit() else NUMBER_WORDS[n.lower()]
+                total = max(a[0] for a in written)
+                return f"about {total / count:.0f} each ({total:g} split {count} ways)", cited(s), "split", text
+    s = ranked[0]
+    text = chat.raw_texts[s.row]
+    written = amounts(text)
+    total = [a for a in written if re.match(r"^\s*total", a[2], re.I)]
+    chosen = (total or written)[0]
+    return chosen[1] + (" each" if EACH_AFTER.match(chosen[2]) else " total" if total else ""), cited(s), "phrase", text
+
+
+def _latest_share(chat: ChatIndex, row: int, spoken: set[str]) -> int:
+    """The last message of ``row``'s session, from ``row`` on, giving a share per person that
+    shares a word or number with what was said ("250 split 6 ways is about 42 each" after "If
+    there's 5 of us that's 50 each"); ``row`` when none."""
+    latest = row
+    for r in range(row + 1, chat.size):
+        if chat.sessions[r] != chat.sessions[row]:
+            break
+        if r in flagged_rows(chat):
+            continue
+        text = chat.raw_texts[r]
+        if any(EACH_AFTER.match(a[2]) for a in amounts(text)) and word_stems(text) & spoken:
+            latest = r
+    return latest
+
+
+def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """A count: the number written before the question's noun ("12,400 merchant accounts"), or
+    the last number of a reply to a message asking it ("25 is a lot ..., let's say 20")."""
+    for s in said:
+        text = chat.raw_texts[s.row]
+        for m in NUMBER.finditer(text):
+            following = re.findall(r"[A-Za-z]+", text[m.end():])[:2]
+            if any(word_stem(w.lower()) in about for w in following):
+                # with the question's words that follow it at once ("13 years", "12,400 merchant
+                # accounts"), as a reader says it
+                noun = re.match(r"(?:\s+[A-Za-z]+)+", text[m.end():])
+                words = noun.group(0).split()[:2] if noun else []
+                while words and word_stem(words[-1].lower()) not in about:
+                    words.pop()
+                return " ".join([m.group(0).strip(), *words]), s.row, "phrase", text
+        if s.role == "reply" and ASKS.search(chat.raw_texts[s.of]) and (numbers := list(NUMBER.finditer(text))):
+            return numbers[-1].group(0).strip(), s.row, "phrase", text
+    return None
+
+
+def _why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """The reason, from the messages sharing most of the question's words: a clause after a
+    causal word ("given the migration delay"); for a message asking about the thing, its reply
+    ("Is anyone using the bike?" -> "It's my cousin's, he left it ..."); for one telling the
+    thing, the reply that explains it (shares its words, adds its own); else the message's clause
+    that does not restate the question ("Can't Thursday, I have parent-teacher night"); else its
+    writer's message before ("my sister's graduation got moved" before "Can we move it?")."""
+    ranked = sorted((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
+                    key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about))
+    for s in ranked:
+        text = chat.raw_texts[s.row]
+        if (m := _CAUSE.search(text)) and not text[m.start():].rstrip().endswith("?"):
+            return clauses(m.group(0))[0], [s.row], "phrase", text
+        answers = [r for r in replies(chat, s.row) if not asks(chat.raw_texts[r])]
+        if asks(text) and not PROPOSES.search(text):
+            for r in answers:  # the reply's sentence, whole: "It's my cousin's, he left it when he moved to Leipzig."
+                if reason := _reason(chat.raw_texts[r], set(), whole=True):
+                    return reason, [r, s.row], "phrase", chat.raw_texts[r]
+        explaining = sorted((r for r in answers if word_stems(chat.raw_texts[r]) & about),
+                            key=lambda r: -len(word_stems(chat.raw_texts[r]) & about))
+        for r in explaining:  # its sentence sharing most of the question's words
+            told = max(statements(chat.raw_texts[r]) or [""], key=lambda x: len(word_stems(x) & about))
+            if len(re.findall(r"[A-Za-z]{2,}", told)) >= 3:
+                return told.strip(), [r, s.row], "phrase", chat.raw_texts[r]
+        if reason := _reason(text, about):
+            return reason, [s.row], "phrase", text
+        before = s.row - 1
+        if before >= 0 and chat.speakers[before] == chat.speakers[s.row] and chat.sessions[before] == chat.sessions[s.row]:
+            if reason := _reason(chat.raw_texts[before], set()):
+                return reason, [before, s.row], "phrase", chat.raw_texts[before]
+    return None
+
+
+def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
+    """The first clause of ``text``'s statements that does not restate the ``effect`` (the
+    question's words) and has three words at least ("guilty, sorry, I was on a deadline" -> "I
+    was on a deadline"); ``whole``: the sentence holding it."""
+    for sentence in statements(text):
+        for clause in clauses(sentence):
+            if len(re.findall(r"[A-Za-z]{2,}", clause)) >= 3 and not word_stems(clause) & effect:
+                return sentence.strip().rstrip(".") if whole else clause
+    return None
+
+
+def _when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """A plan's day as written ("Thursday at 2pm"): from the later message that changes the best
+    evidence message's plan, or, for a question about what is to come ("When is ..."), from that
+    message itself (a weekday there is the one to come, not the one before); the new day is the
+    last one a changing message names ("can't do Wednesday, he's coming Thursday at 2pm instead")."""
+    first = next((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about), None)
+    if first is None:
+        return None
+    changes = later_changes(chat, first.row, about | content_stems(chat.raw_texts[first.row]),
+                            lambda t: bool(PLAN.search(t)))
+    if changes:
+        row = changes[-1]
+    elif re.match(r"\W*when\s+(?:is|are|will|does|do)\b", question, re.I) and any(
+            TIME.search(m.group(0)) for m in PLAN.finditer(chat.raw_texts[first.row])):
+        row = first.row  # a day with its time ("Wednesday at 11"); a day alone is read as a date as before
+    else:
+        return None
+    days = list(PLAN.finditer(chat.raw_texts[row]))
+    phrase = ([m for m in days if TIME.search(m.group(0))] or days)[-1].group(0).strip()
+    return phrase, [row, first.row] if row != first.row else [row], "phrase", chat.raw_texts[row]
+
+def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """Yes or no with the message that says it, quoted: of the statements about the question
+    (by the person it names first, most shared words, then the latest: an outcome follows the
+    plan), "no" where it is negated ("I'll miss this one"), or where the question names a day
+    that a later message changed ("Was the release on 21 April?" after "moving the release to
+    Thursday 23 April")."""
+    named = [s for s in chat.speaker_names if re.search(rf"\b{re.escape(s)}\b", question)]
+    candidates = [s for s in said if s.role != "before" and statements(chat.raw_texts[s.row])
+                  and word_stems(" ".join(statements(chat.raw_texts[s.row]))) & about]
+    if not candidates:
+        return None
+
+    def rank(s: Said):
+        text = chat.raw_texts[s.row]
+        by_them = chat.speakers[s.row] in named or any(re.search(rf"\b{re.escape(n)}\b", text) for n in named)
+        return (by_them, len(word_stems(text) & about), chat.positions[s.row])
+
+    best = max(candidates, key=rank)
+    asked_day = PLAN.search(question)
+    if asked_day:
+        changed = later_changes(chat, best.row, about | content_stems(chat.raw_texts[best.row]), lambda t: bool(PLAN.search(t)))
+        if changed and asked_day.group(0).lower() not in chat.raw_texts[changed[-1]].lower():
+            return _quoted("No", chat, changed[-1]), [changed[-1], best.row], "yes_no", chat.raw_texts[changed[-1]]
+    statement = max(statements(chat.raw_texts[best.row]), key=lambda x: len(word_stems(x) & about))
+    return _quoted("No" if NEGATIVE.search(statement) else "Yes", chat, best.row), [best.row], "yes_no", chat.raw_texts[best.row]
+
+
+def _quoted(verdict: str, chat: ChatIndex, row: int) -> str:
+    """The verdict; the message that says it is the claim's (cited, first in the evidence)."""
+    return verdict
+
+
+def _from(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """Where a thing came from: the statement saying "from ..." in the best message about it or
+    in what its writer said next ("I'm building two raised beds" -> "My neighbour Mr. Okafor
+    has a pile of spare larch boards from his shed repair ..."), quoted whole."""
+    for s in said:
+        if s.role not in ("evidence", "after"):
+            continue
+        if s.role == "evidence" and not word_stems(chat.raw_texts[s.row]) & about:
+            continue
+        for sentence in statements(chat.raw_texts[s.row]):
+            if re.search(r"\bfrom\s+(?!\d)", sentence, re.I):
+                return sentence.strip(), [s.row, s.of] if s.row != s.of else [s.row], "phrase", chat.raw_texts[s.row]
+    return None
+
+READERS = {"who": _who, "time": _time, "each": lambda *a: _amount(*a, each=True), "amount": _amount, "count": _count,
+           "why": _why, "when": _when, "yes_no": _yes_no, "from": _from}

@@ -1,0 +1,224 @@
+"""The conversation around a message, as the answer step reads it (agent/conversation.py): its
+replies (reply links where the chat has them, else the next messages of the others in its
+session), its writer's messages before and after, the later messages that change what it said,
+and the words a question is about (and those of them no message mentions)."""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+
+from narrative_mirror.agent.addressed import addresses_the_reader
+from narrative_mirror.agent.slots import sentences
+from narrative_mirror.agent.text import stem
+from narrative_mirror.layers.text import STOPWORDS
+from narrative_mirror.retrieval.chat_index import ChatIndex
+
+LOOK_AT = 5  # the best this many evidence messages are read with their conversation
+FOLLOWING = 3  # without reply links: this many next messages of the others answer a message
+_FORM = {stem(w) for w in ("much", "many", "time", "cost", "costs", "pay", "paid", "price", "each", "person", "people",
+                           "per", "total")}
+ASKS = re.compile(r"^\W*(?:who|what|when|where|why|how|which|is|are|was|were|do|does|did|has|have|will|would)\b|\?", re.I)
+PROPOSES = re.compile(r"\b(?:can|could|shall|should)\s+(?:we|someone|somebody|anyone|you)\b|\blet'?s\b|\bhow about\b|"
+                       r"\bwhat about\b", re.I)
+_CHANGE = re.compile(r"\b(?:instead|moved?|moving|changed?|postponed?|rescheduled?|pushed|what about|how about|"
+                     r"(?:we're|we are|it's|it is) now|update)\b", re.I)
+_AGREE = re.compile(r"\b(?:works|it is|fine|ok|okay|sure|yes|agreed|deal|sounds good|perfect)\b", re.I)
+
+
+@dataclass
+class Said:
+    row: int
+    role: str  # "evidence", "reply" (answers an evidence message), "before" / "after" (its writer's message before / after)
+    of: int  # the evidence row it belongs to
+
+
+def topic_stems(question: str, chat: ChatIndex) -> set[str]:
+    """Stems of what the question is about: its content words, the speakers and its form aside."""
+    people = {w for s in chat.speaker_names for w in s.lower().split()}
+    words = re.findall(r"[a-z0-9][a-z0-9'.-]*[a-z0-9]|[a-z0-9]", question.lower())
+    return {word_stem(w) for w in words if w not in _FUNCTION and w not in people and len(w) >= 2} - _FORM
+
+
+# Words of a question's grammar, not of what it is about (the index's STOPWORDS also drop verbs
+# such as "come", "go", "get" that a question may be about).
+_FUNCTION = frozenset("""a an the this that these those it its i me my we us our you your he him his she her they them
+their who whom whose what which when where why how is are was were be been being am do does did doing have has had
+will would shall should can could may might must to of in on at by for with from into about as and or but if so not
+no yes there here any some all each every than then too very just also""".split())
+
+
+_DETERMINER = {"the", "a", "an", "his", "her", "their", "my", "our", "its", "your", "any", "some"}
+# "for ..." after a verb of paying is what is paid for: kept ("How much did Chris pay for his boots?")
+_TRAILING_SETTING = re.compile(r"\s+(?:at|on|in|with|during|after|before|from|into|(?<!pay )(?<!paid )(?<!spend )"
+                               r"(?<!spent )for)\s+[^?]*\??$", re.I)
+
+
+# Words about the talk itself ("What games are they discussing?"), not a topic a message names.
+_TALK = {"discuss", "discussing", "discussed", "mention", "mentioned", "mentions", "talk", "talking", "talked", "say", "said",
+         "conversation", "conversations", "chat", "chats", "refer", "refers", "context"}
+
+
+def unmentioned(question: str, chat: ChatIndex) -> list[str]:
+    """The words naming what the question asks about that no message of the chat mentions (by
+    stem): the head of each noun after a determiner, with a modifier that is a name or a version
+    ("the wifi password", "the v2.4 release"), and the question's last word ("Where did they go
+    hiking?"), a setting it adds at its end aside ("at the cabin", "for the trip"). "What was the
+    wifi password?" asks of something never said when no message says "password". Not asked of
+    a yes/no question (whether "Elise is vegan" is for the answer to judge), nor of words about
+    the talk itself. A photo's caption counts as said ("the photo of the clouds")."""
+    if re.match(r"\W*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would)\b", question, re.I):
+        return []
+    core = _TRAILING_SETTING.sub("", question.strip()).rstrip(" ?")
+    words = [re.sub(r"['’]s$", "", w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]", core)]
+    people = {s.lower() for s in chat.speaker_names} | {w for s in chat.speaker_names for w in s.lower().split()}
+    named: list[str] = []
+    phrase: list[str] = []
+    for n, word in enumerate(words + [""]):
+        low = word.lower()
+        verb = n + 1 < len(words) and words[n + 1].lower() in _DETERMINER  # "fix the boiler": "fix" acts on the noun
+        if phrase and (not word or low in STOPWORDS or low in _DETERMINER or verb or word_stem(low) in _FORM):
+            named += [w for w in phrase[:-1] if re.search(r"[a-z]\d|^[A-Z]", w)] + [phrase[-1]]  # the head, named modifiers
+            phrase = []
+        if low in _DETERMINER:
+            phrase = [""]
+        elif phrase is not None and phrase and low not in STOPWORDS and not verb:
+            phrase.append(word)
+    named = [w for w in named if w]
+    if words and words[-1].lower() not in STOPWORDS and not re.fullmatch(r"[\d.]+", words[-1]):
+        named.append(words[-1])
+    said = set().union(*(word_stems(t) for t in chat.texts))  # with the captions of its images
+
+    def mentioned(word: str) -> bool:
+        w = word_stem(word)
+        return w in said or any(len(w) >= 5 and s.startswith(w) for s in said)
+
+    out = []
+    for word in dict.fromkeys(w.lower() for w in named):
+        if word in people or word in _TALK or word_stem(word) in _FORM or mentioned(word):
+            continue
+        if "-" in word and all(mentioned(part) for part in word.split("-") if len(part) >= 3):
+            continue
+        out.append(word)
+    return out
+
+
+_FLAGGED: "weakref.WeakKeyDictionary[ChatIndex, frozenset[int]]" = weakref.WeakKeyDictionary()
+
+
+def flagged_rows(chat: ChatIndex) -> frozenset[int]:
+    """Rows of messages that tell their reader how to answer (agent/addressed.py): data, never
+    evidence, so the conversation read around the evidence skips them too."""
+    if chat not in _FLAGGED:
+        _FLAGGED[chat] = frozenset(r for r, t in enumerate(chat.raw_texts) if addresses_the_reader(t))
+    return _FLAGGED[chat]
+
+
+# Cosine of the packaged embedder between two single words that name the same thing ("wood" and
+# "boards" .67); words that only share a setting stay below ("plumber" and "sink" .57, "hire" and
+# "work" .55, "wine" and "food" .43).
+SAME_THING_MIN = 0.6
+
+
+def said_in_other_words(word: str, texts: list[str], encode) -> bool:
+    """Whether a word of ``texts`` (the messages read for the question) names what ``word`` names:
+    "the wood for the raised beds" is answered by "spare larch boards"."""
+    words = sorted({w for t in texts for w in re.findall(r"[a-z]{3,}", t.lower())} - STOPWORDS - _FUNCTION)
+    if not words:
+        return False
+    vectors = encode([word, *words])
+    return float((vectors[1:] @ vectors[0]).max()) >= SAME_THING_MIN
+
+
+def word_stem(word: str) -> str:
+    """``text.stem`` with "applied" and "apply" one stem."""
+    found = stem(word)
+    return found[:-1] + "y" if found.endswith("i") and len(found) > 3 else found
+
+
+def word_stems(text: str) -> set[str]:
+    return {word_stem(t) for t in re.findall(r"[a-z0-9][a-z0-9'.-]*[a-z0-9]|[a-z0-9]", text.lower())}
+
+
+def context(chat: ChatIndex, rows: list[int]) -> list[Said]:
+    """The evidence rows, each followed by its replies (reply links, else the next messages of the
+    others in its session) and preceded by its writer's message before (same session)."""
+    out: list[Said] = []
+    seen: set[int] = set()
+
+    flagged = flagged_rows(chat)
+
+    def add(row: int, role: str, of: int) -> None:
+        if 0 <= row < chat.size and row not in seen and row not in flagged:
+            seen.add(row)
+            out.append(Said(row, role, of))
+
+    for row in rows[:LOOK_AT]:
+        add(row, "evidence", row)
+        for reply in replies(chat, row):
+            add(reply, "reply", row)
+        before = row - 1
+        if before >= 0 and chat.speakers[before] == chat.speakers[row] and chat.sessions[before] == chat.sessions[row]:
+            add(before, "before", row)
+        after = next((r for r in range(row + 1, min(row + 1 + FOLLOWING, chat.size)) if chat.speakers[r] == chat.speakers[row]
+                      and chat.sessions[r] == chat.sessions[row]), None)
+        if after is not None:
+            add(after, "after", row)
+    return out
+
+
+def replies(chat: ChatIndex, row: int) -> list[int]:
+    """The rows answering ``row`` (reply links, else the next messages of the others in its
+    session), flagged messages aside."""
+    flagged = flagged_rows(chat)
+    if chat.reply_rows.get(row):
+        return [r for r in chat.reply_rows[row] if r not in flagged]
+    if chat.reply_rows and chat.parent_row[row] >= 0:
+        return []
+    following = [r for r in range(row + 1, min(row + 1 + 2 * FOLLOWING, chat.size))
+                 if chat.sessions[r] == chat.sessions[row] and chat.speakers[r] != chat.speakers[row]
+                 and (not chat.reply_rows or chat.parent_row[r] < 0) and r not in flagged]
+    return following[:FOLLOWING]
+
+
+def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int]:
+    """Later messages that change what ``row`` said: a statement of the same type (``typed``)
+    sharing a word of ``about`` with a change word, or a proposal of the same type in the same
+    session that the next message of another agrees to."""
+    found = []
+    flagged = flagged_rows(chat)
+    for r in range(row + 1, chat.size):
+        text = chat.raw_texts[r]
+        if r in flagged or not typed(text):
+            continue
+        shares = bool(word_stems(text) & about)
+        if shares and _CHANGE.search(text) and not text.rstrip().endswith("?"):
+            found.append(r)
+        elif chat.sessions[r] == chat.sessions[row] and _CHANGE.search(text) and r + 1 < chat.size \
+                and chat.speakers[r + 1] != chat.speakers[r] and _AGREE.search(chat.raw_texts[r + 1]):
+            found.append(r)
+    return found
+
+
+def statements(text: str) -> list[str]:
+    return [s for s in sentences(text) if not s.rstrip().endswith("?")]
+
+
+def clauses(sentence: str) -> list[str]:
+    return [c.strip(" ,;:-") for c in re.split(r"[,;:]\s+|\s+-\s+", sentence) if c.strip(" ,;:-")]
+
+
+def asks(text: str) -> bool:
+    """Whether a sentence of ``text`` asks something ("Who broke the lamp though 😅" asks without a "?")."""
+    return any(s.rstrip().endswith("?") or ASKS.match(s) for s in sentences(text))
+
+
+COMMON_WORDS = {stem(w) for w in ("ok", "yes", "the", "that", "this", "then", "now", "just", "really", "good", "great")}
+_NOT_CONTENT = COMMON_WORDS | {word_stem(w) for w in _FUNCTION | STOPWORDS}
+
+
+def content_stems(text: str) -> set[str]:
+    """Stems of ``text``'s words that name something: a later "update ... is on Sunday" shares
+    no word with "dad's hip operation is next Tuesday" through "is" and "on"."""
+    return word_stems(text) - _NOT_CONTENT
