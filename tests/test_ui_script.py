@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,17 +43,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ui_started_in_the_background_stops_on_sigterm_with_everything_it_started(tmp_path):
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "nm_home"
     (home / "dagster").mkdir(parents=True)
     env = {**os.environ, "NM_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}

@@ -37,6 +37,7 @@ from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import block_search, dense, expansion, query_names, query_understanding, tree
 from narrative_mirror.retrieval.chat_cache import DEFAULT_CACHE_MB, ChatCache
+from narrative_mirror.retrieval.ram_use import after_search
 from narrative_mirror.retrieval.chat_index import ChatIndex, QueryScores
 from narrative_mirror.retrieval.config import VARIANTS, option, validate_config
 from narrative_mirror.retrieval.fusion import rrf_fuse
@@ -262,6 +263,22 @@ class Retriever:
     ) -> list[SearchResult]:
         """``search`` for each query, their vectors encoded in one batch (a forward pass over
         several short queries costs little more than over one)."""
+        results = self._search_many(chat_file, queries, k, variant=variant, candidates=candidates,
+                                    need_fresh=need_fresh, reranker=reranker)
+        after_search()
+        return results
+
+    def _search_many(
+        self,
+        chat_file: str,
+        queries: list[str],
+        k: int = 10,
+        *,
+        variant: str | None = None,
+        candidates: int | None = None,
+        need_fresh: bool = False,
+        reranker: Reranker | None = None,
+    ) -> list[SearchResult]:
         variant = variant or self.default_variant
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {list(VARIANTS)}")

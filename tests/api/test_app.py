@@ -469,11 +469,14 @@ def ask_timed(client: TestClient, user: str, profile: str) -> tuple[float, objec
     return time.monotonic() - started, response
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)  # the setup too: under load the first embedder load alone took 43 s
 def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, tmp_path):
-    deadlines = {"fast": 1.5, "balanced": 2.0}
+    # Deadlines long enough that a loaded 2-core machine queues all 16 asks before the first passes,
+    # and far below the 30 s a hung call would otherwise cost.
+    deadlines = {"fast": 4.0, "balanced": 5.0}
+    first_deadline, hung_s = min(deadlines.values()), 30.0
     with fault_server("hang") as server:
-        llm = LLMClient(server.settings(timeout_s=30.0, max_retries=0))  # blocks its full 30 s
+        llm = LLMClient(server.settings(timeout_s=hung_s, max_retries=0))  # blocks its full 30 s
         # one client's 16 asks: the LLM pool's bounds are tested here, not the per-client ones
         with app_client(setup[2], tmp_path, llm=llm, deadlines=deadlines, llm_workers=4, llm_queue=10,
                         offline_reserve_s=0.3, ask_limits=AskLimits(running=16, queued=0)) as (client, event_log, app):
@@ -482,7 +485,7 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
             with ThreadPoolExecutor(max_workers=16) as threads:
                 asks = [threads.submit(ask_timed, client, f"hang{i}", "fast" if i % 2 else "balanced")
                         for i in range(16)]
-                wait_until(lambda: pool.running == 4 and pool.waiting == 10, 1.0)  # 14 asks hang, 2 were refused
+                wait_until(lambda: pool.running == 4 and pool.waiting == 10, first_deadline - 1.0)  # 14 hang, 2 refused
                 during = []
                 while len(during) < 5 and pool.running == 4:  # searches while every LLM worker hangs
                     during.append(timed_search(client))
@@ -490,15 +493,15 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
             assert pool.waiting == 0  # queued asks withdrawn at their deadlines
             # The hung calls end at their request's deadline, not at the LLM's 30 s timeout (nor the
             # profile's 20 s): the workers are free for the next asks at once.
-            wait_until(lambda: pool.running == 0, SLACK_S + 0.5)
+            wait_until(lambda: pool.running == 0, hung_s / 3)
             assert 4 <= len(server.chat_requests) < 14  # asks withdrawn at their deadline never reached the LLM
 
     # Searches never waited on the hung asks (before: 92 s behind 45 asks).
     # Searches kept flowing beside the storm (starved, they gave 0-1 here); how many fit before the
     # first deadline depends on the machine's load, so the latency bounds below carry the exact claim.
     assert len(during) >= 3
-    assert statistics.median(during) <= 3 * statistics.median(idle) + 0.05, (idle, during)
-    assert max(during) < 0.5, during
+    assert statistics.median(during) <= 3 * statistics.median(idle) + 0.25, (idle, during)
+    assert max(during) < first_deadline / 4, during  # a search behind a hung ask would wait for its deadline
 
     reasons = {}
     for i, (elapsed, response) in enumerate(results):
@@ -509,10 +512,11 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
         reason = answer["degraded_reason"]
         reasons[reason] = reasons.get(reason, 0) + 1
         if reason == "LLM pool busy":
-            assert elapsed < 1.0
+            assert elapsed < deadline / 2  # refused at once, not after waiting in the queue
         else:
             assert reason == f"deadline {deadline:g} s passed waiting for the LLM"
-            assert deadline - 0.05 <= elapsed <= deadline + SLACK_S, (deadline, elapsed)
+            # 16 offline answers at once after the deadline: seconds on a loaded 2-core machine, never the 30 s
+            assert deadline - 0.05 <= elapsed < deadline + hung_s / 3, (deadline, elapsed)
     assert reasons["LLM pool busy"] == 2
 
     # One event per request, the one whose id the response carries; nothing logged by the hung work.

@@ -6,7 +6,7 @@ token."""
 from __future__ import annotations
 
 import pytest
-from memory_api_chat import CHAT, build_retriever
+from memory_api_chat import CHAT
 from starlette.testclient import TestClient
 
 from api.access import add_token, load_tokens, remove_token
@@ -16,11 +16,6 @@ from narrative_mirror.events.writer import EventLog
 
 ASK_PAGE = f"/chats/{CHAT}/ask"
 QUESTION = {"q": "Where does Ana work?", "profile": "fast"}
-
-
-@pytest.fixture(scope="module")
-def retriever(embedder, tmp_path_factory):
-    return build_retriever(tmp_path_factory.mktemp("cross_site") / "lancedb", embedder)
 
 
 def test_a_cross_site_get_of_an_ask_page_or_a_search_runs_nothing(retriever, tmp_path):

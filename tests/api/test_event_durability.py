@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from chat_factory import small_chat, write_chat
+from loopback import free_port
 
 from cli.main import main
 from narrative_mirror.events.table import read_events
@@ -25,12 +25,6 @@ from resources import runtime
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = "tiny"
 QUERIES = ("bakery job", "rye bread", "new job tomorrow", "which bakery", "good luck")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,15 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = "walk_Ada_Bo"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_serve(data: Path, port: int, log: Path) -> subprocess.Popen:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-from memory_api_chat import CHAT, build_retriever
+from loopback import free_port
+from memory_api_chat import CHAT
 from starlette.testclient import TestClient
 
 from api.access import add_token, load_tokens
@@ -31,11 +32,6 @@ LOOPBACK_HOSTS = ("localhost", "localhost:8000", "LocalHost:1", "127.0.0.1", "12
 FOREIGN_HOSTS = ("evil.attacker.example", "evil.attacker.example:8000", "127.0.0.1.nip.io", "localhost.evil.example",
                  "192.168.1.20:8000", "0.0.0.0:8000", "[::2]:8000", "localhost:80@evil.example", "testserver")
 SECURITY = {name.lower(): value for name, value in security_headers().items()}
-
-
-@pytest.fixture(scope="module")
-def retriever(embedder, tmp_path_factory):
-    return build_retriever(tmp_path_factory.mktemp("refusals") / "lancedb", embedder)
 
 
 @contextmanager
@@ -198,12 +194,6 @@ def test_a_token_file_deleted_while_serving_refuses_until_it_is_back(retriever, 
 
 
 # -- a client that hangs up mid-body (a real uvicorn server) --------------------------------------------
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_truncated_body_logs_one_line_and_no_traceback(retriever, tmp_path, caplog):
     event_log = EventLog(tmp_path / "events")
     app = create_app(retriever, event_log, runs_root=tmp_path / "runs")

@@ -3,11 +3,13 @@
 import json
 
 import dagster as dg
+import pytest
 
 from jobs.instance import dagster_home
 from cli.main import main
 
 
+@pytest.mark.e2e
 def test_backfill_test_queues_exactly_the_test_partitions(realtalk_dir, capsys):
     assert main(["backfill-test", "--data", str(realtalk_dir), "--launch", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

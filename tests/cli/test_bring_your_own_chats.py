@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.realistic_exports import slack, telegram, whatsapp_ios_zip, write_corpus
+from loopback import free_port
 
 from cli.main import main
 from narrative_mirror.storage import frame_path, read_frame
@@ -70,12 +70,6 @@ def _doc_commands() -> list[str]:
     return [line.strip() for line in section.splitlines() if line.strip().startswith("narrative-mirror ")]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_the_docs_commands_run_as_written_on_a_whatsapp_zip_a_telegram_export_and_a_slack_zip(tmp_path):
     data = tmp_path / "chats"
@@ -98,7 +92,7 @@ def test_the_docs_commands_run_as_written_on_a_whatsapp_zip_a_telegram_export_an
 
 
 def _serve(argv: list[str], env: dict, keys: list[str]) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([*CLI, *argv, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:

@@ -48,6 +48,7 @@ def test_every_check_of_the_definitions_has_a_description():
     assert [s.name for s in specs if not s.description] == []
 
 
+@pytest.mark.e2e
 def test_the_ui_reads_named_jobs_checks_tables_and_one_log_row_per_change(data, tmp_path, monkeypatch, capsys):
     first, _ = _eval(capsys, data)
     assert first["chat_files"] == [GARDEN] and first["failures"] == []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from chat_factory import small_chat, write_chat
+from loopback import free_port
 
 from cli.main import main
 
@@ -121,8 +122,8 @@ def test_verbose_shows_dagsters_log_and_the_traceback(tmp_path, capsys):
     assert "STEP_FAILURE" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path):
-    import socket
     import time
     import urllib.error
     import urllib.request
@@ -132,9 +133,7 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
     (data / "broken.json").write_text("{not json", encoding="utf-8")
     tokens = tmp_path / "tokens.json"
     token = _json_run(["token", "add", "--tokens", str(tokens), "--name", "ci", "--chat", "*", "--json"])["token"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([*CLI, "serve", "--data", str(data), "--tokens", str(tokens), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

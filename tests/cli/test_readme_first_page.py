@@ -14,7 +14,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,9 +112,7 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
     # The HTTP block: its `serve` line on a free port, then each curl line against it.
     http = [line for line in block_under(readme, "HTTP", "bash").replace("\\\n", " ").splitlines() if line.strip()]
     assert http[0].startswith("$NM serve --port 8000 &")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(["bash", "-c", f"exec .venv/bin/narrative-mirror serve --port {port}"], cwd=clone, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

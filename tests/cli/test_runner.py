@@ -191,6 +191,7 @@ def test_two_builds_at_once_on_a_fresh_home_both_succeed_and_build_each_chat_onc
             assert _materializations(instance, "lancedb_index", key) == 1
 
 
+@pytest.mark.e2e
 def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
     proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -232,6 +233,7 @@ def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
     assert any(appended in e["text"] for e in json.loads(out)["evidence"])
 
 
+@pytest.mark.e2e
 def test_sigterm_stops_a_build_marks_its_run_canceled_and_starts_no_other(data):
     proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from loopback import free_port
+
 from cli.command_server import CommandServer, Served, server_info
 from cli.main import served_commands
 from cli.main import main
@@ -179,9 +181,7 @@ def test_a_real_server_answers_the_cli_as_a_local_run_does(tmp_path):
 
     data = tmp_path / "data"
     shutil.copytree(settings.DEMO_DATA_DIR, data)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "NM_DATA_DIR": str(data), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     question = ["ask", "--chat", "demo_marathon_Ines_Kofi", "where does the race start?"]
     code, started, _ = _cli(env, "serve", "--background", "--port", str(port))

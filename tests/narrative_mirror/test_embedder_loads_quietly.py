@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.e2e
 def test_loading_the_embedder_prints_no_progress_bar():
     code = "from narrative_mirror.embedding import Embedder; print(Embedder().dimension)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

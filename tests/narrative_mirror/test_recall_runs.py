@@ -5,7 +5,7 @@ import threading
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from memory_api_chat import CHAT, MESSAGES, START, build_retriever
+from memory_api_chat import CHAT, MESSAGES, START
 
 from narrative_mirror.home import Home
 from narrative_mirror.recall_runs import compare_run, recorded_search, run_item, write_run
@@ -13,11 +13,6 @@ from narrative_mirror.retrieval.records import Hit
 
 NOW = datetime(2025, 8, 26, 1, 30, 0, 250000, tzinfo=timezone(timedelta(hours=2)))  # 2025-08-25 23:30:00.250 UTC
 NOW_MS = int(NOW.timestamp() * 1000)
-
-
-@pytest.fixture(scope="module")
-def retriever(embedder, tmp_path_factory):
-    return build_retriever(tmp_path_factory.mktemp("lancedb"), embedder)
 
 
 def test_run_goes_to_the_utc_date_folder_of_the_home(tmp_path):

@@ -25,11 +25,6 @@ def pii_retriever(embedder, tmp_path, monkeypatch):
     return build_retriever(tmp_path / "lancedb", embedder)
 
 
-@pytest.fixture(scope="module")
-def retriever(embedder, tmp_path_factory):
-    return build_retriever(tmp_path_factory.mktemp("lancedb"), embedder)
-
-
 def test_pii_strict_quarantines_personal_data_out_of_results_and_records(pii_retriever, tmp_path, monkeypatch):
     runs = tmp_path / "state" / "recall_runs"
     plain = recorded_search(pii_retriever, CHAT, "rye bread", 8, root=runs)

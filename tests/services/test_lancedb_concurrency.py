@@ -143,6 +143,7 @@ def check_both(uris: list[str], last: str, work: Path, env: dict[str, str] | Non
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.e2e
 def test_parallel_writers_on_a_local_folder(tmp_path):
     uris = [str(tmp_path / f"store{k}") for k in range(RACES)]
     print("conflicts redone:", check_both(uris, str(tmp_path / "rewritten"), tmp_path / "work", None))
