@@ -227,11 +227,12 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     half a word less for each message further down the evidence (train "what" F1 .074 -> .078),
     ``ASKING_PENALTY`` less when the sentence is itself a question."""
     asked, scored, known = _question_stems(question), [], {t.lower() for t in tokens(question)}
+    asking_penalty = setting("answer", "asking_penalty")
     for index, message in enumerate(messages):
         for order, sentence in enumerate(sentences(message.text)):
             if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question):
                 score = (len(asked & _question_stems(sentence)) - 0.5 * index
-                         - setting("answer", "asking_penalty") * sentence.rstrip().endswith("?"))
+                         - asking_penalty * sentence.rstrip().endswith("?"))
                 scored.append((score, -index, -order, span, message, sentence))
     if not scored:
         return None
