@@ -101,8 +101,12 @@ class TokenEntry:
         return [chat for chat in chats if self.allows(chat)]
 
     def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"name": self.name, "sha256": self.sha256, "chats": list(self.chats),
-                               "rights": list(self.rights)}
+        row: dict[str, Any] = {
+            "name": self.name,
+            "sha256": self.sha256,
+            "chats": list(self.chats),
+            "rights": list(self.rights),
+        }
         if self.created is not None:
             row["created"] = self.created
         if self.expires is not None:
@@ -112,8 +116,10 @@ class TokenEntry:
 
 def _check_name(name: Any, where: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
-        raise TokenFileError(f"{where}: name must be 1-64 characters (letters, digits, '._@-', starting with a "
-                             f"letter or digit), got {name!r}")
+        raise TokenFileError(
+            f"{where}: name must be 1-64 characters (letters, digits, '._@-', starting with a "
+            f"letter or digit), got {name!r}"
+        )
     return name
 
 
@@ -122,17 +128,23 @@ def _check_patterns(chats: Any, where: str) -> tuple[str, ...]:
         raise TokenFileError(f"{where}: chats must be a non-empty list of chat keys or globs, got {chats!r}")
     for i, pattern in enumerate(chats):
         if not isinstance(pattern, str) or not pattern.strip() or len(pattern) > MAX_PATTERN_CHARS:
-            raise TokenFileError(f"{where}[{i}]: must be a non-empty string of at most {MAX_PATTERN_CHARS} "
-                                 f"characters, got {pattern!r}")
+            raise TokenFileError(
+                f"{where}[{i}]: must be a non-empty string of at most {MAX_PATTERN_CHARS} characters, got {pattern!r}"
+            )
         if _BAD_PATTERN.search(pattern):
-            raise TokenFileError(f"{where}[{i}]: must not contain path separators or control characters, "
-                                 f"got {pattern!r}")
+            raise TokenFileError(
+                f"{where}[{i}]: must not contain path separators or control characters, got {pattern!r}"
+            )
     return tuple(chats)
 
 
 def _check_rights(rights: Any, where: str) -> tuple[str, ...]:
-    if isinstance(rights, str) or not isinstance(rights, list | tuple) or not rights \
-            or any(right not in RIGHTS for right in rights):
+    if (
+        isinstance(rights, str)
+        or not isinstance(rights, list | tuple)
+        or not rights
+        or any(right not in RIGHTS for right in rights)
+    ):
         raise TokenFileError(f"{where}: rights must be a non-empty list of {list(RIGHTS)}, got {rights!r}")
     return tuple(dict.fromkeys(rights))
 
@@ -199,8 +211,9 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
         name = _check_name(row["name"], f"{where}.name")
         digest = row["sha256"]
         if not isinstance(digest, str) or not _HASH.match(digest):
-            raise TokenFileError(f"{where}.sha256: must be 64 lowercase hex digits (the SHA-256 of the token), "
-                                 "not the token itself")
+            raise TokenFileError(
+                f"{where}.sha256: must be 64 lowercase hex digits (the SHA-256 of the token), not the token itself"
+            )
         chats = _check_patterns(row["chats"], f"{where}.chats")
         created = row.get("created")
         if created is not None and not isinstance(created, str):
@@ -212,8 +225,9 @@ def _parse(path: Path, text: str) -> list[TokenEntry]:
         names.add(name)
         hashes.add(digest)
         rights = _check_rights(row.get("rights", list(DEFAULT_RIGHTS)), f"{where}.rights")
-        entries.append(TokenEntry(name, digest, chats, created, rights,
-                                  _check_expires(row.get("expires"), f"{where}.expires")))
+        entries.append(
+            TokenEntry(name, digest, chats, created, rights, _check_expires(row.get("expires"), f"{where}.expires"))
+        )
     return entries
 
 
@@ -286,9 +300,13 @@ class TokenStore:
             if problem is not None and was_usable:  # said once, not on every request
                 log.error("%s; refusing every request until it is valid again", problem)
             elif problem is None:
-                log.log(logging.INFO if was_usable else logging.WARNING,
-                        "token file %s %s: %d tokens", self.path, "re-read" if was_usable else "is valid again",
-                        len(entries))
+                log.log(
+                    logging.INFO if was_usable else logging.WARNING,
+                    "token file %s %s: %d tokens",
+                    self.path,
+                    "re-read" if was_usable else "is valid again",
+                    len(entries),
+                )
             return self._state
 
     def authenticate(self, token: str | None) -> TokenEntry | None:
@@ -342,8 +360,13 @@ def _write(path: Path, entries: list[TokenEntry]) -> None:
         raise
 
 
-def add_token(path: str | Path, name: str, chats: Iterable[str], rights: Iterable[str] = DEFAULT_RIGHTS,
-              expires: str | None = None) -> str:
+def add_token(
+    path: str | Path,
+    name: str,
+    chats: Iterable[str],
+    rights: Iterable[str] = DEFAULT_RIGHTS,
+    expires: str | None = None,
+) -> str:
     """Add a token named ``name`` with ``rights`` (default read) in ``chats`` (keys or globs) to the
     file at ``path`` (created if missing) and return the token: it is shown only now, the file
     keeps its hash. ``expires``: UTC time it is refused from (``expiry``; None: never)."""

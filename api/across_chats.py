@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from api.requests import ApiError, SearchQuery
+from narrative_mirror.across_chats import MergedSearch, NoChatMatches, searched_label
 from narrative_mirror.agent.contract import AgentAnswer
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
 from narrative_mirror.front_door import Memory
-from narrative_mirror.across_chats import MergedSearch, NoChatMatches, searched_label
 
 
 def select_readable(chats: str | list[str], available: Iterable[str], readable: Callable[[str], bool]) -> list[str]:
@@ -26,8 +26,9 @@ def select_readable(chats: str | list[str], available: Iterable[str], readable: 
         raise ApiError(404, "chats", f"no chat you may read matches {exc.pattern!r}") from None
 
 
-def ask_logged_chats(memory: Any, chats: tuple[str, ...], question: str, profile: str, mode: str,
-                     user_id: str, session_id: str | None) -> tuple[AgentAnswer, str]:
+def ask_logged_chats(
+    memory: Any, chats: tuple[str, ...], question: str, profile: str, mode: str, user_id: str, session_id: str | None
+) -> tuple[AgentAnswer, str]:
     """``Memory.ask`` of one chat or several, as the service's pools run it."""
     return tuple(memory.ask(chats, question, profile, mode=mode, user_id=user_id, session_id=session_id))
 
@@ -39,20 +40,41 @@ def ask_by_chats(ends: float, memory: Any, *args: Any) -> tuple[AgentAnswer, str
         return ask_logged_chats(memory, *args)
 
 
-def search_several(memory: Any, chats: tuple[str, ...], params: SearchQuery, arrival: float,
-                   namespace: str | None, runs_root: Path | None) -> tuple[MergedSearch, str]:
+def search_several(
+    memory: Any,
+    chats: tuple[str, ...],
+    params: SearchQuery,
+    arrival: float,
+    namespace: str | None,
+    runs_root: Path | None,
+) -> tuple[MergedSearch, str]:
     """Each chat's recorded search (one run record per chat), merged into the ``k`` best
     (``Memory.search``), and one retrieval event naming the chats searched; (the merged search,
     its event id)."""
-    merged = memory.search(list(chats), params.q, params.k, need_fresh=params.need_fresh,
-                           half_life_days=params.halflife_days, fresh_weight=params.fresh_weight,
-                           self_rag=params.self_rag, root=runs_root, variant=params.variant)
+    merged = memory.search(
+        list(chats),
+        params.q,
+        params.k,
+        need_fresh=params.need_fresh,
+        half_life_days=params.halflife_days,
+        fresh_weight=params.fresh_weight,
+        self_rag=params.self_rag,
+        root=runs_root,
+        variant=params.variant,
+    )
     variant = next(iter(merged.results.values())).params["variant"]
     found = Counter(h.chat for h in merged.hits)
-    event_id = memory.event_log.log(RetrievalEvent(
-        user_id=tenant_user(namespace, params.user_id), session_id=params.session_id, chat_file=searched_label(chats),
-        query=params.q, returned_ids=[h.message_id for h in merged.hits], method=VARIANT_METHODS[variant],
-        counts_per_source={f"chat:{chat}": found[chat] for chat in chats},
-        latency_ms=(time.monotonic() - arrival) * 1000, tokens_in_context=approx_tokens([h.hit.text for h in merged.hits]),
-    ))
+    event_id = memory.event_log.log(
+        RetrievalEvent(
+            user_id=tenant_user(namespace, params.user_id),
+            session_id=params.session_id,
+            chat_file=searched_label(chats),
+            query=params.q,
+            returned_ids=[h.message_id for h in merged.hits],
+            method=VARIANT_METHODS[variant],
+            counts_per_source={f"chat:{chat}": found[chat] for chat in chats},
+            latency_ms=(time.monotonic() - arrival) * 1000,
+            tokens_in_context=approx_tokens([h.hit.text for h in merged.hits]),
+        )
+    )
     return merged, event_id

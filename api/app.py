@@ -29,8 +29,8 @@ from api.bulkhead import check_deadlines
 from api.connections import DEFAULT_KEEP_ALIVE_S, DEFAULT_REQUEST_TIMEOUT_S, server_config
 from api.events_routes import mount_event_routes
 from api.guard import Guard
-from api.pages import mount_pages
 from api.limits import AskLimits, SearchLimits
+from api.pages import mount_pages
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
 from api.service import ARRIVAL, MemoryApi
 from api.store_state import DEFAULT_REFRESH_S
@@ -67,14 +67,18 @@ async def _server_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _token_file_unavailable(request: Request, exc: TokenFileUnavailable) -> JSONResponse:
     # the path stays in the server log (logged once by the store): clients learn only that it is broken
-    return error_response(503, None, "the API's token file cannot be used right now: every request is refused "
-                                     "until the operator fixes it")
+    return error_response(
+        503, None, "the API's token file cannot be used right now: every request is refused until the operator fixes it"
+    )
 
 
 async def _client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
     # not a server fault: one line instead of the ~100-line traceback of an unhandled exception
-    log.warning("memory API: %s %s: the client disconnected before sending its whole body",
-                request.method, terminal_safe(request.url.path))
+    log.warning(
+        "memory API: %s %s: the client disconnected before sending its whole body",
+        request.method,
+        terminal_safe(request.url.path),
+    )
     return error_response(400, None, "the request body ended early: the client disconnected")
 
 
@@ -158,8 +162,12 @@ def create_app(
     ``Memory`` the endpoints answer through). The event log is flushed and closed when the
     app shuts down.
     """
-    for name, value, least in (("search_workers", search_workers, 1), ("ask_workers", ask_workers, 1),
-                               ("llm_workers", llm_workers, 1), ("llm_queue", llm_queue, 0)):
+    for name, value, least in (
+        ("search_workers", search_workers, 1),
+        ("ask_workers", ask_workers, 1),
+        ("llm_workers", llm_workers, 1),
+        ("llm_queue", llm_queue, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if not (isinstance(offline_reserve_s, int | float) and 0 <= offline_reserve_s < math.inf):
@@ -172,11 +180,24 @@ def create_app(
     for chat, reason in unavailable.items():
         if not isinstance(chat, str) or not isinstance(reason, str):
             raise ValueError(f"unavailable must map chat keys to reasons (strings), got {chat!r}: {reason!r}")
-    api = MemoryApi(retriever, event_log, llm, runs_root, tokens=tokens, unavailable=unavailable,
-                     deadlines=check_deadlines(deadlines), llm_workers=llm_workers, llm_queue=llm_queue,
-                     search_workers=search_workers, ask_workers=ask_workers, offline_reserve_s=offline_reserve_s,
-                     limits=ask_limits, search_limits=search_limits, refresh_s=state_refresh_s,
-                     home=home)
+    api = MemoryApi(
+        retriever,
+        event_log,
+        llm,
+        runs_root,
+        tokens=tokens,
+        unavailable=unavailable,
+        deadlines=check_deadlines(deadlines),
+        llm_workers=llm_workers,
+        llm_queue=llm_queue,
+        search_workers=search_workers,
+        ask_workers=ask_workers,
+        offline_reserve_s=offline_reserve_s,
+        limits=ask_limits,
+        search_limits=search_limits,
+        refresh_s=state_refresh_s,
+        home=home,
+    )
     if tokens is not None and not tokens.entries:
         log.warning("token file %s holds no tokens: every request will be refused", tokens.path)
 
@@ -198,13 +219,20 @@ def create_app(
         await asyncio.get_running_loop().run_in_executor(None, api.close)
         await asyncio.get_running_loop().run_in_executor(None, event_log.close)
 
-    app = _GuardedApi(open_api=tokens is None, title="narrative-mirror", lifespan=lifespan, docs_url=None,
-                      redoc_url=None, openapi_url=None)
+    app = _GuardedApi(
+        open_api=tokens is None,
+        title="narrative-mirror",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     authenticated = Depends(api.principal)  # a default, not an Annotated alias: annotations are strings here
 
     @app.get("/api/memory/search")
-    async def search(request: Request, who: TokenEntry | None = authenticated,
-                     params: SearchQuery = Depends(search_query)):
+    async def search(
+        request: Request, who: TokenEntry | None = authenticated, params: SearchQuery = Depends(search_query)
+    ):
         return await api.search(request, who, params)
 
     @app.post("/api/ask")
@@ -250,8 +278,15 @@ def check_host(host: str, tokens_configured: bool) -> None:
         )
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, *, tokens_configured: bool | None = None,
-          request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, keep_alive_s: int = DEFAULT_KEEP_ALIVE_S) -> None:
+def serve(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    tokens_configured: bool | None = None,
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+    keep_alive_s: int = DEFAULT_KEEP_ALIVE_S,
+) -> None:
     """Run ``app`` with uvicorn until interrupted. A host other than loopback needs API tokens
     (``tokens_configured``; None = whether ``app`` was created with a token store). A client has
     ``request_timeout_s`` to send each request and ``keep_alive_s`` of silence between requests."""
@@ -263,5 +298,6 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, *, tokens_con
         tokens_configured = bool(getattr(app.state, "tokens_configured", False))
     check_host(host, tokens_configured)
     config = server_config(app, host, port, request_timeout_s=request_timeout_s, keep_alive_s=keep_alive_s)
-    uvicorn.run(app, host=host, port=port, log_level="info", http=config.http,
-                timeout_keep_alive=config.timeout_keep_alive)
+    uvicorn.run(
+        app, host=host, port=port, log_level="info", http=config.http, timeout_keep_alive=config.timeout_keep_alive
+    )

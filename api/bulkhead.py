@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from narrative_mirror.agent.profiles import profiles
 
 if TYPE_CHECKING:
-    from narrative_mirror.agent.contract import AgentAnswer
     from narrative_mirror.events.record import RetrievalEvent
     from narrative_mirror.events.writer import EventLog
 
@@ -175,7 +174,11 @@ def check_deadlines(deadlines: Mapping[str, float] | None) -> dict[str, float]:
     for name, seconds in (deadlines or {}).items():
         if name not in known:
             raise ValueError(f"deadlines: unknown profile {name!r}; known: {sorted(known)}")
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (math.isfinite(seconds) and seconds > 0):
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not (math.isfinite(seconds) and seconds > 0)
+        ):
             raise ValueError(f"deadlines[{name!r}] must be a number of seconds > 0, got {seconds!r}")
         merged[name] = float(seconds)
     return merged

@@ -77,12 +77,20 @@ def bounded_protocol(request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> ty
     return type("BoundedHttpProtocol", (_RequestTimer, base), {"request_timeout_s": float(request_timeout_s)})
 
 
-def server_config(app: Any, host: str, port: int, *, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
-                  keep_alive_s: int = DEFAULT_KEEP_ALIVE_S, **kwargs: Any):
+def server_config(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+    keep_alive_s: int = DEFAULT_KEEP_ALIVE_S,
+    **kwargs: Any,
+):
     """The ``uvicorn.Config`` of ``serve``: the bounded protocol and the keep-alive timeout."""
     import uvicorn
 
     if isinstance(keep_alive_s, bool) or not isinstance(keep_alive_s, int) or keep_alive_s < 1:
         raise ValueError(f"keep_alive_s must be an integer >= 1, got {keep_alive_s!r}")
-    return uvicorn.Config(app, host=host, port=port, http=bounded_protocol(request_timeout_s),
-                          timeout_keep_alive=keep_alive_s, **kwargs)
+    return uvicorn.Config(
+        app, host=host, port=port, http=bounded_protocol(request_timeout_s), timeout_keep_alive=keep_alive_s, **kwargs
+    )

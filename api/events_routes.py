@@ -41,8 +41,11 @@ def _check(report: CitationReport) -> tuple[list[str], list[float]]:
     cited = list(dict.fromkeys(report.cited_ids))
     if any(not i or len(i) > MAX_ID_CHARS for i in cited):
         raise ApiError(400, "cited_ids", f"cited_ids must hold non-empty ids of <= {MAX_ID_CHARS} characters")
-    values = report.confidence if isinstance(report.confidence, list) else [
-        1.0 if report.confidence is None else report.confidence] * len(cited)
+    values = (
+        report.confidence
+        if isinstance(report.confidence, list)
+        else [1.0 if report.confidence is None else report.confidence] * len(cited)
+    )
     if len(values) != len(cited) or not all(0.0 <= v <= 1.0 for v in values):
         raise ApiError(400, "confidence", "confidence must be a number in [0, 1] or one such number per cited id")
     return cited, [float(v) for v in values]
@@ -65,5 +68,9 @@ def mount_event_routes(app: FastAPI, api: MemoryApi, event_log: EventLog) -> Non
         if event is None or not event["user_id"].startswith(namespace):
             raise ApiError(404, None, "no such retrieval event")
         event_log.mark_cited(event_id, cited, per_id=per_id)
-        return {"event_id": event_id, "cited_ids": cited, "cited_confidences": per_id,
-                "citation_confidence": sum(per_id) / len(per_id) if per_id else None}
+        return {
+            "event_id": event_id,
+            "cited_ids": cited,
+            "cited_confidences": per_id,
+            "citation_confidence": sum(per_id) / len(per_id) if per_id else None,
+        }

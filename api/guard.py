@@ -31,8 +31,10 @@ from api.requests import error_response
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 # The inspector's pages (api/pages): this site's own script, styles and images only; no inline script
 # or style, no frames, forms and fetches to this site only.
-PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 _PORT = re.compile(r"^(:[0-9]{1,5})?$")
 _CSP = b"content-security-policy"
 _LOCATION = b"location"
@@ -49,8 +51,11 @@ def security_headers(csp: str = API_CSP) -> dict[str, str]:
     }
 
 
-_FORCED = [(name.lower().encode(), value.encode()) for name, value in security_headers().items()
-           if name.lower().encode() != _CSP]
+_FORCED = [
+    (name.lower().encode(), value.encode())
+    for name, value in security_headers().items()
+    if name.lower().encode() != _CSP
+]
 _FORCED_NAMES = {name for name, _ in _FORCED}
 _DEFAULT_CSP = (_CSP, API_CSP.encode())
 
@@ -128,9 +133,11 @@ class Guard:
 
         async def send_guarded(message: dict) -> None:
             if message["type"] == "http.response.start":
-                headers = [(name, _relative(value) if name.lower() == _LOCATION else value)
-                           for name, value in message.get("headers", [])
-                           if not name.lower().startswith(b"access-control-") and name.lower() not in _FORCED_NAMES]
+                headers = [
+                    (name, _relative(value) if name.lower() == _LOCATION else value)
+                    for name, value in message.get("headers", [])
+                    if not name.lower().startswith(b"access-control-") and name.lower() not in _FORCED_NAMES
+                ]
                 if not any(name.lower() == _CSP for name, _ in headers):
                     headers.append(_DEFAULT_CSP)
                 message = {**message, "headers": headers + _FORCED}
@@ -149,11 +156,18 @@ class Guard:
             hosts = [value for name, value in headers if name == b"host"]
             if len(hosts) != 1 or not is_loopback_host(hosts[0].decode("latin-1")):
                 return error_response(
-                    403, None, "this API has no tokens, so it answers only requests addressed to this machine "
-                               "(Host localhost, 127.0.0.1 or [::1]); start `serve --tokens FILE` to serve other names")
+                    403,
+                    None,
+                    "this API has no tokens, so it answers only requests addressed to this machine "
+                    "(Host localhost, 127.0.0.1 or [::1]); start `serve --tokens FILE` to serve other names",
+                )
         if _cross_site(headers) and not _plain_page(scope):
-            return error_response(403, None, "another site started this request: open the page from this site "
-                                             "(asks, searches and changes are never run for another site)")
+            return error_response(
+                403,
+                None,
+                "another site started this request: open the page from this site "
+                "(asks, searches and changes are never run for another site)",
+            )
         if scope["method"] == "POST":
             types = [value for name, value in headers if name == b"content-type"]
             if len(types) != 1 or _media_type(types[0].decode("latin-1")) != "application/json":

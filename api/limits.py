@@ -82,9 +82,13 @@ class ClientLimiter:
     def refusal(self) -> ApiError:
         """The 429 of a client past its limits (counted)."""
         self.refused += 1
-        return ApiError(429, None, f"too many {self.limits.kind}s at once from this client (at most "
-                                   f"{self.limits.running} at work and {self.limits.queued} waiting); retry later",
-                        headers={"Retry-After": str(self.limits.retry_after_s)})
+        return ApiError(
+            429,
+            None,
+            f"too many {self.limits.kind}s at once from this client (at most "
+            f"{self.limits.running} at work and {self.limits.queued} waiting); retry later",
+            headers={"Retry-After": str(self.limits.retry_after_s)},
+        )
 
     def load(self, key: str) -> tuple[int, int]:
         """(requests at work, requests waiting) of ``key``."""

@@ -44,7 +44,7 @@ async def _json_body(request: Request) -> object:
     try:
         return json.loads(bytes(body))
     except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, None, "the body must be a JSON object: {\"messages\": [...]}") from None
+        raise ApiError(400, None, 'the body must be a JSON object: {"messages": [...]}') from None
 
 
 def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
@@ -60,14 +60,20 @@ def mount_live(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
             raise ApiError(403, "chat", "this API token may not add messages to that chat")
         body = await _json_body(request)
         if not isinstance(body, dict) or "messages" not in body or set(body) - {"messages", "replace_file_chat"}:
-            raise ApiError(400, "messages", "the body must be a JSON object with the field messages "
-                                            "(and optionally replace_file_chat)")
+            raise ApiError(
+                400,
+                "messages",
+                "the body must be a JSON object with the field messages (and optionally replace_file_chat)",
+            )
         replace = body.get("replace_file_chat", False)
         if not isinstance(replace, bool):
             raise ApiError(400, "replace_file_chat", "must be true or false")
         if replace and who is not None and not who.allows(chat, "replace"):
-            raise ApiError(403, "replace_file_chat", "this API token may not replace a chat file's chat "
-                                                     "(it needs the replace right)")
+            raise ApiError(
+                403,
+                "replace_file_chat",
+                "this API token may not replace a chat file's chat (it needs the replace right)",
+            )
         add = functools.partial(live.add, chat, body["messages"], replace_file_chat=replace)
         try:
             result = await asyncio.get_running_loop().run_in_executor(pool, add)

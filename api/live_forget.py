@@ -30,8 +30,12 @@ from resources import environment
 def forgetting_for(api: MemoryApi, live: LiveMemory) -> Forgetting:
     """The forgets of a serving process: its home is the live folder's parent; its own spooled
     events are stored before the events table is redacted."""
-    memory = api.memory.using(home=Home(live.log.root.parent), live=live, runs_root=api.runs_root,
-                              dagster_elsewhere=environment.dagster_pg_url_env() is not None)
+    memory = api.memory.using(
+        home=Home(live.log.root.parent),
+        live=live,
+        runs_root=api.runs_root,
+        dagster_elsewhere=environment.dagster_pg_url_env() is not None,
+    )
     return memory.forgetting
 
 
@@ -66,8 +70,13 @@ def mount_forget(app: FastAPI, api: MemoryApi, live: LiveMemory) -> None:
         return await run(chat, who, selection(ids=(message_id,)))
 
     @app.delete("/api/chats/{chat}/messages")
-    async def forget_messages(chat: str, author: str | None = None, since: str | None = None,
-                              until: str | None = None, who: TokenEntry | None = Depends(api.principal)):
+    async def forget_messages(
+        chat: str,
+        author: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        who: TokenEntry | None = Depends(api.principal),
+    ):
         if who is not None and not who.allows(chat, "forget"):  # before the parameters are judged
             raise ApiError(403, "chat", "this API token may not forget messages of that chat")
         if author is None and since is None and until is None:

@@ -32,8 +32,20 @@ MAX_BODY_BYTES = 16_384
 MAX_CHATS_CHARS = 4000  # a search's ``chats``: comma-separated keys and globs
 MAX_CHAT_ITEMS = 100  # an ask's ``chats`` list
 DEFAULT_USER = "anonymous"
-SEARCH_PARAMS = ("q", "chat", "chats", "k", "need_fresh", "halflife_days", "fresh_weight", "self_rag", "variant", "tiers",
-                 "user_id", "session_id")
+SEARCH_PARAMS = (
+    "q",
+    "chat",
+    "chats",
+    "k",
+    "need_fresh",
+    "halflife_days",
+    "fresh_weight",
+    "self_rag",
+    "variant",
+    "tiers",
+    "user_id",
+    "session_id",
+)
 TIERS = range(0, 4)  # importance tiers, 0 (low) .. 3 (high)
 ASK_FIELDS = ("chat", "chats", "question", "profile", "mode", "user_id", "session_id")
 _INT = re.compile(r"^[0-9]{1,4}$")
@@ -48,8 +60,9 @@ class ApiError(Exception):
         self.status, self.field, self.message, self.headers = status, field, message, headers
 
 
-def error_response(status: int, field: str | None, message: str,
-                   headers: Mapping[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     """The body of every error: ``{"error": {"field", "message"}}`` (the message at most
     ``MAX_LINE_CHARS``, saying how long it was)."""
     return JSONResponse({"error": {"field": field, "message": clip_line(message)}}, status_code=status, headers=headers)
@@ -125,12 +138,13 @@ def _k(value: Any) -> Any:
 
 
 def _tiers(value: Any) -> Any:
-    """"2,3" -> (2, 3): the importance tiers a search keeps."""
+    """ "2,3" -> (2, 3): the importance tiers a search keeps."""
     if isinstance(value, str):
         parts = [p.strip() for p in value.split(",")]
         if not all(p.isdigit() and int(p) in TIERS for p in parts):
-            raise ValueError(f"must be comma-separated importance tiers from {TIERS.start} to {TIERS.stop - 1}, "
-                             f"got {value!r}")
+            raise ValueError(
+                f"must be comma-separated importance tiers from {TIERS.start} to {TIERS.stop - 1}, got {value!r}"
+            )
         return tuple(sorted({int(p) for p in parts}))
     return value
 
@@ -196,7 +210,7 @@ def _one_chat_field(request: SearchQuery | AskRequest) -> None:
     if request.chat is not None and request.chats is not None:
         raise ApiError(400, "chats", "give chat (one chat key) or chats (chat keys and globs), not both")
     if request.chat is None and request.chats is None:
-        raise ApiError(400, "chat", "chat is required (or chats: chat keys and globs, e.g. \"slack_*\")")
+        raise ApiError(400, "chat", 'chat is required (or chats: chat keys and globs, e.g. "slack_*")')
 
 
 _MESSAGES = {"missing": "is required", "extra_forbidden": "is not allowed"}
@@ -213,7 +227,9 @@ def bad_request(errors: list[dict], where: str, allowed: tuple[str, ...]) -> Api
     if not field:
         return ApiError(400, None, f"body must be a JSON object: {first['msg']}")
     if first["type"] in _MESSAGES or first["type"] == "value_error":  # ours: "k must be ..."
-        return ApiError(400, field, f"{field} {_MESSAGES.get(first['type'], first['msg'].removeprefix('Value error, '))}")
+        return ApiError(
+            400, field, f"{field} {_MESSAGES.get(first['type'], first['msg'].removeprefix('Value error, '))}"
+        )
     return ApiError(400, field, f"{field}: {first['msg'][:1].lower()}{first['msg'][1:]}")  # pydantic's type errors
 
 

@@ -31,10 +31,10 @@ from api.requests import ApiError, AskRequest, SearchQuery, error_response
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
 from narrative_mirror import Memory, regressions
+from narrative_mirror.across_chats import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
 from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
-from narrative_mirror.across_chats import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.safe_text import clip_line, terminal_safe
 from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
 
@@ -91,11 +91,26 @@ class MemoryApi:
     """The endpoints over one retriever and event log: authentication, the chat checks, and the
     search, ask and health answers (``create_app`` routes requests here)."""
 
-    def __init__(self, retriever: Retriever, event_log: EventLog, llm: LLMClient | None, runs_root: Path | None, *,
-                 tokens: TokenStore | None, unavailable: Mapping[str, str], deadlines: Mapping[str, float],
-                 llm_workers: int, llm_queue: int, search_workers: int, ask_workers: int, offline_reserve_s: float,
-                 limits: AskLimits | None = None, search_limits: SearchLimits | None = None,
-                 refresh_s: float = DEFAULT_REFRESH_S, home: Home | None = None):
+    def __init__(
+        self,
+        retriever: Retriever,
+        event_log: EventLog,
+        llm: LLMClient | None,
+        runs_root: Path | None,
+        *,
+        tokens: TokenStore | None,
+        unavailable: Mapping[str, str],
+        deadlines: Mapping[str, float],
+        llm_workers: int,
+        llm_queue: int,
+        search_workers: int,
+        ask_workers: int,
+        offline_reserve_s: float,
+        limits: AskLimits | None = None,
+        search_limits: SearchLimits | None = None,
+        refresh_s: float = DEFAULT_REFRESH_S,
+        home: Home | None = None,
+    ):
         self.retriever, self.event_log, self.llm, self._runs_root = retriever, event_log, llm, runs_root
         self.memory = Memory(home, retriever=retriever, event_log=event_log, llm=llm)
         self.standing: regressions.StandingView | None = None  # made on first use: NM_HOME is handed late
@@ -164,23 +179,26 @@ class MemoryApi:
             raise ApiError(404, "chat", "no indexed chat has that key")
         return chat
 
-    async def check_chats(self, chat: str | None, chats: list[str] | str | None,
-                          who: TokenEntry | None) -> tuple[str, ...]:
+    async def check_chats(
+        self, chat: str | None, chats: list[str] | str | None, who: TokenEntry | None
+    ) -> tuple[str, ...]:
         """The chats a request names: ``chat`` checked alone, or ``chats`` (keys and globs) with
         each glob expanded within the indexed chats the token may read (404 naming a glob that
         matches none of them, whether or not other chats would) and each key checked as ``chat``."""
         if chats is None:
             return (await self.check_chat(chat, who),)
         reading = await self.store_state.current(self.state_pool)
-        chosen = select_readable(chats, reading.chats, lambda c: (who is None or who.allows(c))
-                                 and c not in self.unavailable)
+        chosen = select_readable(
+            chats, reading.chats, lambda c: (who is None or who.allows(c)) and c not in self.unavailable
+        )
         return tuple([await self.check_chat(c, who) for c in chosen])
 
     def early_refusal(self, scope: dict) -> ApiError | None:
         """The 429 of an ask or a search whose client is past its limits, decided before routing
         and before a body is read (a flood's refusals stay cheap); None lets the request through."""
         limiter = {("POST", "/api/ask"): self.limiter, ("GET", "/api/memory/search"): self.search_limiter}.get(
-            (scope.get("method"), scope.get("path")))
+            (scope.get("method"), scope.get("path"))
+        )
         if limiter is None:
             return None
         who = None
@@ -222,13 +240,19 @@ class MemoryApi:
             unavailable = {chat: reason for chat, reason in unavailable.items() if who.allows(chat)}
             chat_problems = {chat: reason for chat, reason in chat_problems.items() if who.allows(chat)}
         problems += [f"{chat}: {reason}" for chat, reason in chat_problems.items()]
-        body: dict[str, Any] = {"status": "degraded" if unavailable or problems else "ok", "chats": served,
-                                "unavailable": unavailable}
+        body: dict[str, Any] = {
+            "status": "degraded" if unavailable or problems else "ok",
+            "chats": served,
+            "unavailable": unavailable,
+        }
         if problems:
             body["problems"] = problems
         # Evaluations whose checks failed and still stand: the service works, its quality regressed.
-        standing = [regressions.describe(entry) for entry in self._standing_regressions()
-                    if who is None or who.allows(entry["partition"])]
+        standing = [
+            regressions.describe(entry)
+            for entry in self._standing_regressions()
+            if who is None or who.allows(entry["partition"])
+        ]
         if standing:
             body["regressions"] = standing
         return JSONResponse(body)
@@ -239,8 +263,14 @@ class MemoryApi:
                 self.standing = regressions.StandingView(self.home.root)
             return list(self.standing.current().values())
         except ValueError as exc:  # a damaged file is reported, not a failed health check
-            return [{"asset": "evaluation", "partition": "", "run_id": "-", "checks": [
-                {"check": "standing_regressions", "severity": "ERROR", "description": str(exc)}]}]
+            return [
+                {
+                    "asset": "evaluation",
+                    "partition": "",
+                    "run_id": "-",
+                    "checks": [{"check": "standing_regressions", "severity": "ERROR", "description": str(exc)}],
+                }
+            ]
 
     async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
         """A search in one of its client's search slots (429 when they and its queue are full)."""
@@ -252,21 +282,44 @@ class MemoryApi:
         chats = await self.check_chats(params.chat, params.chats, who)
         loop = asyncio.get_running_loop()
         if params.chats is not None:
-            merged, event_id = await loop.run_in_executor(self.search_pool, functools.partial(
-                search_several, self.memory, chats, params, arrival, who and who.name, self.runs_root))
+            merged, event_id = await loop.run_in_executor(
+                self.search_pool,
+                functools.partial(
+                    search_several, self.memory, chats, params, arrival, who and who.name, self.runs_root
+                ),
+            )
             return JSONResponse(self._several_json(params, merged, event_id))
         chat = chats[0]
-        recorded = await loop.run_in_executor(self.search_pool, functools.partial(
-            self.memory.recorded_search, chat, params.q, params.k, need_fresh=params.need_fresh,
-            half_life_days=params.halflife_days, fresh_weight=params.fresh_weight, self_rag=params.self_rag,
-            root=self.runs_root, variant=params.variant, tiers=params.tiers))
+        recorded = await loop.run_in_executor(
+            self.search_pool,
+            functools.partial(
+                self.memory.recorded_search,
+                chat,
+                params.q,
+                params.k,
+                need_fresh=params.need_fresh,
+                half_life_days=params.halflife_days,
+                fresh_weight=params.fresh_weight,
+                self_rag=params.self_rag,
+                root=self.runs_root,
+                variant=params.variant,
+                tiers=params.tiers,
+            ),
+        )
         hits = recorded.result.hits
-        event_id = self.event_log.log(RetrievalEvent(
-            user_id=tenant_user(who and who.name, params.user_id), session_id=params.session_id, chat_file=chat, query=params.q,
-            returned_ids=[h.local_id for h in hits], method=VARIANT_METHODS[recorded.params["variant"]],
-            counts_per_source=dict(Counter(source for h in hits for source in h.sources)),
-            latency_ms=(time.monotonic() - arrival) * 1000, tokens_in_context=approx_tokens([h.text for h in hits]),
-        ))
+        event_id = self.event_log.log(
+            RetrievalEvent(
+                user_id=tenant_user(who and who.name, params.user_id),
+                session_id=params.session_id,
+                chat_file=chat,
+                query=params.q,
+                returned_ids=[h.local_id for h in hits],
+                method=VARIANT_METHODS[recorded.params["variant"]],
+                counts_per_source=dict(Counter(source for h in hits for source in h.sources)),
+                latency_ms=(time.monotonic() - arrival) * 1000,
+                tokens_in_context=approx_tokens([h.text for h in hits]),
+            )
+        )
         meta = {
             "chat": chat,
             "query": params.q,
@@ -280,9 +333,20 @@ class MemoryApi:
         errors = [recorded.run_error] if recorded.run_error else []
         search_run = None
         try:  # under NM_HOME: search_runs/YYYYMMDD/run_<ms>.json, and the day's recall cards
-            search_run = await loop.run_in_executor(self.search_pool, functools.partial(
-                record_search, params.q, chat, recorded.params, event_id, hits_out,
-                self.retriever.chat(chat).tiers, recorded.run_path, root=self.runs_root))
+            search_run = await loop.run_in_executor(
+                self.search_pool,
+                functools.partial(
+                    record_search,
+                    params.q,
+                    chat,
+                    recorded.params,
+                    event_id,
+                    hits_out,
+                    self.retriever.chat(chat).tiers,
+                    recorded.run_path,
+                    root=self.runs_root,
+                ),
+            )
         except OSError as exc:
             errors.append(f"could not write the search-run record: {exc}")
         if errors:
@@ -290,11 +354,13 @@ class MemoryApi:
             meta["evidence_error"] = without_paths("; ".join(errors))
         if recorded.run_path:  # never the server's absolute path
             meta["recall_run_path"] = str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
-        return JSONResponse({
-            "hits": hits_out,
-            "meta": meta,
-            "evidence_path": str(PurePosixPath(SEARCH_RUNS_DIR, *search_run.parts[-2:])) if search_run else None,
-        })
+        return JSONResponse(
+            {
+                "hits": hits_out,
+                "meta": meta,
+                "evidence_path": str(PurePosixPath(SEARCH_RUNS_DIR, *search_run.parts[-2:])) if search_run else None,
+            }
+        )
 
     @staticmethod
     def _several_json(params: SearchQuery, merged: MergedSearch, event_id: str) -> dict:
@@ -302,26 +368,43 @@ class MemoryApi:
         ``merged_score``; ``meta.chats`` the chats searched, one recall-run record per chat."""
         first = next(iter(merged.results.values()))
         errors = {chat: without_paths(r.run_error) for chat, r in merged.results.items() if r.run_error}
-        meta = {"chats": merged.chats, "query": params.q, "count": len(merged.hits),
-                "params": {**{k: v for k, v in first.params.items() if k not in ("chat", "tiers")}, "merge": DEFAULT_MERGE},
-                "reranker": "hybrid_score", "event_id": event_id,
-                "timings_ms": {**merged.timings_ms, "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()}}}
+        meta = {
+            "chats": merged.chats,
+            "query": params.q,
+            "count": len(merged.hits),
+            "params": {**{k: v for k, v in first.params.items() if k not in ("chat", "tiers")}, "merge": DEFAULT_MERGE},
+            "reranker": "hybrid_score",
+            "event_id": event_id,
+            "timings_ms": {
+                **merged.timings_ms,
+                "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()},
+            },
+        }
         if errors:
             log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors.values()))))
             meta["evidence_error"] = "; ".join(errors.values())
-        return {"hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits], "meta": meta,
-                "evidence_paths": {chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
-                                   for chat, r in merged.results.items() if r.run_path}}
+        return {
+            "hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits],
+            "meta": meta,
+            "evidence_paths": {
+                chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
+                for chat, r in merged.results.items()
+                if r.run_path
+            },
+        }
 
     async def ask(self, request: Request, who: TokenEntry | None, body: AskRequest) -> JSONResponse:
         answered = await self.answer_for(request, who, body)
         if answered is None:
             return error_response(499, None, "the client closed the request")
         answer, event_id = answered
-        return JSONResponse(answer_json(answer, self.clocks, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id})
+        return JSONResponse(
+            answer_json(answer, self.clocks, event_id=event_id), headers={"X-Retrieval-Event-Id": event_id}
+        )
 
-    async def answer_for(self, request: Request, who: TokenEntry | None,
-                         body: AskRequest) -> tuple[AgentAnswer, str] | None:
+    async def answer_for(
+        self, request: Request, who: TokenEntry | None, body: AskRequest
+    ) -> tuple[AgentAnswer, str] | None:
         """(answer, event id) of an ask (the API's and the inspector's), within the client's ask
         limits (429 past them) and the profile's deadline; None when the client hung up, whose
         work stops at its next step (or never starts)."""
@@ -350,8 +433,9 @@ class MemoryApi:
             return None
         return work.result()
 
-    async def _limited(self, client: str, body: AskRequest, chats: tuple[str, ...], arrival: float,
-                       signal: StopSignal) -> tuple[AgentAnswer, str]:
+    async def _limited(
+        self, client: str, body: AskRequest, chats: tuple[str, ...], arrival: float, signal: StopSignal
+    ) -> tuple[AgentAnswer, str]:
         """``_answer`` in one of the client's ask slots (429 when they and its queue are full); an
         ask still waiting for a slot at its deadline is refused with 503 without starting."""
         loop = asyncio.get_running_loop()
@@ -364,23 +448,33 @@ class MemoryApi:
 
     def _past_deadline(self, profile: str, where: str) -> ApiError:
         self.asks_stopped["deadline"] += 1
-        return ApiError(503, None, f"the ask did not finish within the {profile} profile's deadline of "
-                                   f"{self.deadlines[profile]:g} s ({where}); retry later or with a faster profile",
-                        headers={"Retry-After": str(self.limiter.limits.retry_after_s)})
+        return ApiError(
+            503,
+            None,
+            f"the ask did not finish within the {profile} profile's deadline of "
+            f"{self.deadlines[profile]:g} s ({where}); retry later or with a faster profile",
+            headers={"Retry-After": str(self.limiter.limits.retry_after_s)},
+        )
 
     def _offline(self, body: AskRequest, chats: tuple[str, ...], event_log: Any, signal: StopSignal) -> Any:
         """``ask_logged`` without the LLM, in the ask pool (never the LLM pool), stopped at its next
         step once ``signal`` is set; an awaitable."""
         memory = self.memory.using(retriever=StoppableRetriever(self.retriever, signal), llm=None, event_log=event_log)
-        return asyncio.get_running_loop().run_in_executor(self.ask_pool, functools.partial(
-            ask_logged_chats, memory, chats, body.question, body.profile, body.mode, body.user_id, body.session_id))
+        return asyncio.get_running_loop().run_in_executor(
+            self.ask_pool,
+            functools.partial(
+                ask_logged_chats, memory, chats, body.question, body.profile, body.mode, body.user_id, body.session_id
+            ),
+        )
 
-    async def _answer(self, body: AskRequest, chats: tuple[str, ...], arrival: float,
-                      signal: StopSignal) -> tuple[AgentAnswer, str]:
+    async def _answer(
+        self, body: AskRequest, chats: tuple[str, ...], arrival: float, signal: StopSignal
+    ) -> tuple[AgentAnswer, str]:
         if self.llm is None or self.llm_pool is None:
             try:
-                return await asyncio.wait_for(self._offline(body, chats, self.event_log, signal),
-                                              max(0.0, signal.ends - time.monotonic()))
+                return await asyncio.wait_for(
+                    self._offline(body, chats, self.event_log, signal), max(0.0, signal.ends - time.monotonic())
+                )
             except (TimeoutError, AskStopped):
                 signal.stop("its deadline passed")  # a running ask stops at its next step
                 raise self._past_deadline(body.profile, "answering offline") from None
@@ -388,8 +482,9 @@ class MemoryApi:
         ends = arrival + deadline_s
         one = OneAnswer(self.event_log, arrival)
         memory = self.memory.using(retriever=StoppableRetriever(self.retriever, signal), event_log=one.llm_log)
-        future = self.llm_pool.submit(ask_by_chats, ends, memory, chats, body.question, body.profile, body.mode,
-                                      body.user_id, body.session_id)
+        future = self.llm_pool.submit(
+            ask_by_chats, ends, memory, chats, body.question, body.profile, body.mode, body.user_id, body.session_id
+        )
         if future is None:
             answer, event_id = await self._offline(body, chats, self.event_log, signal)
             return _degraded(answer, "LLM pool busy"), event_id

@@ -84,8 +84,13 @@ def _normalize(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
             stmts = getattr(node, block, None)
             if not isinstance(stmts, list):
                 continue
-            kept = [s for s in stmts if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                             and isinstance(s.value.value, str))]
+            kept = [
+                s
+                for s in stmts
+                if not (
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+                )
+            ]
             setattr(node, block, kept)
             todo.extend(kept)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -125,9 +130,13 @@ def _global_reads(node: ast.AST, local: frozenset[str] = frozenset(), reads: set
     if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
         a = node.args
         # Decorators, defaults and annotations are evaluated in the enclosing scope.
-        outer = [*getattr(node, "decorator_list", []), *a.defaults, *[d for d in a.kw_defaults if d],
-                 *[p.annotation for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-                   if p and p.annotation], *([node.returns] if getattr(node, "returns", None) else [])]
+        outer = [
+            *getattr(node, "decorator_list", []),
+            *a.defaults,
+            *[d for d in a.kw_defaults if d],
+            *[p.annotation for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p and p.annotation],
+            *([node.returns] if getattr(node, "returns", None) else []),
+        ]
         for child in outer:
             _global_reads(child, local, reads)
         inner = local | _bound_in(node)
@@ -153,8 +162,9 @@ class _Module:
         except SyntaxError as exc:
             raise ValueError(f"cannot parse {name} ({path}): {exc}") from exc
         # Every import anywhere (function bodies, TYPE_CHECKING blocks): the library closure follows all.
-        self.imports = [(m, attr) for node in _normalize(self.tree)
-                        for _, m, attr in _targets(node, name, self.is_package)]
+        self.imports = [
+            (m, attr) for node in _normalize(self.tree) for _, m, attr in _targets(node, name, self.is_package)
+        ]
         self.defs: dict[str, list[ast.stmt]] = {}
         self.bindings: dict[str, list[tuple[str, str | None]]] = {}  # name -> imported (module, attr)
         self.stars: list[tuple[str, str | None]] = []
@@ -186,9 +196,13 @@ class _Module:
             reads: set[str] = set()
             for node in nodes:
                 _global_reads(node, frozenset(), reads)
-            imports = [(m, attr) for node in nodes for sub in ast.walk(node)
-                       if isinstance(sub, (ast.Import, ast.ImportFrom))
-                       for _, m, attr in _targets(sub, self.name, self.is_package)]
+            imports = [
+                (m, attr)
+                for node in nodes
+                for sub in ast.walk(node)
+                if isinstance(sub, (ast.Import, ast.ImportFrom))
+                for _, m, attr in _targets(sub, self.name, self.is_package)
+            ]
             self._parts[key] = (_sha("\n".join(ast.dump(n) for n in nodes)), reads, imports)
         return self._parts[key]
 
@@ -312,8 +326,9 @@ def _source_of(fn) -> tuple[Path, str]:
     if code is None:
         raise ValueError(f"{label} is not a Python function: no source to version")
     if "<" in fn.__qualname__ or "." in fn.__qualname__:
-        raise ValueError(f"{label} is not a top-level function (lambda, nested or method): "
-                         "its source cannot be versioned on its own")
+        raise ValueError(
+            f"{label} is not a top-level function (lambda, nested or method): its source cannot be versioned on its own"
+        )
     path = Path(code.co_filename)
     if not path.is_file():
         raise ValueError(f"source of {label} not found ({code.co_filename}); defined interactively?")

@@ -35,14 +35,19 @@ class FreshnessQuery:
         self._latest: dict[tuple, dg.EventLogRecord | None] = {}
         self._keys: list[str] | None = None
 
-    def _record(self, key: dg.AssetKey, partition: str | None, after: int | None = None,
-                before: int | None = None) -> dg.EventLogRecord | None:
+    def _record(
+        self, key: dg.AssetKey, partition: str | None, after: int | None = None, before: int | None = None
+    ) -> dg.EventLogRecord | None:
         cache_key = (key, partition, after, before)
         if cache_key not in self._latest:
             node = self.asset_graph.get(key)
             fetch = self.instance.fetch_observations if node.is_observable else self.instance.fetch_materializations
-            filter_ = dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None,
-                                            after_storage_id=after, before_storage_id=before)
+            filter_ = dg.AssetRecordsFilter(
+                asset_key=key,
+                asset_partitions=[partition] if partition else None,
+                after_storage_id=after,
+                before_storage_id=before,
+            )
             self._latest[cache_key] = next(iter(fetch(filter_, limit=1).records), None)
         return self._latest[cache_key]
 
@@ -123,7 +128,9 @@ class NeedsRun(dg.AutomationCondition):
         if node.is_partitioned:
             keys = context.candidate_subset.expensively_compute_partition_keys()
             stale = set(query.needing_run(context.key, keys))
-            return dg.AutomationResult(context, context.candidate_subset.compute_intersection_with_partition_keys(stale))
+            return dg.AutomationResult(
+                context, context.candidate_subset.compute_intersection_with_partition_keys(stale)
+            )
         stale = query.reason(context.key, None) is not None
         return dg.AutomationResult(context, context.candidate_subset if stale else context.get_empty_subset())
 
@@ -141,7 +148,9 @@ class InPartitions(dg.AutomationCondition):
     def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
         if not context.asset_graph.get(context.key).is_partitioned:
             return dg.AutomationResult(context, context.candidate_subset)
-        return dg.AutomationResult(context, context.candidate_subset.compute_intersection_with_partition_keys(self.keys))
+        return dg.AutomationResult(
+            context, context.candidate_subset.compute_intersection_with_partition_keys(self.keys)
+        )
 
 
 def ready_to_run() -> dg.AutomationCondition:
@@ -156,11 +165,14 @@ def automated(condition: dg.AutomationCondition) -> dg.AutomationCondition:
     """What the daemon adds to the rule: never beside a run in progress, and a partition whose
     last run failed is retried only once one of its inputs or its code changed (a broken chat file
     is not re-run every minute; the fixed file is)."""
-    retry = (~dg.AutomationCondition.execution_failed()
-             | dg.AutomationCondition.any_deps_updated()
-             | dg.AutomationCondition.code_version_changed())
-    return (condition & ~dg.AutomationCondition.in_progress() & ~dg.AutomationCondition.any_deps_in_progress()
-            & retry).with_label("needs a run (missing or unsynced)")
+    retry = (
+        ~dg.AutomationCondition.execution_failed()
+        | dg.AutomationCondition.any_deps_updated()
+        | dg.AutomationCondition.code_version_changed()
+    )
+    return (
+        condition & ~dg.AutomationCondition.in_progress() & ~dg.AutomationCondition.any_deps_in_progress() & retry
+    ).with_label("needs a run (missing or unsynced)")
 
 
 PARTITION_AUTOMATION = automated(ready_to_run())

@@ -35,14 +35,20 @@ class Finding:
     action: str = ""
 
     def as_json(self) -> dict:
-        return {"chat": self.chat, "asset": self.asset, "table": self.table, "reason": self.reason,
-                "action": self.action}
+        return {
+            "chat": self.chat,
+            "asset": self.asset,
+            "table": self.table,
+            "reason": self.reason,
+            "action": self.action,
+        }
 
 
 def recorded_rows(instance: dg.DagsterInstance, chat: str) -> dict[str, int]:
     """Rows per table the chat's latest index materialization wrote ({} when none recorded)."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(INDEX_ASSET), asset_partitions=[chat]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(INDEX_ASSET), asset_partitions=[chat]), limit=1
+    ).records
     if not records:
         return {}
     materialization = records[0].asset_materialization
@@ -50,8 +56,9 @@ def recorded_rows(instance: dg.DagsterInstance, chat: str) -> dict[str, int]:
     return {t: int(metadata[f"{t}_rows"]) for t in TABLES if f"{t}_rows" in metadata}
 
 
-def check(instance: dg.DagsterInstance, state, store, chats: Sequence[str], selection: Sequence[str],
-          full: bool = False) -> list[Finding]:
+def check(
+    instance: dg.DagsterInstance, state, store, chats: Sequence[str], selection: Sequence[str], full: bool = False
+) -> list[Finding]:
     """What is damaged among ``selection``'s outputs of ``chats`` (only outputs Dagster says are
     materialized: what was never built is the freshness rule's business). ``state``: the
     ``StateResource`` (where outputs are); ``store``: the ``IndexStore`` (None: no index check)."""
@@ -81,8 +88,11 @@ def check(instance: dg.DagsterInstance, state, store, chats: Sequence[str], sele
     for table, problem in broken_tables.items():
         findings.append(Finding(None, INDEX_ASSET, f"lancedb table {table} {problem}", table=table))
     if store is not None and full:
-        findings += [Finding(None, INDEX_ASSET, f"lancedb table {t} full-text index missing", table=t)
-                     for t in store.missing_text_indexes() if t not in broken_tables]
+        findings += [
+            Finding(None, INDEX_ASSET, f"lancedb table {t} full-text index missing", table=t)
+            for t in store.missing_text_indexes()
+            if t not in broken_tables
+        ]
     return findings
 
 
@@ -114,8 +124,17 @@ def downstream(graph, asset: str, selection: Sequence[str]) -> list[str]:
     return [a for a in selection if dg.AssetKey(a) in seen]
 
 
-def prepare(findings: list[Finding], *, instance: dg.DagsterInstance, state, store, graph,
-            selection: Sequence[str], keys: Sequence[str], say: Callable[[str], None]) -> dict[str, list[str]]:
+def prepare(
+    findings: list[Finding],
+    *,
+    instance: dg.DagsterInstance,
+    state,
+    store,
+    graph,
+    selection: Sequence[str],
+    keys: Sequence[str],
+    say: Callable[[str], None],
+) -> dict[str, list[str]]:
     """Set damaged files aside, drop unreadable tables, fix missing full-text indexes, ``say`` so;
     returns what to run again: {chat: asset names}."""
     store = store if INDEX_ASSET in selection else None

@@ -69,13 +69,17 @@ def encode_home(embedder: Embedder, chats) -> tuple[list[np.ndarray], float]:
     return vectors, time.perf_counter() - started
 
 
-def other_cosines(retriever: Retriever, pools: TrainingPools, data: list[ChatData], other: Embedder,
-                  other_vectors: list[np.ndarray]) -> list[np.ndarray]:
+def other_cosines(
+    retriever: Retriever, pools: TrainingPools, data: list[ChatData], other: Embedder, other_vectors: list[np.ndarray]
+) -> list[np.ndarray]:
     """Per pool, each candidate's cosine under the OTHER embedder (its message vectors, and the
     question's search text encoded by it): the extra feature of the both-cosines fusion."""
     rows_of = [dict(zip(chat.messages["local_id"].to_list(), range(chat.messages.height))) for chat in data]
-    searched = [retriever._parse(retriever.chat(chat.chat_file), q)[2]
-                for chat in data for q in chat.questions["question"].to_list()]
+    searched = [
+        retriever._parse(retriever.chat(chat.chat_file), q)[2]
+        for chat in data
+        for q in chat.questions["question"].to_list()
+    ]
     query_vectors = other.encode(searched)
     out = []
     for q, ((ids, _), number) in enumerate(zip(pools.pools, pools.chat_of)):
@@ -84,12 +88,15 @@ def other_cosines(retriever: Retriever, pools: TrainingPools, data: list[ChatDat
     return out
 
 
-def held_out_scores(pools: TrainingPools, columns: list[int], names: list[str], l2: float,
-                    extra: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[LearnedFusion]]:
+def held_out_scores(
+    pools: TrainingPools, columns: list[int], names: list[str], l2: float, extra: list[np.ndarray] | None = None
+) -> tuple[np.ndarray, list[LearnedFusion]]:
     """Each question's R@10 under the fusion fitted on the other chats, over ``columns`` of the
     pool features (and ``extra`` as one more feature when given); and the fold models."""
-    x = [features[:, columns] if extra is None else np.column_stack([features[:, columns], extra[q]])
-         for q, (_, features) in enumerate(pools.pools)]
+    x = [
+        features[:, columns] if extra is None else np.column_stack([features[:, columns], extra[q]])
+        for q, (_, features) in enumerate(pools.pools)
+    ]
     stacked = np.concatenate(x)
     labels = np.concatenate([np.isin(ids, gold) for (ids, _), gold in zip(pools.pools, pools.golds)]).astype(float)
     question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(pools.pools)])
@@ -105,8 +112,18 @@ def held_out_scores(pools: TrainingPools, columns: list[int], names: list[str], 
     return out, models
 
 
-def measure(embedder: Embedder, chats, vectors: list[np.ndarray], config: dict, shipped: LearnedFusion, l2: float,
-            agent: str, arcs_dir: Path, folder: Path, other: tuple[Embedder, list[np.ndarray]] | None = None) -> dict:
+def measure(
+    embedder: Embedder,
+    chats,
+    vectors: list[np.ndarray],
+    config: dict,
+    shipped: LearnedFusion,
+    l2: float,
+    agent: str,
+    arcs_dir: Path,
+    folder: Path,
+    other: tuple[Embedder, list[np.ndarray]] | None = None,
+) -> dict:
     """Per question: dense, hybrid, pool recall, pipeline (learned, held out) and shipped-fusion
     R@10 (and the both-cosines fusion given ``other``); with ``agent`` (a profile) the agent's
     measures and ARC. The index is built in ``folder``; the pools and retriever are kept
@@ -125,12 +142,23 @@ def measure(embedder: Embedder, chats, vectors: list[np.ndarray], config: dict, 
     print(f"  {embedder.fingerprint}: pools of {len(pools.pools)} questions collected", file=sys.stderr)
     columns = [list(FEATURES).index(name) for name in shipped.features]
     names = list(shipped.features)
-    out = {"chat_of": np.array(pools.chat_of), "category": np.array(pools.categories), "dense": np.array(dense_r10),
-           "hybrid": np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools.pools, pools.golds)]),
-           "pool_recall": np.array([recall_at_k(ids, gold, len(ids)) for (ids, _), gold in zip(pools.pools, pools.golds)]),
-           "shipped_fusion": np.array([recall_at_k(ranked(ids, shipped.score(features[:, columns])), gold, 10)
-                                       for (ids, features), gold in zip(pools.pools, pools.golds)]),
-           "chats": [c[0] for c in chats], "_pools": pools, "_retriever": retriever, "_data": data}
+    out = {
+        "chat_of": np.array(pools.chat_of),
+        "category": np.array(pools.categories),
+        "dense": np.array(dense_r10),
+        "hybrid": np.array([recall_at_k(ids, gold, 10) for (ids, _), gold in zip(pools.pools, pools.golds)]),
+        "pool_recall": np.array([recall_at_k(ids, gold, len(ids)) for (ids, _), gold in zip(pools.pools, pools.golds)]),
+        "shipped_fusion": np.array(
+            [
+                recall_at_k(ranked(ids, shipped.score(features[:, columns])), gold, 10)
+                for (ids, features), gold in zip(pools.pools, pools.golds)
+            ]
+        ),
+        "chats": [c[0] for c in chats],
+        "_pools": pools,
+        "_retriever": retriever,
+        "_data": data,
+    }
     out["pipeline"], models = held_out_scores(pools, columns, names, l2)
     if other is not None:
         extra = other_cosines(retriever, pools, data, *other)
@@ -140,8 +168,9 @@ def measure(embedder: Embedder, chats, vectors: list[np.ndarray], config: dict, 
     return out
 
 
-def shipped_pools_adapted_cosine(base_run: dict, shipped: LearnedFusion, l2: float, adapted: Embedder,
-                                 adapted_vectors: list[np.ndarray]) -> np.ndarray:
+def shipped_pools_adapted_cosine(
+    base_run: dict, shipped: LearnedFusion, l2: float, adapted: Embedder, adapted_vectors: list[np.ndarray]
+) -> np.ndarray:
     """R@10 held out of the SHIPPED candidate pools and features with the adapted cosine as one
     more feature: the candidate lists BM25 fusion relied on, and the adapted model's signal."""
     pools = base_run["_pools"]
@@ -150,23 +179,32 @@ def shipped_pools_adapted_cosine(base_run: dict, shipped: LearnedFusion, l2: flo
     return held_out_scores(pools, columns, list(shipped.features) + ["cosine_other"], l2, extra)[0]
 
 
-def agent_measures(index, embedder: Embedder, data: list[ChatData], config: dict, models, profile: str,
-                   arcs_dir: Path) -> dict:
+def agent_measures(
+    index, embedder: Embedder, data: list[ChatData], config: dict, models, profile: str, arcs_dir: Path
+) -> dict:
     """The agent with each chat's held-out fusion: per question R@10, exact recall and answer F1,
     per ARC case (``arcs_dir``) global recall and phase coverage."""
-    arc_cases = {chat.chat_file: load_arc_cases(path, chat.messages)
-                 for chat in data if (path := arcs_file_for(arcs_dir, chat.chat_file))}
+    arc_cases = {
+        chat.chat_file: load_arc_cases(path, chat.messages)
+        for chat in data
+        if (path := arcs_file_for(arcs_dir, chat.chat_file))
+    }
     rows, arc_rows = held_out_agent(index, embedder, data, config, models, arc_cases, profile)
     gold = {q["question_id"]: q["answer"] for chat in data for q in chat.questions.iter_rows(named=True)}
     chats = [chat.chat_file for chat in data]
-    return {"agent_r10": np.array([r["r10"] for r in rows]), "exact": np.array([r["exact"] for r in rows]),
-            "answer_f1": np.array([answer_f1(r["answer"], gold[r["question_id"]]) or 0.0 for r in rows]),
-            "arc_chat_of": np.array([chats.index(r["chat"]) for r in arc_rows], dtype=int),
-            "global_recall": np.array([r["global_recall"] for r in arc_rows], dtype=float),
-            "phase_coverage": np.array([r["phase_coverage"] for r in arc_rows], dtype=float)}
+    return {
+        "agent_r10": np.array([r["r10"] for r in rows]),
+        "exact": np.array([r["exact"] for r in rows]),
+        "answer_f1": np.array([answer_f1(r["answer"], gold[r["question_id"]]) or 0.0 for r in rows]),
+        "arc_chat_of": np.array([chats.index(r["chat"]) for r in arc_rows], dtype=int),
+        "global_recall": np.array([r["global_recall"] for r in arc_rows], dtype=float),
+        "phase_coverage": np.array([r["phase_coverage"] for r in arc_rows], dtype=float),
+    }
 
 
-def table(base: dict, adapted: dict, measures: list[str], chat_key: str = "chat_of", by_category: bool = True) -> list[str]:
+def table(
+    base: dict, adapted: dict, measures: list[str], chat_key: str = "chat_of", by_category: bool = True
+) -> list[str]:
     """One markdown table: per chat, per category and all, each measure shipped | adapted."""
     names = [m for m in measures if m in adapted]
     head = "| part | n | " + " | ".join(f"{m} shipped | adapted" for m in names) + " |"
@@ -179,8 +217,12 @@ def table(base: dict, adapted: dict, measures: list[str], chat_key: str = "chat_
     for name, part in parts:
         if not part.any():
             continue
-        cells = [f"{base[m][part].mean():.3f} | {adapted[m][part].mean():.3f}" if m in base else f"- | {adapted[m][part].mean():.3f}"
-                 for m in names]
+        cells = [
+            f"{base[m][part].mean():.3f} | {adapted[m][part].mean():.3f}"
+            if m in base
+            else f"- | {adapted[m][part].mean():.3f}"
+            for m in names
+        ]
         lines.append(f"| {name} | {int(part.sum())} | " + " | ".join(cells) + " |")
     return lines
 
@@ -199,39 +241,66 @@ def overrides(assignments: str) -> dict:
     return out
 
 
-def adapted_run(name: str, chats, section: dict, base: Embedder, folder: Path, measure_with, with_shipped_pools,
-                agent: str) -> tuple[dict, list[str]]:
+def adapted_run(
+    name: str, chats, section: dict, base: Embedder, folder: Path, measure_with, with_shipped_pools, agent: str
+) -> tuple[dict, list[str]]:
     """Train one adaptation (``section``: [adaptation] settings), encode the home with it and
     measure it (``measure_with``, and ``with_shipped_pools`` for the shipped pools plus its
     cosine); the measures and its report lines."""
     settings_ = AdaptationSettings.from_config(section)
     started = time.perf_counter()
-    adaptation = store.adapt([m for _, m, _ in chats], settings_, folder, base.model_name, device=base.device,
-                             load_model=lambda: fresh_model(base.model_name, base.device),
-                             log=lambda line: print(f"  {name}: {line}", file=sys.stderr))
+    adaptation = store.adapt(
+        [m for _, m, _ in chats],
+        settings_,
+        folder,
+        base.model_name,
+        device=base.device,
+        load_model=lambda: fresh_model(base.model_name, base.device),
+        log=lambda line: print(f"  {name}: {line}", file=sys.stderr),
+    )
     train_seconds = time.perf_counter() - started
-    adapted = Embedder(base.model_name, device=base.device, batch_size=base.batch_size,
-                       adapted_layers=str(adaptation.layers_path), adaptation=adaptation.fingerprint)
+    adapted = Embedder(
+        base.model_name,
+        device=base.device,
+        batch_size=base.batch_size,
+        adapted_layers=str(adaptation.layers_path),
+        adaptation=adaptation.fingerprint,
+    )
     vectors, encode_seconds = encode_home(adapted, chats)
     run = measure_with(adapted, vectors, agent)
     run["shipped_pools_plus_adapted_cosine"] = with_shipped_pools(adapted, vectors)
     report = adaptation.meta["report"]
-    lines = [f"{name} = adaptation {adaptation.fingerprint}: {json.dumps(settings_.as_dict())}; {adaptation.meta['pairs']} pairs "
-             f"({report['train_pairs']} train, {report['held_out_pairs']} held out), {report['texts']} distinct texts, "
-             f"{report['steps']} steps, epochs run {report['epochs_run']} (best {report['best_epoch']}), stopped by "
-             f"{report['stopped_by']}, held-out loss {report['held_out_loss']}",
-             f"{name}: training {train_seconds:.0f} s (lower layers {report['lower_seconds']:.0f} s; compute {report['cost']} "
-             f"encodes by the layer-token count; adapted encode {encode_seconds:.0f} s)"]
+    lines = [
+        f"{name} = adaptation {adaptation.fingerprint}: {json.dumps(settings_.as_dict())}; {adaptation.meta['pairs']} pairs "
+        f"({report['train_pairs']} train, {report['held_out_pairs']} held out), {report['texts']} distinct texts, "
+        f"{report['steps']} steps, epochs run {report['epochs_run']} (best {report['best_epoch']}), stopped by "
+        f"{report['stopped_by']}, held-out loss {report['held_out_loss']}",
+        f"{name}: training {train_seconds:.0f} s (lower layers {report['lower_seconds']:.0f} s; compute {report['cost']} "
+        f"encodes by the layer-token count; adapted encode {encode_seconds:.0f} s)",
+    ]
     return run, lines
 
 
 def report_tables(base_run: dict, run: dict, agent: str) -> list[str]:
-    lines = ["retrieval, R@10 (pool_recall: gold anywhere in the hybrid pool; pipeline: learned fusion re-fitted per "
-             "fold, held out; both_cosines: the same with the shipped cosine as one more feature; "
-             "shipped_pools_plus_adapted_cosine: the shipped model's pools and features plus the adapted cosine, "
-             "re-fitted per fold; shipped_fusion: retrieval.toml's weights, fitted on all 7 chats):"]
-    lines += table(base_run, run, ["dense", "hybrid", "pool_recall", "pipeline", "both_cosines",
-                                   "shipped_pools_plus_adapted_cosine", "shipped_fusion"])
+    lines = [
+        "retrieval, R@10 (pool_recall: gold anywhere in the hybrid pool; pipeline: learned fusion re-fitted per "
+        "fold, held out; both_cosines: the same with the shipped cosine as one more feature; "
+        "shipped_pools_plus_adapted_cosine: the shipped model's pools and features plus the adapted cosine, "
+        "re-fitted per fold; shipped_fusion: retrieval.toml's weights, fitted on all 7 chats):"
+    ]
+    lines += table(
+        base_run,
+        run,
+        [
+            "dense",
+            "hybrid",
+            "pool_recall",
+            "pipeline",
+            "both_cosines",
+            "shipped_pools_plus_adapted_cosine",
+            "shipped_fusion",
+        ],
+    )
     if agent and "agent_r10" in run:
         lines += ["", f"agent ({agent}, offline, held-out fusion per chat):"]
         lines += table(base_run, run, ["agent_r10", "exact", "answer_f1"])
@@ -247,10 +316,16 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--arcs", type=Path, default=None, help="ARC cases folder (default: realtalk_arcs beside the data)")
-    parser.add_argument("--variant", action="append", default=[],
-                        help="[adaptation] settings over embedding.toml's, e.g. pair_cap=1000,top_layers=1 (repeatable; "
-                             "default: embedding.toml's as they are); the agent runs for the first only")
+    parser.add_argument(
+        "--arcs", type=Path, default=None, help="ARC cases folder (default: realtalk_arcs beside the data)"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="[adaptation] settings over embedding.toml's, e.g. pair_cap=1000,top_layers=1 (repeatable; "
+        "default: embedding.toml's as they are); the agent runs for the first only",
+    )
     parser.add_argument("--profile", default="balanced", help="the agent's profile")
     parser.add_argument("--no-agent", action="store_true", help="retrieval measures only (no agent, answers or ARC)")
     parser.add_argument("--l2", type=float, default=1e-3)
@@ -273,8 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     base = runtime.embedder(adaptation=False)
     base_vectors, encode_seconds = encode_home(base, chats)
     messages = sum(m.height for _, m, _ in chats)
-    head = (f"one full encode of the {messages} messages (shipped model): {encode_seconds:.0f} s; device {base.device}, "
-            f"torch threads {threads}")
+    head = (
+        f"one full encode of the {messages} messages (shipped model): {encode_seconds:.0f} s; device {base.device}, "
+        f"torch threads {threads}"
+    )
     print(head, flush=True)
     agent = "" if args.no_agent else args.profile
     out = {"encode_seconds": encode_seconds, "variants": {}}
@@ -283,16 +360,34 @@ def main(argv: list[str] | None = None) -> int:
         base_run = measure(base, chats, base_vectors, config, shipped, args.l2, agent, arcs_dir, folder / "shipped")
 
         def measure_with(embedder, vectors, with_agent):
-            return measure(embedder, chats, vectors, config, shipped, args.l2, with_agent, arcs_dir,
-                           folder / embedder.fingerprint.replace(":", "_"), other=(base, base_vectors))
+            return measure(
+                embedder,
+                chats,
+                vectors,
+                config,
+                shipped,
+                args.l2,
+                with_agent,
+                arcs_dir,
+                folder / embedder.fingerprint.replace(":", "_"),
+                other=(base, base_vectors),
+            )
 
         def with_shipped_pools(embedder, vectors):
             return shipped_pools_adapted_cosine(base_run, shipped, args.l2, embedder, vectors)
 
         for number, assignments in enumerate(variants):
             name = f"variant {number + 1} ({assignments or 'embedding.toml'})"
-            run, lines = adapted_run(name, chats, section | overrides(assignments), base, folder / "adaptation",
-                                     measure_with, with_shipped_pools, agent if number == 0 else "")
+            run, lines = adapted_run(
+                name,
+                chats,
+                section | overrides(assignments),
+                base,
+                folder / "adaptation",
+                measure_with,
+                with_shipped_pools,
+                agent if number == 0 else "",
+            )
             lines = ["", f"## {name}", *report_tables(base_run, run, agent if number == 0 else ""), "", *lines]
             print("\n".join(lines), flush=True)
             out["variants"][name] = lines

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
 from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, train_files
 
 from narrative_mirror.chats import load_chat
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
+
 
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             messages = chat.messages.sort("position")
             index_chat(store, messages, message_vectors(messages, embedder, args.cache))
-            print(f"indexed {chat.chat_file} ({chat.messages.height} messages) in {time.perf_counter() - started:.1f} s",
-                  file=sys.stderr)
+            print(
+                f"indexed {chat.chat_file} ({chat.messages.height} messages) in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+            )
         gold = gold_qa_frame(chat).filter(pl.col("category").is_in([1, 2, 3]) & (pl.col("gold_ids").list.len() > 0))
         if args.per_chat:
             gold = gold.head(args.per_chat)
@@ -99,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
             "stop_reasons": dict(stops),
         }
         summary[profile] = row
-        print(f"{profile:9s} n={row['questions']} p50={row['p50_ms']} ms p95={row['p95_ms']} ms "
-              f"(cpu p50={row['cpu_p50_ms']} p95={row['cpu_p95_ms']} ms) "
-              f"exact_recall={row['exact_recall']:.3f} precision={row['precision']:.3f} "
-              f"pool_R@10={row['pool_recall@10']:.3f} calls={row['mean_calls']} stops={row['stop_reasons']}")
+        print(
+            f"{profile:9s} n={row['questions']} p50={row['p50_ms']} ms p95={row['p95_ms']} ms "
+            f"(cpu p50={row['cpu_p50_ms']} p95={row['cpu_p95_ms']} ms) "
+            f"exact_recall={row['exact_recall']:.3f} precision={row['precision']:.3f} "
+            f"pool_R@10={row['pool_recall@10']:.3f} calls={row['mean_calls']} stops={row['stop_reasons']}"
+        )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0

@@ -77,8 +77,10 @@ KINDS = ("who", "when", "where", "how_much", "yes_no", "why", "never_said")
 
 def has_words(answer: str, required: list[str]) -> bool:
     """Whether ``answer`` holds, for each required entry, one of its "|" alternatives as whole words."""
+
     def holds(word: str) -> bool:
         return re.search(rf"(?<![\w]){re.escape(word.lower())}(?![\w])", answer.lower()) is not None
+
     return all(any(holds(w) for w in entry.split("|")) for entry in required)
 
 
@@ -90,10 +92,19 @@ def is_right(question: dict, row: dict) -> bool:
 
 def run_tree(tree: Path, folder: Path, vector_file: Path) -> dict[str, dict]:
     """The set's answers from the source tree ``tree`` (its own process), by question id."""
-    proc = subprocess.run([sys.executable, "-c", ASK_SCRIPT, str(folder), str(folder / "questions.json"), str(vector_file)],
-                          cwd=tree, env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                                         "PATH": "/usr/bin:/bin", "NM_HOME": tempfile.mkdtemp(prefix="nm_home_")},
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", ASK_SCRIPT, str(folder), str(folder / "questions.json"), str(vector_file)],
+        cwd=tree,
+        env={
+            "PYTHONPATH": str(tree),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "PATH": "/usr/bin:/bin",
+            "NM_HOME": tempfile.mkdtemp(prefix="nm_home_"),
+        },
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{tree} failed:\n{proc.stderr[-3000:]}")
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -103,18 +114,28 @@ def run_tree(tree: Path, folder: Path, vector_file: Path) -> dict[str, dict]:
 def summary(questions: list[dict], rows: dict[str, dict]) -> dict:
     """Right share overall, per kind and per chat; never-said abstention rate; how often a gold
     message was among the evidence shown (what retrieval gave the answer step to read)."""
+
     def share(group: list[dict]) -> dict:
         right = sum(is_right(q, rows[q["id"]]) for q in group)
         seen = [q for q in group if q["evidence"]]
         found = sum(bool(set(q["evidence"]) & set(rows[q["id"]]["evidence"])) for q in seen)
-        return {"right": round(right / max(len(group), 1), 3), "n": len(group),
-                "gold_in_evidence": round(found / max(len(seen), 1), 3)}
+        return {
+            "right": round(right / max(len(group), 1), 3),
+            "n": len(group),
+            "gold_in_evidence": round(found / max(len(seen), 1), 3),
+        }
+
     answerable = [q for q in questions if q["kind"] != "never_said"]
-    return {"overall": share(questions), "answerable": share(answerable),
-            "per_kind": {k: share([q for q in questions if q["kind"] == k]) for k in KINDS},
-            "per_chat": {c: share([q for q in questions if q["chat"] == c]) for c in dict.fromkeys(q["chat"] for q in questions)},
-            "never_said_abstained": share([q for q in questions if q["kind"] == "never_said"])["right"],
-            "answerable_abstained": round(sum(rows[q["id"]]["abstained"] for q in answerable) / max(len(answerable), 1), 3)}
+    return {
+        "overall": share(questions),
+        "answerable": share(answerable),
+        "per_kind": {k: share([q for q in questions if q["kind"] == k]) for k in KINDS},
+        "per_chat": {
+            c: share([q for q in questions if q["chat"] == c]) for c in dict.fromkeys(q["chat"] for q in questions)
+        },
+        "never_said_abstained": share([q for q in questions if q["kind"] == "never_said"])["right"],
+        "answerable_abstained": round(sum(rows[q["id"]]["abstained"] for q in answerable) / max(len(answerable), 1), 3),
+    }
 
 
 def score_set(name: str, baseline: str, show: int, as_json: bool) -> int:
@@ -131,14 +152,23 @@ def score_set(name: str, baseline: str, show: int, as_json: bool) -> int:
     if as_json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"answer set {name}: {len(questions)} questions, offline, balanced (right share; gold message in the evidence)")
+        print(
+            f"answer set {name}: {len(questions)} questions, offline, balanced (right share; gold message in the evidence)"
+        )
         print(f"{'':<34}" + "".join(f"{n:>24}" for n in runs))
+
         def line(label: str, cell) -> None:
             print(f"{label:<34}" + "".join(f"{cell(report[n]):>24}" for n in runs))
+
         line("overall", lambda r: f"{r['overall']['right']:.3f} n={r['overall']['n']}")
         line("answerable", lambda r: f"{r['answerable']['right']:.3f} ({r['answerable']['gold_in_evidence']:.2f})")
         for k in KINDS:
-            line(f"kind {k}", lambda r, k=k: f"{r['per_kind'][k]['right']:.3f} n={r['per_kind'][k]['n']} ({r['per_kind'][k]['gold_in_evidence']:.2f})")
+            line(
+                f"kind {k}",
+                lambda r, k=k: (
+                    f"{r['per_kind'][k]['right']:.3f} n={r['per_kind'][k]['n']} ({r['per_kind'][k]['gold_in_evidence']:.2f})"
+                ),
+            )
         for c in report["now"]["per_chat"]:
             line(c, lambda r, c=c: f"{r['per_chat'][c]['right']:.3f} n={r['per_chat'][c]['n']}")
         line("never-said abstained", lambda r: f"{r['never_said_abstained']:.3f}")
@@ -146,6 +176,8 @@ def score_set(name: str, baseline: str, show: int, as_json: bool) -> int:
     wrong = [q for q in questions if not is_right(q, runs["now"][q["id"]])]
     for q in wrong[:show]:
         r = runs["now"][q["id"]]
-        print(f"[{q['kind']}] {q['id']} {q['question']!r}\n   accepted: {q['reference']!r} {q['required']}\n"
-              f"   now: {r['answer']!r} evidence {r['evidence'][:4]} gold {q['evidence']}")
+        print(
+            f"[{q['kind']}] {q['id']} {q['question']!r}\n   accepted: {q['reference']!r} {q['required']}\n"
+            f"   now: {r['answer']!r} evidence {r['evidence'][:4]} gold {q['evidence']}"
+        )
     return 0

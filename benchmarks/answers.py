@@ -82,9 +82,15 @@ for line in open(sys.argv[1]):
 """
 
 # What the cached evidence depends on: the search side of the agent, the retrieval engine and the config.
-SEARCH_SOURCES = ["narrative_mirror/agent/search_nodes.py", "narrative_mirror/agent/state.py",
-                  "narrative_mirror/agent/planner.py", "narrative_mirror/agent/grading.py",
-                  "narrative_mirror/agent/rewrite.py", "narrative_mirror/retrieval", "narrative_mirror/config"]
+SEARCH_SOURCES = [
+    "narrative_mirror/agent/search_nodes.py",
+    "narrative_mirror/agent/state.py",
+    "narrative_mirror/agent/planner.py",
+    "narrative_mirror/agent/grading.py",
+    "narrative_mirror/agent/rewrite.py",
+    "narrative_mirror/retrieval",
+    "narrative_mirror/config",
+]
 
 
 def search_fingerprint(repo: Path, profile: str, files: list[Path]) -> str:
@@ -119,8 +125,16 @@ def retrieve_once(chats: dict, retriever, profile: str) -> list[dict]:
         for key, chat in chats.items():
             for q in gold_qa_frame(chat).iter_rows(named=True):
                 query.ask(retriever, key, q["question"], profile=profile)
-                out.append({"question_id": q["question_id"], "chat_file": key, "category": q["category"],
-                            "question": q["question"], "gold": q["answer"], "state": captured.pop("state")})
+                out.append(
+                    {
+                        "question_id": q["question_id"],
+                        "chat_file": key,
+                        "category": q["category"],
+                        "question": q["question"],
+                        "gold": q["answer"],
+                        "state": captured.pop("state"),
+                    }
+                )
     finally:
         graph.generator, graph._GRAPH = real_generator, None
     return out
@@ -167,26 +181,50 @@ def baseline_export(cached: list[dict], retriever, profile, path: Path) -> None:
     from narrative_mirror.agent.text import looks_like_injection
 
     def fields(hit, match) -> dict:
-        return {"local_id": hit.local_id, "position": hit.position, "speaker": hit.speaker, "text": hit.text,
-                "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
-                "artifact_terms": sorted(match.artifact_terms), "artifact_fraction": match.artifact_fraction,
-                "target": match.target, "flagged": looks_like_injection(hit.text)}
+        return {
+            "local_id": hit.local_id,
+            "position": hit.position,
+            "speaker": hit.speaker,
+            "text": hit.text,
+            "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
+            "artifact_terms": sorted(match.artifact_terms),
+            "artifact_fraction": match.artifact_fraction,
+            "target": match.target,
+            "flagged": looks_like_injection(hit.text),
+        }
 
     with path.open("w") as out:
         for c in cached:
-            run = Run.from_state(c["state"], {"configurable": {"retriever": retriever, "profile": profile, "llm": None}})
+            run = Run.from_state(
+                c["state"], {"configurable": {"retriever": retriever, "profile": profile, "llm": None}}
+            )
             chosen = sorted(run.select(profile.max_evidence_fetches), key=lambda p: -p.grade)
             stored = {h.local_id: h for h in retriever.messages(run.chat_file, [p.hit.local_id for p in chosen])}
             evidence = [fields(stored[p.hit.local_id], p.match) | {"grade": p.grade} for p in chosen]
             reply_of = retriever.replies(run.chat_file, [e["local_id"] for e in evidence[:3]])
             following = {h.local_id: h for h in retriever.messages(run.chat_file, list(reply_of.values()))}
             entities, speakers = retriever.names(run.chat_file)
-            out.write(json.dumps({
-                "question_id": c["question_id"], "question": c["question"], "intent": run.facets.intent,
-                "artifact": list(run.facets.artifact), "evidence": evidence, "max_evidence": profile.max_evidence_fetches,
-                "next": {asked: fields(following[nxt], run.matcher.match(following[nxt].speaker, following[nxt].text))
-                         for asked, nxt in reply_of.items()},
-                "entities": list(entities), "speakers": list(speakers)}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "question_id": c["question_id"],
+                        "question": c["question"],
+                        "intent": run.facets.intent,
+                        "artifact": list(run.facets.artifact),
+                        "evidence": evidence,
+                        "max_evidence": profile.max_evidence_fetches,
+                        "next": {
+                            asked: fields(
+                                following[nxt], run.matcher.match(following[nxt].speaker, following[nxt].text)
+                            )
+                            for asked, nxt in reply_of.items()
+                        },
+                        "entities": list(entities),
+                        "speakers": list(speakers),
+                    }
+                )
+                + "\n"
+            )
 
 
 def days_as_one(text: str) -> str:
@@ -213,27 +251,43 @@ def measures(rows: list[dict], answer: str) -> dict:
 
     def score(r: dict) -> tuple[float, float, float, float]:
         if r["category"] == UNANSWERABLE_CATEGORY:
-            return float(r[f"{answer}_abstained"]), float(r[f"{answer}_abstained"]), 0.0, float(r[f"{answer}_abstained"])
-        return (answer_f1(r[answer], r["gold"]) or 0.0, float(answer_contains(r[answer], r["gold"])),
-                float(len(answer_tokens(r[answer]))), answer_f1(days_as_one(r[answer]), days_as_one(r["gold"])) or 0.0)
+            return (
+                float(r[f"{answer}_abstained"]),
+                float(r[f"{answer}_abstained"]),
+                0.0,
+                float(r[f"{answer}_abstained"]),
+            )
+        return (
+            answer_f1(r[answer], r["gold"]) or 0.0,
+            float(answer_contains(r[answer], r["gold"])),
+            float(len(answer_tokens(r[answer]))),
+            answer_f1(days_as_one(r[answer]), days_as_one(r["gold"])) or 0.0,
+        )
 
     def summary(group: list[dict]) -> dict:
         scores = [score(r) for r in group]
         n = max(len(scores), 1)
         abstained = [r for r in group if r[f"{answer}_abstained"]]
-        return {"answer_f1": round(sum(s[0] for s in scores) / n, 3), "answer_contains": round(sum(s[1] for s in scores) / n, 3),
-                "answer_f1_days_as_one": round(sum(s[3] for s in scores) / n, 3),
-                "answer_words": round(sum(s[2] for s in scores) / n, 1), "questions": len(group),
-                "abstained": len(abstained),
-                # a gold message was among the selected evidence, yet the answer abstained
-                "false_abstentions": sum(bool(set(r["gold_ids"]) & set(r[f"{answer}_selected"])) for r in abstained),
-                "abstention_lines": sum(len(r[f"{answer}_listed"]) for r in abstained),
-                "abstention_gold_lines": sum(len(set(r["gold_ids"]) & set(r[f"{answer}_listed"])) for r in abstained)}
+        return {
+            "answer_f1": round(sum(s[0] for s in scores) / n, 3),
+            "answer_contains": round(sum(s[1] for s in scores) / n, 3),
+            "answer_f1_days_as_one": round(sum(s[3] for s in scores) / n, 3),
+            "answer_words": round(sum(s[2] for s in scores) / n, 1),
+            "questions": len(group),
+            "abstained": len(abstained),
+            # a gold message was among the selected evidence, yet the answer abstained
+            "false_abstentions": sum(bool(set(r["gold_ids"]) & set(r[f"{answer}_selected"])) for r in abstained),
+            "abstention_lines": sum(len(r[f"{answer}_listed"]) for r in abstained),
+            "abstention_gold_lines": sum(len(set(r["gold_ids"]) & set(r[f"{answer}_listed"])) for r in abstained),
+        }
 
     by = lambda key: {k: [r for r in rows if r[key] == k] for k in sorted({r[key] for r in rows})}  # noqa: E731
-    return {"overall": summary(rows), "per_category": {str(k): summary(g) for k, g in by("category").items()},
-            "per_intent": {k: summary(g) for k, g in by("intent").items()},
-            "per_chat": {k: summary(g)["answer_f1"] for k, g in by("chat_file").items()}}
+    return {
+        "overall": summary(rows),
+        "per_category": {str(k): summary(g) for k, g in by("category").items()},
+        "per_intent": {k: summary(g) for k, g in by("intent").items()},
+        "per_chat": {k: summary(g)["answer_f1"] for k, g in by("chat_file").items()},
+    }
 
 
 def table(report: dict, names: list[str]) -> str:
@@ -248,9 +302,14 @@ def table(report: dict, names: list[str]) -> str:
             cells.append(f"{m['answer_f1']:.3f} ({m['answer_contains']:.3f}) n={m['questions']}")
         lines.append(f"{label:<28}" + "".join(f"{c:>22}" for c in cells))
     for intent in first["per_intent"]:
-        cells = [f"{report[n]['per_intent'][intent]['answer_f1']:.3f} n={report[n]['per_intent'][intent]['questions']}" for n in names]
+        cells = [
+            f"{report[n]['per_intent'][intent]['answer_f1']:.3f} n={report[n]['per_intent'][intent]['questions']}"
+            for n in names
+        ]
         lines.append(f"{'type ' + intent:<28}" + "".join(f"{c:>22}" for c in cells))
-    lines.append(f"{'F1, dates as days':<28}" + "".join(f"{report[n]['overall']['answer_f1_days_as_one']:>22.3f}" for n in names))
+    lines.append(
+        f"{'F1, dates as days':<28}" + "".join(f"{report[n]['overall']['answer_f1_days_as_one']:>22.3f}" for n in names)
+    )
     for key in ("abstained", "false_abstentions", "abstention_lines", "abstention_gold_lines"):
         lines.append(f"{key:<28}" + "".join(f"{report[n]['overall'][key]:>22}" for n in names))
     for chat in first["per_chat"]:
@@ -276,8 +335,17 @@ def main() -> int:
 
         return score_set(args.set, args.baseline if args.baseline != "ff801dc" else "89f808b", args.show, args.json)
 
-    from common import (DEFAULT_DATA, REPO, build_embedder, index_chat, message_vectors, open_index, run_at_commit, test_files,
-                        train_files)
+    from common import (
+        DEFAULT_DATA,
+        REPO,
+        build_embedder,
+        index_chat,
+        message_vectors,
+        open_index,
+        run_at_commit,
+        test_files,
+        train_files,
+    )
 
     from narrative_mirror import settings
     from narrative_mirror.agent.planner import question_intent
@@ -302,18 +370,32 @@ def main() -> int:
         evidence_file.write_bytes(pickle.dumps(retrieve_once(chats, retriever, args.profile)))
     cached = pickle.loads(evidence_file.read_bytes())
     profile = get_profile(args.profile)
-    gold_ids = {q["question_id"]: q["gold_ids"] for chat in chats.values() for q in gold_qa_frame(chat).iter_rows(named=True)}
+    gold_ids = {
+        q["question_id"]: q["gold_ids"] for chat in chats.values() for q in gold_qa_frame(chat).iter_rows(named=True)
+    }
     retriever.embedder = RememberedVectors(embedder, folder / "vectors.pkl")
 
     rows = []
     for c in cached:
         result = answer_step(c["state"], retriever, profile)
-        rows.append({k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
-                    | {"intent": question_intent(c["question"])}
-                    | {"gold_ids": gold_ids[c["question_id"]], "now": result.answer, "now_abstained": result.abstained,
-                       "now_selected": [r.id for r in result.trace.final], "now_listed": result.selected_ids})
+        rows.append(
+            {k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
+            | {"intent": question_intent(c["question"])}
+            | {
+                "gold_ids": gold_ids[c["question_id"]],
+                "now": result.answer,
+                "now_abstained": result.abstained,
+                "now_selected": [r.id for r in result.trace.final],
+                "now_listed": result.selected_ids,
+            }
+        )
     retriever.embedder.save()
-    report = {"profile": args.profile, "questions": len(rows), "evidence_cache": str(evidence_file), "now": measures(rows, "now")}
+    report = {
+        "profile": args.profile,
+        "questions": len(rows),
+        "evidence_cache": str(evidence_file),
+        "now": measures(rows, "now"),
+    }
     names = ["now"]
     if args.baseline:
         export = folder / "evidence.jsonl"
@@ -321,7 +403,12 @@ def main() -> int:
         old = {r["question_id"]: r for r in run_at_commit(args.baseline, BASELINE_SCRIPT, [str(export)])}
         for r in rows:
             mine = old[r["question_id"]]
-            r.update(old=mine["answer"], old_abstained=mine["abstained"], old_selected=mine["selected"], old_listed=mine["listed"])
+            r.update(
+                old=mine["answer"],
+                old_abstained=mine["abstained"],
+                old_selected=mine["selected"],
+                old_listed=mine["listed"],
+            )
         report[args.baseline] = measures(rows, "old")
         names.append(args.baseline)
     if args.json:
@@ -332,7 +419,7 @@ def main() -> int:
         print(table(report, names))
     if args.rows:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    wrong = sorted(rows, key=lambda r: answer_f1(r["now"], r["gold"]) or 0.0)[:args.show]
+    wrong = sorted(rows, key=lambda r: answer_f1(r["now"], r["gold"]) or 0.0)[: args.show]
     for r in wrong:
         print(f"[{r['category']}] {r['question_id']} {r['question']!r}\n   gold: {r['gold']!r}\n   now:  {r['now']!r}")
     return 0

@@ -50,8 +50,6 @@ from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
 QUERIES = ["rye bread at the bakery", "marathon training", "new job", "long run on Sunday", "sourdough"]
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="balanced", choices=sorted(PROFILES))
@@ -76,10 +74,17 @@ def main(argv: list[str] | None = None) -> int:
 
     with fault_server("hang") as llm_server:
         llm = LLMClient(llm_server.settings(timeout_s=30.0, max_retries=0))
-        app = create_app(retriever, event_log, llm, runs_root=work / "recall_runs",
-                         deadlines={args.profile: deadline} if args.deadline else None,
-                         llm_workers=args.llm_workers, llm_queue=args.llm_queue, ask_workers=args.ask_workers,
-                         search_workers=args.search_workers)
+        app = create_app(
+            retriever,
+            event_log,
+            llm,
+            runs_root=work / "recall_runs",
+            deadlines={args.profile: deadline} if args.deadline else None,
+            llm_workers=args.llm_workers,
+            llm_queue=args.llm_queue,
+            ask_workers=args.ask_workers,
+            search_workers=args.search_workers,
+        )
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
@@ -102,13 +107,25 @@ def main(argv: list[str] | None = None) -> int:
 
             def ask(i: int) -> dict:
                 started = time.monotonic()
-                response = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?",
-                                                         "profile": args.profile, "user_id": f"storm{i}"})
+                response = client.post(
+                    "/api/ask",
+                    json={
+                        "chat": CHAT,
+                        "question": "Where does Ana work?",
+                        "profile": args.profile,
+                        "user_id": f"storm{i}",
+                    },
+                )
                 elapsed = time.monotonic() - started
                 body = response.json()
-                return {"status": response.status_code, "latency_s": round(elapsed, 3),
-                        "over_deadline_s": round(elapsed - deadline, 3), "degraded": body.get("degraded"),
-                        "reason": body.get("degraded_reason"), "event_id": response.headers.get("X-Retrieval-Event-Id")}
+                return {
+                    "status": response.status_code,
+                    "latency_s": round(elapsed, 3),
+                    "over_deadline_s": round(elapsed - deadline, 3),
+                    "degraded": body.get("degraded"),
+                    "reason": body.get("degraded_reason"),
+                    "event_id": response.headers.get("X-Retrieval-Event-Id"),
+                }
 
             during: list[float] = []
             lock = threading.Lock()
@@ -159,8 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         "degraded_reasons": dict(Counter(r["reason"] for r in results)),
         "asks_within_deadline": sum(r["over_deadline_s"] <= 0 for r in results),
         "asks_within_deadline_plus_0.5s": sum(r["over_deadline_s"] <= 0.5 for r in results),
-        "ask_latency_s": {"min": min(latencies), "max": max(latencies),
-                          "max_over_deadline": round(max(latencies) - deadline, 3)},
+        "ask_latency_s": {
+            "min": min(latencies),
+            "max": max(latencies),
+            "max_over_deadline": round(max(latencies) - deadline, 3),
+        },
         "ask_events_stored": len(storm_ids),
         "ask_events_match_responses": sorted(storm_ids) == sorted(r["event_id"] for r in results),
         "llm_pool_after": pool_state,

@@ -93,7 +93,12 @@ def stats(seconds: list[float]) -> dict:
     if not ms:
         return {"n": 0}
     p95 = statistics.quantiles(ms, n=20)[-1] if len(ms) > 1 else ms[0]
-    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 1), "p95_ms": round(p95, 1), "max_ms": round(ms[-1], 1)}
+    return {
+        "n": len(ms),
+        "p50_ms": round(statistics.median(ms), 1),
+        "p95_ms": round(p95, 1),
+        "max_ms": round(ms[-1], 1),
+    }
 
 
 def search_once(port: int, token: str, n: int) -> int:
@@ -110,14 +115,17 @@ def search_once(port: int, token: str, n: int) -> int:
 def measure(version: str, tree: Path, args: argparse.Namespace, tokens: Path, flooder: str, prober: str) -> dict:
     port, work = free_port(), Path(tempfile.mkdtemp(prefix=f"api_load_{version}_"))
     env = environment.child_env(PYTHONPATH=f"{tree}:{tree / 'tests'}", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(tokens), str(args.store), str(work)],
-                              cwd=tree, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(port), str(tokens), str(args.store), str(work)], cwd=tree, env=env
+    )
     try:
         deadline = time.monotonic() + 600
         while True:
             assert server.poll() is None and time.monotonic() < deadline, f"{version}: the server did not start"
             try:
-                flood.probe_search(http.client.HTTPConnection("127.0.0.1", port, timeout=5), prober, CHAT, "/api/health")
+                flood.probe_search(
+                    http.client.HTTPConnection("127.0.0.1", port, timeout=5), prober, CHAT, "/api/health"
+                )
                 break
             except (OSError, AssertionError):
                 time.sleep(0.5)
@@ -125,8 +133,10 @@ def measure(version: str, tree: Path, args: argparse.Namespace, tokens: Path, fl
         flooded = flood.main(port, flooder, prober, CHAT, args.flood, args.every, "search")
         statuses = Counter(r["status"] for r in flooded["asks"])
         report = {
-            "probe_search_idle": stats(flooded["idle"]), "probe_search_during_flood": stats(flooded["during"]),
-            "health_idle": stats(flooded["health_idle"]), "health_during_flood": stats(flooded["health_during"]),
+            "probe_search_idle": stats(flooded["idle"]),
+            "probe_search_during_flood": stats(flooded["during"]),
+            "health_idle": stats(flooded["health_idle"]),
+            "health_during_flood": stats(flooded["health_during"]),
             "flood_statuses": dict(statuses),
             "flood_retry_after": sorted({r["retry_after"] for r in flooded["asks"] if r["status"] == 429}),
             "flood_answered": stats([r["seconds"] for r in flooded["asks"] if r["status"] == 200]),
@@ -163,8 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", type=int, default=100, help="searches between two RSS readings")
     parser.add_argument("--store", type=Path, default=Path(tempfile.mkdtemp(prefix="nm_api_load_")))
     args = parser.parse_args(argv)
-    before = args.before or subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True,
-                                           text=True, check=True).stdout.strip()
+    before = (
+        args.before
+        or subprocess.run(
+            ["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
     tokens = Path(tempfile.mkdtemp(prefix="api_load_tokens_")) / "tokens.json"
     flooder, prober = add_token(tokens, "flood", [CHAT]), add_token(tokens, "probe", [CHAT])
     out = {"before_commit": before, "flood": args.flood, "every_s": args.every, "searches": args.searches}

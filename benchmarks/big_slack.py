@@ -24,9 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("garden deploy release coffee meeting budget design review ticket launch bug customer weekend "
-         "train lunch report invoice roadmap sprint metrics dashboard outage hiring offsite slides demo "
-         "database cache latency backup migration parser index search kayak marathon recipe holiday").split()
+WORDS = (
+    "garden deploy release coffee meeting budget design review ticket launch bug customer weekend "
+    "train lunch report invoice roadmap sprint metrics dashboard outage hiring offsite slides demo "
+    "database cache latency backup migration parser index search kayak marathon recipe holiday"
+).split()
 PEOPLE = ["Ana Lima", "Ben Ode", "Chen Wu", "Dara Kim", "Eli Ross", "Fay Ito", "Gus Moe", "Hana Sato"]
 
 
@@ -35,11 +37,22 @@ def write_export(root: Path, messages: int, channels: int, seed: int = 7) -> Pat
     rng = random.Random(seed)
     export = root / "big_slack_export"
     export.mkdir(parents=True)
-    users = [{"id": f"U{i:08d}", "name": name.split()[0].lower(), "real_name": name, "tz": "Europe/Berlin",
-              "profile": {"real_name": name, "display_name": name}} for i, name in enumerate(PEOPLE)]
+    users = [
+        {
+            "id": f"U{i:08d}",
+            "name": name.split()[0].lower(),
+            "real_name": name,
+            "tz": "Europe/Berlin",
+            "profile": {"real_name": name, "display_name": name},
+        }
+        for i, name in enumerate(PEOPLE)
+    ]
     (export / "users.json").write_text(json.dumps(users))
-    (export / "channels.json").write_text(json.dumps(
-        [{"id": f"C{c:08d}", "name": f"team-{c:02d}", "members": [u["id"] for u in users]} for c in range(channels)]))
+    (export / "channels.json").write_text(
+        json.dumps(
+            [{"id": f"C{c:08d}", "name": f"team-{c:02d}", "members": [u["id"] for u in users]} for c in range(channels)]
+        )
+    )
     per_channel = messages // channels
     start = datetime(2023, 1, 2, 8, 0, tzinfo=UTC)
     for c in range(channels):
@@ -80,11 +93,23 @@ def main() -> None:
     data.mkdir()
     write_export(data, args.messages, args.channels)
     written = time.perf_counter() - started
-    env = {**__import__("os").environ, "NM_HOME": str(root / "home"), "NM_DEVICE": args.device,
-           "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **__import__("os").environ,
+        "NM_HOME": str(root / "home"),
+        "NM_DEVICE": args.device,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "build", "--data", str(data), "--json"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "build", "--data", str(data), "--json"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     progress = []
     for line in proc.stderr:
         progress.append(line.rstrip())
@@ -97,16 +122,30 @@ def main() -> None:
     per_file = result.get("per_file", {})
     encode = sum(row["seconds"]["encode"] for row in per_file.values())
     other = sum(row["seconds"]["other"] for row in per_file.values())
-    print(json.dumps({
-        "messages": args.messages, "channels": args.channels, "device": args.device, "exit_code": code,
-        "export_written_s": round(written, 1), "build_s": round(seconds, 1), "peak_rss_gb": round(peak_gb, 2),
-        "built_messages": result.get("messages"), "encoded_messages": result.get("encoded_messages"),
-        "steps_encode_s": round(encode, 1), "steps_other_s": round(other, 1),
-        "encode_share": round(encode / max(encode + other, 1e-9), 3),
-        "per_partition_s": {k: row["seconds"] for k, row in sorted(per_file.items())[:3]},
-        "progress_lines": len(progress), "parse_progress": [p for p in progress if "parsed" in p][:3],
-        "problems": result.get("problems"), "failures": result.get("failures"),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "messages": args.messages,
+                "channels": args.channels,
+                "device": args.device,
+                "exit_code": code,
+                "export_written_s": round(written, 1),
+                "build_s": round(seconds, 1),
+                "peak_rss_gb": round(peak_gb, 2),
+                "built_messages": result.get("messages"),
+                "encoded_messages": result.get("encoded_messages"),
+                "steps_encode_s": round(encode, 1),
+                "steps_other_s": round(other, 1),
+                "encode_share": round(encode / max(encode + other, 1e-9), 3),
+                "per_partition_s": {k: row["seconds"] for k, row in sorted(per_file.items())[:3]},
+                "progress_lines": len(progress),
+                "parse_progress": [p for p in progress if "parsed" in p][:3],
+                "problems": result.get("problems"),
+                "failures": result.get("failures"),
+            },
+            indent=1,
+        )
+    )
     if args.keep:
         print(f"kept: {root}")
     else:

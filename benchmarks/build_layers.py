@@ -50,9 +50,14 @@ def main() -> int:
     model.encode(texts[:64], batch_size=embedder.batch_size)  # load and warm up, outside both timings
     # Imports stay outside the timings too, as the model load does (a process pays them once):
     # constructing the Runner imports Dagster and the asset modules; the assets import these lazily.
-    for module in ("narrative_mirror.index_store", "narrative_mirror.llm", "narrative_mirror.layers.l1_topics",
-                   "narrative_mirror.layers.l15_signals", "narrative_mirror.layers.l2_threads",
-                   "narrative_mirror.layers.summarize"):
+    for module in (
+        "narrative_mirror.index_store",
+        "narrative_mirror.llm",
+        "narrative_mirror.layers.l1_topics",
+        "narrative_mirror.layers.l15_signals",
+        "narrative_mirror.layers.l2_threads",
+        "narrative_mirror.layers.summarize",
+    ):
         importlib.import_module(module)
 
     def bare_encode() -> float:
@@ -75,22 +80,33 @@ def main() -> int:
         seconds, total = build()
         bare_after = bare_encode()
         bare = (bare_before + bare_after) / 2
-        builds.append({
-            "bare_encode_s": {"before": round(bare_before, 2), "after": round(bare_after, 2), "mean": round(bare, 2)},
-            "seconds_per_asset": {k: round(v, 2) for k, v in seconds.items()},
-            "build_wall_s": round(total, 2),
-            "embedding_step_vs_bare_encode": round(seconds["message_embeddings"] / bare, 3),
-            "build_vs_bare_encode": round(total / bare, 3),
-        })
+        builds.append(
+            {
+                "bare_encode_s": {
+                    "before": round(bare_before, 2),
+                    "after": round(bare_after, 2),
+                    "mean": round(bare, 2),
+                },
+                "seconds_per_asset": {k: round(v, 2) for k, v in seconds.items()},
+                "build_wall_s": round(total, 2),
+                "embedding_step_vs_bare_encode": round(seconds["message_embeddings"] / bare, 3),
+                "build_vs_bare_encode": round(total / bare, 3),
+            }
+        )
         bare_before = bare_after
+
     def median(key: str) -> float:
         return round(statistics.median(b[key] for b in builds), 3)
 
-    summary = builds[0] if len(builds) == 1 else {
-        "builds": builds,
-        "median_embedding_step_vs_bare_encode": median("embedding_step_vs_bare_encode"),
-        "median_build_vs_bare_encode": median("build_vs_bare_encode"),
-    }
+    summary = (
+        builds[0]
+        if len(builds) == 1
+        else {
+            "builds": builds,
+            "median_embedding_step_vs_bare_encode": median("embedding_step_vs_bare_encode"),
+            "median_build_vs_bare_encode": median("build_vs_bare_encode"),
+        }
+    )
     report = {"chat_files": len(files), "messages": len(texts), **summary}
     print(json.dumps(report, indent=2))
     return 0

@@ -31,12 +31,16 @@ def main() -> None:
     per_id = [v for values in frame["cited_confidences"].to_list() for v in values or []]
     known = [v for v in event_values if v is not None]
     print(f"asks: {frame.height}; abstentions (no citation, null confidence): {event_values.count(None)}")
-    print(f"event confidence: {len(set(round(v, 3) for v in known))} distinct values over {len(known)} events; "
-          f"min {min(known):.3f}, mean {sum(known) / len(known):.3f}, max {max(known):.3f}")
+    print(
+        f"event confidence: {len(set(round(v, 3) for v in known))} distinct values over {len(known)} events; "
+        f"min {min(known):.3f}, mean {sum(known) / len(known):.3f}, max {max(known):.3f}"
+    )
     print(f"  exactly 1.0: {sum(v == 1.0 for v in known)}, exactly 0.0: {sum(v == 0.0 for v in known)}")
     buckets = Counter(min(int(v * 5), 4) for v in per_id)
-    print(f"per cited id ({len(per_id)}): " + ", ".join(f"[{b / 5:.1f}, {(b + 1) / 5:.1f}): {buckets[b]}"
-                                                       for b in range(5)))
+    print(
+        f"per cited id ({len(per_id)}): "
+        + ", ".join(f"[{b / 5:.1f}, {(b + 1) / 5:.1f}): {buckets[b]}" for b in range(5))
+    )
 
 
 if __name__ == "__main__":

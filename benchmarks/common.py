@@ -85,10 +85,15 @@ def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -
     blocks = build_topic_blocks(messages, vectors, config)
     signals = compute_signals(messages, blocks, config)
     threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-        "local_id": messages["local_id"], "vector": list(vectors),
-    }, schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": list(vectors),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     chat_file = messages["chat_file"][0]
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
         store.replace_partition(table, chat_file, rows)
@@ -98,7 +103,9 @@ def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -
 def commit_tree(commit: str) -> Path:
     """``commit``'s ``narrative_mirror`` tree, extracted once per process."""
     tree = Path(tempfile.mkdtemp(prefix=f"nm_{commit}_"))
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True
+    )
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(tree, filter="data")
     return tree
@@ -109,9 +116,13 @@ def run_at_commit(commit: str, script: str, args: list[str]) -> list[dict]:
     the JSON objects it prints, one per line. Lets a benchmark measure an earlier version beside
     today's, in the same run, on the same index."""
     tree = commit_tree(commit)
-    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=tree,
-                          env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{commit} failed:\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -127,5 +138,9 @@ def free_port() -> int:
 def latency_stats(seconds: list[float]) -> dict:
     """n, p50, p95 and max of durations in seconds, in ms."""
     ms = np.array(seconds) * 1000
-    return {"n": len(seconds), "p50_ms": round(float(np.percentile(ms, 50)), 1),
-            "p95_ms": round(float(np.percentile(ms, 95)), 1), "max_ms": round(float(ms.max()), 1)}
+    return {
+        "n": len(seconds),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "max_ms": round(float(ms.max()), 1),
+    }

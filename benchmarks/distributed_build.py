@@ -37,9 +37,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "services")]
 
 import nm_services as svc  # noqa: E402
 
-from narrative_mirror import settings  # noqa: E402
-
 from cli.session import INGEST, LAYERS  # noqa: E402
+from narrative_mirror import settings  # noqa: E402
 
 MEMORY = INGEST + LAYERS
 TIMEOUT_S = 900
@@ -70,8 +69,11 @@ def build_in_process(data: Path, root: Path, shared: dict[str, str] | None) -> d
 def materialize_all(env: dict[str, str], keys: list[str], select: list[str]) -> float:
     """One run per partition, launched at once (as the daemon launches them); seconds until all ended."""
     started = time.perf_counter()
-    svc.materialize(env, [["-m", "definitions", "--select", ",".join(select), "--partition", key] for key in keys],
-                    timeout_s=TIMEOUT_S)
+    svc.materialize(
+        env,
+        [["-m", "definitions", "--select", ",".join(select), "--partition", key] for key in keys],
+        timeout_s=TIMEOUT_S,
+    )
     return time.perf_counter() - started
 
 
@@ -82,8 +84,13 @@ def build_distributed(data: Path, root: Path, shared: dict[str, str], broker: st
 
     redis.Redis.from_url(broker).flushdb()
     home = root / "home"
-    env = svc.clean_env(NM_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), NM_DATA_DIR=str(data),
-                        NM_CELERY_BROKER_URL=broker, **shared)
+    env = svc.clean_env(
+        NM_HOME=str(home),
+        DAGSTER_HOME=str(home / "dagster"),
+        NM_DATA_DIR=str(data),
+        NM_CELERY_BROKER_URL=broker,
+        **shared,
+    )
     keys = sorted(find_chat_files(data)[0])
     with svc.instance_of(env) as instance:
         instance.add_dynamic_partitions("chat_files", keys)
@@ -100,8 +107,13 @@ def build_distributed(data: Path, root: Path, shared: dict[str, str], broker: st
         pool.stop()
     report = step_report(env)
     in_workers = sum(n for pid, n in report["steps_by_process"].items() if pid in pool.pids)
-    return {"seconds": round(seconds, 2), "workers_ready_seconds": round(ready, 2),
-            "warm_up_seconds": round(warm, 2), **report, "steps_in_workers": in_workers}
+    return {
+        "seconds": round(seconds, 2),
+        "workers_ready_seconds": round(ready, 2),
+        "warm_up_seconds": round(warm, 2),
+        **report,
+        "steps_in_workers": in_workers,
+    }
 
 
 def main() -> int:
@@ -112,8 +124,7 @@ def main() -> int:
     args = parser.parse_args()
     started_here = svc.start_services()
     found = svc.find_services()
-    results: dict[str, list[dict]] = {"in_process_one_machine": [], "in_process_shared_state": [],
-                                      "distributed": []}
+    results: dict[str, list[dict]] = {"in_process_one_machine": [], "in_process_shared_state": [], "distributed": []}
     try:
         for repeat in range(args.repeats):
             with tempfile.TemporaryDirectory(prefix="nm_dist_bench_") as tmp:
@@ -125,8 +136,10 @@ def main() -> int:
                     shutil.copy(arc, data / arc.name)
 
                 def shared() -> dict[str, str]:
-                    return {"NM_DAGSTER_PG_URL": svc.create_database(found),
-                            **svc.s3_env(found, svc.create_bucket(found))}
+                    return {
+                        "NM_DAGSTER_PG_URL": svc.create_database(found),
+                        **svc.s3_env(found, svc.create_bucket(found)),
+                    }
 
                 one = build_in_process(data, tmp / "one", None)
                 results["in_process_one_machine"].append(one)
@@ -151,7 +164,9 @@ def main() -> int:
 
     summary = {
         "chats": len([p for p in args.data.glob("*.json") if not p.name.endswith(".arcs.json")]),
-        "cpus": os.cpu_count(), "workers": args.workers, "repeats": args.repeats,
+        "cpus": os.cpu_count(),
+        "workers": args.workers,
+        "repeats": args.repeats,
         **{f"{name}_seconds": median(name) for name in results},
         "distributed_vs_in_process_one_machine": round(median("distributed") / median("in_process_one_machine"), 2),
         "distributed_vs_in_process_shared_state": round(median("distributed") / median("in_process_shared_state"), 2),

@@ -42,10 +42,15 @@ def _torch_fixed(embedder: Embedder, threads: int):
         before = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            return embedder.model.encode(sorted(texts, key=len), batch_size=embedder.batch_size,
-                                         normalize_embeddings=True, show_progress_bar=False)
+            return embedder.model.encode(
+                sorted(texts, key=len),
+                batch_size=embedder.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         finally:
             torch.set_num_threads(before)
+
     return encode
 
 
@@ -92,10 +97,13 @@ def main() -> None:
     sizes = {"torch": os.path.getsize(Path(embedding._model_path(embedding.DEFAULT_MODEL)) / "model.safetensors")}
     for variant, embedder in onnx.items():
         sizes[f"onnx-{variant}"] = os.path.getsize(embedder.onnx.path)
-    encoders = {"torch 1 thread": _torch_fixed(torch_embedder, 1),
-                "torch all threads": _torch_fixed(torch_embedder, embedding.usable_cores()),
-                "torch (project)": torch_embedder.encode,
-                "onnx-fp32 (project)": onnx["fp32"].encode, "onnx-int8 (project)": onnx["int8"].encode}
+    encoders = {
+        "torch 1 thread": _torch_fixed(torch_embedder, 1),
+        "torch all threads": _torch_fixed(torch_embedder, embedding.usable_cores()),
+        "torch (project)": torch_embedder.encode,
+        "onnx-fp32 (project)": onnx["fp32"].encode,
+        "onnx-int8 (project)": onnx["int8"].encode,
+    }
     for encode in encoders.values():  # warm: loaded models, sessions made
         encode(texts[:64])
     report: dict = {"texts": len(texts), "cores": embedding.usable_cores(), "model_bytes": sizes}
@@ -123,9 +131,11 @@ def main() -> None:
             recall, _, vectors = dense_recall(embedder, chats)
             cosines = (vectors * reference).sum(axis=1)
             report["dense_recall@10"][f"onnx-{variant}"] = recall
-            report[f"cosine_to_torch onnx-{variant}"] = {"mean": round(float(cosines.mean()), 5),
-                                                        "p1": round(float(np.percentile(cosines, 1)), 5),
-                                                        "min": round(float(cosines.min()), 5)}
+            report[f"cosine_to_torch onnx-{variant}"] = {
+                "mean": round(float(cosines.mean()), 5),
+                "p1": round(float(np.percentile(cosines, 1)), 5),
+                "min": round(float(cosines.min()), 5),
+            }
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))

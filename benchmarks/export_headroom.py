@@ -41,7 +41,7 @@ def write_whatsapp(folder: Path, per_day: int, long: int, years: int = 10, seed:
                 moment = start + timedelta(days=day, seconds=n * 50_000 // per_day)
                 author = ("Ann", "Bob")[rng.randrange(2)]
                 words = long // 7 if rng.randrange(500) == 0 else rng.randint(2, 20)
-                text = " ".join(rng.choice(WORDS) for _ in range(words))[:max(long, 1)]
+                text = " ".join(rng.choice(WORDS) for _ in range(words))[: max(long, 1)]
                 out.write(f"[{moment:%d/%m/%Y, %H:%M:%S}] {author}: {text}\n")
     return path
 
@@ -61,18 +61,24 @@ def measure(archive: Path) -> dict:
             if info.filename.endswith(".txt"):
                 with zipped.open(info) as handle:
                     longest = max(longest, max(len(line.decode()) for line in handle))
-    return {"entries": len(infos), "unpacked_bytes": sum(i.file_size for i in infos),
-            "largest_member_bytes": max(i.file_size for i in infos),
-            "highest_ratio": round(max(i.file_size / max(i.compress_size, 1) for i in infos), 1),
-            "longest_line_chars": longest, "zip_bytes": archive.stat().st_size}
+    return {
+        "entries": len(infos),
+        "unpacked_bytes": sum(i.file_size for i in infos),
+        "largest_member_bytes": max(i.file_size for i in infos),
+        "highest_ratio": round(max(i.file_size / max(i.compress_size, 1) for i in infos), 1),
+        "longest_line_chars": longest,
+        "zip_bytes": archive.stat().st_size,
+    }
 
 
 def read_in_child(data: Path) -> dict:
-    code = ("import json, resource, sys, time; from pathlib import Path; "
-            "from narrative_mirror.exports.folder import ImportOptions, find_folder_chats; t = time.monotonic(); "
-            "chats, problems = find_folder_chats(Path(sys.argv[1]), ImportOptions(tz='UTC')); "
-            "print(json.dumps({'chats': len(chats), 'problems': problems, 'seconds': round(time.monotonic() - t, 1), "
-            "'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))")
+    code = (
+        "import json, resource, sys, time; from pathlib import Path; "
+        "from narrative_mirror.exports.folder import ImportOptions, find_folder_chats; t = time.monotonic(); "
+        "chats, problems = find_folder_chats(Path(sys.argv[1]), ImportOptions(tz='UTC')); "
+        "print(json.dumps({'chats': len(chats), 'problems': problems, 'seconds': round(time.monotonic() - t, 1), "
+        "'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))"
+    )
     proc = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, cwd=REPO, check=True)
     return json.loads(proc.stdout)
 

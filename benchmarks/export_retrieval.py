@@ -51,18 +51,30 @@ def main() -> None:
             rx.index(store, exported, fmt, vectors)
             recall = rx.recall_by_text(retriever, fmt, exported, questions)
             totals.setdefault(fmt, []).append((recall, len(questions)))
-            rows.append({"chat": path.stem, "format": fmt, "messages": exported.messages.height,
-                         "sessions": exported.messages["session"].n_unique(),
-                         "native sessions": chat.messages["session"].n_unique(),
-                         "same texts": exported.messages["text"].to_list() == chat.messages["text"].to_list(),
-                         "R@10": round(recall, 4), "native R@10": round(native, 4),
-                         "points": round(100 * (recall - native), 2),
-                         "seconds": round(time.perf_counter() - started, 1)})
+            rows.append(
+                {
+                    "chat": path.stem,
+                    "format": fmt,
+                    "messages": exported.messages.height,
+                    "sessions": exported.messages["session"].n_unique(),
+                    "native sessions": chat.messages["session"].n_unique(),
+                    "same texts": exported.messages["text"].to_list() == chat.messages["text"].to_list(),
+                    "R@10": round(recall, 4),
+                    "native R@10": round(native, 4),
+                    "points": round(100 * (recall - native), 2),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
             print(rows[-1], flush=True)
     print(markdown_table(rows))
-    overall = [{"format": fmt, "questions": sum(n for _, n in pairs),
-                "R@10": round(sum(r * n for r, n in pairs) / max(sum(n for _, n in pairs), 1), 4)}
-               for fmt, pairs in totals.items()]
+    overall = [
+        {
+            "format": fmt,
+            "questions": sum(n for _, n in pairs),
+            "R@10": round(sum(r * n for r, n in pairs) / max(sum(n for _, n in pairs), 1), 4),
+        }
+        for fmt, pairs in totals.items()
+    ]
     print(markdown_table(overall))
 
 

@@ -31,8 +31,7 @@ from resources import environment  # noqa: E402
 BIN = Path(sys.executable).parent
 CHAT = "demo_harbor_Lena_Sam"
 QUESTION = "Where was Lena's dad operated on?"
-EMBED_ONLY = ("from narrative_mirror.embedding import Embedder\n"
-              f"Embedder().encode([{QUESTION!r}])\n")
+EMBED_ONLY = f"from narrative_mirror.embedding import Embedder\nEmbedder().encode([{QUESTION!r}])\n"
 
 
 def timed(command: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
@@ -62,8 +61,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="nm_freshness_"))
     shutil.copytree(REPO / "narrative_mirror" / "demo_data" / "chats", work / "chats")
     shutil.copytree(REPO / "narrative_mirror" / "demo_data" / "chats_arcs", work / "chats_arcs")
-    env = environment.child_env(NM_HOME=str(work / "home"), NM_DATA_DIR=str(work / "chats"),
-                                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = environment.child_env(
+        NM_HOME=str(work / "home"), NM_DATA_DIR=str(work / "chats"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"
+    )
     cli = [str(BIN / "narrative-mirror")]
 
     first_build, proc = timed([*cli, "build", "--json"], env)
@@ -94,8 +94,10 @@ def main() -> int:
         "edit": {
             "messages_in_demo": messages,
             "encoded_messages": after_edit["encoded_messages"],
-            "per_file": {k: {"encoded_messages": v["encoded_messages"], "ran": v["ran"]}
-                         for k, v in after_edit["per_file"].items()},
+            "per_file": {
+                k: {"encoded_messages": v["encoded_messages"], "ran": v["ran"]}
+                for k, v in after_edit["per_file"].items()
+            },
             "first_build_s": round(first_build, 2),
             "noop_build_s": round(noop_build, 2),
             "build_after_edit_s": round(edit_build, 2),

@@ -29,8 +29,10 @@ from narrative_mirror.live.index import messages_frame
 from narrative_mirror.live.log import LiveLog
 from narrative_mirror.recall_runs import write_run
 
-WORDS = ("river stone lamp garden window coffee train letter music paper bread cloud harbor winter "
-         "market bicycle candle forest silver orange").split()
+WORDS = (
+    "river stone lamp garden window coffee train letter music paper bread cloud harbor winter "
+    "market bicycle candle forest silver orange"
+).split()
 DIM = 384
 
 
@@ -44,25 +46,53 @@ def populate(home: Path, messages: int, events: int, runs: int) -> tuple[LiveLog
     start = datetime(2025, 1, 1)
     for chat, count in (("big_Ada_Bo", messages), ("other_Cy", 1000)):
         for first in range(0, count, 1000):
-            log.append(chat, [{"id": f"m{i}", "author": "Ada" if i % 3 else "Bo", "text": sentence(rng, i),
-                               "timestamp": (start + timedelta(minutes=i)).isoformat() + "Z"}
-                              for i in range(first, min(first + 1000, count))])
+            log.append(
+                chat,
+                [
+                    {
+                        "id": f"m{i}",
+                        "author": "Ada" if i % 3 else "Bo",
+                        "text": sentence(rng, i),
+                        "timestamp": (start + timedelta(minutes=i)).isoformat() + "Z",
+                    }
+                    for i in range(first, min(first + 1000, count))
+                ],
+            )
         stored = log.messages(chat)
         frame = messages_frame(chat, stored)
         vectors = np.random.default_rng(1).standard_normal((len(stored), DIM)).astype("float32")
-        embeddings = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
-                                   "local_id": frame["local_id"], "vector": [v.tolist() for v in vectors]},
-                                  schema=schema.MESSAGE_EMBEDDINGS)
+        embeddings = pl.DataFrame(
+            {
+                "message_id": frame["message_id"],
+                "chat_file": frame["chat_file"],
+                "local_id": frame["local_id"],
+                "vector": [v.tolist() for v in vectors],
+            },
+            schema=schema.MESSAGE_EMBEDDINGS,
+        )
         store.add_rows("messages", chat, message_rows(frame, embeddings))
     texts = [m.text for m in log.messages("big_Ada_Bo")]
     event_log = EventLog(store.uri, spool_dir=home / "events" / "spool")
-    for i in range(events):
-        event_log.log(RetrievalEvent("local/u", "big_Ada_Bo", f"what about {rng.choice(texts)}", ["m1"], "hybrid",
-                                     created_at=datetime.now(UTC)))
+    for _ in range(events):
+        event_log.log(
+            RetrievalEvent(
+                "local/u",
+                "big_Ada_Bo",
+                f"what about {rng.choice(texts)}",
+                ["m1"],
+                "hybrid",
+                created_at=datetime.now(UTC),
+            )
+        )
     event_log.close()
-    for i in range(runs):
-        write_run(rng.choice(texts), {"chat": "big_Ada_Bo"}, [{"id": f"m{rng.randrange(messages)}",
-                                                                "text": rng.choice(texts)}], [], root=home / "recall_runs")
+    for _ in range(runs):
+        write_run(
+            rng.choice(texts),
+            {"chat": "big_Ada_Bo"},
+            [{"id": f"m{rng.randrange(messages)}", "text": rng.choice(texts)}],
+            [],
+            root=home / "recall_runs",
+        )
     return log, store
 
 
@@ -78,15 +108,22 @@ def main() -> None:
     print(f"populated {home} in {time.perf_counter() - began:.1f} s")
     forgetting = Forgetting(log, store, home)
     rows = {}
-    for name, selection in (("one message", Selection(ids=("m5",))), ("an author (Bo)", Selection(author="Bo")),
-                            ("the whole chat", Selection(everything=True))):
+    for name, selection in (
+        ("one message", Selection(ids=("m5",))),
+        ("an author (Bo)", Selection(author="Bo")),
+        ("the whole chat", Selection(everything=True)),
+    ):
         gone = [m.text for m in log.select("big_Ada_Bo", ids=selection.ids, author=selection.author)]
         report = forgetting.forget("big_Ada_Bo", selection)
         left = sum(1 for p in home.rglob("*") if p.is_file() and any(t.encode() in p.read_bytes() for t in gone[:50]))
-        rows[name] = {"messages": len(report["ids"]), "seconds": report["seconds"], "files_still_quoting": left,
-                      "events_redacted": report["removed"]["events"]["events_redacted"],
-                      "recall_runs_redacted": report["removed"]["recall_runs"]["files_redacted"],
-                      "step_seconds": report["step_seconds"]}
+        rows[name] = {
+            "messages": len(report["ids"]),
+            "seconds": report["seconds"],
+            "files_still_quoting": left,
+            "events_redacted": report["removed"]["events"]["events_redacted"],
+            "recall_runs_redacted": report["removed"]["recall_runs"]["files_redacted"],
+            "step_seconds": report["step_seconds"],
+        }
         print(name, json.dumps(rows[name]))
 
 

@@ -71,14 +71,29 @@ def seed(home: Path, chat: str, n: int, dim: int) -> None:
     start = datetime(2020, 1, 1)
     rng = np.random.default_rng(0)
     for first in range(0, n, 1000):
-        log.append(chat, [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 8))} number {i}",
-                           "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(first, min(n, first + 1000))])
+        log.append(
+            chat,
+            [
+                {
+                    "author": "AB"[i % 2],
+                    "text": f"{' '.join(rng.choice(WORDS, 8))} number {i}",
+                    "timestamp": (start + timedelta(minutes=i)).isoformat(),
+                }
+                for i in range(first, min(n, first + 1000))
+            ],
+        )
     frame = messages_frame(chat, log.messages(chat))
     vectors = rng.normal(size=(frame.height, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    embeddings = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
-                               "local_id": frame["local_id"], "vector": [v.tolist() for v in vectors]},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": frame["message_id"],
+            "chat_file": frame["chat_file"],
+            "local_id": frame["local_id"],
+            "vector": [v.tolist() for v in vectors],
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     rows: pa.Table = message_rows(frame, embeddings)
     IndexStore(str(home / "lancedb")).add_rows("messages", chat, rows)
 
@@ -96,19 +111,29 @@ def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
     returned, searchable, after_return, second, encode_only = [], [], [], [], []
     for b in range(batches):
         token = f"zq{b}unique{b * 7919}"
-        batch = [{"author": "AB"[i % 2], "text": f"{' '.join(np.random.choice(WORDS, 6))} {token if i == 19 else i}",
-                  "timestamp": f"2025-06-01T{b % 24:02d}:{i:02d}:00Z"} for i in range(20)]
+        batch = [
+            {
+                "author": "AB"[i % 2],
+                "text": f"{' '.join(np.random.choice(WORDS, 6))} {token if i == 19 else i}",
+                "timestamp": f"2025-06-01T{b % 24:02d}:{i:02d}:00Z",
+            }
+            for i in range(20)
+        ]
         started = time.perf_counter()
         result = live.add(chat, batch)
         returned.append(time.perf_counter() - started)
         last = f"{chat}/{result.ids[-1]}"
         found_text = [m for m, _ in store.full_text_search("messages", chat, token, 3)] == [last]
-        found_dense = last.split("/", 1)[1] in [h.local_id for h in retriever.search(chat, batch[-1]["text"], k=5, variant="dense").hits]
+        found_dense = last.split("/", 1)[1] in [
+            h.local_id for h in retriever.search(chat, batch[-1]["text"], k=5, variant="dense").hits
+        ]
         found_bm25 = [h.local_id for h in retriever.search(chat, token, k=1, variant="bm25").hits] == [result.ids[-1]]
         searchable.append(time.perf_counter() - started)
         after_return.append(searchable[-1] - returned[-1])
         if not (found_text and found_dense and found_bm25):
-            raise AssertionError(f"batch {b}: not found (full-text {found_text}, dense {found_dense}, bm25 {found_bm25})")
+            raise AssertionError(
+                f"batch {b}: not found (full-text {found_text}, dense {found_dense}, bm25 {found_bm25})"
+            )
         seen = time.perf_counter()
         reader_live.refresh(chat)  # what the second serve does before a request reads the chat
         if [h.local_id for h in reader.search(chat, token, k=1, variant="bm25").hits] != [result.ids[-1]]:
@@ -117,16 +142,23 @@ def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
         started = time.perf_counter()
         embedder.encode([f"{m['author']}: {m['text']}" for m in batch])
         encode_only.append(time.perf_counter() - started)
-    return {"first_read_of_chat_ms": round(first_read * 1000, 1),
-            "add_p50_ms": pct(returned, 50), "add_p95_ms": pct(returned, 95), "searchable_p50_ms": pct(searchable, 50),
-            "searchable_p95_ms": pct(searchable, 95), "search_after_return_p50_ms": pct(after_return, 50),
-            "search_after_return_p95_ms": pct(after_return, 95), "second_reader_p50_ms": pct(second, 50),
-            "second_reader_p95_ms": pct(second, 95), "encode20_p50_ms": pct(encode_only, 50),
-            "encode20_p95_ms": pct(encode_only, 95),
-            "add_minus_encode_p50_ms": round(pct(returned, 50) - pct(encode_only, 50), 1),
-            "add_over_encode_p95": round(pct(returned, 95) / pct(encode_only, 95), 2),
-            "cache": {k: v for k, v in retriever.cache_info().items() if k in ("loads", "appends", "hits")},
-            "second_reader_cache": {k: v for k, v in reader.cache_info().items() if k in ("loads", "appends", "hits")}}
+    return {
+        "first_read_of_chat_ms": round(first_read * 1000, 1),
+        "add_p50_ms": pct(returned, 50),
+        "add_p95_ms": pct(returned, 95),
+        "searchable_p50_ms": pct(searchable, 50),
+        "searchable_p95_ms": pct(searchable, 95),
+        "search_after_return_p50_ms": pct(after_return, 50),
+        "search_after_return_p95_ms": pct(after_return, 95),
+        "second_reader_p50_ms": pct(second, 50),
+        "second_reader_p95_ms": pct(second, 95),
+        "encode20_p50_ms": pct(encode_only, 50),
+        "encode20_p95_ms": pct(encode_only, 95),
+        "add_minus_encode_p50_ms": round(pct(returned, 50) - pct(encode_only, 50), 1),
+        "add_over_encode_p95": round(pct(returned, 95) / pct(encode_only, 95), 2),
+        "cache": {k: v for k, v in retriever.cache_info().items() if k in ("loads", "appends", "hits")},
+        "second_reader_cache": {k: v for k, v in reader.cache_info().items() if k in ("loads", "appends", "hits")},
+    }
 
 
 def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> dict:
@@ -136,12 +168,21 @@ def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> d
 
     def write(w: int) -> None:
         for b in range(n_batches):
-            batch = [{"id": f"w{w}-b{b}-{i}", "author": "A", "text": f"writer {w} batch {b} message {i}",
-                      "timestamp": "2025-01-01T00:00:00Z"} for i in range(3)]
+            batch = [
+                {
+                    "id": f"w{w}-b{b}-{i}",
+                    "author": "A",
+                    "text": f"writer {w} batch {b} message {i}",
+                    "timestamp": "2025-01-01T00:00:00Z",
+                }
+                for i in range(3)
+            ]
             lives[w % 2].add("busy", batch)
             lives[(w + 1) % 2].add("busy", batch)  # re-sent through the other writer
             if b % 50 == 49:
-                print(f"writer {w}: {b + 1} batches, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+                print(
+                    f"writer {w}: {b + 1} batches, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True
+                )
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(n_writers)]
     for thread in threads:
@@ -151,9 +192,16 @@ def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> d
     ids = [m.local_id for m in LiveLog(home / "live").messages("busy")]
     expected = n_writers * n_batches * 3
     rows = store.chat_row_count("messages", "busy")
-    return {"writers": n_writers, "batches_each": n_batches, "expected": expected, "in_log": len(ids),
-            "duplicated_in_log": len(ids) - len(set(ids)), "lost": expected - len(set(ids)), "index_rows": rows,
-            "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "writers": n_writers,
+        "batches_each": n_batches,
+        "expected": expected,
+        "in_log": len(ids),
+        "duplicated_in_log": len(ids) - len(set(ids)),
+        "lost": expected - len(set(ids)),
+        "index_rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 WRITER = """
@@ -172,8 +220,12 @@ def kills(home: Path, rounds: int) -> dict:
     acknowledged: list[str] = []
     lost = duplicated = 0
     for r in range(rounds):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(home / "live"), f"r{r}", str(ROOT)],
-                                 stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        child = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(home / "live"), f"r{r}", str(ROOT)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         want = 5 + int(np.random.randint(0, 50))
         got = [child.stdout.readline().strip() for _ in range(want)]
         os.kill(child.pid, signal.SIGKILL)
@@ -189,9 +241,14 @@ def kills(home: Path, rounds: int) -> dict:
 def build(home: Path, data: Path) -> tuple[float, dict]:
     """``narrative-mirror build --json`` in a fresh process on ``home``: (seconds, its chat's report)."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "build", "--data", str(data), "--json"],
-                          cwd=ROOT, env=environment.child_env(NM_HOME=str(home), PYTHONPATH=str(ROOT)),
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "from cli.main import run; run()", "build", "--data", str(data), "--json"],
+        cwd=ROOT,
+        env=environment.child_env(NM_HOME=str(home), PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     report = json.loads(done.stdout)["per_file"]["walk"]
     return time.perf_counter() - started, {k: report.get(k) for k in ("messages", "encoded_messages", "ran")}
 
@@ -201,19 +258,43 @@ def layers(root: Path, n_messages: int, n_batches: int, embedder: Embedder) -> d
     data.mkdir(parents=True)
     start = datetime(2024, 1, 1)
     rng = np.random.default_rng(1)
-    LiveLog(home / "live").append("walk", [
-        {"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 8))} {i}",
-         "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(n_messages)])
+    LiveLog(home / "live").append(
+        "walk",
+        [
+            {
+                "author": "AB"[i % 2],
+                "text": f"{' '.join(rng.choice(WORDS, 8))} {i}",
+                "timestamp": (start + timedelta(minutes=i)).isoformat(),
+            }
+            for i in range(n_messages)
+        ],
+    )
     first_seconds, first = build(home, data)
     live = LiveMemory(home / "live", IndexStore(str(home / "lancedb")), embedder)
     for b in range(n_batches):
-        live.add("walk", [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 6))} batch {b} {i}",
-                           "timestamp": (start + timedelta(days=30, minutes=20 * b + i)).isoformat()} for i in range(20)])
+        live.add(
+            "walk",
+            [
+                {
+                    "author": "AB"[i % 2],
+                    "text": f"{' '.join(rng.choice(WORDS, 6))} batch {b} {i}",
+                    "timestamp": (start + timedelta(days=30, minutes=20 * b + i)).isoformat(),
+                }
+                for i in range(20)
+            ],
+        )
     catch_up_seconds, catch_up = build(home, data)
     again_seconds, again = build(home, data)
-    return {"messages": n_messages, "batches": n_batches, "first_build_seconds": round(first_seconds, 1), "first": first,
-            "catch_up_seconds": round(catch_up_seconds, 1), "catch_up": catch_up,
-            "nothing_to_do_seconds": round(again_seconds, 1), "nothing_to_do": again}
+    return {
+        "messages": n_messages,
+        "batches": n_batches,
+        "first_build_seconds": round(first_seconds, 1),
+        "first": first,
+        "catch_up_seconds": round(catch_up_seconds, 1),
+        "catch_up": catch_up,
+        "nothing_to_do_seconds": round(again_seconds, 1),
+        "nothing_to_do": again,
+    }
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ takes about 4x the time. Target: 200 MB in under a minute and under 1 GB.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -30,13 +29,17 @@ print(f"{time.perf_counter() - started:.2f} {resource.getrusage(resource.RUSAGE_
 def write_chat(path: Path, megabytes: float) -> None:
     with path.open("w", encoding="utf-8") as handle:
         handle.write('{"name": "Long", "type": "personal_chat", "id": 1, "messages": [')
-        handle.write('{"id": 1, "type": "message", "date": "2024-01-01T10:00:00", "date_unixtime": "1704099600", '
-                     '"from": "Ann", "from_id": "user1", "text": "')
+        handle.write(
+            '{"id": 1, "type": "message", "date": "2024-01-01T10:00:00", "date_unixtime": "1704099600", '
+            '"from": "Ann", "from_id": "user1", "text": "'
+        )
         chunk = "long text " * 100_000  # 1 MB
         for _ in range(int(megabytes)):
             handle.write(chunk)
-        handle.write('"}, {"id": 2, "type": "message", "date": "2024-01-01T10:01:00", "date_unixtime": '
-                     '"1704099660", "from": "Bo", "from_id": "user2", "text": "ok"}]}')
+        handle.write(
+            '"}, {"id": 2, "type": "message", "date": "2024-01-01T10:01:00", "date_unixtime": '
+            '"1704099660", "from": "Bo", "from_id": "user2", "text": "ok"}]}'
+        )
 
 
 def main() -> None:
@@ -47,8 +50,14 @@ def main() -> None:
         for megabytes in args.megabytes:
             path = Path(folder) / "result.json"
             write_chat(path, megabytes)
-            out = subprocess.run([sys.executable, "-c", READ, str(path)], capture_output=True, text=True,
-                                 check=True, cwd=REPO, env={"PYTHONPATH": str(REPO)}).stdout.split()
+            out = subprocess.run(
+                [sys.executable, "-c", READ, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=REPO,
+                env={"PYTHONPATH": str(REPO)},
+            ).stdout.split()
             print(f"{megabytes:g} MB text: {out[0]} s, peak RSS {out[1]} MB ({int(out[2]):,} characters read)")
 
 

@@ -62,8 +62,11 @@ def load_train(data_dir: Path, embedder: Embedder, store: IndexStore, cache: Pat
         vectors = message_vectors(messages, embedder, cache)
         embedded = time.perf_counter()
         index_chat(store, messages, vectors)
-        print(f"  {chat.chat_file}: {messages.height} messages; embed {embedded - started:.1f} s, layers + index "
-              f"{time.perf_counter() - embedded:.1f} s", file=sys.stderr)
+        print(
+            f"  {chat.chat_file}: {messages.height} messages; embed {embedded - started:.1f} s, layers + index "
+            f"{time.perf_counter() - embedded:.1f} s",
+            file=sys.stderr,
+        )
         qa = gold_qa_frame(chat).filter(pl.col("category").is_in(CATEGORIES) & (pl.col("gold_ids").list.len() > 0))
         chats.append(ChatData(chat.chat_file, messages, vectors, qa))
     return chats
@@ -108,7 +111,9 @@ def scores_of(rankings: Sequence[Sequence[str]], questions: pl.DataFrame) -> dic
     return out
 
 
-def run_variant(retriever: Retriever, chats: Sequence[ChatData], variant: str, depth: int = 20) -> tuple[list[list[str]], list[float]]:
+def run_variant(
+    retriever: Retriever, chats: Sequence[ChatData], variant: str, depth: int = 20
+) -> tuple[list[list[str]], list[float]]:
     rankings, latencies = [], []
     for chat in chats:
         for question in chat.questions["question"].to_list():
@@ -141,8 +146,10 @@ def format_table(results: dict[str, dict]) -> str:
         for cat in ("1", "2", "3", "all"):
             s = res["scores"][cat]
             lat = f"{res['p50_ms']:>7.1f} {res['p95_ms']:>7.1f}" if cat == "all" and "p50_ms" in res else ""
-            lines.append(f"{name if cat == '1' else '':<22} {cat:>3} {s['n']:>4} {s['R@5']:>6.1f} {s['R@10']:>6.1f} "
-                         f"{s['R@20']:>6.1f} {s['ndcg@10']:>8.1f} {lat}")
+            lines.append(
+                f"{name if cat == '1' else '':<22} {cat:>3} {s['n']:>4} {s['R@5']:>6.1f} {s['R@10']:>6.1f} "
+                f"{s['R@20']:>6.1f} {s['ndcg@10']:>8.1f} {lat}"
+            )
     return "\n".join(lines)
 
 
@@ -176,14 +183,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             retriever.chat(chat.chat_file)  # reading the store is index loading, not query latency
         for variant in variants:
             rankings, latencies = run_variant(retriever, chats, variant)
-            results[variant] = {"scores": scores_of(rankings, questions),
-                                "p50_ms": float(np.percentile(latencies, 50)),
-                                "p95_ms": float(np.percentile(latencies, 95))}
-    print(f"{questions.height} questions (categories 1-3, gold resolvable); default variant: {config['default_variant']}")
+            results[variant] = {
+                "scores": scores_of(rankings, questions),
+                "p50_ms": float(np.percentile(latencies, 50)),
+                "p95_ms": float(np.percentile(latencies, 95)),
+            }
+    print(
+        f"{questions.height} questions (categories 1-3, gold resolvable); default variant: {config['default_variant']}"
+    )
     print(format_table(results))
     if "hybrid_learned" in results:
-        print("hybrid_learned is IN-SAMPLE here (its weights were fitted on these chats); its held-out "
-              "(leave-one-chat-out) R@10 is printed by benchmarks/train_fusion.py.")
+        print(
+            "hybrid_learned is IN-SAMPLE here (its weights were fitted on these chats); its held-out "
+            "(leave-one-chat-out) R@10 is printed by benchmarks/train_fusion.py."
+        )
     if args.json:
         args.json.write_text(json.dumps({"overrides": args.overrides, "results": results}, indent=2))
     return 0

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from narrative_mirror.agent.search_nodes import LEAF_CONTEXT  # noqa: E402
 from narrative_mirror.agent.rewrite import feedback_terms  # noqa: E402
+from narrative_mirror.agent.search_nodes import LEAF_CONTEXT  # noqa: E402
 from narrative_mirror.agent.text import tokens  # noqa: E402
 from narrative_mirror.retrieval.iterative import branch_context  # noqa: E402
 
@@ -53,16 +53,29 @@ def rewritten(question: str, context: Sequence[tuple[str, str]]) -> str:
     return " ".join([question, *feedback_terms([text for _, text in context], tokens(question), FEEDBACK_TERMS)])
 
 
-def ablation(retriever, questions: Sequence[tuple[str, str]], variants: Sequence[str],
-             contexts: Sequence[str] = CONTEXTS, depth: int = 20) -> dict[tuple[str, str], list[list[str]]]:
+def ablation(
+    retriever,
+    questions: Sequence[tuple[str, str]],
+    variants: Sequence[str],
+    contexts: Sequence[str] = CONTEXTS,
+    depth: int = 20,
+) -> dict[tuple[str, str], list[list[str]]]:
     """(context, variant) -> the ranked ids of every (chat_file, question), in order."""
-    leaves = [retriever.search(chat, q, k=LEAF_CONTEXT).hits if set(contexts) - {"none"} else None
-              for chat, q in questions]
-    queries = {c: [rewritten(q, rewrite_context(retriever, chat, q, c, leaf)) for (chat, q), leaf in zip(questions, leaves)]
-               for c in contexts}
-    return {(c, v): [[h.local_id for h in retriever.search(chat, query, k=depth, variant=v).hits]
-                     for (chat, _), query in zip(questions, queries[c])]
-            for c in contexts for v in variants}
+    leaves = [
+        retriever.search(chat, q, k=LEAF_CONTEXT).hits if set(contexts) - {"none"} else None for chat, q in questions
+    ]
+    queries = {
+        c: [rewritten(q, rewrite_context(retriever, chat, q, c, leaf)) for (chat, q), leaf in zip(questions, leaves)]
+        for c in contexts
+    }
+    return {
+        (c, v): [
+            [h.local_id for h in retriever.search(chat, query, k=depth, variant=v).hits]
+            for (chat, _), query in zip(questions, queries[c])
+        ]
+        for c in contexts
+        for v in variants
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             looped = Retriever(store, embedder, with_overrides(config, [f"iterative.rewrite_every={every}"]))
             rankings = ablation(looped, questions, ["iterative"], contexts=["none"])[("none", "iterative")]
             results[f"loop / rewrite_every={every} (3 rounds)"] = {"scores": scores_of(rankings, gold)}
-    print(f"{gold.height} questions; rewrite context / retrieval (dual = dual_path, K_global {config['tree']['k_global']}"
-          " unless said); the default variant's weights are in-sample on these chats")
+    print(
+        f"{gold.height} questions; rewrite context / retrieval (dual = dual_path, K_global {config['tree']['k_global']}"
+        " unless said); the default variant's weights are in-sample on these chats"
+    )
     print(format_table(results))
     return 0
 

@@ -71,20 +71,25 @@ def main() -> int:
     }
     parts["dagster_and_planning"] = build - sum(parts.values())
     n = len(keys)
-    print(json.dumps({
-        "chats": n,
-        "messages": len(texts),
-        "failed": sorted(str(k) for k in report.failed),
-        "build_s": round(build, 2),
-        "bare_encode_s": round(bare, 2),
-        "build_vs_bare_encode": round(build / bare, 3),
-        "seconds_per_partition": {k: round(v / n, 4) for k, v in parts.items()},
-        "non_embedding_share": round(1 - parts["embedding"] / build, 3),
-        "lancedb_before_maintenance": maintained["before"],
-        "lancedb_after_maintenance": maintained["after"],
-        "maintenance_s": round(maintain_s, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "chats": n,
+                "messages": len(texts),
+                "failed": sorted(str(k) for k in report.failed),
+                "build_s": round(build, 2),
+                "bare_encode_s": round(bare, 2),
+                "build_vs_bare_encode": round(build / bare, 3),
+                "seconds_per_partition": {k: round(v / n, 4) for k, v in parts.items()},
+                "non_embedding_share": round(1 - parts["embedding"] / build, 3),
+                "lancedb_before_maintenance": maintained["before"],
+                "lancedb_after_maintenance": maintained["after"],
+                "maintenance_s": round(maintain_s, 2),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            },
+            indent=2,
+        )
+    )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

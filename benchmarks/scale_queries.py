@@ -74,8 +74,13 @@ def big_chat_messages(data_dir: Path, copies: int) -> pl.DataFrame:
                 pl.col("session").replace_strict(numbers, return_dtype=pl.Int64),
                 pl.col("timestamp") + timedelta(days=DAYS_PER_COPY * copy),
             ).with_columns(
-                (pl.lit("D") + pl.col("session").cast(pl.String) + pl.lit(":")
-                 + (pl.int_range(pl.len()).over("session") + 1).cast(pl.String)).alias("local_id"))
+                (
+                    pl.lit("D")
+                    + pl.col("session").cast(pl.String)
+                    + pl.lit(":")
+                    + (pl.int_range(pl.len()).over("session") + 1).cast(pl.String)
+                ).alias("local_id")
+            )
             parts.append(part)
     big = pl.concat(parts).with_columns(
         pl.lit(chat_file).alias("chat_file"),
@@ -176,11 +181,21 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
     @app.get("/bench/stats")
     async def stats():
         info = retriever.cache_info() if hasattr(retriever, "cache_info") else None
-        return {"rss_kb": _status_kb("VmRSS"), "peak_rss_kb": _status_kb("VmHWM"),
-                "cold_load_s": {k: round(v, 3) for k, v in loads.items()}, "cache": info,
-                "messages": sizes,
-                "gc_pauses": {str(g): {"n": len(p), "total_ms": round(sum(p) * 1000, 1),
-                                       "max_ms": round(max(p, default=0.0) * 1000, 1)} for g, p in pauses.items()}}
+        return {
+            "rss_kb": _status_kb("VmRSS"),
+            "peak_rss_kb": _status_kb("VmHWM"),
+            "cold_load_s": {k: round(v, 3) for k, v in loads.items()},
+            "cache": info,
+            "messages": sizes,
+            "gc_pauses": {
+                str(g): {
+                    "n": len(p),
+                    "total_ms": round(sum(p) * 1000, 1),
+                    "max_ms": round(max(p, default=0.0) * 1000, 1),
+                }
+                for g, p in pauses.items()
+            },
+        }
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
@@ -209,6 +224,7 @@ def measure(base: str, chats: list[str], questions: list[str], profile: str, rou
 
     out: dict = {"chats": {}}
     with httpx.Client(base_url=base, timeout=300) as client:
+
         def ask(chat: str, question: str) -> float:
             t = time.perf_counter()
             response = client.post("/api/ask", json={"chat": chat, "question": question, "profile": profile})
@@ -332,11 +348,15 @@ def main(argv: list[str] | None = None) -> int:
             "ask_server_cpu": round(big_ask["server_cpu_ms_mean"] / small_ask["server_cpu_ms_mean"], 2),
             "ask_p50": round(big_ask["p50_ms"] / small_ask["p50_ms"], 2),
             "ask_p95": round(big_ask["p95_ms"] / small_ask["p95_ms"], 2),
-            "search_p95": round(measured["chats"][big]["search"]["p95_ms"]
-                                / measured["chats"][SMALL]["search"]["p95_ms"], 2),
+            "search_p95": round(
+                measured["chats"][big]["search"]["p95_ms"] / measured["chats"][SMALL]["search"]["p95_ms"], 2
+            ),
         }
-        result["targets"] = {"ask_p95_ratio_max": 2.0, "peak_rss_mb_max": 1536,
-                             "met": result["ratio_big_small"]["ask_p95"] <= 2.0 and result["peak_rss_mb"] < 1536}
+        result["targets"] = {
+            "ask_p95_ratio_max": 2.0,
+            "peak_rss_mb_max": 1536,
+            "met": result["ratio_big_small"]["ask_p95"] <= 2.0 and result["peak_rss_mb"] < 1536,
+        }
     finally:
         if args.home is None:
             shutil.rmtree(home, ignore_errors=True)

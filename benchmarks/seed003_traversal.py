@@ -32,12 +32,7 @@ from common import DEFAULT_DATA, build_embedder, open_index
 
 from narrative_mirror import settings
 from narrative_mirror.retrieval.engine import Retriever
-from narrative_mirror.retrieval.query_rewrite import (
-    RewriteCache,
-    llm_expander,
-    llm_rewriter,
-    llm_schema,
-)
+from narrative_mirror.retrieval.query_rewrite import RewriteCache, llm_expander, llm_rewriter, llm_schema
 from narrative_mirror.retrieval.traversal import ChatScorer, Tools, Tree, run_variant
 from narrative_mirror.retrieval.traversal_study import (
     by_name,
@@ -50,9 +45,15 @@ from narrative_mirror.retrieval.traversal_study import (
 
 def llm_tools(base_url: str, model: str, cache: RewriteCache, failures: Counter) -> Tools:
     from narrative_mirror.llm import LLMClient, LLMSettings
+
     client = LLMClient(LLMSettings(base_url=base_url, model=model, timeout_s=120, max_retries=1))
-    return Tools(rewrite=llm_rewriter(client, failures), expand=llm_expander(client, failures),
-                 schema=llm_schema(client, failures), cache=cache, name=f"llm:{model}")
+    return Tools(
+        rewrite=llm_rewriter(client, failures),
+        expand=llm_expander(client, failures),
+        schema=llm_schema(client, failures),
+        cache=cache,
+        name=f"llm:{model}",
+    )
 
 
 @contextlib.contextmanager
@@ -60,6 +61,7 @@ def local_llm_server():
     """The tests' llama.cpp server (tests/llm_servers.py), for a run with a real LLM offline."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from llm_servers import llama_server
+
     with llama_server(timeout_s=120, startup_s=120) as llm:
         yield llm.base_url, llm.model
 
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.chats:  # a folder holding the first N train chats only
             data = Path(tmp) / "chats"
             data.mkdir()
-            for path in sorted(args.data.glob("Chat_[1-7]_*.json"))[:args.chats]:
+            for path in sorted(args.data.glob("Chat_[1-7]_*.json"))[: args.chats]:
                 (data / path.name).symlink_to(path.resolve())
         chats = load_train(data, embedder, store, args.cache)
         retriever = Retriever(store, embedder, settings.load_config("retrieval"))
@@ -114,17 +116,24 @@ def main(argv: list[str] | None = None) -> int:
                     rankings[variant.name].append(run.rankings)
                     actions[variant.name].update(a for a in run.actions if a)
                     if run.schema and len(schema_examples) < 3:
-                        schema_examples.append({"question": question, "categories": run.schema,
-                                                "candidates": run.schema_candidates})
-            print(f"  {chat.chat_file}: {questions.height} questions, {time.perf_counter() - started:.0f} s",
-                  file=sys.stderr)
+                        schema_examples.append(
+                            {"question": question, "categories": run.schema, "candidates": run.schema_candidates}
+                        )
+            print(
+                f"  {chat.chat_file}: {questions.height} questions, {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
     rows = [summary_row(name, runs, gold) for name, runs in rankings.items()]
-    print(f"{len(gold)} questions from {len(chats)} train chats; rewriter: {tools.name}; "
-          f"rewrite cache {cache.hits} hits / {cache.misses} misses; {time.perf_counter() - started:.0f} s")
+    print(
+        f"{len(gold)} questions from {len(chats)} train chats; rewriter: {tools.name}; "
+        f"rewrite cache {cache.hits} hits / {cache.misses} misses; {time.perf_counter() - started:.0f} s"
+    )
     print(format_table(rows))
     iterations = {name: per_iteration(runs, gold) for name, runs in rankings.items()}
-    print("\nnDCG@10 per iteration: " + "; ".join(
-        n + ": " + " ".join(f"{it['ndcg@10']:.1f}" for it in its) for n, its in iterations.items()))
+    print(
+        "\nnDCG@10 per iteration: "
+        + "; ".join(n + ": " + " ".join(f"{it['ndcg@10']:.1f}" for it in its) for n, its in iterations.items())
+    )
     if failures:
         print(f"LLM calls that fell back to the offline step: {dict(failures)}")
     print("\nactions: " + "; ".join(f"{n}: {dict(c)}" for n, c in actions.items() if c))
@@ -135,12 +144,24 @@ def main(argv: list[str] | None = None) -> int:
         loco = leave_one_chat_out(rankings, gold, chat_of)
         print(f"\nleave-one-chat-out nDCG@10 held out: chosen {loco['chosen']:.1f} vs flat {loco['baseline']:.1f}")
         for fold in loco["folds"]:
-            print(f"  {fold['held_out']}: {fold['chosen']} {fold['chosen_ndcg@10']:.1f} vs {fold['baseline_ndcg@10']:.1f}")
+            print(
+                f"  {fold['held_out']}: {fold['chosen']} {fold['chosen_ndcg@10']:.1f} vs {fold['baseline_ndcg@10']:.1f}"
+            )
     if args.json:
-        args.json.write_text(json.dumps({"rewriter": tools.name, "rows": rows, "per_iteration": iterations, "loco": loco,
-                                         "actions": {n: dict(c) for n, c in actions.items()},
-                                         "llm_failures": dict(failures),
-                                         "schema_examples": schema_examples}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rewriter": tools.name,
+                    "rows": rows,
+                    "per_iteration": iterations,
+                    "loco": loco,
+                    "actions": {n: dict(c) for n, c in actions.items()},
+                    "llm_failures": dict(failures),
+                    "schema_examples": schema_examples,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -19,14 +19,12 @@ import re
 import sys
 import tempfile
 import time
-from pathlib import Path
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
-
 from common import DEFAULT_DATA, build_embedder, open_index
 from retrieval_variants import CATEGORIES, ChatData, load_train
 
@@ -63,7 +61,9 @@ class TrainingPools:
         question = np.concatenate([np.full(len(ids), q) for q, (ids, _) in enumerate(self.pools)])
         return x, labels, question
 
-    def fit(self, l2: float, without_chat: int | None = None, features: Sequence[str] = tuple(FEATURES)) -> LearnedFusion:
+    def fit(
+        self, l2: float, without_chat: int | None = None, features: Sequence[str] = tuple(FEATURES)
+    ) -> LearnedFusion:
         """The listwise model on every question, or on those of all chats but ``without_chat``;
         over ``features`` (default all, e.g. fewer for an earlier version that knows fewer)."""
         x, labels, question = self.rows
@@ -81,10 +81,14 @@ def toml_section(model: LearnedFusion, note: str, inputs: str) -> str:
         return "[" + ", ".join(repr(v) for v in values) + "]"
 
     cfg = model.to_config()
-    lines = ["[learned]", f"# {note}", "# Written by benchmarks/train_fusion.py --write (features: learned_fusion.FEATURES); retrain it",
-             "# after changing [hybrid], rrf_k or candidates: the features include the hybrid lists.",
-             f'inputs = "{inputs}"  # learned_fusion.inputs_fingerprint at training: a test fails when it changes',
-             f"features = {array(cfg['features'])}".replace("'", '"')]
+    lines = [
+        "[learned]",
+        f"# {note}",
+        "# Written by benchmarks/train_fusion.py --write (features: learned_fusion.FEATURES); retrain it",
+        "# after changing [hybrid], rrf_k or candidates: the features include the hybrid lists.",
+        f'inputs = "{inputs}"  # learned_fusion.inputs_fingerprint at training: a test fails when it changes',
+        f"features = {array(cfg['features'])}".replace("'", '"'),
+    ]
     lines += [f"{key} = {array(cfg[key])}" for key in ("mean", "scale", "weights")]
     return "\n".join(lines) + "\n"
 
@@ -114,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         retriever = Retriever(store, embedder, settings.load_config("retrieval"))
         started = time.perf_counter()
         data = TrainingPools.collect(retriever, chats)
-        print(f"{len(data.pools)} questions, pools of {retriever.pool_size}: features in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        print(
+            f"{len(data.pools)} questions, pools of {retriever.pool_size}: features in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
 
     pools, golds, categories, chat_of = data.pools, data.golds, data.categories, np.array(data.chat_of)
     held_out = np.zeros(len(pools))  # R@10 of each question under weights fitted without its chat
@@ -126,15 +132,21 @@ def main(argv: list[str] | None = None) -> int:
             order = np.lexsort((np.arange(len(ids)), -model.score(features)))
             held_out[q] = recall_at_k([ids[i] for i in order], golds[q], 10)
         part = chat_of == number
-        print(f"  {chat.chat_file:<28} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
-              f"learned (held out) {100 * held_out[part].mean():5.1f}")
+        print(
+            f"  {chat.chat_file:<28} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
+            f"learned (held out) {100 * held_out[part].mean():5.1f}"
+        )
     categories = np.array(categories)
     for category in CATEGORIES:
         part = categories == category
-        print(f"  category {category:<19} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
-              f"learned (held out) {100 * held_out[part].mean():5.1f}")
-    note = (f"Leave-one-chat-out on Chat_1..7 ({len(pools)} questions): R@10 {100 * held_out.mean():.1f} "
-            f"vs hybrid {100 * hybrid.mean():.1f}; l2 {args.l2:g}; fitted on all 7.")
+        print(
+            f"  category {category:<19} n={part.sum():>3}  R@10 hybrid {100 * hybrid[part].mean():5.1f}  "
+            f"learned (held out) {100 * held_out[part].mean():5.1f}"
+        )
+    note = (
+        f"Leave-one-chat-out on Chat_1..7 ({len(pools)} questions): R@10 {100 * held_out.mean():.1f} "
+        f"vs hybrid {100 * hybrid.mean():.1f}; l2 {args.l2:g}; fitted on all 7."
+    )
     print(note)
     final = data.fit(l2=args.l2)
     section = toml_section(final, note, inputs_fingerprint(retriever.config))

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import build_embedder, message_vectors, train_files
 
 from narrative_mirror import settings
@@ -148,7 +147,9 @@ def main() -> None:
             variants.append((name, override(base, "l2", link_threshold=threshold, entity_weight=weight)))
     for name, config in variants:
         result = evaluate(chats, config)
-        print(name.ljust(36), "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
+        print(
+            name.ljust(36), "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items())
+        )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,9 @@ def amount_readers():
     try:
         from price_parser import Price
 
-        readers["price-parser"] = lambda text: [f"{p.amount}"] if (p := Price.fromstring(text)).amount is not None else []
+        readers["price-parser"] = lambda text: (
+            [f"{p.amount}"] if (p := Price.fromstring(text)).amount is not None else []
+        )
     except ImportError:
         pass
     try:
@@ -99,8 +101,11 @@ def time_readers():
 
         def library(text: str, said: datetime) -> list[str]:
             found = search_dates(text, languages=["en"], settings={"RELATIVE_BASE": said.replace(tzinfo=None)}) or []
-            return [f"{d.hour}:{d.minute:02d} {d.hour % 12 or 12}{'pm' if d.hour >= 12 else 'am'} {d.hour}" for _, d in found
-                    if (d.hour, d.minute) != (said.hour, said.minute)]
+            return [
+                f"{d.hour}:{d.minute:02d} {d.hour % 12 or 12}{'pm' if d.hour >= 12 else 'am'} {d.hour}"
+                for _, d in found
+                if (d.hour, d.minute) != (said.hour, said.minute)
+            ]
 
         readers["dateparser"] = library
     except ImportError:
@@ -116,8 +121,14 @@ def date_readers():
         from dateparser.search import search_dates
 
         def library(text: str, said: datetime) -> list[str]:
-            found = search_dates(text, languages=["en"], settings={"RELATIVE_BASE": said.replace(tzinfo=None),
-                                                                    "PREFER_DATES_FROM": "past"}) or []
+            found = (
+                search_dates(
+                    text,
+                    languages=["en"],
+                    settings={"RELATIVE_BASE": said.replace(tzinfo=None), "PREFER_DATES_FROM": "past"},
+                )
+                or []
+            )
             return [fmt_day(d) for _, d in found]
 
         readers["dateparser"] = library
@@ -143,14 +154,20 @@ def score(rows: list[tuple[list[str], dict]], readers: dict, holds) -> dict:
                 messages += 1
             found += holds(read_values, q)
             first += bool(read_values) and holds(read_values[:1], q)
-        out[name] = {"found": f"{found}/{len(rows)}", "first": f"{first}/{len(rows)}",
-                     "values/msg": round(values / max(messages, 1), 2), "ms/msg": round(1000 * spent / max(messages, 1), 2)}
+        out[name] = {
+            "found": f"{found}/{len(rows)}",
+            "first": f"{first}/{len(rows)}",
+            "values/msg": round(values / max(messages, 1), 2),
+            "ms/msg": round(1000 * spent / max(messages, 1), 2),
+        }
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--libs", type=Path, default=None, help="a folder the libraries were pip-installed into (--target)")
+    parser.add_argument(
+        "--libs", type=Path, default=None, help="a folder the libraries were pip-installed into (--target)"
+    )
     parser.add_argument("--data", type=Path, default=Path("/work/shared/datasets/realtalk"))
     args = parser.parse_args()
     if args.libs:
@@ -164,8 +181,11 @@ def main() -> int:
     money = [(gold(q), q) for q in questions if q["kind"] == "how_much"]
     clock = [(gold(q), q) for q in questions if q["kind"] == "when" and "what time" in q["question"].lower()]
     report = {
-        "amounts (own_chats how much/many)": score(money, {n: (lambda r: lambda t, s: r(t))(r) for n, r in amount_readers().items()},
-                                                  lambda v, q: _holds(v, q["required"])),
+        "amounts (own_chats how much/many)": score(
+            money,
+            {n: (lambda r: lambda t, s: r(t))(r) for n, r in amount_readers().items()},
+            lambda v, q: _holds(v, q["required"]),
+        ),
         "clock times (own_chats what time)": score(clock, time_readers(), lambda v, q: _holds(v, q["required"])),
     }
     if args.data.is_dir():
@@ -182,7 +202,8 @@ def main() -> int:
                 if question_intent(q["question"]) == "when" and q["gold_ids"]:
                     rows.append(([by_id[i] for i in q["gold_ids"] if i in by_id], q))
         report["dates (RealTalk train when, F1 >= .5)"] = score(
-            rows, date_readers(), lambda v, q: any((answer_f1(x, str(q["answer"])) or 0) >= 0.5 for x in v))
+            rows, date_readers(), lambda v, q: any((answer_f1(x, str(q["answer"])) or 0) >= 0.5 for x in v)
+        )
     for part, readers in report.items():
         print(part)
         for name, m in readers.items():

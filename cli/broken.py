@@ -61,7 +61,9 @@ class BrokenChats:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(chat)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"versions": versions, "code": _code(), "problem": problem, "kind": kind}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"versions": versions, "code": _code(), "problem": problem, "kind": kind}), encoding="utf-8"
+        )
         os.replace(tmp, path)
 
     def forget(self, chat: str) -> None:
@@ -70,5 +72,8 @@ class BrokenChats:
 
 def _code() -> dict:
     """What besides the chat's own sources decides its build: the code, the config and prompts."""
-    return {"code": code_digest(), "config": source_versions.config_versions(),
-            "prompts": source_versions.prompt_versions()}
+    return {
+        "code": code_digest(),
+        "config": source_versions.config_versions(),
+        "prompts": source_versions.prompt_versions(),
+    }

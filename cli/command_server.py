@@ -21,7 +21,7 @@ import time
 from argparse import Namespace
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,7 @@ class ServerInfo:
 class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, home: Path, served: Served, info: ServerInfo, functions: dict[str, Any],
-                 execute: Any):
+    def __init__(self, home: Path, served: Served, info: ServerInfo, functions: dict[str, Any], execute: Any):
         """``functions``: the served commands' functions by name; ``execute``: how the command line
         runs a parsed command (both from ``cli.main.served_commands``, so this module imports neither
         the parser nor the main module that start it)."""
@@ -153,11 +152,21 @@ class _Handler(socketserver.StreamRequestHandler):
             log.exception("command socket: request failed")
             answer = {"fallback": f"the server failed: {type(exc).__name__}"}
         self.wfile.write(json.dumps(answer, default=str).encode() + b"\n")
-        log.info("command socket: %s answered in %.3f s", request.get("command") if isinstance(request, dict) else "?",
-                 time.monotonic() - started)
+        log.info(
+            "command socket: %s answered in %.3f s",
+            request.get("command") if isinstance(request, dict) else "?",
+            time.monotonic() - started,
+        )
 
 
 def server_info(url: str, data: Path, arcs: Path | None, chats: list[str], not_served: dict[str, str]) -> ServerInfo:
-    return ServerInfo(pid=os.getpid(), since=datetime.now(timezone.utc).isoformat(timespec="seconds"), url=url,
-                      socket="", data=str(data), arcs=str(arcs) if arcs else None, chats=chats,
-                      not_served=dict(not_served))
+    return ServerInfo(
+        pid=os.getpid(),
+        since=datetime.now(UTC).isoformat(timespec="seconds"),
+        url=url,
+        socket="",
+        data=str(data),
+        arcs=str(arcs) if arcs else None,
+        chats=chats,
+        not_served=dict(not_served),
+    )

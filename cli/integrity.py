@@ -24,6 +24,13 @@ def check(runner, chats: Sequence[str], selection: Sequence[str], full: bool = F
 
 def prepare(runner, findings: list[Finding], selection: Sequence[str], keys: Sequence[str]) -> dict[str, list[str]]:
     """Set damaged outputs aside and say so; what to run again: {chat: asset names}."""
-    return prepare_repairs(findings, instance=runner.instance, state=runner.state, store=_store(runner, selection),
-                           graph=runner.defs.resolve_asset_graph(), selection=selection, keys=keys,
-                           say=runner.progress)
+    return prepare_repairs(
+        findings,
+        instance=runner.instance,
+        state=runner.state,
+        store=_store(runner, selection),
+        graph=runner.defs.resolve_asset_graph(),
+        selection=selection,
+        keys=keys,
+        say=runner.progress,
+    )

@@ -23,7 +23,6 @@ from cli.server_client import NeedsLocalRun
 from narrative_mirror.safe_text import clip_line, terminal_safe
 from resources import environment
 
-
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool its reader left
 
 

@@ -23,17 +23,35 @@ def print_eval(result: dict) -> None:
     from narrative_mirror import evaluation as ev
 
     splits = result.get("per_split") or {result["split"]: result}
-    rows = [{"split": which, "chat files": len(m["chat_files"]), "questions": m["questions"],
-             **{k: m[k] for k in ev.HEADLINE_KEYS}, "arc recall": m["arc_global_recall"],
-             "arc coverage": m["arc_phase_coverage"]} for which, m in splits.items() if m["questions"]]
+    rows = [
+        {
+            "split": which,
+            "chat files": len(m["chat_files"]),
+            "questions": m["questions"],
+            **{k: m[k] for k in ev.HEADLINE_KEYS},
+            "arc recall": m["arc_global_recall"],
+            "arc coverage": m["arc_phase_coverage"],
+        }
+        for which, m in splits.items()
+        if m["questions"]
+    ]
     _print(ev.markdown_table(rows))
-    _print(ev.markdown_table([{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items()
-                             if m["questions"]]))
+    _print(
+        ev.markdown_table(
+            [{"split": which, **{k: m[k] for k in ev.KPI_KEYS}} for which, m in splits.items() if m["questions"]]
+        )
+    )
     for which, m in splits.items():
         if m["questions"]:
             _print(f"{which}, per category:")
-            _print(ev.markdown_table([{"category": c, "questions": st["count"], **{k: st[k] for k in ev.HEADLINE_KEYS}}
-                                     for c, st in sorted(m["per_category"].items())]))
+            _print(
+                ev.markdown_table(
+                    [
+                        {"category": c, "questions": st["count"], **{k: st[k] for k in ev.HEADLINE_KEYS}}
+                        for c, st in sorted(m["per_category"].items())
+                    ]
+                )
+            )
     _print(f"gold ids lost at: {result['lost_at_stage']}   (config fingerprint {result['fingerprint']})")
 
 
@@ -79,8 +97,11 @@ def print_answer(result: dict) -> None:
     _print("Unknowns:" + ("" if result["unknowns"] else " none"))
     for u in result["unknowns"]:
         _print(f"  - {_one(u)}")
-    _print(f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
-           + (f", DEGRADED: {_one(result['degraded_reason'])}" if result["degraded"] else "") + ")")
+    _print(
+        f"(route {result['route']}, profile {result['profile']}, stop: {result['stop_reason']}"
+        + (f", DEGRADED: {_one(result['degraded_reason'])}" if result["degraded"] else "")
+        + ")"
+    )
 
 
 def print_search(result: dict) -> None:
@@ -118,17 +139,30 @@ def print_trace(result: dict) -> None:
         _print(f"gold {_one(gold_id)}: {_one(stage)}")
     _print(f"route {result['route']}; searches:")
     for search in result["searches"]:
-        _print(f"  {search['kind']:<10} \"{_one(search['query'])}\": found {', '.join(search['found'][:5]) or 'nothing'}"
-               + (f"; selected {', '.join(search['selected'])}" if search["selected"] else ""))
+        _print(
+            f'  {search["kind"]:<10} "{_one(search["query"])}": found {", ".join(search["found"][:5]) or "nothing"}'
+            + (f"; selected {', '.join(search['selected'])}" if search["selected"] else "")
+        )
 
 
 def print_experiments(result: dict) -> None:
     from narrative_mirror.evaluation import markdown_table
 
-    keep = ("experiment_id", "time", "kind", "changed", "train/recall@10", "train/answer_f1", "test/recall@10",
-            "test/answer_f1")
+    keep = (
+        "experiment_id",
+        "time",
+        "kind",
+        "changed",
+        "train/recall@10",
+        "train/answer_f1",
+        "test/recall@10",
+        "test/answer_f1",
+    )
     _print(markdown_table([{k: row.get(k) for k in keep} for row in result["latest"]]))
-    _print(f"{result['experiments']} experiments in {result['log']}" + (f"; exported to {result['csv']}" if result["csv"] else ""))
+    _print(
+        f"{result['experiments']} experiments in {result['log']}"
+        + (f"; exported to {result['csv']}" if result["csv"] else "")
+    )
 
 
 def print_chats(result: dict) -> None:
@@ -138,20 +172,32 @@ def print_chats(result: dict) -> None:
     for c in result["chats"]:
         dates = f"{c['first']} .. {c['last']}" if c["first"] else "-"
         name = c.get("name") or c["chat"]
-        rows.append((_one(c["chat"]) + (" (live)" if c.get("format") == "live" else ""),
-                     _one(name) if name != c["chat"] else "", _one(", ".join(c["participants"])) or "-",
-                     str(c["messages"]), str(c["questions"]), dates,
-                     "built" if c["built"] else "not built: " + _one(c["why_not"])))
+        rows.append(
+            (
+                _one(c["chat"]) + (" (live)" if c.get("format") == "live" else ""),
+                _one(name) if name != c["chat"] else "",
+                _one(", ".join(c["participants"])) or "-",
+                str(c["messages"]),
+                str(c["questions"]),
+                dates,
+                "built" if c["built"] else "not built: " + _one(c["why_not"]),
+            )
+        )
     if not any(row[1] for row in rows[1:]):
         rows = [row[:1] + row[2:] for row in rows]
     numbers = {len(rows[0]) - 4, len(rows[0]) - 3}
     widths = [max(_columns(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    _print(f"{len(result['chats'])} chats in {_one(result['data'])}"
-           + (f" (ARC cases: {_one(result['arcs'])})" if result["arcs"] else " (no ARC cases)"))
+    _print(
+        f"{len(result['chats'])} chats in {_one(result['data'])}"
+        + (f" (ARC cases: {_one(result['arcs'])})" if result["arcs"] else " (no ARC cases)")
+    )
     for row in rows:
         padding = [" " * (w - _columns(cell)) for cell, w in zip(row, widths)]
-        _print("  ".join(pad + cell if i in numbers else cell + pad for i, (cell, pad) in enumerate(zip(row, padding)))
-               + "  " + row[-1])
+        _print(
+            "  ".join(pad + cell if i in numbers else cell + pad for i, (cell, pad) in enumerate(zip(row, padding)))
+            + "  "
+            + row[-1]
+        )
 
 
 def _columns(text: str) -> int:
@@ -166,21 +212,37 @@ def print_serve(result: dict) -> None:
         if result.get("stopped"):
             _print(f"serve: stopped the server (pid {result['stopped']}) of {_one(result['home'])}")
         elif result["running"]:
-            _print(f"serve: pid {result['pid']} serves {len(result['chats'])} chats ({_one(', '.join(result['chats']))}) "
-                   f"of {_one(result['data'])} on {_one(result['url'])} and {_one(result['socket'])} "
-                   f"since {result['since']}")
+            _print(
+                f"serve: pid {result['pid']} serves {len(result['chats'])} chats ({_one(', '.join(result['chats']))}) "
+                f"of {_one(result['data'])} on {_one(result['url'])} and {_one(result['socket'])} "
+                f"since {result['since']}"
+            )
         else:
             _print(f"serve: no server is running for {_one(result['home'])}")
         return
-    _print(f"serve: stopped; it served {len(result['served'])} chat files on {result['url']}"
-           + (f" ({len(result['not_served'])} not served: {_one(', '.join(result['not_served']))})"
-              if result["not_served"] else ""))
+    _print(
+        f"serve: stopped; it served {len(result['served'])} chat files on {result['url']}"
+        + (
+            f" ({len(result['not_served'])} not served: {_one(', '.join(result['not_served']))})"
+            if result["not_served"]
+            else ""
+        )
+    )
 
 
 def print_human(command: str, result: dict) -> None:
-    special = {"chats": print_chats, "serve": print_serve, "ask": print_answer, "search": print_search, "arc": print_phases, "trace": print_trace, "eval": print_eval,
-               "experiments": print_experiments, "protocol": print_protocol,
-               "demo": print_eval}
+    special = {
+        "chats": print_chats,
+        "serve": print_serve,
+        "ask": print_answer,
+        "search": print_search,
+        "arc": print_phases,
+        "trace": print_trace,
+        "eval": print_eval,
+        "experiments": print_experiments,
+        "protocol": print_protocol,
+        "demo": print_eval,
+    }
     if command in special:
         special[command](result)
         return

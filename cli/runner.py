@@ -36,8 +36,13 @@ from resources.dagster_resources import default_resources, resolved
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 VERBOSE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 WAIT_FOR_OTHER_RUNS_S = 2.0
-IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+IN_PROGRESS = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
 
 
 def _stderr(msg: str) -> None:
@@ -88,8 +93,14 @@ class BuildReport:
 class Runner:
     """One command's session with the instance: holds the home lock until ``close``."""
 
-    def __init__(self, data_dir: Path | None = None, arcs_dir: Path | None = None,
-                 progress: Callable[[str], None] = _stderr, verbose: bool = False, import_options=None):
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        arcs_dir: Path | None = None,
+        progress: Callable[[str], None] = _stderr,
+        verbose: bool = False,
+        import_options=None,
+    ):
         from definitions import build_definitions
 
         self.progress = progress
@@ -98,8 +109,9 @@ class Runner:
         self.elsewhere: dict[str, str] = {}  # chats this home built from another folder: {key: why not taken}
         self.source_versions: dict[str, dict[str, str]] = {}  # per chat: its source versions (register)
         self.data_dir = Path(data_dir).resolve() if data_dir else environment.data_dir()
-        self.resources = default_resources(data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""),
-                                           import_options=import_options)
+        self.resources = default_resources(
+            data_dir=str(self.data_dir), arcs_dir=str(arcs_dir or ""), import_options=import_options
+        )
         self.state = self.resources["state"]
         self._resolved: dict = {}
         self.defs = build_definitions(self.resources)
@@ -171,8 +183,10 @@ class Runner:
                 return spec.replace_attributes(automation_condition=None)
             return spec.replace_attributes(automation_condition=condition if spec.partitions_def else NeedsRun())
 
-        defs = dg.Definitions(assets=[a.map_asset_specs(targeted) if isinstance(a, dg.AssetsDefinition) else a
-                                      for a in self.assets], resources=self.resources)
+        defs = dg.Definitions(
+            assets=[a.map_asset_specs(targeted) if isinstance(a, dg.AssetsDefinition) else a for a in self.assets],
+            resources=self.resources,
+        )
         result = dg.evaluate_automation_conditions(defs=defs, instance=self.instance)
         graph = defs.resolve_asset_graph()
         order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
@@ -197,10 +211,18 @@ class Runner:
         return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())
 
     # -- running ----------------------------------------------------------------------------
-    def materialize(self, selection: Sequence[str], partitions: Sequence[str] | None,
-                    tags: dict[str, str] | None = None, force: bool = False, what: str = "",
-                    run_config: dict | None = None, repair: Mapping[str, Sequence[str]] | None = None,
-                    retry_failed: bool = False, memory: bool = False) -> BuildReport:
+    def materialize(
+        self,
+        selection: Sequence[str],
+        partitions: Sequence[str] | None,
+        tags: dict[str, str] | None = None,
+        force: bool = False,
+        what: str = "",
+        run_config: dict | None = None,
+        repair: Mapping[str, Sequence[str]] | None = None,
+        retry_failed: bool = False,
+        memory: bool = False,
+    ) -> BuildReport:
         """Bring ``selection`` up to date for ``partitions`` (None: the unpartitioned assets of
         the selection): run what the freshness rule requests, again until it requests nothing.
         ``force`` runs the whole selection once first; ``what`` names the selection in progress
@@ -218,8 +240,11 @@ class Runner:
             self._known_broken(targets, report, memory)
         # Failed before, changed since (or retried): run whole, whatever the rule says (a step
         # whose blocking check failed was materialized all the same: the rule sees nothing to do).
-        again = {p: list(selection) for p in targets if memory and p is not None and p not in report.failed
-                 and self.broken.recorded(p) == FAILURE}
+        again = {
+            p: list(selection)
+            for p in targets
+            if memory and p is not None and p not in report.failed and self.broken.recorded(p) == FAILURE
+        }
         repair = {**again, **(repair or {})}
         ran: set[tuple[str | None, dg.AssetKey]] = set()
         first = True
@@ -252,19 +277,26 @@ class Runner:
                 else:
                     why = self.why(keys, partition)
                 self.progress(f"{label}: {why}")
-                result = self._execute(keys, partition, {**run_tags(), **(tags or {})}, self._run_config(run_config, keys))
+                result = self._execute(
+                    keys, partition, {**run_tags(), **(tags or {})}, self._run_config(run_config, keys)
+                )
                 ran.update((partition, k) for k in keys)
                 if _interrupted(result):
                     self.instance.report_run_canceled(
                         self.instance.get_run_by_id(result.run_id),
-                        "stopped by a signal (SIGINT/SIGTERM): the step in progress was aborted")
-                    self.progress(f"{label}: stopped; run {result.run_id[:8]} marked canceled, "
-                                  "the remaining chat files were not started")
+                        "stopped by a signal (SIGINT/SIGTERM): the step in progress was aborted",
+                    )
+                    self.progress(
+                        f"{label}: stopped; run {result.run_id[:8]} marked canceled, "
+                        "the remaining chat files were not started"
+                    )
                     raise KeyboardInterrupt
                 if self._stop_asked():  # the signal reached no step: the run finished
-                    self.progress(f"{label}: stopped by a signal after run {result.run_id[:8]} had finished "
-                                  f"({'succeeded' if result.success else 'failed'}); "
-                                  "the remaining chat files were not started")
+                    self.progress(
+                        f"{label}: stopped by a signal after run {result.run_id[:8]} had finished "
+                        f"({'succeeded' if result.success else 'failed'}); "
+                        "the remaining chat files were not started"
+                    )
                     raise KeyboardInterrupt
                 report.add(partition, result)
                 if partition in report.problems:
@@ -293,8 +325,7 @@ class Runner:
             if kind == FAILURE and not memory:
                 continue
             (report.problems if kind == PROBLEM else report.failures)[partition] = f"{line} {NOT_RETRIED}"
-            self.progress(f"{partition}: FAILED before, unchanged since: not run again "
-                          "(build --repair retries it)")
+            self.progress(f"{partition}: FAILED before, unchanged since: not run again (build --repair retries it)")
 
     def _stop_asked(self) -> bool:
         return self.stop_signal is not None and self.stop_signal.received()
@@ -316,10 +347,24 @@ class Runner:
         the UI's Jobs pages list command-line runs), else as Dagster's ephemeral asset job."""
         job = self.named_job(keys, tags)
         if job is None:
-            return dg.materialize(self.assets, selection=keys, partition_key=partition, instance=self.instance,
-                                  resources=self.resources, tags=tags, raise_on_error=False, run_config=run_config)
-        return job.execute_in_process(run_config=run_config, instance=self.instance, partition_key=partition,
-                                      raise_on_error=False, asset_selection=list(keys), tags=tags)
+            return dg.materialize(
+                self.assets,
+                selection=keys,
+                partition_key=partition,
+                instance=self.instance,
+                resources=self.resources,
+                tags=tags,
+                raise_on_error=False,
+                run_config=run_config,
+            )
+        return job.execute_in_process(
+            run_config=run_config,
+            instance=self.instance,
+            partition_key=partition,
+            raise_on_error=False,
+            asset_selection=list(keys),
+            tags=tags,
+        )
 
     def _with_repairs(self, plan: dict, repair: Mapping[str, Sequence[str]]) -> dict:
         """``plan`` plus the assets to repair, each partition's assets in graph order."""
@@ -333,8 +378,11 @@ class Runner:
     def _run_config(self, run_config: dict | None, keys: Sequence[dg.AssetKey]) -> dict:
         """The logging config, plus the ops config of the assets this run runs."""
         logging = VERBOSE if self.verbose else QUIET
-        ops = {key.to_user_string(): config for key in keys
-               if (config := (run_config or {}).get("ops", {}).get(key.to_user_string())) is not None}
+        ops = {
+            key.to_user_string(): config
+            for key in keys
+            if (config := (run_config or {}).get("ops", {}).get(key.to_user_string())) is not None
+        }
         return {**logging, "ops": ops} if ops else logging
 
     def _wait_for_other_runs(self, partition: str | None) -> None:
@@ -354,8 +402,11 @@ class Runner:
         evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
         if evaluation is None:
             return None
-        return {"passed": evaluation.passed, "severity": evaluation.severity.value,
-                "description": evaluation.description}
+        return {
+            "passed": evaluation.passed,
+            "severity": evaluation.severity.value,
+            "description": evaluation.description,
+        }
 
     def stored(self, asset: str, partition: str | None) -> pl.DataFrame | None:
         return self.state.stored_frame(asset, partition)
@@ -386,9 +437,12 @@ def _failure(result) -> tuple[str, bool]:
 
 def _interrupted(result) -> bool:
     """Whether a run failed because the process was told to stop (Ctrl-C, SIGTERM)."""
-    return any(event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error is not None
-               and event.event_specific_data.error.cls_name == "DagsterExecutionInterruptedError"
-               for event in result.all_events)
+    return any(
+        event.event_type_value == "STEP_FAILURE"
+        and event.event_specific_data.error is not None
+        and event.event_specific_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.all_events
+    )
 
 
 def _warnings(label: str, metadata: dict) -> list[str]:

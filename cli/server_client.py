@@ -108,7 +108,9 @@ def settings_now() -> dict[str, str | None]:
     """Every environment variable the project reads: a server answers only callers that agree."""
     from resources import environment
 
-    names = sorted(value for name, value in vars(environment).items() if name.endswith("_ENV") and isinstance(value, str))
+    names = sorted(
+        value for name, value in vars(environment).items() if name.endswith("_ENV") and isinstance(value, str)
+    )
     return {name: environment.value(name) for name in names}
 
 
@@ -143,18 +145,27 @@ def through_server(args, **extra) -> dict | None:
     from resources import environment
 
     home = environment.nm_home()
-    request = {"command": args.command, "args": wire_args(args) | extra, "settings": settings_now(),
-               "folders": folders_of(args)}
+    request = {
+        "command": args.command,
+        "args": wire_args(args) | extra,
+        "settings": settings_now(),
+        "folders": folders_of(args),
+    }
     try:
         answer = call_server(home, request)
     except PermissionError as exc:
-        print(f"narrative-mirror {args.command}: warning: refusing the server's socket ({exc}); "
-              "answering in this process", file=sys.stderr)
+        print(
+            f"narrative-mirror {args.command}: warning: refusing the server's socket ({exc}); "
+            "answering in this process",
+            file=sys.stderr,
+        )
         return None
     except (OSError, ValueError) as exc:  # the server went away mid-answer
         if args.command in ("add", "forget"):
-            raise RuntimeError(f"the home's server failed before answering ({exc}); "
-                               "check with `narrative-mirror chats` before repeating") from None
+            raise RuntimeError(
+                f"the home's server failed before answering ({exc}); "
+                "check with `narrative-mirror chats` before repeating"
+            ) from None
         return None
     if answer is None or "fallback" in answer:
         return None

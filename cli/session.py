@@ -14,8 +14,12 @@ EVAL = ["qa_eval", "arc_eval"]
 def runner_for(args):
     from cli.runner import Runner
 
-    return Runner(data_dir=args.data, arcs_dir=getattr(args, "arcs", None), verbose=getattr(args, "verbose", False),
-                  import_options=import_options(args))
+    return Runner(
+        data_dir=args.data,
+        arcs_dir=getattr(args, "arcs", None),
+        verbose=getattr(args, "verbose", False),
+        import_options=import_options(args),
+    )
 
 
 def import_options(args):
@@ -54,8 +58,10 @@ def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
     """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
     it, ARC cases would be dropped without a word."""
     if arcs_dir is None:
-        return (f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
-                "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
+        return (
+            f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
+            "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases"
+        )
     if not arcs_dir.is_dir():
         return f"ARC folder {arcs_dir} does not exist; ARC evaluation has no cases"
     return None
@@ -98,8 +104,9 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
     # a run, a Ctrl-C/SIGTERM raised inside such a callback is lost ("Exception ignored"). Now.
     gc.collect()
     if targets:
-        report = runner.materialize(INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check,
-                                    memory=True)
+        report = runner.materialize(
+            INGEST + LAYERS, targets, what="memory", repair=repair, retry_failed=full_check, memory=True
+        )
     else:  # every chat asked for was refused: nothing to run (an empty list would mean the unpartitioned assets)
         from cli.runner import BuildReport
 
@@ -132,8 +139,11 @@ def partition_rows(report, keys: list[str]) -> dict:
     rows = {}
     for key in keys:
         total, encode = report.partition_seconds.get(key, 0.0), report.encode_seconds.get(key, 0.0)
-        rows[key] = {"ran": report.ran.get(key, []), "encoded_messages": report.encoded_messages.get(key, 0),
-                     "seconds": {"encode": round(encode, 3), "other": round(max(total - encode, 0.0), 3)}}
+        rows[key] = {
+            "ran": report.ran.get(key, []),
+            "encoded_messages": report.encoded_messages.get(key, 0),
+            "seconds": {"encode": round(encode, 3), "other": round(max(total - encode, 0.0), 3)},
+        }
     return rows
 
 
@@ -150,8 +160,13 @@ def memory_of(args):
 
     served = getattr(args, "served", None)
     if served is not None:
-        return runtime.memory(retriever=served.retriever, llm=served.llm, event_log=served.event_log,
-                              live=served.live, forgetting=served.forgetting)
+        return runtime.memory(
+            retriever=served.retriever,
+            llm=served.llm,
+            event_log=served.event_log,
+            live=served.live,
+            forgetting=served.forgetting,
+        )
 
     def build(home, chats):
         with runner_for(args) as runner:
@@ -168,7 +183,9 @@ def build_chats(home, chats: list[str] | None = None):
     from resources import environment
 
     if Path(home.root).resolve() != environment.nm_home():
-        raise ValueError(f"Memory.build: {home.root} is not this process's home (NM_HOME={environment.nm_home()}); "
-                         f"build it with NM_HOME={home.root} narrative-mirror build, or pass builder=")
+        raise ValueError(
+            f"Memory.build: {home.root} is not this process's home (NM_HOME={environment.nm_home()}); "
+            f"build it with NM_HOME={home.root} narrative-mirror build, or pass builder="
+        )
     with Runner() as runner:
         return build_memory(runner, chats)[1]

@@ -107,6 +107,7 @@ def write(home: Path, chat: str, sources: dict, index_rows: dict[str, int]) -> N
     path = stamp_path(home, chat)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"sources": sources, "outputs": outputs_now(home, chat), "index_rows": index_rows}),
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"sources": sources, "outputs": outputs_now(home, chat), "index_rows": index_rows}), encoding="utf-8"
+    )
     os.replace(tmp, path)

@@ -31,17 +31,25 @@ def executor_from_env() -> dg.ExecutorDefinition | None:
 
     broker_env, backend_env = celery
     return celery_executor.configured(
-        {"broker": {"env": broker_env}, "backend": {"env": backend_env},
-         # One task at a time per worker process, acknowledged when taken: a step is never run twice.
-         "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": False,
-                           "broker_connection_retry_on_startup": True}},
+        {
+            "broker": {"env": broker_env},
+            "backend": {"env": backend_env},
+            # One task at a time per worker process, acknowledged when taken: a step is never run twice.
+            "config_source": {
+                "worker_prefetch_multiplier": 1,
+                "task_acks_late": False,
+                "broker_connection_retry_on_startup": True,
+            },
+        },
         name="celery",
     )
 
 
 def build_definitions(resources: dict | None = None) -> dg.Definitions:
-    return dg.Definitions.merge(*[domain.defs for domain in DOMAINS],
-                                dg.Definitions(resources=resources or default_resources(), executor=executor_from_env()))
+    return dg.Definitions.merge(
+        *[domain.defs for domain in DOMAINS],
+        dg.Definitions(resources=resources or default_resources(), executor=executor_from_env()),
+    )
 
 
 defs = build_definitions()

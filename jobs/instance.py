@@ -67,8 +67,11 @@ def _instance_yaml() -> str:
 
 def _previous_path_yaml(home: Path, module: str) -> str:
     # JSON strings are YAML strings: any path quotes safely.
-    return PREVIOUS_PATH_YAML.format(module=module, runs_dir=json.dumps(str(home / "history")),
-                                     event_log_dir=json.dumps(str(home / "history" / "runs")))
+    return PREVIOUS_PATH_YAML.format(
+        module=module,
+        runs_dir=json.dumps(str(home / "history")),
+        event_log_dir=json.dumps(str(home / "history" / "runs")),
+    )
 
 
 def generated_by_us(text: str) -> bool:
@@ -84,8 +87,12 @@ def generated_by_us(text: str) -> bool:
         runs_dir = Path(json.loads(match[1])) if match else None
     except ValueError:
         return False
-    return (runs_dir is not None and runs_dir.name == "history" and runs_dir.parent.name == "dagster"
-            and any(text == _previous_path_yaml(runs_dir.parent, m).strip() for m in modules))
+    return (
+        runs_dir is not None
+        and runs_dir.name == "history"
+        and runs_dir.parent.name == "dagster"
+        and any(text == _previous_path_yaml(runs_dir.parent, m).strip() for m in modules)
+    )
 
 
 def dagster_home() -> Path:
@@ -166,6 +173,8 @@ def fail_interrupted_runs(instance) -> list[str]:
         pid = run.tags.get(PID_TAG, "")
         if run.tags.get(HOST_TAG) != host or (pid.isdigit() and _alive(int(pid)) and int(pid) != os.getpid()):
             continue
-        instance.report_run_failed(run, f"interrupted: the narrative-mirror process (pid {pid or '?'}) running it is gone")
+        instance.report_run_failed(
+            run, f"interrupted: the narrative-mirror process (pid {pid or '?'}) running it is gone"
+        )
         failed.append(run.run_id)
     return failed

@@ -25,13 +25,13 @@ from contextlib import contextmanager
 import yaml
 from dagster import DagsterInstance
 from dagster._core.instance.ref import InstanceRef
-from dagster._serdes import ConfigurableClassData
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
     SqliteEventLogStorage,
 )
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._serdes import ConfigurableClassData
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 
@@ -45,8 +45,7 @@ OPEN_RUN_SHARDS = 8
 def _pooled_engine(conn_string: str) -> Engine:
     # check_same_thread off: a pooled connection may be reused by another thread (the event
     # log watcher, the webserver's workers); Dagster serializes use with its own lock.
-    return create_engine(conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS,
-                                                    "check_same_thread": False})
+    return create_engine(conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False})
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
@@ -134,13 +133,17 @@ def _data(module: str, cls: str, config: dict) -> ConfigurableClassData:
     return ConfigurableClassData(module, cls, yaml.dump(config, default_flow_style=False))
 
 
-def _composite(run: ConfigurableClassData, event_log: ConfigurableClassData,
-               schedule: ConfigurableClassData) -> ConfigurableClassData:
+def _composite(
+    run: ConfigurableClassData, event_log: ConfigurableClassData, schedule: ConfigurableClassData
+) -> ConfigurableClassData:
     def part(data: ConfigurableClassData) -> dict:
         return {"module_name": data.module_name, "class_name": data.class_name, "config_yaml": data.config_yaml}
 
-    return _data("dagster._core.storage.legacy_storage", "CompositeStorage",
-                 {"run_storage": part(run), "event_log_storage": part(event_log), "schedule_storage": part(schedule)})
+    return _data(
+        "dagster._core.storage.legacy_storage",
+        "CompositeStorage",
+        {"run_storage": part(run), "event_log_storage": part(event_log), "schedule_storage": part(schedule)},
+    )
 
 
 def psycopg2_url(url: str) -> str:
@@ -149,7 +152,7 @@ def psycopg2_url(url: str) -> str:
     fails (``NOTIFY run_events, $1``)."""
     for scheme in ("postgresql://", "postgres://"):
         if url.startswith(scheme):
-            return "postgresql+psycopg2://" + url[len(scheme):]
+            return "postgresql+psycopg2://" + url[len(scheme) :]
     return url
 
 
@@ -171,8 +174,13 @@ def _pooled_pg_engine(url: str) -> Engine:
             from dagster_postgres.utils import create_pg_engine
 
             engine = _pg_engines[key] = create_pg_engine(
-                url, isolation_level="AUTOCOMMIT", pool_size=PG_POOL_SIZE, max_overflow=PG_MAX_OVERFLOW,
-                pool_pre_ping=True, pool_recycle=3600)
+                url,
+                isolation_level="AUTOCOMMIT",
+                pool_size=PG_POOL_SIZE,
+                max_overflow=PG_MAX_OVERFLOW,
+                pool_pre_ping=True,
+                pool_recycle=3600,
+            )
         return engine
 
 
@@ -190,8 +198,10 @@ def _postgres_class(base):
             storage = super().from_config_value(inst_data, config)
             engine = _pooled_pg_engine(config["postgres_url"])
             # The unified storage holds the three storages; each connects through its _engine.
-            for part in (storage, *(getattr(storage, a, None) for a in ("_run_storage", "_event_log_storage",
-                                                                        "_schedule_storage"))):
+            for part in (
+                storage,
+                *(getattr(storage, a, None) for a in ("_run_storage", "_event_log_storage", "_schedule_storage")),
+            ):
                 if part is not None and hasattr(part, "_engine"):
                     part._engine = engine
             return storage
@@ -217,15 +227,26 @@ def storage_defaults(base_dir: str, pg_url_env: str | None = None) -> dict[str, 
     SQLite files in Dagster's default places under ``base_dir``."""
     if pg_url_env:
         config = {"postgres_url": {"env": pg_url_env}}
-        return {name: _data(__name__, cls, config) for name, cls in (
-            ("storage", "DagsterPostgresStorage"), ("run_storage", "PostgresRunStorage"),
-            ("event_log_storage", "PostgresEventLogStorage"), ("schedule_storage", "PostgresScheduleStorage"))}
+        return {
+            name: _data(__name__, cls, config)
+            for name, cls in (
+                ("storage", "DagsterPostgresStorage"),
+                ("run_storage", "PostgresRunStorage"),
+                ("event_log_storage", "PostgresEventLogStorage"),
+                ("schedule_storage", "PostgresScheduleStorage"),
+            )
+        }
     run = _data(__name__, "PooledSqliteRunStorage", {"base_dir": os.path.join(base_dir, "history")})
     event_log = _data(__name__, "PooledSqliteEventLogStorage", {"base_dir": os.path.join(base_dir, "history", "runs")})
-    schedule = _data("dagster._core.storage.schedules", "SqliteScheduleStorage",
-                     {"base_dir": os.path.join(base_dir, "schedules")})
-    return {"storage": _composite(run, event_log, schedule), "run_storage": run,
-            "event_log_storage": event_log, "schedule_storage": schedule}
+    schedule = _data(
+        "dagster._core.storage.schedules", "SqliteScheduleStorage", {"base_dir": os.path.join(base_dir, "schedules")}
+    )
+    return {
+        "storage": _composite(run, event_log, schedule),
+        "run_storage": run,
+        "event_log_storage": event_log,
+        "schedule_storage": schedule,
+    }
 
 
 class NarrativeMirrorInstance(DagsterInstance):

@@ -67,8 +67,9 @@ def is_several(selector: str | Iterable[str]) -> bool:
     return len(parts) > 1 or is_pattern(parts[0])
 
 
-def select_chats(selector: str | Iterable[str], available: Iterable[str],
-                 readable: Callable[[str], bool] = lambda chat: True) -> list[str]:
+def select_chats(
+    selector: str | Iterable[str], available: Iterable[str], readable: Callable[[str], bool] = lambda chat: True
+) -> list[str]:
     """The chats ``selector`` names, in selector order (each glob's matches sorted). A glob expands
     only within ``available`` chats that are ``readable`` (a token's scope): one matching none raises
     ``NoChatMatches``, the same whether chats outside the scope would match. A plain key is kept as
@@ -120,9 +121,17 @@ def _chat_cosines(retriever: Any, chat: str, hits: Sequence[Hit], qvec: np.ndarr
     return (vectors @ qvec) / np.where(norms > 0, norms, 1.0)
 
 
-def merge(retriever: Any, query: str, per_chat: dict[str, Sequence[Hit]], k: int, by: str = DEFAULT_MERGE,
-          qvec: np.ndarray | None = None, named: dict[str, int] | None = None,
-          temperature: float | None = None, name_weight: float | None = None) -> list[ChatHit]:
+def merge(
+    retriever: Any,
+    query: str,
+    per_chat: dict[str, Sequence[Hit]],
+    k: int,
+    by: str = DEFAULT_MERGE,
+    qvec: np.ndarray | None = None,
+    named: dict[str, int] | None = None,
+    temperature: float | None = None,
+    name_weight: float | None = None,
+) -> list[ChatHit]:
     """The ``k`` best hits of ``per_chat`` (each chat's hits best first) by the ``by`` score;
     ``qvec``: the query's vector when the caller has it; ``named``: per chat, how many of its
     speakers and named entities the query names (``gated`` adds ``name_weight`` per name to the
@@ -160,10 +169,17 @@ def merge(retriever: Any, query: str, per_chat: dict[str, Sequence[Hit]], k: int
 _POOL = ThreadPoolExecutor(SEARCH_WORKERS, thread_name_prefix="nm-chats")
 
 
-def search_chats(retriever: Any, chats: Sequence[str], query: str, k: int = 10, *, by: str = DEFAULT_MERGE,
-                 search: Callable[[str], Any] | None = None,
-                 hits_of: Callable[[Any], Sequence[Hit]] = lambda result: result.hits,
-                 info_of: Callable[[Any], dict] = lambda result: result.query_info) -> MergedSearch:
+def search_chats(
+    retriever: Any,
+    chats: Sequence[str],
+    query: str,
+    k: int = 10,
+    *,
+    by: str = DEFAULT_MERGE,
+    search: Callable[[str], Any] | None = None,
+    hits_of: Callable[[Any], Sequence[Hit]] = lambda result: result.hits,
+    info_of: Callable[[Any], dict] = lambda result: result.query_info,
+) -> MergedSearch:
     """Each of ``chats`` searched for ``query`` (``search(chat)``, default ``retriever.search`` with
     ``k``) in the shared pool of ``SEARCH_WORKERS`` threads, merged into the ``k`` best by ``by``."""
     if not chats:
@@ -172,12 +188,21 @@ def search_chats(retriever: Any, chats: Sequence[str], query: str, k: int = 10, 
     search = search or (lambda chat: retriever.search(chat, query, k))
     results = dict(zip(chats, _POOL.map(search, chats))) if len(chats) > 1 else {chats[0]: search(chats[0])}
     searched = time.perf_counter()
-    named = {chat: len(info_of(r).get("persons") or ()) + len(info_of(r).get("entities") or ())
-             for chat, r in results.items()}
+    named = {
+        chat: len(info_of(r).get("persons") or ()) + len(info_of(r).get("entities") or ())
+        for chat, r in results.items()
+    }
     hits = merge(retriever, query, {chat: list(hits_of(r))[:k] for chat, r in results.items()}, k, by, named=named)
-    return MergedSearch(hits, list(chats), results, {
-        "search": (searched - started) * 1000, "merge": (time.perf_counter() - searched) * 1000,
-        "total": (time.perf_counter() - started) * 1000})
+    return MergedSearch(
+        hits,
+        list(chats),
+        results,
+        {
+            "search": (searched - started) * 1000,
+            "merge": (time.perf_counter() - searched) * 1000,
+            "total": (time.perf_counter() - started) * 1000,
+        },
+    )
 
 
 def _tagged(answer: AgentAnswer, chat: str) -> AgentAnswer:
@@ -202,25 +227,44 @@ def combine(question: str, answers: Sequence[tuple[str, AgentAnswer]], searched:
         final=[r for chat, a in answers for r in _prefixed(a.trace.final, chat)],
         queries=[q for _, a in answers for q in a.trace.queries],
         searches=[s for _, a in answers for s in a.trace.searches],
-        steps=[f"across chats: searched {len(searched)}, asked {', '.join(c for c, _ in answers)}",
-               *(f"{chat}: {line}" for chat, a in answers for line in a.trace.steps)])
+        steps=[
+            f"across chats: searched {len(searched)}, asked {', '.join(c for c, _ in answers)}",
+            *(f"{chat}: {line}" for chat, a in answers for line in a.trace.steps),
+        ],
+    )
     claims = [c.model_copy(update={"ids": [f"{chat}/{i}" for i in c.ids]}) for chat, a in answers for c in a.claims]
     degraded = [a.degraded_reason for _, a in answers if a.degraded]
-    return first.model_copy(update={
-        "question": question, "chat_file": ",".join(chat for chat, _ in answers), "answer": text,
-        "evidence": [e for chat, a in told for e in _tagged(a, chat).evidence],
-        "unknowns": list(dict.fromkeys(u for _, a in answers for u in a.unknowns)),
-        "claims": claims, "trace": trace, "abstained": all(a.abstained for _, a in answers),
-        "rounds": sum(a.rounds for _, a in answers), "calls": sum(a.calls for _, a in answers),
-        "llm_calls": sum(a.llm_calls for _, a in answers), "fetches": sum(a.fetches for _, a in answers),
-        "degraded": bool(degraded), "degraded_reason": "; ".join(r for r in degraded if r) or None,
-        "flagged_ids": [f"{chat}/{i}" for chat, a in answers for i in a.flagged_ids],
-        "timings_ms": {"total": sum(a.timings_ms.get("total", 0.0) for _, a in answers)},
-    })
+    return first.model_copy(
+        update={
+            "question": question,
+            "chat_file": ",".join(chat for chat, _ in answers),
+            "answer": text,
+            "evidence": [e for chat, a in told for e in _tagged(a, chat).evidence],
+            "unknowns": list(dict.fromkeys(u for _, a in answers for u in a.unknowns)),
+            "claims": claims,
+            "trace": trace,
+            "abstained": all(a.abstained for _, a in answers),
+            "rounds": sum(a.rounds for _, a in answers),
+            "calls": sum(a.calls for _, a in answers),
+            "llm_calls": sum(a.llm_calls for _, a in answers),
+            "fetches": sum(a.fetches for _, a in answers),
+            "degraded": bool(degraded),
+            "degraded_reason": "; ".join(r for r in degraded if r) or None,
+            "flagged_ids": [f"{chat}/{i}" for chat, a in answers for i in a.flagged_ids],
+            "timings_ms": {"total": sum(a.timings_ms.get("total", 0.0) for _, a in answers)},
+        }
+    )
 
 
-def ask_chats(retriever: Any, chats: Sequence[str], question: str, ask_one: Callable[[str], AgentAnswer], *,
-              most: int = ASK_CHATS, by: str = DEFAULT_MERGE) -> tuple[AgentAnswer, MergedSearch | None]:
+def ask_chats(
+    retriever: Any,
+    chats: Sequence[str],
+    question: str,
+    ask_one: Callable[[str], AgentAnswer],
+    *,
+    most: int = ASK_CHATS,
+    by: str = DEFAULT_MERGE,
+) -> tuple[AgentAnswer, MergedSearch | None]:
     """The answer over ``chats``: one chat is asked as alone (its evidence naming it); several are
     searched and merged first, and the ``most`` chats the merged list ranks best are asked
     (``ask_one(chat)``), their answers combined (``combine``). Returns the merged search too (None
@@ -260,9 +304,18 @@ def searched_label(chats: Sequence[str]) -> str:
     return ",".join([*kept, f"+{len(chats) - len(kept)} more"])
 
 
-def ask_chats_logged(retriever: Any, chats: Sequence[str], question: str, profile: str, llm: Any, mode: str,
-                     event_log: Any, user_id: str = "anonymous", session_id: str | None = None,
-                     ask_one: Callable[[str], AgentAnswer] | None = None) -> tuple[AgentAnswer, str]:
+def ask_chats_logged(
+    retriever: Any,
+    chats: Sequence[str],
+    question: str,
+    profile: str,
+    llm: Any,
+    mode: str,
+    event_log: Any,
+    user_id: str = "anonymous",
+    session_id: str | None = None,
+    ask_one: Callable[[str], AgentAnswer] | None = None,
+) -> tuple[AgentAnswer, str]:
     """``ask_chats`` with one retrieval event, as ``logged_query.ask_logged`` logs one chat's ask:
     ``chat_file`` the chats searched (``searched_label``), ids as message ids, and
     ``counts_per_source`` the merged list's hits per searched chat (``chat:<key>``, 0 for none)."""
@@ -278,15 +331,27 @@ def ask_chats_logged(retriever: Any, chats: Sequence[str], question: str, profil
     returned = [r.id for r in answer.trace.reranked]
     texts = _message_texts(retriever, returned)
     cited, per_id, confidence = answer_citations(
-        answer, {i: texts[i] for i in returned},
+        answer,
+        {i: texts[i] for i in returned},
         lambda ids: {i: CitedMessage(h.text, h.timestamp, h.speaker) for i, h in _messages(retriever, ids).items()},
-        getattr(retriever, "embedder", None))
+        getattr(retriever, "embedder", None),
+    )
     found = [h.chat for h in merged.hits] if merged is not None else []
-    event_id = event_log.log(RetrievalEvent(
-        user_id=user_id, session_id=session_id, chat_file=searched_label(chats), query=question,
-        returned_ids=returned, counts_per_source={f"chat:{chat}": found.count(chat) for chat in chats},
-        cited_ids=cited, citation_confidence=confidence, cited_confidences=per_id,
-        query_vector=query_vector(retriever, question), latency_ms=(time.perf_counter() - started) * 1000,
-        tokens_in_context=approx_tokens(list(texts.values())), **settings,
-    ))
+    event_id = event_log.log(
+        RetrievalEvent(
+            user_id=user_id,
+            session_id=session_id,
+            chat_file=searched_label(chats),
+            query=question,
+            returned_ids=returned,
+            counts_per_source={f"chat:{chat}": found.count(chat) for chat in chats},
+            cited_ids=cited,
+            citation_confidence=confidence,
+            cited_confidences=per_id,
+            query_vector=query_vector(retriever, question),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            tokens_in_context=approx_tokens(list(texts.values())),
+            **settings,
+        )
+    )
     return answer, event_id

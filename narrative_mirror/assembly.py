@@ -16,8 +16,9 @@ def current_adaptation(home: Home):
     return store.current(home.adaptation)
 
 
-def embedder(home: Home, *, model_name: str = "", batch_size: int = 0, device: str = "auto",
-             adaptation: bool | None = None):
+def embedder(
+    home: Home, *, model_name: str = "", batch_size: int = 0, device: str = "auto", adaptation: bool | None = None
+):
     """The embedder of config/embedding.toml on ``device``; a non-empty argument overrides the
     file. With ``[adaptation] enabled`` (or ``adaptation=True``) it loads the home's current
     adapted layers, once one is trained."""
@@ -26,22 +27,35 @@ def embedder(home: Home, *, model_name: str = "", batch_size: int = 0, device: s
     config = settings.load_config("embedding")
     enabled = config.get("adaptation", {}).get("enabled", False) if adaptation is None else adaptation
     current = current_adaptation(home) if enabled else None
-    return Embedder(model_name or config["model"], device=device,
-                    batch_size=batch_size or int(config["batch_size"]),
-                    adapted_layers=str(current.layers_path) if current else "",
-                    adaptation=current.fingerprint if current else "",
-                    backend=config.get("backend", "torch"), onnx_cache=str(home.onnx_cache))
+    return Embedder(
+        model_name or config["model"],
+        device=device,
+        batch_size=batch_size or int(config["batch_size"]),
+        adapted_layers=str(current.layers_path) if current else "",
+        adaptation=current.fingerprint if current else "",
+        backend=config.get("backend", "torch"),
+        onnx_cache=str(home.onnx_cache),
+    )
 
 
-def lancedb_storage_options(uri: str, endpoint: str | None = None, region: str | None = None,
-                            access_key_id: str | None = None, secret_access_key: str | None = None,
-                            allow_http: bool = False) -> dict[str, str] | None:
+def lancedb_storage_options(
+    uri: str,
+    endpoint: str | None = None,
+    region: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+    allow_http: bool = False,
+) -> dict[str, str] | None:
     """LanceDB's object-store options for a remote ``uri`` (None for a folder or when unset)."""
     if not settings.is_remote_uri(uri):
         return None
-    options = {"aws_endpoint": endpoint, "aws_region": region,
-               "aws_access_key_id": access_key_id, "aws_secret_access_key": secret_access_key,
-               "allow_http": "true" if allow_http else None}
+    options = {
+        "aws_endpoint": endpoint,
+        "aws_region": region,
+        "aws_access_key_id": access_key_id,
+        "aws_secret_access_key": secret_access_key,
+        "allow_http": "true" if allow_http else None,
+    }
     return {k: v for k, v in options.items() if v} or None
 
 
@@ -58,8 +72,14 @@ def llm_client(base_url: str | None, api_key: str | None, model: str | None, tim
 
     if not base_url and not api_key:
         return None
-    return LLMClient(LLMSettings(base_url=base_url or None, api_key=api_key or LOCAL_API_KEY,
-                                 model=model or DEFAULT_MODEL, timeout_s=timeout_s))
+    return LLMClient(
+        LLMSettings(
+            base_url=base_url or None,
+            api_key=api_key or LOCAL_API_KEY,
+            model=model or DEFAULT_MODEL,
+            timeout_s=timeout_s,
+        )
+    )
 
 
 def retriever(store, embedder, config: dict | None = None):
@@ -76,8 +96,9 @@ def event_log(retriever, home: Home):
     from narrative_mirror.events.writer import EventLog
 
     store = retriever.store
-    return EventLog(store.uri, embedder=retriever.embedder, storage_options=store.storage_options,
-                    spool_dir=home.event_spool)
+    return EventLog(
+        store.uri, embedder=retriever.embedder, storage_options=store.storage_options, spool_dir=home.event_spool
+    )
 
 
 def live_memory(home: Home, retriever):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +33,19 @@ def pinned(path: Path, asset: str, partition: str) -> dict[str, Any] | None:
     return read(path).get(asset, {}).get(partition)
 
 
-def pin(path: Path, asset: str, partition: str, storage_id: int, run_id: str,
-        metrics: dict[str, float], by: str = "cli") -> dict[str, Any]:
+def pin(
+    path: Path, asset: str, partition: str, storage_id: int, run_id: str, metrics: dict[str, float], by: str = "cli"
+) -> dict[str, Any]:
     """Pin the materialization ``storage_id`` (of run ``run_id``) as the baseline of
     ``asset``/``partition``; returns the pin. Written under a lock, whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"storage_id": int(storage_id), "run_id": run_id, "metrics": metrics, "pinned_by": by,
-              "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    record = {
+        "storage_id": int(storage_id),
+        "run_id": run_id,
+        "metrics": metrics,
+        "pinned_by": by,
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     with (path.parent / ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         pins = read(path)

@@ -83,8 +83,9 @@ def chat_clock(messages: pl.DataFrame) -> ChatClock:
     ``utc_time`` / ``tz`` records no zone)."""
     if not {"local_id", "utc_time", "tz"} <= set(messages.columns):
         return ChatClock()
-    rows = messages.select("local_id", "utc_time", pl.col("tz").fill_null("").str.strip_chars()) \
-        .filter(pl.col("utc_time").is_not_null())
+    rows = messages.select("local_id", "utc_time", pl.col("tz").fill_null("").str.strip_chars()).filter(
+        pl.col("utc_time").is_not_null()
+    )
     if rows["utc_time"].dtype.time_zone is None:  # a frame written without its zone holds UTC instants
         rows = rows.with_columns(pl.col("utc_time").dt.replace_time_zone("UTC"))
     names = rows["tz"].to_list()
@@ -97,9 +98,12 @@ def chat_clock(messages: pl.DataFrame) -> ChatClock:
     shown: Counter[str] = Counter()
     for name, count in counts.items():
         shown[shown_as[name]] += count
-    return ChatClock(tuple(n for n, _ in shown.most_common()),
-                     {lid: i for i, lid in enumerate(rows["local_id"].to_list())},
-                     rows["utc_time"].dt.epoch("us").to_numpy(), [zones[shown_as[n]] for n in names])
+    return ChatClock(
+        tuple(n for n, _ in shown.most_common()),
+        {lid: i for i, lid in enumerate(rows["local_id"].to_list())},
+        rows["utc_time"].dt.epoch("us").to_numpy(),
+        [zones[shown_as[n]] for n in names],
+    )
 
 
 class StoredClocks:

@@ -115,8 +115,7 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
             raise ChatFormatError(f"{where}: {names_field} must be strings, got {value!r}")
 
     sessions = sorted(
-        ((int(m.group(1)), key) for key in body if (m := _SESSION_KEY.fullmatch(key))),
-        key=lambda item: item[0],
+        ((int(m.group(1)), key) for key in body if (m := _SESSION_KEY.fullmatch(key))), key=lambda item: item[0]
     )
     if not sessions:
         raise ChatFormatError(f"{where}: {prefix}session_N keys missing; a chat needs at least one session")
@@ -162,7 +161,11 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
 
             if fmt == "realtalk":
                 timestamp = _parse_time(
-                    message.get("date_time"), (REALTALK_TIME_FORMAT,), REALTALK_TIME_HINT, where, f"{field_name}.date_time"
+                    message.get("date_time"),
+                    (REALTALK_TIME_FORMAT,),
+                    REALTALK_TIME_HINT,
+                    where,
+                    f"{field_name}.date_time",
                 )
                 images = _string_list(message, "img_url", where, field_name) or _string_list(
                     message, "img_file", where, field_name
@@ -172,7 +175,9 @@ def load_chat(path: Path, chat_file: str | None = None) -> Chat:
                 images = _string_list(message, "img_url", where, field_name)
             caption = message.get("blip_caption", "")
             if not isinstance(caption, str):
-                raise ChatFormatError(f"{where}: {field_name}.blip_caption is {type(caption).__name__}; expected a string")
+                raise ChatFormatError(
+                    f"{where}: {field_name}.blip_caption is {type(caption).__name__}; expected a string"
+                )
 
             rows["message_id"].append(f"{chat_file}/{local_id}")
             rows["chat_file"].append(chat_file)
@@ -216,10 +221,19 @@ def with_research_details(messages: pl.DataFrame) -> pl.DataFrame:
         for urls, caption in zip(messages["image_urls"].to_list(), messages["image_caption"].to_list())
     ]
     n = messages.height
-    details = pl.DataFrame({
-        "utc_time": [None] * n, "tz": [""] * n, "tz_source": [""] * n, "reply_to": [None] * n,
-        "attachments": attachments, "edited": [False] * n, "system": [False] * n, "bot": [False] * n,
-    }, schema=schema.MESSAGE_DETAILS)
+    details = pl.DataFrame(
+        {
+            "utc_time": [None] * n,
+            "tz": [""] * n,
+            "tz_source": [""] * n,
+            "reply_to": [None] * n,
+            "attachments": attachments,
+            "edited": [False] * n,
+            "system": [False] * n,
+            "bot": [False] * n,
+        },
+        schema=schema.MESSAGE_DETAILS,
+    )
     return pl.concat([messages, details], how="horizontal")
 
 

@@ -89,18 +89,27 @@ def scaled_cosine(cosine: float) -> float:
     return float(min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR))))
 
 
-def claim_confidence(claim: str, message: CitedMessage, intent: str | None = None,
-                     cosine: float | None = None) -> float:
+def claim_confidence(
+    claim: str, message: CitedMessage, intent: str | None = None, cosine: float | None = None
+) -> float:
     """How well ``message`` supports ``claim`` in [0, 1] (the module's signals; 0.5 when none applies)."""
-    signals = [_words_share(claim, message.text), _values_share(claim, message),
-               float(slots.required_slot_filled(intent, message.text)) if intent in SLOT_INTENTS else None,
-               None if cosine is None else scaled_cosine(cosine)]
+    signals = [
+        _words_share(claim, message.text),
+        _values_share(claim, message),
+        float(slots.required_slot_filled(intent, message.text)) if intent in SLOT_INTENTS else None,
+        None if cosine is None else scaled_cosine(cosine),
+    ]
     present = [s for s in signals if s is not None]
     return sum(present) / len(present) if present else 0.5
 
 
-def cited_confidences(claims: Sequence[tuple[str, Sequence[str]]], messages: Mapping[str, CitedMessage],
-                      question: str = "", intent: str | None = None, embedder=None) -> dict[str, float]:
+def cited_confidences(
+    claims: Sequence[tuple[str, Sequence[str]]],
+    messages: Mapping[str, CitedMessage],
+    question: str = "",
+    intent: str | None = None,
+    embedder=None,
+) -> dict[str, float]:
     """Per cited id (first citation order) the confidence of its best claim; an id whose message
     cannot be read scores 0. ``embedder`` (``Embedder``): adds the cosine signal."""
     pairs = [(text, i) for text, ids in claims for i in dict.fromkeys(ids)]
@@ -125,9 +134,9 @@ def mean_confidence(per_id: Sequence[float]) -> float | None:
     return sum(per_id) / len(per_id) if per_id else None
 
 
-def answer_citations(answer, returned: Mapping[str, str],
-                     read: Callable[[Sequence[str]], Mapping[str, CitedMessage]],
-                     embedder=None) -> tuple[list[str], list[float], float | None]:
+def answer_citations(
+    answer, returned: Mapping[str, str], read: Callable[[Sequence[str]], Mapping[str, CitedMessage]], embedder=None
+) -> tuple[list[str], list[float], float | None]:
     """(cited ids, their confidences, the event's confidence) of an ``AgentAnswer``: its verified
     claims' ids, or for an answer without claims (the one-shot path) the messages of ``returned``
     (id -> text) the heuristic finds in its text, the answer being their claim. ``read``: id ->
@@ -144,8 +153,10 @@ def answer_citations(answer, returned: Mapping[str, str],
 
 
 INDEPENDENT_MIN = 0.5
-INDEPENDENT_CHECK = (f"lexical + typed values: the claim's content words, dates, numbers and names found in its "
-                     f"cited messages (>= {INDEPENDENT_MIN}; no NLI, not the answerer's verifier)")
+INDEPENDENT_CHECK = (
+    f"lexical + typed values: the claim's content words, dates, numbers and names found in its "
+    f"cited messages (>= {INDEPENDENT_MIN}; no NLI, not the answerer's verifier)"
+)
 
 
 def independently_supported(claim: str, question: str, cited: Sequence[CitedMessage]) -> bool:

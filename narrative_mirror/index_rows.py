@@ -49,7 +49,7 @@ def columns_added(table: pa.Schema, rows: pa.Schema) -> list[pa.Field]:
     head = list(rows)[: len(table)]
     if len(rows) <= len(table) or [(f.name, f.type) for f in head] != [(f.name, f.type) for f in table]:
         return []
-    return list(rows)[len(table):]
+    return list(rows)[len(table) :]
 
 
 def block_schema(dim: int) -> pa.Schema:
@@ -116,13 +116,13 @@ def indexed_messages(messages: pl.DataFrame) -> pl.DataFrame:
     return messages.filter(~_is_system(messages))
 
 
-def message_rows(
-    messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None
-) -> pa.Table:
+def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.DataFrame | None = None) -> pa.Table:
     """Rows of the ``messages`` table: one per indexed message (:func:`indexed_messages`),
     vector from ``embeddings``."""
     messages = indexed_messages(messages)
-    replies = messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
+    replies = (
+        messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
+    )
     msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(replies.cast(pl.String).alias("reply_to"))
     msgs = msgs.sort("position")
     lookup, matrix = _vector_lookup(embeddings)
@@ -198,9 +198,20 @@ def block_rows(blocks: pl.DataFrame, embeddings: pl.DataFrame) -> pa.Table:
         texts.append(" ".join(p for p in (row["label"], row["summary"], " ".join(row["keywords"] or [])) if p))
     return pa.table(
         {
-            **{c: blk[c].to_arrow() for c in ("block_id", "chat_file", "session", "block_index",
-                                              "first_position", "last_position", "message_ids",
-                                              "start_time", "end_time")},
+            **{
+                c: blk[c].to_arrow()
+                for c in (
+                    "block_id",
+                    "chat_file",
+                    "session",
+                    "block_index",
+                    "first_position",
+                    "last_position",
+                    "message_ids",
+                    "start_time",
+                    "end_time",
+                )
+            },
             "text": pa.array(texts, pa.string()),
             "vector": _fixed_vectors(vectors),
         },
@@ -220,7 +231,9 @@ def thread_rows(threads: pl.DataFrame, blocks: pl.DataFrame, embeddings: pl.Data
         if unknown:
             raise ValueError(f"thread {row['thread_id']}: unknown block ids {unknown[:3]}")
         local_ids = [lid for b in row["block_ids"] for lid in block_members[b]]
-        vectors[i] = _mean_vector(matrix, _member_rows(lookup, row["chat_file"], local_ids, f"thread {row['thread_id']}"))
+        vectors[i] = _mean_vector(
+            matrix, _member_rows(lookup, row["chat_file"], local_ids, f"thread {row['thread_id']}")
+        )
     texts = [f"{t}. {s}" if t and s else (t or s or "") for t, s in zip(thr["title"], thr["summary"])]
     return pa.table(
         {

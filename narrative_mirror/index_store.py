@@ -50,7 +50,8 @@ COMMIT_ATTEMPTS = 8
 COMMIT_RETRY_WAIT_S = 0.2
 COMMIT_RETRY_MAX_WAIT_S = 5.0
 _CONFLICT_RE = re.compile(
-    r"commit conflict|retryable|preempted by concurrent|too many concurrent writers|incompatible transaction", re.I)
+    r"commit conflict|retryable|preempted by concurrent|too many concurrent writers|incompatible transaction", re.I
+)
 _T = TypeVar("_T")
 
 
@@ -334,8 +335,9 @@ class IndexStore:
             dropped = before.to_arrow()
             current = self._db.open_table(table)
             present = set(current.search().select(["chat_file"]).limit(None).to_arrow().column("chat_file").to_pylist())
-            lost = dropped.filter(pc.invert(pc.is_in(dropped.column("chat_file"),
-                                                     value_set=pa.array(sorted(present), pa.string()))))
+            lost = dropped.filter(
+                pc.invert(pc.is_in(dropped.column("chat_file"), value_set=pa.array(sorted(present), pa.string())))
+            )
             if lost.num_rows:
                 current.merge_insert(id_col).when_not_matched_insert_all().execute(lost)
 
@@ -350,9 +352,12 @@ class IndexStore:
                 continue
             fts = _text_index(tbl)
             stats = tbl.index_stats(fts) if fts else None
-            out[name] = {"rows": tbl.count_rows(), "fragments": tbl.stats()["fragment_stats"]["num_fragments"],
-                         "versions": len(tbl.list_versions()),
-                         "unindexed_rows": stats.num_unindexed_rows if stats else tbl.count_rows()}
+            out[name] = {
+                "rows": tbl.count_rows(),
+                "fragments": tbl.stats()["fragment_stats"]["num_fragments"],
+                "versions": len(tbl.list_versions()),
+                "unindexed_rows": stats.num_unindexed_rows if stats else tbl.count_rows(),
+            }
         return out
 
     def maintain(self, keep_versions_for: timedelta = timedelta(hours=1)) -> dict[str, dict[str, int]]:
@@ -381,8 +386,9 @@ class IndexStore:
                 out[name] = tbl.version
         return out
 
-    def _read(self, table: str, chat_file: str | None, columns: list[str] | None = None,
-              where: str | None = None) -> pa.Table | None:
+    def _read(
+        self, table: str, chat_file: str | None, columns: list[str] | None = None, where: str | None = None
+    ) -> pa.Table | None:
         tbl = self._open(table)
         if tbl is None:
             return None
@@ -393,8 +399,9 @@ class IndexStore:
             query = query.select(columns)
         return query.limit(None).to_arrow()
 
-    def _frame(self, table: str, chat_file: str, order_by: str, empty_schema: pa.Schema,
-               where: str | None = None) -> pl.DataFrame:
+    def _frame(
+        self, table: str, chat_file: str, order_by: str, empty_schema: pa.Schema, where: str | None = None
+    ) -> pl.DataFrame:
         rows = self._read(table, chat_file, where=where)
         frame = pl.from_arrow(rows if rows is not None else empty_schema.empty_table())
         return frame.sort(order_by)

@@ -124,8 +124,9 @@ class LLMClient:
 
         self.settings = settings
         # Retries are ours (below), so that they stay within the caller's deadline.
-        self._client = openai.OpenAI(base_url=settings.base_url, api_key=settings.api_key,
-                                     timeout=settings.timeout_s, max_retries=0)
+        self._client = openai.OpenAI(
+            base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout_s, max_retries=0
+        )
         self.breaker = breaker or CircuitBreaker()
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -204,18 +205,24 @@ class LLMClient:
             timeout = self._time_left()
             last = attempt == self.settings.max_retries
             try:
-                response = _within(timeout, lambda: self._client.with_options(timeout=timeout).chat.completions.create(
-                    model=self.settings.model,
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                    temperature=self.settings.temperature,
-                    max_tokens=max_tokens,
-                    **extra,
-                ))
+                response = _within(
+                    timeout,
+                    lambda: self._client.with_options(timeout=timeout).chat.completions.create(
+                        model=self.settings.model,
+                        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                        temperature=self.settings.temperature,
+                        max_tokens=max_tokens,
+                        **extra,
+                    ),
+                )
                 break
             # APITimeoutError subclasses APIConnectionError, so it must come first.
             except (openai.APITimeoutError, TimeoutError) as exc:
-                error = LLMError("timeout", f"no answer from {self.fingerprint} within {timeout:.1f} s"
-                                 f" (attempt {attempt + 1} of {self.settings.max_retries + 1})")
+                error = LLMError(
+                    "timeout",
+                    f"no answer from {self.fingerprint} within {timeout:.1f} s"
+                    f" (attempt {attempt + 1} of {self.settings.max_retries + 1})",
+                )
                 error.__cause__, retry_after = exc, None
             except openai.APIConnectionError as exc:
                 error = LLMError("connection", f"cannot reach {self.settings.base_url or 'api.openai.com'}: {exc}")
@@ -230,7 +237,7 @@ class LLMClient:
                 raise LLMError("malformed", f"response body from {self.fingerprint} is not JSON: {exc}") from exc
             if last:
                 raise error
-            time.sleep(min(retry_after if retry_after is not None else 0.5 * 2 ** attempt, self._time_left()))
+            time.sleep(min(retry_after if retry_after is not None else 0.5 * 2**attempt, self._time_left()))
 
         # Loose servers may send any JSON; openai builds it without validation, so check shapes.
         usage = getattr(response, "usage", None)
@@ -338,8 +345,7 @@ def format_messages_as_data(rows: Iterable[tuple[str, str, str]]) -> str:
     for index, row in enumerate(rows):
         if not (isinstance(row, tuple) and len(row) == 3 and all(isinstance(v, str) for v in row)):
             raise TypeError(
-                f"format_messages_as_data: row {index} must be an (id, speaker, text) tuple of str, "
-                f"got {row!r:.200}"
+                f"format_messages_as_data: row {index} must be an (id, speaker, text) tuple of str, got {row!r:.200}"
             )
         message_id, speaker, text = row
         line = json.dumps({"id": message_id, "speaker": speaker, "text": text}, ensure_ascii=False)

@@ -31,8 +31,17 @@ def search_settings(retriever, profile: str | Profile) -> dict:
     return {"method": VARIANT_METHODS[retriever.default_variant], "threshold": get_profile(profile).min_top5_relevance}
 
 
-def ask_logged(retriever, chat_file: str, question: str, profile: str | Profile, llm, mode: str, event_log: EventLog,
-               user_id: str = DEFAULT_USER, session_id: str | None = None) -> tuple[AgentAnswer, str]:
+def ask_logged(
+    retriever,
+    chat_file: str,
+    question: str,
+    profile: str | Profile,
+    llm,
+    mode: str,
+    event_log: EventLog,
+    user_id: str = DEFAULT_USER,
+    session_id: str | None = None,
+) -> tuple[AgentAnswer, str]:
     started = time.perf_counter()
     settings = search_settings(retriever, profile)
     answer = ask(retriever, chat_file, question, profile, llm, mode)
@@ -42,12 +51,24 @@ def ask_logged(retriever, chat_file: str, question: str, profile: str | Profile,
     def read(ids: Sequence[str]) -> dict[str, CitedMessage]:
         return {h.local_id: CitedMessage(h.text, h.timestamp, h.speaker) for h in retriever.messages(chat_file, ids)}
 
-    cited, per_id, confidence = answer_citations(answer, dict(zip(returned, texts)), read,
-                                                 getattr(retriever, "embedder", None))
-    event_id = event_log.log(RetrievalEvent(
-        user_id=user_id, session_id=session_id, chat_file=chat_file, query=question, returned_ids=returned,
-        counts_per_source={"search": len(returned)}, cited_ids=cited, citation_confidence=confidence,
-        cited_confidences=per_id, query_vector=query_vector(retriever, question),
-        latency_ms=(time.perf_counter() - started) * 1000, tokens_in_context=approx_tokens(texts), **settings,
-    ))
+    cited, per_id, confidence = answer_citations(
+        answer, dict(zip(returned, texts)), read, getattr(retriever, "embedder", None)
+    )
+    event_id = event_log.log(
+        RetrievalEvent(
+            user_id=user_id,
+            session_id=session_id,
+            chat_file=chat_file,
+            query=question,
+            returned_ids=returned,
+            counts_per_source={"search": len(returned)},
+            cited_ids=cited,
+            citation_confidence=confidence,
+            cited_confidences=per_id,
+            query_vector=query_vector(retriever, question),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            tokens_in_context=approx_tokens(texts),
+            **settings,
+        )
+    )
     return answer, event_id

@@ -13,8 +13,14 @@ from narrative_mirror.recall_runs import prune_runs
 from narrative_mirror.retention import Retention
 
 
-def prune(runs_root: Path, events_uri: str, retention: Retention, *, storage_options: Mapping[str, str] | None = None,
-          now: datetime | None = None) -> dict:
+def prune(
+    runs_root: Path,
+    events_uri: str,
+    retention: Retention,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> dict:
     """Remove recall-run files and retrieval events older than ``retention`` (and the recall runs
     past its ``keep_last``); what was removed per kind (``keep_days`` None: none for its age)."""
     now = now or datetime.now(UTC)
@@ -23,6 +29,7 @@ def prune(runs_root: Path, events_uri: str, retention: Retention, *, storage_opt
     runs.update(prune_runs(before, root=runs_root, keep_last=retention.recall_runs_keep_last))
     events: dict = {"keep_days": retention.retrieval_events_days, "removed": 0}
     if retention.retrieval_events_days is not None:
-        events["removed"] = delete_older(events_uri, now - timedelta(days=retention.retrieval_events_days),
-                                         storage_options)
+        events["removed"] = delete_older(
+            events_uri, now - timedelta(days=retention.retrieval_events_days), storage_options
+        )
     return {"recall_runs": runs, "retrieval_events": events}

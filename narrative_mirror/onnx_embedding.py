@@ -66,19 +66,25 @@ def _export_fp32(model_dir: str, target: Path) -> None:
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     model = LastHidden(AutoModel.from_pretrained(model_dir, local_files_only=True).eval())
     sample = torch.ones((2, 8), dtype=torch.long)
     tmp = target.with_name(f"fp32.{os.getpid()}.tmp.onnx")
     axes = {0: "batch", 1: "tokens"}
     with torch.no_grad():
-        torch.onnx.export(model, (sample, sample, torch.zeros_like(sample)), str(tmp), dynamo=False,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["last_hidden_state"], opset_version=OPSET,
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                        "last_hidden_state": axes})
+        torch.onnx.export(
+            model,
+            (sample, sample, torch.zeros_like(sample)),
+            str(tmp),
+            dynamo=False,
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            opset_version=OPSET,
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+        )
     os.replace(tmp, target)
 
 
@@ -106,16 +112,18 @@ class OnnxEncoder:
                 options.intra_op_num_threads = threads
                 options.inter_op_num_threads = 1
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._sessions[threads] = ort.InferenceSession(str(self.path), options,
-                                                               providers=["CPUExecutionProvider"])
+                self._sessions[threads] = ort.InferenceSession(
+                    str(self.path), options, providers=["CPUExecutionProvider"]
+                )
             return self._sessions[threads]
 
     def encode(self, texts: list[str], threads: int = 1) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        hidden = self.session(threads).run(None, {"input_ids": ids, "attention_mask": mask,
-                                                  "token_type_ids": np.zeros_like(ids)})[0]
+        hidden = self.session(threads).run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -16,7 +16,9 @@ KINDS = ("email", "phone", "card")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # 13-19 digits, optionally grouped by single spaces or dashes, not inside a longer alphanumeric run
 _CARD = re.compile(r"(?<![\w.,/-])\d(?:[ -]?\d){12,18}(?![\w.,/-]\d)(?!\w)")
-_PHONE = re.compile(r"(?<![\w.,/+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,5}\)[ .-]?)?\d{1,5}(?:[ .-]\d{2,8}){1,4}(?![\w.,/-]?\d)")
+_PHONE = re.compile(
+    r"(?<![\w.,/+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,5}\)[ .-]?)?\d{1,5}(?:[ .-]\d{2,8}){1,4}(?![\w.,/-]?\d)"
+)
 _IBAN_HEAD = re.compile(r"[A-Z]{2}\d{2} ?$")  # "DE89 3704 ...": the digits of an account code
 _DATE_LIKE = re.compile(r"^(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})$")
 
@@ -35,7 +37,7 @@ def _cards(text: str) -> list[str]:
     found = []
     for match in _CARD.finditer(text):
         digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits) and not _IBAN_HEAD.search(text[:match.start()]):
+        if 13 <= len(digits) <= 19 and luhn_valid(digits) and not _IBAN_HEAD.search(text[: match.start()]):
             found.append(match.group())
     return found
 
@@ -46,9 +48,14 @@ def _phones(text: str, cards: list[str]) -> list[str]:
         span = match.group()
         digits = re.sub(r"\D", "", span)
         # a "+", an area code in parentheses, several groups, or a trunk "0" before one group
-        grouped = (span.startswith(("+", "0")) or "(" in span or len(re.findall(r"[ .-]", span)) >= 2)
-        if (9 <= len(digits) <= 15 and grouped and span not in cards and not _DATE_LIKE.match(span)
-                and "." not in span.replace(" ", "")[:1]):
+        grouped = span.startswith(("+", "0")) or "(" in span or len(re.findall(r"[ .-]", span)) >= 2
+        if (
+            9 <= len(digits) <= 15
+            and grouped
+            and span not in cards
+            and not _DATE_LIKE.match(span)
+            and "." not in span.replace(" ", "")[:1]
+        ):
             found.append(span)
     return found
 

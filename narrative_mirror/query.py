@@ -58,8 +58,9 @@ def ask(
         else:
             answer = run_agent(retriever, chat_file, question, chosen, llm, task="ask", on_step=on_step)
     # every evidence item names its chat (one shape with answers over several chats)
-    return answer.model_copy(update={"evidence": [e.model_copy(update={"chat": e.chat or chat_file})
-                                                  for e in answer.evidence]})
+    return answer.model_copy(
+        update={"evidence": [e.model_copy(update={"chat": e.chat or chat_file}) for e in answer.evidence]}
+    )
 
 
 def arc(

@@ -69,7 +69,9 @@ def run_item(hit: Hit, chat_file: str, tier: int, *, with_rerank: bool) -> dict:
     """One hit as a recall-run item; the hit must carry the hybrid-score reasons."""
     missing = [key for key in (*REASON_KEYS, "hybrid_score") if key not in hit.reasons]
     if missing:
-        raise ValueError(f"hit {hit.local_id}: no hybrid-score reasons {missing} (was the hybrid_score reranker applied?)")
+        raise ValueError(
+            f"hit {hit.local_id}: no hybrid-score reasons {missing} (was the hybrid_score reranker applied?)"
+        )
     item = {
         "id": hit.local_id,
         "tier": tier,
@@ -138,7 +140,9 @@ def _run_time(path: Path) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def prune_runs(before: datetime | None = None, root: Path | None = None, keep_last: int | None = None) -> dict[str, int]:
+def prune_runs(
+    before: datetime | None = None, root: Path | None = None, keep_last: int | None = None
+) -> dict[str, int]:
     """Remove the run records made before ``before`` and all but the newest ``keep_last`` (and day
     folders left empty); returns ``removed_files``, ``removed_bytes``, ``removed_folders`` and
     ``kept_files``."""
@@ -227,8 +231,11 @@ def compare_run(path: str | Path) -> dict[str, float]:
             raise ValueError(f"{path}: field {key!r} must be a list of items")
         out = []
         for i, item in enumerate(items[:3]):
-            value = ((item.get("rerank") or {}).get("new_score", item.get("score"))
-                     if rerank else item.get("score")) if isinstance(item, dict) else None
+            value = (
+                ((item.get("rerank") or {}).get("new_score", item.get("score")) if rerank else item.get("score"))
+                if isinstance(item, dict)
+                else None
+            )
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise ValueError(f"{path}: {key}[{i}] has no numeric score")
             out.append(float(value))
@@ -335,12 +342,18 @@ def recorded_search(
         path, error = write_run(query, params, pre_items, post_items, root=root), None
     except OSError as exc:
         path, error = None, f"could not write the recall-run record: {exc}"
-    return RecordedSearch(result=result, pre=pre, params=params, run_path=path,
-                          run_error="; ".join(e for e in (error, quarantine_error) if e) or None)
+    return RecordedSearch(
+        result=result,
+        pre=pre,
+        params=params,
+        run_path=path,
+        run_error="; ".join(e for e in (error, quarantine_error) if e) or None,
+    )
 
 
-def quarantine(query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[Hit], chat_file: str,
-               root: Path | None = None) -> tuple[list[Hit], list[Hit], str | None]:
+def quarantine(
+    query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[Hit], chat_file: str, root: Path | None = None
+) -> tuple[list[Hit], list[Hit], str | None]:
     """The memory-API design's PII_STRICT: the hits whose text carries personal data (``pii``) get a marker
     naming the kinds for their text, and their real text goes to ``<root's parent>/quarantine/
     YYYYMMDD/run_<ms>.json`` instead (query, params, ts, items {id, kinds, text, path, line}).
@@ -350,13 +363,21 @@ def quarantine(query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[H
         return list(pre), list(post), None
 
     def masked(hits: Sequence[Hit]) -> list[Hit]:
-        return [dataclasses.replace(h, text=quarantine_marker(found[h.local_id][1])) if h.local_id in found else h
-                for h in hits]
+        return [
+            dataclasses.replace(h, text=quarantine_marker(found[h.local_id][1])) if h.local_id in found else h
+            for h in hits
+        ]
 
     now = datetime.now(UTC)
-    record = {"query": query, "params": dict(params), "ts": utc_iso(now),
-              "items": [{"id": i, "kinds": kinds, "text": h.text, "path": chat_file, "line": h.position}
-                        for i, (h, kinds) in found.items()]}
+    record = {
+        "query": query,
+        "params": dict(params),
+        "ts": utc_iso(now),
+        "items": [
+            {"id": i, "kinds": kinds, "text": h.text, "path": chat_file, "line": h.position}
+            for i, (h, kinds) in found.items()
+        ],
+    }
     try:
         write_record(Home(runs_dir(root).parent).quarantine, record, now)
         error = None
@@ -365,8 +386,15 @@ def quarantine(query: str, params: Mapping, pre: Sequence[Hit], post: Sequence[H
     return masked(pre), masked(post), error
 
 
-def redact_runs(redact_any, found, chat: str, forgotten_ids: set[str] | None, *, marker: str = "[forgotten]",
-                root: Path | None = None) -> int:
+def redact_runs(
+    redact_any,
+    found,
+    chat: str,
+    forgotten_ids: set[str] | None,
+    *,
+    marker: str = "[forgotten]",
+    root: Path | None = None,
+) -> int:
     """Forgotten content out of the run records (append-only for runs, not for deleted content):
     in a run of ``chat``, an item of a forgotten message (``forgotten_ids``; None: the whole
     chat) gets ``marker`` for its text, and with the whole chat its query too; then every string

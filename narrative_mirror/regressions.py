@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,13 @@ def record(home: Path, asset: str, partition: str, run_id: str, failed: list[dic
 
     def change(entries: dict) -> None:
         if failed:
-            entries[key] = {"asset": asset, "partition": partition, "run_id": run_id, "checks": failed,
-                            "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            entries[key] = {
+                "asset": asset,
+                "partition": partition,
+                "run_id": run_id,
+                "checks": failed,
+                "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
         else:
             entries.pop(key, None)
 
@@ -65,9 +70,11 @@ def accept(home: Path, asset: str, partition: str) -> bool:
 def describe(entry: dict[str, Any]) -> str:
     """One line: which evaluation, which checks, and how to end it."""
     checks = "; ".join(f"{c['check']} {c['severity']}: {c['description']}" for c in entry["checks"])
-    return (f"standing regression of {entry['asset']} on {entry['partition']} since run {entry['run_id'][:8]}: "
-            f"{checks} (it stands until the metric recovers or `narrative-mirror baseline pin "
-            f"--chat {entry['partition']} --asset {entry['asset']}` accepts it)")
+    return (
+        f"standing regression of {entry['asset']} on {entry['partition']} since run {entry['run_id'][:8]}: "
+        f"{checks} (it stands until the metric recovers or `narrative-mirror baseline pin "
+        f"--chat {entry['partition']} --asset {entry['asset']}` accepts it)"
+    )
 
 
 def is_error(entry: dict[str, Any]) -> bool:

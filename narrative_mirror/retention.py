@@ -42,9 +42,13 @@ def load_retention(config: Mapping | None = None) -> Retention:
         for key in KEYS[kind]:
             value = section.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"retention.toml [{kind}] {key} must be an integer >= 1 (or absent: the default), "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"retention.toml [{kind}] {key} must be an integer >= 1 (or absent: the default), got {value!r}"
+                )
             values[kind, key] = value
     keep_last = values["recall_runs", "keep_last"]
-    return Retention(values["recall_runs", "keep_days"], values["retrieval_events", "keep_days"],
-                     DEFAULT_KEEP_RUNS if keep_last is None else keep_last)
+    return Retention(
+        values["recall_runs", "keep_days"],
+        values["retrieval_events", "keep_days"],
+        DEFAULT_KEEP_RUNS if keep_last is None else keep_last,
+    )

@@ -40,21 +40,52 @@ def relative(path: Path, base: Path) -> str:
     return str(PurePosixPath(*path.relative_to(base).parts))
 
 
-def record_search(query: str, chat: str, params: Mapping, event_id: str, hits: Sequence[Mapping],
-                  tiers: Mapping[str, int], recall_run: Path | None, *, root: Path | None = None,
-                  now: datetime | None = None) -> Path:
+def record_search(
+    query: str,
+    chat: str,
+    params: Mapping,
+    event_id: str,
+    hits: Sequence[Mapping],
+    tiers: Mapping[str, int],
+    recall_run: Path | None,
+    *,
+    root: Path | None = None,
+    now: datetime | None = None,
+) -> Path:
     """Write the search-run file and add the search's card to the day's cards; ``root`` is the
     recall-run folder (default ``<NM_HOME>/recall_runs``). Returns the search-run path."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
     base = runs_dir(root).parent
     recall = relative(recall_run, base) if recall_run is not None else None
-    path = write_record(Home(base).search_runs, {
-        "query": query, "chat": chat, "params": dict(params), "event_id": event_id, "hits": list(hits),
-        "recall_run": recall, "ts": utc_iso(now)}, now)
-    card = {"ts": utc_iso(now), "chat": chat, "query": query,
-            "top": [{"id": h["id"], "tier": tiers.get(h["id"]), "score": h.get("score"),
-                     "text": str(h.get("text", ""))[:CARD_TEXT]} for h in hits[:CARD_ITEMS]],
-            "search_run": relative(path, base), "recall_run": recall}
+    path = write_record(
+        Home(base).search_runs,
+        {
+            "query": query,
+            "chat": chat,
+            "params": dict(params),
+            "event_id": event_id,
+            "hits": list(hits),
+            "recall_run": recall,
+            "ts": utc_iso(now),
+        },
+        now,
+    )
+    card = {
+        "ts": utc_iso(now),
+        "chat": chat,
+        "query": query,
+        "top": [
+            {
+                "id": h["id"],
+                "tier": tiers.get(h["id"]),
+                "score": h.get("score"),
+                "text": str(h.get("text", ""))[:CARD_TEXT],
+            }
+            for h in hits[:CARD_ITEMS]
+        ],
+        "search_run": relative(path, base),
+        "recall_run": recall,
+    }
     add_card(Home(base).recall_cards / f"cards_{now:%Y%m%d}.json", card, f"{now:%Y%m%d}")
     return path
 

@@ -25,8 +25,9 @@ _config_dir: Callable[[], Path | None] = lambda: None
 _pii_strict: Callable[[], bool] = lambda: False
 
 
-def use_folders(home: Callable[[], Path], config_dir: Callable[[], Path | None],
-                pii_strict: Callable[[], bool] | None = None) -> None:
+def use_folders(
+    home: Callable[[], Path], config_dir: Callable[[], Path | None], pii_strict: Callable[[], bool] | None = None
+) -> None:
     """Where this process's state folder and config override folder come from, and whether
     search results carrying personal data are quarantined (called by ``resources/environment.py``,
     where the environment is read)."""
@@ -45,8 +46,10 @@ def pii_strict() -> bool:
 def state_home() -> Path:
     """The process's state folder (NM_HOME), as handed over by ``use_folders``."""
     if _home is None:
-        raise RuntimeError("no state folder: resources.environment.hand_to_library() was not called "
-                           "in this process (or pass the folder explicitly)")
+        raise RuntimeError(
+            "no state folder: resources.environment.hand_to_library() was not called "
+            "in this process (or pass the folder explicitly)"
+        )
     return _home()
 
 
@@ -106,5 +109,7 @@ def file_hash(path: Path) -> str:
 
 def prompt_names() -> list[str]:
     """Every prompt in effect: the packaged ones and those only the override folder has."""
-    return sorted({p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.txt")}
-                  | {p.stem for p in ((_config_dir() or Path("/nonexistent")) / "prompts").glob("*.txt")})
+    return sorted(
+        {p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.txt")}
+        | {p.stem for p in ((_config_dir() or Path("/nonexistent")) / "prompts").glob("*.txt")}
+    )

@@ -15,16 +15,23 @@ from pathlib import Path
 
 from narrative_mirror import settings
 from narrative_mirror.embedding import vector_settings
-from narrative_mirror.exports.folder import ImportOptions, Progress
-from narrative_mirror.exports.folder import file_version  # a file's content hash, or a folder export's
+from narrative_mirror.exports.folder import (
+    ImportOptions,
+    Progress,
+    file_version,  # a file's content hash, or a folder export's
+)
 from narrative_mirror.live.source import find_chats
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
 CONFIG_NAMES = ("embedding", "layers", "retrieval", "agent", "split", "evaluation")
 
 
-def chat_file_versions(data_dir: Path, options: ImportOptions | None = None, cache_dir: Path | None = None,
-                       progress: Progress | None = None) -> tuple[dict[str, str], dict[str, Path], list[str]]:
+def chat_file_versions(
+    data_dir: Path,
+    options: ImportOptions | None = None,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, str], dict[str, Path], list[str]]:
     """(version per partition key, file per key, problems) of the chats in ``data_dir``: chat
     files and the conversations of exports (``options``: how exports are read; ``cache_dir``:
     where what a parse of an export found is kept)."""

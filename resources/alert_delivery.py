@@ -14,8 +14,14 @@ BACKOFF_S = 0.5  # doubled after each failed attempt: 0.5 s, 1 s
 log = logging.getLogger(__name__)
 
 
-def post_to_slack(token: str, channel: str, text: str, api_url: str = SLACK_API_URL,
-                  attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S) -> str:
+def post_to_slack(
+    token: str,
+    channel: str,
+    text: str,
+    api_url: str = SLACK_API_URL,
+    attempts: int = ATTEMPTS,
+    backoff_s: float = BACKOFF_S,
+) -> str:
     """Post ``text`` to ``channel``; "delivered", or "failed after N attempts: <last error>"."""
     from slack_sdk import WebClient
 

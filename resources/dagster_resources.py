@@ -9,7 +9,7 @@ runtime objects they hand out are built by ``resources/runtime.py``.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -79,7 +79,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if obj is None:
             return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj).__name__}")
+            raise TypeError(
+                f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj).__name__}"
+            )
         partition = context.partition_key if context.has_asset_partitions else None
         path = self._path(context.asset_key, partition)
         storage.write_frame(path, obj)
@@ -119,15 +121,19 @@ class ChatDataResource(dg.ConfigurableResource):
     def import_options(self) -> ImportOptions:
         from narrative_mirror.layers.sessions import session_gap
 
-        return ImportOptions(format=self.export_format or None, tz=self.tz or None,
-                             day_first={"true": True, "false": False}.get(self.day_first),
-                             machine_tz=self.machine_tz or None,
-                             session_gap_hours=session_gap(settings.load_config("layers")).total_seconds() / 3600)
+        return ImportOptions(
+            format=self.export_format or None,
+            tz=self.tz or None,
+            day_first={"true": True, "false": False}.get(self.day_first),
+            machine_tz=self.machine_tz or None,
+            session_gap_hours=session_gap(settings.load_config("layers")).total_seconds() / 3600,
+        )
 
     def chat_sources(self, progress=None) -> tuple[dict[str, ChatSource], list[str]]:
         """Every chat of the data folder by partition key, and problem lines (exports/folder.py)."""
-        return find_chats(self.data_path(), self.import_options(), Path(self.cache_dir) if self.cache_dir else None,
-                          progress)
+        return find_chats(
+            self.data_path(), self.import_options(), Path(self.cache_dir) if self.cache_dir else None, progress
+        )
 
     def chat_files(self) -> dict[str, Path]:
         return {key: source.path for key, source in self.chat_sources()[0].items()}
@@ -185,8 +191,9 @@ class LanceDBResource(dg.ConfigurableResource):
 
     def storage_options(self) -> dict[str, str] | None:
         """LanceDB's object-store options for a remote ``uri`` (None for a folder or when unset)."""
-        return lancedb_storage_options(self.resolved_uri(), self.endpoint, self.region, self.access_key_id,
-                                       self.secret_access_key, self.allow_http)
+        return lancedb_storage_options(
+            self.resolved_uri(), self.endpoint, self.region, self.access_key_id, self.secret_access_key, self.allow_http
+        )
 
     def get(self):
         return index_store(self.resolved_uri(), self.storage_options())
@@ -229,9 +236,12 @@ class AlertsResource(dg.ConfigurableResource):
         to the alert log."""
         from narrative_mirror.storage import append_jsonl
 
-        delivery = (post_to_slack(self.slack_token, self.slack_channel, text, self.slack_api_url)
-                    if self.slack_token else "not configured")
-        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record, "slack": delivery}
+        delivery = (
+            post_to_slack(self.slack_token, self.slack_channel, text, self.slack_api_url)
+            if self.slack_token
+            else "not configured"
+        )
+        record = {"time": datetime.now(UTC).isoformat(timespec="seconds"), **record, "slack": delivery}
         append_jsonl(self.state.alerts_log, record)
         return record
 
@@ -247,8 +257,9 @@ def resolved(resource: dg.ConfigurableResource) -> dg.ConfigurableResource:
     resources of ``default_resources`` keep the variables: definitions show names, not values).
     For code that uses a resource outside a run: the command line, the HTTP service."""
     fields = {name: getattr(resource, name) for name in type(resource).model_fields}
-    return resource.model_copy(update={name: value.get_value() for name, value in fields.items()
-                                       if isinstance(value, dg.EnvVar)})
+    return resource.model_copy(
+        update={name: value.get_value() for name, value in fields.items() if isinstance(value, dg.EnvVar)}
+    )
 
 
 def _env(name: str, default=None):
@@ -262,15 +273,19 @@ def lancedb_resource(state: StateResource) -> LanceDBResource:
     settings from the standard AWS_* variables (the keys as ``EnvVar``: resolved where the step
     runs, never stored with the run)."""
     return LanceDBResource(
-        state=state, uri=environment.lancedb_uri(), endpoint=environment.s3_endpoint(),
+        state=state,
+        uri=environment.lancedb_uri(),
+        endpoint=environment.s3_endpoint(),
         region=environment.s3_region(),
-        access_key_id=_env(environment.S3_ACCESS_KEY_ENV), secret_access_key=_env(environment.S3_SECRET_KEY_ENV),
+        access_key_id=_env(environment.S3_ACCESS_KEY_ENV),
+        secret_access_key=_env(environment.S3_SECRET_KEY_ENV),
         allow_http=environment.s3_allow_http(),
     )
 
 
-def chat_data_resource(state: StateResource, data_dir: str = "", arcs_dir: str = "",
-                       import_options: ImportOptions | None = None) -> ChatDataResource:
+def chat_data_resource(
+    state: StateResource, data_dir: str = "", arcs_dir: str = "", import_options: ImportOptions | None = None
+) -> ChatDataResource:
     """The chat folder and how its exports are read: the command's flags (``import_options``,
     then remembered for the folder on this home), else what was remembered, else the defaults
     with the machine's zone (TZ, /etc/localtime)."""
@@ -278,14 +293,19 @@ def chat_data_resource(state: StateResource, data_dir: str = "", arcs_dir: str =
     folder = Path(data).expanduser().resolve() if data else settings.DEMO_DATA_DIR
     options = remembered_options(state.root, folder, import_options, environment.machine_zone())
     return ChatDataResource(
-        data_dir=data, arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV),
-        export_format=options.format or "", tz=options.tz or "",
+        data_dir=data,
+        arcs_dir=arcs_dir or environment.value(environment.ARCS_DIR_ENV),
+        export_format=options.format or "",
+        tz=options.tz or "",
         day_first="" if options.day_first is None else str(options.day_first).lower(),
-        machine_tz=options.machine_tz or "", cache_dir=str(Home(state.root).import_scans))
+        machine_tz=options.machine_tz or "",
+        cache_dir=str(Home(state.root).import_scans),
+    )
 
 
-def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
-                      import_options: ImportOptions | None = None) -> dict:
+def default_resources(
+    data_dir: str = "", arcs_dir: str = "", nm_home: str = "", import_options: ImportOptions | None = None
+) -> dict:
     """The resources of a process: explicit arguments first, then the environment
     (NM_HOME, NM_DATA_DIR, NM_ARCS_DIR, NM_DEVICE, TZ, OPENAI_*, NM_LLM_*, SLACK_BOT_TOKEN,
     NM_SLACK_CHANNEL, NM_LANCEDB_URI and the AWS_* object-store settings)."""
@@ -298,9 +318,14 @@ def default_resources(data_dir: str = "", arcs_dir: str = "", nm_home: str = "",
         "chat_data": chat_data_resource(state, data_dir, arcs_dir, import_options),
         "embedder": EmbedderResource(device=environment.device()),
         "lancedb": lancedb_resource(state),
-        "llm": LLMResource(base_url=_env(environment.LLM_BASE_URL_ENV), api_key=_env(environment.LLM_API_KEY_ENV),
-                           model=_env(environment.LLM_MODEL_ENV), timeout_s=llm_settings.timeout_s if llm_settings else 30.0),
+        "llm": LLMResource(
+            base_url=_env(environment.LLM_BASE_URL_ENV),
+            api_key=_env(environment.LLM_API_KEY_ENV),
+            model=_env(environment.LLM_MODEL_ENV),
+            timeout_s=llm_settings.timeout_s if llm_settings else 30.0,
+        ),
         "evaluation": EvaluationResource(),
-        "alerts": AlertsResource(state=state, slack_token=_env(environment.SLACK_TOKEN_ENV),
-                                 slack_channel=environment.slack_channel()),
+        "alerts": AlertsResource(
+            state=state, slack_token=_env(environment.SLACK_TOKEN_ENV), slack_channel=environment.slack_channel()
+        ),
     }

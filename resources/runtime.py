@@ -21,8 +21,13 @@ def home() -> Home:
 
 def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adaptation: bool | None = None):
     """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto)."""
-    return assembly.embedder(home(), model_name=model_name, batch_size=batch_size,
-                             device=device or environment.device(), adaptation=adaptation)
+    return assembly.embedder(
+        home(),
+        model_name=model_name,
+        batch_size=batch_size,
+        device=device or environment.device(),
+        adaptation=adaptation,
+    )
 
 
 def current_adaptation():
@@ -43,10 +48,17 @@ def event_log(retriever):
 def index_from_environment():
     """The index where NM_LANCEDB_URI says (default: under NM_HOME), with the AWS_* settings."""
     uri = environment.lancedb_uri() or str(home().lancedb)
-    return index_store(uri, lancedb_storage_options(
-        uri, environment.s3_endpoint(), environment.s3_region(),
-        environment.value(environment.S3_ACCESS_KEY_ENV) or None,
-        environment.value(environment.S3_SECRET_KEY_ENV) or None, environment.s3_allow_http()))
+    return index_store(
+        uri,
+        lancedb_storage_options(
+            uri,
+            environment.s3_endpoint(),
+            environment.s3_region(),
+            environment.value(environment.S3_ACCESS_KEY_ENV) or None,
+            environment.value(environment.S3_SECRET_KEY_ENV) or None,
+            environment.s3_allow_http(),
+        ),
+    )
 
 
 def llm_from_environment():
@@ -69,5 +81,6 @@ def memory(builder=None, **parts):
     defaults = {"store": index_from_environment, "embedder": embedder, "llm": llm_from_environment}
     if parts.get("retriever") is not None:
         defaults.pop("store"), defaults.pop("embedder")
-    return Memory(home(), builder=builder, dagster_elsewhere=environment.dagster_pg_url_env() is not None,
-                  **(defaults | parts))
+    return Memory(
+        home(), builder=builder, dagster_elsewhere=environment.dagster_pg_url_env() is not None, **(defaults | parts)
+    )

@@ -23,9 +23,12 @@ GRACE_S = 20
 
 def main(argv: list[str]) -> int:
     dagster = Path(sys.executable).with_name("dagster")
-    child = subprocess.Popen([str(dagster), "dev", "-w", "workspace.yaml", *argv], cwd=Path(__file__).resolve().parents[1],
-                             start_new_session=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    child = subprocess.Popen(
+        [str(dagster), "dev", "-w", "workspace.yaml", *argv],
+        cwd=Path(__file__).resolve().parents[1],
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
     def stop(signum, _frame):
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):

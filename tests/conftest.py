@@ -30,8 +30,18 @@ REALTALK_ARCS_DIR = REALTALK_DIR.parent / "realtalk_arcs"
 def _isolated_env(tmp_path, monkeypatch):
     """Every test gets its own NM_HOME and no LLM unless it configures one."""
     monkeypatch.setenv("NM_HOME", str(tmp_path / "nm_home"))
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "NM_LLM_MODEL", "NM_LLM_TIMEOUT", "NM_DATA_DIR",
-                "NM_ARCS_DIR", "NM_CONFIG_DIR", "NM_EVAL_PROFILE", "SLACK_BOT_TOKEN", "NM_PII_STRICT"):
+    for var in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "NM_LLM_MODEL",
+        "NM_LLM_TIMEOUT",
+        "NM_DATA_DIR",
+        "NM_ARCS_DIR",
+        "NM_CONFIG_DIR",
+        "NM_EVAL_PROFILE",
+        "SLACK_BOT_TOKEN",
+        "NM_PII_STRICT",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -61,9 +71,20 @@ def retriever(embedder, tmp_path_factory):
 # -- beyond one machine ---------------------------------------------------------------------
 # Settings that move state off this machine (PostgreSQL instance, Celery executor, object
 # storage): unset in every test unless it sets them itself (tests/services/).
-DISTRIBUTED_ENV = ("NM_DAGSTER_PG_URL", "NM_CELERY_BROKER_URL", "NM_CELERY_BACKEND_URL", "NM_LANCEDB_URI",
-                   "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                   "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP")
+DISTRIBUTED_ENV = (
+    "NM_DAGSTER_PG_URL",
+    "NM_CELERY_BROKER_URL",
+    "NM_CELERY_BACKEND_URL",
+    "NM_LANCEDB_URI",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ALLOW_HTTP",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -33,9 +33,14 @@ PHOTO = "00000012-PHOTO-2024-03-12-09-21-03.jpg"
 EDITED = "That's the beach right in front of it 😍"
 # (day, time, author, text): iOS attributes system lines to the group and starts them with U+200E
 LINES = [
-    ("12/03/2024", "09:14:02", GROUP, f"{LRM}Messages and calls are end-to-end encrypted. No one outside of this "
-                                      "chat, not even WhatsApp, can read or listen to them."),
-    ("12/03/2024", "09:14:02", GROUP, f"{LRM}{LONG_NAME} created group \"{GROUP}\""),
+    (
+        "12/03/2024",
+        "09:14:02",
+        GROUP,
+        f"{LRM}Messages and calls are end-to-end encrypted. No one outside of this "
+        "chat, not even WhatsApp, can read or listen to them.",
+    ),
+    ("12/03/2024", "09:14:02", GROUP, f'{LRM}{LONG_NAME} created group "{GROUP}"'),
     ("12/03/2024", "09:15:10", GROUP, f"{LRM}{LONG_NAME} added {JOAO}"),
     ("12/03/2024", "09:20:41", LONG_NAME, f"Hi all! I booked the house in Lagos for 14–21 July: {LONG_URL}"),
     ("12/03/2024", "09:21:03", JOAO, f"{LRM}<attached: {PHOTO}>"),
@@ -76,9 +81,15 @@ def build_export_chat(root: Path, embedder) -> tuple[str, Path, IndexStore]:
     layers = settings.load_config("layers")
     blocks = build_topic_blocks(messages, vectors, layers)
     signals = compute_signals(messages, blocks, layers)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": [v.tolist() for v in vectors],
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     index = IndexStore(str(home / "lancedb"))
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks).items():
         index.replace_partition(table, chat.chat_file, rows)

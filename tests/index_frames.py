@@ -17,56 +17,83 @@ def chat_frames(chat_file: str, texts: list[str]):
     """Hand-made layers: messages alternate speakers A/B, blocks of 2 messages, one thread of all."""
     n = len(texts)
     local_ids = [f"D1:{i + 1}" for i in range(n)]
-    messages = pl.DataFrame({
-        "message_id": [f"{chat_file}/{lid}" for lid in local_ids],
-        "chat_file": [chat_file] * n,
-        "local_id": local_ids,
-        "position": list(range(n)),
-        "session": [1] * n,
-        "speaker": ["A" if i % 2 == 0 else "B" for i in range(n)],
-        "text": texts,
-        "timestamp": [datetime(2024, 1, 1, 10, i) for i in range(n)],
-        "image_urls": [[] for _ in range(n)],
-        "image_caption": ["a red bike" if i == 1 else "" for i in range(n)],
-    }, schema=schema.MESSAGES)
+    messages = pl.DataFrame(
+        {
+            "message_id": [f"{chat_file}/{lid}" for lid in local_ids],
+            "chat_file": [chat_file] * n,
+            "local_id": local_ids,
+            "position": list(range(n)),
+            "session": [1] * n,
+            "speaker": ["A" if i % 2 == 0 else "B" for i in range(n)],
+            "text": texts,
+            "timestamp": [datetime(2024, 1, 1, 10, i) for i in range(n)],
+            "image_urls": [[] for _ in range(n)],
+            "image_caption": ["a red bike" if i == 1 else "" for i in range(n)],
+        },
+        schema=schema.MESSAGES,
+    )
     # message i's vector: unit vector on axis i % DIM
     vectors = np.eye(DIM, dtype=np.float32)[[i % DIM for i in range(n)]]
-    embeddings = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-        "local_id": messages["local_id"], "vector": list(vectors),
-    }, schema=schema.MESSAGE_EMBEDDINGS)
-    blocks = pl.DataFrame({
-        "block_id": [f"{chat_file}/S1/B{b}" for b in range(n // 2)],
-        "chat_file": [chat_file] * (n // 2),
-        "session": [1] * (n // 2),
-        "block_index": list(range(n // 2)),
-        "first_position": [2 * b for b in range(n // 2)],
-        "last_position": [2 * b + 1 for b in range(n // 2)],
-        "message_ids": [local_ids[2 * b: 2 * b + 2] for b in range(n // 2)],
-        "start_time": [datetime(2024, 1, 1, 10, 2 * b) for b in range(n // 2)],
-        "end_time": [datetime(2024, 1, 1, 10, 2 * b + 1) for b in range(n // 2)],
-        "speakers": [["A", "B"]] * (n // 2),
-        "keywords": [["kw"]] * (n // 2),
-        "label": [f"label {b}" for b in range(n // 2)],
-        "summary": [f"summary {b}" for b in range(n // 2)],
-    }, schema=schema.BLOCKS)
-    signals = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"],
-        "local_id": messages["local_id"],
-        "block_id": [f"{chat_file}/S1/B{i // 2}" for i in range(n)],
-        "entities": [["bike"] if i == 1 else [] for i in range(n)],
-        "temporal": [[] for _ in range(n)], "is_plan": [False] * n, "is_question": [False] * n,
-        "sentiment": [0.0] * n, "emotion": [""] * n, "has_image": [i == 1 for i in range(n)],
-        "ref_block_ids": [[] for _ in range(n)],
-        "refs": [0.5 if i == 2 else 0.0 for i in range(n)],
-        "importance_tier": [3 if i == 0 else 1 for i in range(n)],
-    }, schema=schema.MESSAGE_SIGNALS)
-    threads = pl.DataFrame({
-        "thread_id": [f"{chat_file}/T0"], "chat_file": [chat_file],
-        "block_ids": [[f"{chat_file}/S1/B{b}" for b in range(n // 2)]],
-        "start_time": [datetime(2024, 1, 1, 10, 0)], "end_time": [datetime(2024, 1, 1, 10, 3)],
-        "participants": [["A", "B"]], "entities": [["bike"]], "title": ["Bikes"], "summary": ["About bikes"],
-    }, schema=schema.THREADS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": list(vectors),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
+    blocks = pl.DataFrame(
+        {
+            "block_id": [f"{chat_file}/S1/B{b}" for b in range(n // 2)],
+            "chat_file": [chat_file] * (n // 2),
+            "session": [1] * (n // 2),
+            "block_index": list(range(n // 2)),
+            "first_position": [2 * b for b in range(n // 2)],
+            "last_position": [2 * b + 1 for b in range(n // 2)],
+            "message_ids": [local_ids[2 * b : 2 * b + 2] for b in range(n // 2)],
+            "start_time": [datetime(2024, 1, 1, 10, 2 * b) for b in range(n // 2)],
+            "end_time": [datetime(2024, 1, 1, 10, 2 * b + 1) for b in range(n // 2)],
+            "speakers": [["A", "B"]] * (n // 2),
+            "keywords": [["kw"]] * (n // 2),
+            "label": [f"label {b}" for b in range(n // 2)],
+            "summary": [f"summary {b}" for b in range(n // 2)],
+        },
+        schema=schema.BLOCKS,
+    )
+    signals = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "block_id": [f"{chat_file}/S1/B{i // 2}" for i in range(n)],
+            "entities": [["bike"] if i == 1 else [] for i in range(n)],
+            "temporal": [[] for _ in range(n)],
+            "is_plan": [False] * n,
+            "is_question": [False] * n,
+            "sentiment": [0.0] * n,
+            "emotion": [""] * n,
+            "has_image": [i == 1 for i in range(n)],
+            "ref_block_ids": [[] for _ in range(n)],
+            "refs": [0.5 if i == 2 else 0.0 for i in range(n)],
+            "importance_tier": [3 if i == 0 else 1 for i in range(n)],
+        },
+        schema=schema.MESSAGE_SIGNALS,
+    )
+    threads = pl.DataFrame(
+        {
+            "thread_id": [f"{chat_file}/T0"],
+            "chat_file": [chat_file],
+            "block_ids": [[f"{chat_file}/S1/B{b}" for b in range(n // 2)]],
+            "start_time": [datetime(2024, 1, 1, 10, 0)],
+            "end_time": [datetime(2024, 1, 1, 10, 3)],
+            "participants": [["A", "B"]],
+            "entities": [["bike"]],
+            "title": ["Bikes"],
+            "summary": ["About bikes"],
+        },
+        schema=schema.THREADS,
+    )
     return messages, embeddings, blocks, signals, threads
 
 
@@ -86,8 +113,14 @@ def index_messages(store, messages: pl.DataFrame, vectors) -> None:
     blocks = build_topic_blocks(messages, vectors, config)
     signals = compute_signals(messages, blocks, config)
     threads = build_threads(blocks, signals, block_vectors(blocks, messages, vectors), config)
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": list(vectors),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
         store.replace_partition(table, messages["chat_file"][0], rows)

@@ -17,22 +17,50 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 GARDEN = "demo_garden_Mara_Theo"
 HOSTILE = "demo_hostile_Eve_Mal"
 SCRIPT_TEXT = "<script>window.__nmPwned = 1; alert('pwned')</script> is just text here"
-IMG_TEXT = "<img src=x onerror=\"window.__nmPwned = 2\"> neither is this"
-LAUNCH_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,1000")
+IMG_TEXT = '<img src=x onerror="window.__nmPwned = 2"> neither is this'
+LAUNCH_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,1000",
+)
 
 
 def hostile_chat() -> dict:
-    lines = [("Eve", "Hi Mal! I baked a plum cake for the street party on Saturday."),
-             ("Mal", SCRIPT_TEXT), ("Eve", IMG_TEXT), ("Mal", "Save me a slice of that plum cake!")]
+    lines = [
+        ("Eve", "Hi Mal! I baked a plum cake for the street party on Saturday."),
+        ("Mal", SCRIPT_TEXT),
+        ("Eve", IMG_TEXT),
+        ("Mal", "Save me a slice of that plum cake!"),
+    ]
     return {
         "name": {"speaker_1": "Eve", "speaker_2": "Mal"},
-        "session_1": [{"clean_text": text, "speaker": who, "date_time": f"06.05.2024, 18:{10 + 2 * i:02d}:00",
-                       "img_file": [], "img_url": [], "dia_id": f"D1:{i + 1}"} for i, (who, text) in enumerate(lines)],
+        "session_1": [
+            {
+                "clean_text": text,
+                "speaker": who,
+                "date_time": f"06.05.2024, 18:{10 + 2 * i:02d}:00",
+                "img_file": [],
+                "img_url": [],
+                "dia_id": f"D1:{i + 1}",
+            }
+            for i, (who, text) in enumerate(lines)
+        ],
         "session_1_date_time": "06.05.2024, 18:10:00",
-        "qa": [{"question": "What did Eve bake for the street party?", "answer": "a plum cake",
-                "evidence": ["D1:1"], "category": 1}],
+        "qa": [
+            {
+                "question": "What did Eve bake for the street party?",
+                "answer": "a plum cake",
+                "evidence": ["D1:1"],
+                "category": 1,
+            }
+        ],
     }
 
 
@@ -114,7 +142,8 @@ NETWORK_SCHEMES = ("http", "https", "ws", "wss", "ftp")
 
 def off_machine(urls: list[str]) -> list[str]:
     """The URLs that leave this machine: any network scheme to a host other than loopback."""
-    return [u for u in urls if urlsplit(u).scheme in NETWORK_SCHEMES
-            and urlsplit(u).hostname not in ("127.0.0.1", "localhost", "::1")]
-
-
+    return [
+        u
+        for u in urls
+        if urlsplit(u).scheme in NETWORK_SCHEMES and urlsplit(u).hostname not in ("127.0.0.1", "localhost", "::1")
+    ]

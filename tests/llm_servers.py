@@ -29,8 +29,9 @@ from narrative_mirror.llm import LLMSettings
 
 SMOLLM2_ALIAS = "smollm2-135m"
 FAULT_MODEL = "fault-model"
-FaultMode = Literal["ok_json", "slow", "hang", "http_500", "malformed", "flaky", "bad_body", "garbage_bytes",
-                    "slow_stream"]
+FaultMode = Literal[
+    "ok_json", "slow", "hang", "http_500", "malformed", "flaky", "bad_body", "garbage_bytes", "slow_stream"
+]
 # Exact usage every fault-server completion reports, so token counters can be checked.
 FAULT_USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
@@ -113,9 +114,7 @@ class FaultServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def settings(self, timeout_s: float = 5.0, max_retries: int = 2) -> LLMSettings:
-        return LLMSettings(
-            base_url=self.base_url, model=FAULT_MODEL, timeout_s=timeout_s, max_retries=max_retries
-        )
+        return LLMSettings(base_url=self.base_url, model=FAULT_MODEL, timeout_s=timeout_s, max_retries=max_retries)
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -125,9 +124,7 @@ class FaultServer:
 
 @contextmanager
 def fault_server(
-    mode: FaultMode,
-    content: dict[str, Any] | str | None = None,
-    delay_s: float = 5.0,
+    mode: FaultMode, content: dict[str, Any] | str | None = None, delay_s: float = 5.0
 ) -> Iterator[FaultServer]:
     """A stdlib HTTP server on a free loopback port speaking the OpenAI chat/models routes.
 
@@ -197,7 +194,7 @@ def fault_server(
                 for i in range(len(data)):
                     if stopping.wait(pause_s):
                         return
-                    self.wfile.write(data[i:i + 1])
+                    self.wfile.write(data[i : i + 1])
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass

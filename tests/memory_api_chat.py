@@ -39,30 +39,61 @@ def chat_frames(chat_file: str = CHAT) -> tuple[pl.DataFrame, pl.DataFrame, pl.D
     for position, (day, speaker, text, tier, refs) in enumerate(MESSAGES):
         counters[day] = counters.get(day, 0) + 1
         local_id = f"D{day + 1}:{counters[day]}"
-        msg_rows.append({
-            "message_id": f"{chat_file}/{local_id}", "chat_file": chat_file, "local_id": local_id,
-            "position": position, "session": 1 if day == 0 else 2, "speaker": speaker, "text": text,
-            "timestamp": START + timedelta(days=day, minutes=position), "image_urls": [], "image_caption": "",
-        })
-        signal_rows.append({
-            "message_id": f"{chat_file}/{local_id}", "chat_file": chat_file, "local_id": local_id,
-            "block_id": f"{chat_file}/S{1 if day == 0 else 2}/B{BLOCK_OF[position]}", "entities": [],
-            "temporal": [], "is_plan": False, "is_question": text.endswith("?"), "sentiment": 0.0,
-            "emotion": "", "has_image": False, "ref_block_ids": [], "refs": refs, "importance_tier": tier,
-        })
+        msg_rows.append(
+            {
+                "message_id": f"{chat_file}/{local_id}",
+                "chat_file": chat_file,
+                "local_id": local_id,
+                "position": position,
+                "session": 1 if day == 0 else 2,
+                "speaker": speaker,
+                "text": text,
+                "timestamp": START + timedelta(days=day, minutes=position),
+                "image_urls": [],
+                "image_caption": "",
+            }
+        )
+        signal_rows.append(
+            {
+                "message_id": f"{chat_file}/{local_id}",
+                "chat_file": chat_file,
+                "local_id": local_id,
+                "block_id": f"{chat_file}/S{1 if day == 0 else 2}/B{BLOCK_OF[position]}",
+                "entities": [],
+                "temporal": [],
+                "is_plan": False,
+                "is_question": text.endswith("?"),
+                "sentiment": 0.0,
+                "emotion": "",
+                "has_image": False,
+                "ref_block_ids": [],
+                "refs": refs,
+                "importance_tier": tier,
+            }
+        )
     messages = pl.DataFrame(msg_rows, schema=schema.MESSAGES)
     signals = pl.DataFrame(signal_rows, schema=schema.MESSAGE_SIGNALS)
     block_rows = []
     for b in sorted(set(BLOCK_OF)):
         rows = [i for i, x in enumerate(BLOCK_OF) if x == b]
         first, last = msg_rows[rows[0]], msg_rows[rows[-1]]
-        block_rows.append({
-            "block_id": signal_rows[rows[0]]["block_id"], "chat_file": chat_file, "session": first["session"],
-            "block_index": b, "first_position": rows[0], "last_position": rows[-1],
-            "message_ids": [msg_rows[i]["local_id"] for i in rows], "start_time": first["timestamp"],
-            "end_time": last["timestamp"], "speakers": sorted({msg_rows[i]["speaker"] for i in rows}),
-            "keywords": [], "label": "", "summary": "",
-        })
+        block_rows.append(
+            {
+                "block_id": signal_rows[rows[0]]["block_id"],
+                "chat_file": chat_file,
+                "session": first["session"],
+                "block_index": b,
+                "first_position": rows[0],
+                "last_position": rows[-1],
+                "message_ids": [msg_rows[i]["local_id"] for i in rows],
+                "start_time": first["timestamp"],
+                "end_time": last["timestamp"],
+                "speakers": sorted({msg_rows[i]["speaker"] for i in rows}),
+                "keywords": [],
+                "label": "",
+                "summary": "",
+            }
+        )
     return messages, pl.DataFrame(block_rows, schema=schema.BLOCKS), signals
 
 
@@ -71,8 +102,12 @@ def build_retriever(uri: Path, embedder, chat_file: str = CHAT) -> Retriever:
     messages, blocks, signals = chat_frames(chat_file)
     vectors = embedder.encode(message_texts(messages))
     embeddings = pl.DataFrame(
-        {"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-         "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": [v.tolist() for v in vectors],
+        },
         schema=schema.MESSAGE_EMBEDDINGS,
     )
     store = IndexStore(str(uri))

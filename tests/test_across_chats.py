@@ -20,21 +20,57 @@ from narrative_mirror.across_chats import NoChatMatches, searched_label, select_
 BAKERY, GARDEN, FAMILY = "team_bakery_Ana_Ben", "team_garden_Cy_Dee", "family_trip_Eve_Fay"
 LOCAL = "http://localhost"
 CHATS = {
-    BAKERY: realtalk_chat([
-        [("Ana", "I start my new job at the bakery tomorrow"), ("Ben", "Good luck! Which bakery?"),
-         ("Ana", "The one on Elm Street"), ("Ben", "Nice, I love their rye bread")],
-        [("Ana", "First day at the bakery went great"), ("Ben", "Told you!"),
-         ("Ana", "I baked forty loaves of rye"), ("Ben", "Save me one")]], speakers=("Ana", "Ben")),
-    GARDEN: realtalk_chat([
-        [("Cy", "I planted tomatoes and basil in the raised bed"), ("Dee", "Where did the wood come from?"),
-         ("Cy", "Reclaimed oak from the old barn"), ("Dee", "Oak lasts for years")],
-        [("Cy", "The tomatoes are finally red"), ("Dee", "Save me a few for the salad"),
-         ("Cy", "Slugs ate half of the basil"), ("Dee", "Try copper tape around the bed")]], speakers=("Cy", "Dee")),
-    FAMILY: realtalk_chat([
-        [("Eve", "My sister moved to Lisbon last month"), ("Fay", "Lisbon! Does she like it?"),
-         ("Eve", "She loves the trams and the pastries"), ("Fay", "We should visit her in June")],
-        [("Eve", "I booked the flights to Lisbon for June 12"), ("Fay", "I will find a hotel near the river"),
-         ("Eve", "My sister recommended Alfama"), ("Fay", "Alfama it is")]], speakers=("Eve", "Fay")),
+    BAKERY: realtalk_chat(
+        [
+            [
+                ("Ana", "I start my new job at the bakery tomorrow"),
+                ("Ben", "Good luck! Which bakery?"),
+                ("Ana", "The one on Elm Street"),
+                ("Ben", "Nice, I love their rye bread"),
+            ],
+            [
+                ("Ana", "First day at the bakery went great"),
+                ("Ben", "Told you!"),
+                ("Ana", "I baked forty loaves of rye"),
+                ("Ben", "Save me one"),
+            ],
+        ],
+        speakers=("Ana", "Ben"),
+    ),
+    GARDEN: realtalk_chat(
+        [
+            [
+                ("Cy", "I planted tomatoes and basil in the raised bed"),
+                ("Dee", "Where did the wood come from?"),
+                ("Cy", "Reclaimed oak from the old barn"),
+                ("Dee", "Oak lasts for years"),
+            ],
+            [
+                ("Cy", "The tomatoes are finally red"),
+                ("Dee", "Save me a few for the salad"),
+                ("Cy", "Slugs ate half of the basil"),
+                ("Dee", "Try copper tape around the bed"),
+            ],
+        ],
+        speakers=("Cy", "Dee"),
+    ),
+    FAMILY: realtalk_chat(
+        [
+            [
+                ("Eve", "My sister moved to Lisbon last month"),
+                ("Fay", "Lisbon! Does she like it?"),
+                ("Eve", "She loves the trams and the pastries"),
+                ("Fay", "We should visit her in June"),
+            ],
+            [
+                ("Eve", "I booked the flights to Lisbon for June 12"),
+                ("Fay", "I will find a hotel near the river"),
+                ("Eve", "My sister recommended Alfama"),
+                ("Fay", "Alfama it is"),
+            ],
+        ],
+        speakers=("Eve", "Fay"),
+    ),
 }
 
 
@@ -79,15 +115,28 @@ def test_select_chats_expands_globs_within_what_may_be_read():
 
 # -- the command line ----------------------------------------------------------------------------
 def test_search_a_glob_ranks_the_right_chats_messages_and_names_each_chat(built, capsys):
-    code, out, _ = _cli(capsys, ["search", "--data", str(built), "--chat", "team_*", "-k", "3", "--json",
-                                 "rye bread loaves"])
+    code, out, _ = _cli(
+        capsys, ["search", "--data", str(built), "--chat", "team_*", "-k", "3", "--json", "rye bread loaves"]
+    )
     assert code == 0 and out["chats"] == [BAKERY, GARDEN]
     assert [(h["chat"], h["id"]) for h in out["hits"]] == [(BAKERY, "D2:3"), (BAKERY, "D1:4"), (BAKERY, "D1:1")]
 
 
 def test_search_a_comma_list_and_all(built, capsys):
-    code, out, _ = _cli(capsys, ["search", "--data", str(built), "--chat", f"{GARDEN},{FAMILY}", "-k", "2",
-                                 "--json", "Which wood is the raised bed made of?"])
+    code, out, _ = _cli(
+        capsys,
+        [
+            "search",
+            "--data",
+            str(built),
+            "--chat",
+            f"{GARDEN},{FAMILY}",
+            "-k",
+            "2",
+            "--json",
+            "Which wood is the raised bed made of?",
+        ],
+    )
     assert code == 0 and out["chats"] == [GARDEN, FAMILY]
     assert [(h["chat"], h["id"]) for h in out["hits"]] == [(GARDEN, "D1:1"), (GARDEN, "D1:2")]
     code, out, _ = _cli(capsys, ["search", "--data", str(built), "--all", "-k", "1", "--json", "flights to Lisbon"])
@@ -104,7 +153,9 @@ def test_a_glob_matching_nothing_exits_2_naming_it(built, capsys):
 
 
 def test_ask_all_answers_from_the_right_chat_with_its_evidence_named(built, capsys):
-    code, out, _ = _cli(capsys, ["ask", "--data", str(built), "--all", "--json", "Which city did Eve's sister move to?"])
+    code, out, _ = _cli(
+        capsys, ["ask", "--data", str(built), "--all", "--json", "Which city did Eve's sister move to?"]
+    )
     assert code == 0
     assert {e["chat"] for e in out["evidence"]} == {FAMILY}
     assert (FAMILY, "D1:1") in [(e["chat"], e["id"]) for e in out["evidence"]]
@@ -172,8 +223,9 @@ def test_api_errors_do_not_tell_a_scoped_token_that_other_chats_exist(scoped):
 
 def test_api_ask_all_within_the_token_and_its_event_names_the_chats_searched(scoped):
     client, team, family, event_log = scoped
-    answer = client.post("/api/ask", json={"chats": ["*"], "question": "Which city did Eve's sister move to?"},
-                         headers=team)
+    answer = client.post(
+        "/api/ask", json={"chats": ["*"], "question": "Which city did Eve's sister move to?"}, headers=team
+    )
     assert answer.status_code == 200
     text = answer.text
     assert FAMILY not in text and "Lisbon" not in text and "Alfama" not in text
@@ -184,21 +236,46 @@ def test_api_ask_all_within_the_token_and_its_event_names_the_chats_searched(sco
     assert event["chat_file"] == f"{BAKERY},{GARDEN}"
     assert set(json.loads(event["counts_per_source"])) == {f"chat:{BAKERY}", f"chat:{GARDEN}"}
     assert all(i.split("/")[0] in (BAKERY, GARDEN) for i in event["returned_ids"])
-    right = client.post("/api/ask", json={"chats": ["*"], "question": "Which city did Eve's sister move to?"},
-                        headers=family).json()
+    right = client.post(
+        "/api/ask", json={"chats": ["*"], "question": "Which city did Eve's sister move to?"}, headers=family
+    ).json()
     assert (FAMILY, "D1:1") in [(e["chat"], e["id"]) for e in right["evidence"]]
 
 
 def test_people_read_each_messages_chat_when_an_answer_or_search_spans_several(capsys):
     from cli.printers import print_human
 
-    print_human("search", {"chats": [BAKERY, GARDEN], "count": 1, "hits": [
-        {"chat": BAKERY, "id": "D2:3", "speaker": "Ana", "text": "I baked forty loaves of rye",
-         "timestamp": "2024-03-02T09:02:00"}]})
-    print_human("ask", {"answer": "forty", "chat_file": f"{BAKERY},{GARDEN}", "unknowns": [], "route": "direct",
-                        "profile": "fast", "stop_reason": "coverage_met", "degraded": False,
-                        "evidence": [{"chat": BAKERY, "id": "D2:3", "text": "Ana: I baked forty loaves of rye",
-                                      "point": "grade 0.90"}]})
+    print_human(
+        "search",
+        {
+            "chats": [BAKERY, GARDEN],
+            "count": 1,
+            "hits": [
+                {
+                    "chat": BAKERY,
+                    "id": "D2:3",
+                    "speaker": "Ana",
+                    "text": "I baked forty loaves of rye",
+                    "timestamp": "2024-03-02T09:02:00",
+                }
+            ],
+        },
+    )
+    print_human(
+        "ask",
+        {
+            "answer": "forty",
+            "chat_file": f"{BAKERY},{GARDEN}",
+            "unknowns": [],
+            "route": "direct",
+            "profile": "fast",
+            "stop_reason": "coverage_met",
+            "degraded": False,
+            "evidence": [
+                {"chat": BAKERY, "id": "D2:3", "text": "Ana: I baked forty loaves of rye", "point": "grade 0.90"}
+            ],
+        },
+    )
     assert capsys.readouterr().out.splitlines() == [
         "1 messages from 2 chats:",
         f"  [{BAKERY}/D2:3] Sat 2 Mar 2024 09:02  Ana: I baked forty loaves of rye",
@@ -224,22 +301,41 @@ def test_the_chat_gate_comes_from_retrieval_toml(tmp_path, monkeypatch):
     from narrative_mirror.retrieval.records import Hit
 
     def hit(chat: str) -> Hit:
-        return Hit(local_id="D1:0", message_id=f"{chat}/D1:0", position=0, session=1, speaker="Ana", text="hi",
-                   timestamp=datetime(2024, 1, 1), score=1.0)
+        return Hit(
+            local_id="D1:0",
+            message_id=f"{chat}/D1:0",
+            position=0,
+            session=1,
+            speaker="Ana",
+            text="hi",
+            timestamp=datetime(2024, 1, 1),
+            score=1.0,
+        )
 
     # Chat "near" holds the closer message (cosine 1.0); chat "named" one at cosine 0.9.
     vectors = {"near": np.array([[1.0, 0.0]]), "named": np.array([[0.9, np.sqrt(1 - 0.81)]])}
 
     def leader() -> str:
-        retriever = types.SimpleNamespace(config=settings.load_config("retrieval"), chat=lambda chat: types.SimpleNamespace(
-            row_of={"D1:0": 0}, vectors=vectors[chat]))
-        merged = merge(retriever, "q", {"near": [hit("near")], "named": [hit("named")]}, 2, "gated",
-                       qvec=np.array([1.0, 0.0]), named={"named": 1})
+        retriever = types.SimpleNamespace(
+            config=settings.load_config("retrieval"),
+            chat=lambda chat: types.SimpleNamespace(row_of={"D1:0": 0}, vectors=vectors[chat]),
+        )
+        merged = merge(
+            retriever,
+            "q",
+            {"near": [hit("near")], "named": [hit("named")]},
+            2,
+            "gated",
+            qvec=np.array([1.0, 0.0]),
+            named={"named": 1},
+        )
         return merged[0].chat
 
     assert leader() == "named"  # exp(-0.1 / 0.2 + 2.0) > exp(0)
     text = (settings.DEFAULT_CONFIG_DIR / "retrieval.toml").read_text(encoding="utf-8")
     assert "name_weight = 2.0\n" in text
-    (tmp_path / "retrieval.toml").write_text(text.replace("name_weight = 2.0\n", "name_weight = 0.1\n"), encoding="utf-8")
+    (tmp_path / "retrieval.toml").write_text(
+        text.replace("name_weight = 2.0\n", "name_weight = 0.1\n"), encoding="utf-8"
+    )
     monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
     assert leader() == "near"  # exp(-0.1 / 0.2 + 0.1) < exp(0)

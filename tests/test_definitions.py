@@ -56,7 +56,11 @@ def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch)
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     proc = subprocess.Popen(
         [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.time() + 180
@@ -67,11 +71,15 @@ def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch)
                     break
             except Exception:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise AssertionError(f"webserver did not come up:\n{proc.stdout.read() if proc.poll() is not None else ''}")
+                    raise AssertionError(
+                        f"webserver did not come up:\n{proc.stdout.read() if proc.poll() is not None else ''}"
+                    ) from None
                 time.sleep(1)
         names = {"/".join(n["assetKey"]["path"]) for n in data["assetNodes"]}
         assert {"messages", "gold_qa", "arc_cases", "split"} <= names
-        node = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["messages"]}) { ... on AssetNode { partitionKeys } } }')
+        node = _graphql(
+            port, '{ assetNodeOrError(assetKey: {path: ["messages"]}) { ... on AssetNode { partitionKeys } } }'
+        )
         assert sorted(node["assetNodeOrError"]["partitionKeys"]) == ["Chat_1_Emi_Elise", "demo_garden_Mara_Theo"]
     finally:
         proc.terminate()

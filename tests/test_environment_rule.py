@@ -33,8 +33,11 @@ def environment_accesses(source: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Attribute):
             if node.attr in OS_ENV_NAMES and isinstance(node.value, ast.Name) and node.value.id == "os":
                 found.append((node.lineno, f"os.{node.attr}"))
-            elif node.attr in ("get", "setdefault", "pop", "update") and isinstance(node.value, ast.Name) \
-                    and node.value.id in ("environ", "environb"):
+            elif (
+                node.attr in ("get", "setdefault", "pop", "update")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("environ", "environb")
+            ):
                 found.append((node.lineno, f"{node.value.id}.{node.attr}"))
             elif node.attr == "EnvVar":
                 found.append((node.lineno, "EnvVar (declare it in a resource)"))
@@ -49,9 +52,11 @@ def environment_accesses(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_rule_sees_every_kind_of_access():
-    source = ("import os\nfrom os import environ, getenv\nimport dagster as dg\n"
-              "a = os.environ.get('X')\nb = os.getenv('X')\nos.putenv('X', '1')\nc = environ.get('X')\n"
-              "d = dg.EnvVar('X')\ne = os.path.join('a', 'b')\n")
+    source = (
+        "import os\nfrom os import environ, getenv\nimport dagster as dg\n"
+        "a = os.environ.get('X')\nb = os.getenv('X')\nos.putenv('X', '1')\nc = environ.get('X')\n"
+        "d = dg.EnvVar('X')\ne = os.path.join('a', 'b')\n"
+    )
     assert [line for line, _ in environment_accesses(source)] == [2, 2, 4, 5, 6, 7, 8]
 
 
@@ -63,6 +68,11 @@ def test_files_are_found():
 
 
 def test_no_environment_access_outside_resources():
-    accesses = [f"{path.relative_to(ROOT).as_posix()}:{line}: {what}"
-                for path in _python_files() for line, what in environment_accesses(path.read_text(encoding="utf-8"))]
-    assert not accesses, "read the environment in resources/ (resources/environment.py), not here:\n" + "\n".join(accesses)
+    accesses = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}: {what}"
+        for path in _python_files()
+        for line, what in environment_accesses(path.read_text(encoding="utf-8"))
+    ]
+    assert not accesses, "read the environment in resources/ (resources/environment.py), not here:\n" + "\n".join(
+        accesses
+    )

@@ -11,18 +11,34 @@ ROOT = Path(__file__).resolve().parent.parent
 CALLERS = ("cli", "api")
 
 # The modules that assemble and run a memory: callers get them through Memory.
-ASSEMBLY = ("narrative_mirror.assembly", "narrative_mirror.retrieval", "narrative_mirror.events.writer",
-            "narrative_mirror.llm", "narrative_mirror.live.memory", "narrative_mirror.live.forget",
-            "narrative_mirror.logged_query", "narrative_mirror.query", "narrative_mirror.across_chats",
-            "narrative_mirror.recall_runs", "narrative_mirror.index_store", "narrative_mirror.embedding",
-            "narrative_mirror.onnx_embedding", "narrative_mirror.agent.graph")
+ASSEMBLY = (
+    "narrative_mirror.assembly",
+    "narrative_mirror.retrieval",
+    "narrative_mirror.events.writer",
+    "narrative_mirror.llm",
+    "narrative_mirror.live.memory",
+    "narrative_mirror.live.forget",
+    "narrative_mirror.logged_query",
+    "narrative_mirror.query",
+    "narrative_mirror.across_chats",
+    "narrative_mirror.recall_runs",
+    "narrative_mirror.index_store",
+    "narrative_mirror.embedding",
+    "narrative_mirror.onnx_embedding",
+    "narrative_mirror.agent.graph",
+)
 # Plain data types, constants, validators and errors of those modules, which callers may name.
 PLAIN = {
-    "narrative_mirror.query:MODES", "narrative_mirror.retrieval.config:VARIANTS",
-    "narrative_mirror.index_store:validate_chat_file", "narrative_mirror.across_chats:MergedSearch",
-    "narrative_mirror.across_chats:NoChatMatches", "narrative_mirror.across_chats:DEFAULT_MERGE",
-    "narrative_mirror.across_chats:searched_label", "narrative_mirror.live.memory:FileBackedChat",
-    "narrative_mirror.live.forget:Selection", "narrative_mirror.recall_runs:compare_run",
+    "narrative_mirror.query:MODES",
+    "narrative_mirror.retrieval.config:VARIANTS",
+    "narrative_mirror.index_store:validate_chat_file",
+    "narrative_mirror.across_chats:MergedSearch",
+    "narrative_mirror.across_chats:NoChatMatches",
+    "narrative_mirror.across_chats:DEFAULT_MERGE",
+    "narrative_mirror.across_chats:searched_label",
+    "narrative_mirror.live.memory:FileBackedChat",
+    "narrative_mirror.live.forget:Selection",
+    "narrative_mirror.recall_runs:compare_run",
 }
 
 
@@ -41,8 +57,11 @@ def imported_names(source: str) -> list[str]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "narrative_mirror":
             for alias in node.names:  # `from narrative_mirror import query` names the module query
-                names.append(f"narrative_mirror.{alias.name}" if node.module == "narrative_mirror"
-                             else f"{node.module}:{alias.name}")
+                names.append(
+                    f"narrative_mirror.{alias.name}"
+                    if node.module == "narrative_mirror"
+                    else f"{node.module}:{alias.name}"
+                )
         elif isinstance(node, ast.Import):
             names += [alias.name for alias in node.names if alias.name.split(".")[0] == "narrative_mirror"]
     return names
@@ -54,20 +73,30 @@ def reaches_assembly(name: str) -> bool:
 
 
 def test_the_walk_sees_assembly_imports_and_skips_annotations():
-    source = ("from typing import TYPE_CHECKING\nfrom narrative_mirror import Memory, query\n"
-              "from narrative_mirror.retrieval.engine import Retriever\nimport narrative_mirror.llm\n"
-              "from narrative_mirror.query import MODES\n"
-              "if TYPE_CHECKING:\n    from narrative_mirror.events.writer import EventLog\n"
-              "def f():\n    from narrative_mirror.logged_query import ask_logged\n")
+    source = (
+        "from typing import TYPE_CHECKING\nfrom narrative_mirror import Memory, query\n"
+        "from narrative_mirror.retrieval.engine import Retriever\nimport narrative_mirror.llm\n"
+        "from narrative_mirror.query import MODES\n"
+        "if TYPE_CHECKING:\n    from narrative_mirror.events.writer import EventLog\n"
+        "def f():\n    from narrative_mirror.logged_query import ask_logged\n"
+    )
     found = [name for name in imported_names(source) if reaches_assembly(name)]
-    assert sorted(found) == ["narrative_mirror.llm", "narrative_mirror.logged_query:ask_logged",
-                             "narrative_mirror.query", "narrative_mirror.retrieval.engine:Retriever"]
+    assert sorted(found) == [
+        "narrative_mirror.llm",
+        "narrative_mirror.logged_query:ask_logged",
+        "narrative_mirror.query",
+        "narrative_mirror.retrieval.engine:Retriever",
+    ]
 
 
 def test_callers_reach_the_assembly_only_through_memory():
-    found = {f"{path.relative_to(ROOT).as_posix()}: {name}"
-             for folder in CALLERS for path in sorted((ROOT / folder).rglob("*.py"))
-             for name in imported_names(path.read_text(encoding="utf-8")) if reaches_assembly(name)}
+    found = {
+        f"{path.relative_to(ROOT).as_posix()}: {name}"
+        for folder in CALLERS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name in imported_names(path.read_text(encoding="utf-8"))
+        if reaches_assembly(name)
+    }
     assert not found, "go through narrative_mirror.Memory instead:\n" + "\n".join(sorted(found))
 
 
@@ -75,7 +104,9 @@ def test_the_library_exports_memory_without_loading_its_parts():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom narrative_mirror import Home, Memory\n"
-            "print(sorted(m for m in ('dagster', 'lancedb', 'torch', 'langgraph') if m in sys.modules))")
+    code = (
+        "import sys\nfrom narrative_mirror import Home, Memory\n"
+        "print(sorted(m for m in ('dagster', 'lancedb', 'torch', 'langgraph') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"

@@ -15,8 +15,11 @@ PROJECT = ("narrative_mirror", "cli", "api", "assets", "resources", "jobs", "def
 def layout_names() -> set[str]:
     """Every first part of a path ``Home`` names under its root (lancedb, storage, events, ...)."""
     home = Home(Path("/h"))
-    names = {getattr(home, name).relative_to(home.root).parts[0] for name, value in vars(Home).items()
-             if isinstance(value, property)}
+    names = {
+        getattr(home, name).relative_to(home.root).parts[0]
+        for name, value in vars(Home).items()
+        if isinstance(value, property)
+    }
     return names | {getattr(home, name).name for name, value in vars(Home).items() if isinstance(value, property)}
 
 
@@ -32,15 +35,21 @@ def spelled(source: str, names: set[str]) -> list[str]:
 def test_the_check_sees_a_spelled_sub_path():
     names = layout_names()
     assert {"lancedb", "storage", "live", "recall_runs", "events", "adaptation"} <= names
-    source = ('uri = str(environment.nm_home() / "lancedb")\nlog = LiveLog(home / \'live\')\n'
-              'runs = state.root / "recall_runs"\nQUARANTINE_DIR = "quarantine"\nok = Home(home).live\n'
-              'tool = Path(sys.executable).parent / "dagster"\n')
+    source = (
+        "uri = str(environment.nm_home() / \"lancedb\")\nlog = LiveLog(home / 'live')\n"
+        'runs = state.root / "recall_runs"\nQUARANTINE_DIR = "quarantine"\nok = Home(home).live\n'
+        'tool = Path(sys.executable).parent / "dagster"\n'
+    )
     assert len(spelled(source, names)) == 4
 
 
 def test_no_home_sub_path_is_spelled_outside_home_py():
     names = layout_names()
-    found = [f"{path.relative_to(ROOT)}: {line}" for folder in PROJECT for path in sorted((ROOT / folder).rglob("*.py"))
-             if path != ROOT / "narrative_mirror" / "home.py"
-             for line in spelled(path.read_text(encoding="utf-8"), names)]
+    found = [
+        f"{path.relative_to(ROOT)}: {line}"
+        for folder in PROJECT
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != ROOT / "narrative_mirror" / "home.py"
+        for line in spelled(path.read_text(encoding="utf-8"), names)
+    ]
     assert not found, "name it in narrative_mirror/home.py (Home) and use that:\n" + "\n".join(found)

@@ -22,11 +22,17 @@ def _run_setup(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
     log = tmp_path / "calls.log"
     venv_python = tmp_path / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
-    venv_python.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n[ "$1" = --version ] && echo "Python 3.11.9"\nexit 0\n',
-                           encoding="utf-8")
+    venv_python.write_text(
+        f'#!/bin/sh\necho "$*" >> "{log}"\n[ "$1" = --version ] && echo "Python 3.11.9"\nexit 0\n', encoding="utf-8"
+    )
     venv_python.chmod(0o755)
-    proc = subprocess.run(["bash", "scripts/setup.sh", *args], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable})
+    proc = subprocess.run(
+        ["bash", "scripts/setup.sh", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
+    )
     assert proc.returncode == 0, proc.stderr
     return [re.sub(r"\d+ s\b", "N s", line) for line in proc.stderr.splitlines()], log.read_text().splitlines()
 
@@ -44,8 +50,12 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
         "setup: [3/3] done in N s",
         "setup: ok (Python 3.11.9, N s)",
     ]
-    assert calls == ["-m pip install -q --upgrade pip>=24", "-m pip install -q torch==2.13.0",
-                     "-m pip install -q -e .", "--version"]
+    assert calls == [
+        "-m pip install -q --upgrade pip>=24",
+        "-m pip install -q torch==2.13.0",
+        "-m pip install -q -e .",
+        "--version",
+    ]
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="setup.sh requires Python 3.11")

@@ -52,9 +52,14 @@ def test_ui_started_in_the_background_stops_on_sigterm_with_everything_it_starte
     (home / "dagster").mkdir(parents=True)
     env = {**os.environ, "NM_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
     # as `python scripts/ui.py &` from a shell: SIGINT ignored, which Python children inherit
-    ui = subprocess.Popen([sys.executable, str(REPO / "scripts" / "ui.py"), "-p", str(port)], cwd=REPO, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    ui = subprocess.Popen(
+        [sys.executable, str(REPO / "scripts" / "ui.py"), "-p", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         ends = time.monotonic() + 300
         while True:  # the webserver answers once the code location loaded

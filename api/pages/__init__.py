@@ -27,7 +27,6 @@ from starlette.staticfiles import StaticFiles
 
 from api.pages.routes import Pages, add_routes
 from api.service import MemoryApi
-from narrative_mirror import settings
 
 STATIC = Path(__file__).parent / "static"
 

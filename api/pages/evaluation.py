@@ -15,8 +15,12 @@ from narrative_mirror.evaluation import STAGES
 
 FOUND = "found"
 OUTCOMES = (FOUND, *STAGES)
-OUTCOME_WORDS = {FOUND: "found", "never_candidate": "never a candidate", "ranked_too_low": "ranked too low",
-                 "dropped_at_selection": "dropped at selection"}
+OUTCOME_WORDS = {
+    FOUND: "found",
+    "never_candidate": "never a candidate",
+    "ranked_too_low": "ranked too low",
+    "dropped_at_selection": "dropped at selection",
+}
 TOP = 10  # the returned ids shown: what recall@10 reads
 
 
@@ -57,8 +61,11 @@ def chat_evaluation(store: PageStore, chat: str) -> ChatEvaluation | None:
     split = store.stored("split", chat)
     arc = store.stored("arc_eval", chat)
     return ChatEvaluation(
-        chat=chat, split=split["split"][0] if split is not None and split.height else "?", questions=qa.height,
-        recall_at_10=_mean(qa, "recall@10"), exact_recall=_mean(qa, "exact_recall"),
+        chat=chat,
+        split=split["split"][0] if split is not None and split.height else "?",
+        questions=qa.height,
+        recall_at_10=_mean(qa, "recall@10"),
+        exact_recall=_mean(qa, "exact_recall"),
         lost={s: int(qa[f"lost_{s}"].list.len().sum() or 0) for s in STAGES},
         fingerprint=qa["fingerprint"][0] if qa.height else "",
         arc_cases=arc.height if arc is not None else 0,
@@ -99,8 +106,11 @@ def question(store: PageStore, chat: str, key: str) -> dict | None:
     for row in questions(store, chat):
         if row["key"] == key:
             returned = row["ranked_ids"][:TOP]
-            return {**row, "returned": returned,
-                    "missed": [g for g, outcome in row["outcomes"].items() if outcome != FOUND]}
+            return {
+                **row,
+                "returned": returned,
+                "missed": [g for g, outcome in row["outcomes"].items() if outcome != FOUND],
+            }
     return None
 
 
@@ -123,7 +133,9 @@ def recall_history(store: PageStore, visible: list[str], all_visible: bool) -> t
     stored = {chat: chat_evaluation(store, chat) for chat in visible}
 
     def covers(record: dict, chat: str) -> bool:
-        return record.get("partition") == chat or any(chat in chats for chats in (record.get("included") or {}).values())
+        return record.get("partition") == chat or any(
+            chat in chats for chats in (record.get("included") or {}).values()
+        )
 
     per_chat: dict[str, dict[int, float]] = {}
     per_split: dict[str, dict[int, float]] = {}
@@ -147,8 +159,16 @@ def recall_history(store: PageStore, visible: list[str], all_visible: bool) -> t
     for chat, evaluation in stored.items():
         # the last record that covered the chat under the fingerprint its stored rows were made with
         # (a summary records the qa_eval fingerprint of the chats it included, beside its own)
-        n = max((n for n, r in enumerate(records) if evaluation and covers(r, chat)
-                 and r.get("qa_fingerprint", r.get("fingerprint")) == evaluation.fingerprint), default=None)
+        n = max(
+            (
+                n
+                for n, r in enumerate(records)
+                if evaluation
+                and covers(r, chat)
+                and r.get("qa_fingerprint", r.get("fingerprint")) == evaluation.fingerprint
+            ),
+            default=None,
+        )
         if n is not None and evaluation.recall_at_10 is not None:
             per_chat.setdefault(chat, {}).setdefault(n, evaluation.recall_at_10)
     series = [Series(name, tuple(sorted(points.items())), True) for name, points in sorted(per_chat.items())]

@@ -42,8 +42,13 @@ def safe_target(target: str | None) -> str:
     """Where the login page may send the browser after signing in: a path of this site only. No
     whitespace or control character anywhere (browsers drop tabs and newlines from a URL, so
     ``/\t/evil.example`` would become ``//evil.example``), no backslash, no scheme or host."""
-    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
-            or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in target)):
+    if (
+        not target
+        or not target.startswith("/")
+        or target.startswith("//")
+        or "\\" in target
+        or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in target)
+    ):
         return "/chats"
     parts = urlsplit(target)
     return "/chats" if parts.scheme or parts.netloc else target
@@ -118,8 +123,15 @@ async def sign_in(api: MemoryApi, request: Request) -> Response:
         return error_response(401, "token", "unknown API token")
     value, lifetime = session_value(entry)
     response = Response(status_code=204)
-    response.set_cookie(COOKIE, value, max_age=lifetime, httponly=True, samesite="strict", path="/",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=lifetime,
+        httponly=True,
+        samesite="strict",
+        path="/",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 

@@ -8,8 +8,7 @@ from datetime import datetime
 
 from api.pages.evaluation import Series
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
-          "#bcbd22")
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 WIDTH, HEIGHT, PAD = 640, 240, 40
 
 
@@ -35,11 +34,19 @@ def history_plot(series: list[Series], records: int) -> dict:
     lines = []
     for i, one in enumerate(series):
         dots = tuple((x(n), y(v), f"{one.name}: experiment {n + 1}, recall@10 {v:.3f}") for n, v in one.points)
-        lines.append(Line(one.name, COLORS[i % len(COLORS)], not one.per_chat,
-                          " ".join(f"{dx},{dy}" for dx, dy, _ in dots), dots))
+        lines.append(
+            Line(
+                one.name, COLORS[i % len(COLORS)], not one.per_chat, " ".join(f"{dx},{dy}" for dx, dy, _ in dots), dots
+            )
+        )
     step = max(1, records // 10)
     return {
-        "width": WIDTH, "height": HEIGHT, "left": PAD, "right": WIDTH - PAD, "top": PAD, "bottom": HEIGHT - PAD,
+        "width": WIDTH,
+        "height": HEIGHT,
+        "left": PAD,
+        "right": WIDTH - PAD,
+        "top": PAD,
+        "bottom": HEIGHT - PAD,
         "yticks": [(y(v / 4), f"{v / 4:.2f}") for v in range(5)],
         "xticks": [(x(n), str(n + 1)) for n in range(0, records, step)],
         "lines": lines,

@@ -19,12 +19,12 @@ from pydantic import ValidationError
 from api.access import TokenEntry
 from api.guard import PAGE_CSP
 from api.pages import evaluation as ev
-from narrative_mirror import regressions
 from api.pages.login import LoginNeeded, login_location, page_principal, safe_target, sign_in, sign_out
 from api.pages.plot import history_plot, timeline
 from api.pages.store import PageStore, Transcript
 from api.requests import ApiError, AskRequest
 from api.service import MemoryApi
+from narrative_mirror import regressions
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, profiles
 from narrative_mirror.index_store import validate_chat_file
 
@@ -46,8 +46,13 @@ def _when(value: datetime | None, with_time: bool = True) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["when"] = _when
     env.filters["day"] = functools.partial(_when, with_time=False)
     env.filters["pct"] = lambda v: "–" if v is None else f"{v:.3f}"
@@ -64,10 +69,12 @@ class Pages:
 
     # -- helpers ------------------------------------------------------------------------------------
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = self.env.get_template(name).render(signed_in=self.api.tokens is not None, path=request.url.path,
-                                                  **context)
-        return HTMLResponse(html, status_code=status,
-                            headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-store"})
+        html = self.env.get_template(name).render(
+            signed_in=self.api.tokens is not None, path=request.url.path, **context
+        )
+        return HTMLResponse(
+            html, status_code=status, headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-store"}
+        )
 
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.api.search_pool, functools.partial(fn, *args))
@@ -104,25 +111,46 @@ class Pages:
         for chat in await self.visible(who):
             transcript = await self._run(self.store.transcript, chat)
             messages = transcript.messages
-            rows.append({"chat": chat, "participants": transcript.participants, "messages": transcript.said,
-                         "sessions": transcript.sessions, "blocks": len(transcript.blocks),
-                         "threads": len(transcript.threads),
-                         "first": messages[0].timestamp if messages else None,
-                         "last": messages[-1].timestamp if messages else None,
-                         "source": self.sources.get(chat, "")})
+            rows.append(
+                {
+                    "chat": chat,
+                    "participants": transcript.participants,
+                    "messages": transcript.said,
+                    "sessions": transcript.sessions,
+                    "blocks": len(transcript.blocks),
+                    "threads": len(transcript.threads),
+                    "first": messages[0].timestamp if messages else None,
+                    "last": messages[-1].timestamp if messages else None,
+                    "source": self.sources.get(chat, ""),
+                }
+            )
         failed = {c: r for c, r in sorted(self.api.unavailable.items()) if who is None or who.allows(c)}
         return self.render(request, "chats.html", rows=rows, failed=failed)
 
     async def transcript(self, request: Request, chat: str, hl: str | None = None) -> HTMLResponse:
         _, chat, transcript = await self.chat(request, chat)
-        return self.render(request, "transcript.html", chat=chat, t=transcript, marks=set(self.marks(hl, transcript)),
-                           blocks={b.block_id: b for b in transcript.blocks})
+        return self.render(
+            request,
+            "transcript.html",
+            chat=chat,
+            t=transcript,
+            marks=set(self.marks(hl, transcript)),
+            blocks={b.block_id: b for b in transcript.blocks},
+        )
 
-    async def ask(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
-                  ) -> HTMLResponse:
+    async def ask(
+        self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
+    ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
-        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(profiles()),
-                                   "times": transcript.times, "answer": None, "suggestions": self._suggestions(chat, "gold_qa", "question")}
+        context: dict[str, Any] = {
+            "chat": chat,
+            "q": q or "",
+            "profile": profile,
+            "profiles": sorted(profiles()),
+            "times": transcript.times,
+            "answer": None,
+            "suggestions": self._suggestions(chat, "gold_qa", "question"),
+        }
         if q and q.strip():
             try:
                 body = AskRequest(chat=chat, question=q, profile=profile, user_id=PAGE_USER)
@@ -134,28 +162,50 @@ class Pages:
                 return HTMLResponse("", status_code=499)
             answer, event_id = answered
             evidence = transcript.known([e.id for e in answer.evidence])
-            context.update(answer=answer, event_id=event_id, evidence=evidence,
-                           excerpts=transcript.excerpts(evidence), marks=set(evidence))
+            context.update(
+                answer=answer,
+                event_id=event_id,
+                evidence=evidence,
+                excerpts=transcript.excerpts(evidence),
+                marks=set(evidence),
+            )
         return self.render(request, "ask.html", **context)
 
-    async def story(self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
-                    ) -> HTMLResponse:
+    async def story(
+        self, request: Request, chat: str, q: str | None = None, profile: str = DEFAULT_PROFILE
+    ) -> HTMLResponse:
         who, chat, transcript = await self.chat(request, chat)
-        context: dict[str, Any] = {"chat": chat, "q": q or "", "profile": profile, "profiles": sorted(profiles()),
-                                   "times": transcript.times, "story": None, "suggestions": self._suggestions(chat, "arc_cases", "query")}
+        context: dict[str, Any] = {
+            "chat": chat,
+            "q": q or "",
+            "profile": profile,
+            "profiles": sorted(profiles()),
+            "times": transcript.times,
+            "story": None,
+            "suggestions": self._suggestions(chat, "arc_cases", "query"),
+        }
         if q and q.strip():
             try:
                 body = AskRequest(chat=chat, question=q, profile=profile)
             except ValidationError as exc:
                 raise PageError(400, f"question: {exc.errors()[0]['msg']}") from None
-            story = await asyncio.get_running_loop().run_in_executor(self.api.ask_pool, functools.partial(
-                self.api.memory.using(llm=None).arc, chat, body.question, body.profile))
+            story = await asyncio.get_running_loop().run_in_executor(
+                self.api.ask_pool,
+                functools.partial(self.api.memory.using(llm=None).arc, chat, body.question, body.profile),
+            )
             phases = []
             for phase in story.phases:
                 ids = transcript.known(phase.evidence)
                 times = [transcript.messages[transcript.row_of[i]].timestamp for i in ids]
-                phases.append({"phase": phase, "ids": ids, "excerpts": transcript.excerpts(ids, 1),
-                               "start": min(times) if times else None, "end": max(times) if times else None})
+                phases.append(
+                    {
+                        "phase": phase,
+                        "ids": ids,
+                        "excerpts": transcript.excerpts(ids, 1),
+                        "start": min(times) if times else None,
+                        "end": max(times) if times else None,
+                    }
+                )
             spans = [(p["phase"].name, p["start"], p["end"]) for p in phases if p["start"] is not None]
             context.update(story=story, phases=phases, line=timeline(spans))
         return self.render(request, "story.html", **context)
@@ -172,26 +222,50 @@ class Pages:
         visible = await self.visible(who)
         all_chats = await self._run(self.store.chats)
         rows = [r for r in [await self._run(ev.chat_evaluation, self.store, c) for c in visible] if r is not None]
-        records, series = await self._run(ev.recall_history, self.store, visible,
-                                          who is None or len(visible) == len(all_chats))
+        records, series = await self._run(
+            ev.recall_history, self.store, visible, who is None or len(visible) == len(all_chats)
+        )
         evaluated = {r.chat for r in rows}
         no_gold = [c for c in visible if c not in evaluated and not await self._run(ev.gold_questions, self.store, c)]
-        standing = [regressions.describe(e) for e in (await self._run(regressions.read, self.store.home)).values()
-                    if e["partition"] in visible]
-        return self.render(request, "evaluation.html", rows=rows, plot=history_plot(series, len(records)),
-                           records=len(records), outcome_words=ev.OUTCOME_WORDS, no_gold=no_gold, standing=standing)
+        standing = [
+            regressions.describe(e)
+            for e in (await self._run(regressions.read, self.store.home)).values()
+            if e["partition"] in visible
+        ]
+        return self.render(
+            request,
+            "evaluation.html",
+            rows=rows,
+            plot=history_plot(series, len(records)),
+            records=len(records),
+            outcome_words=ev.OUTCOME_WORDS,
+            no_gold=no_gold,
+            standing=standing,
+        )
 
-    async def evaluation_chat(self, request: Request, chat: str, category: str | None = None,
-                              lost: str | None = None) -> HTMLResponse:
+    async def evaluation_chat(
+        self, request: Request, chat: str, category: str | None = None, lost: str | None = None
+    ) -> HTMLResponse:
         _, chat, transcript = await self.chat(request, chat)
         chosen = int(category) if category and category.isdigit() else None
         stage = lost if lost in ev.OUTCOMES else None
         summary = await self._run(ev.chat_evaluation, self.store, chat)
         rows = await self._run(ev.questions, self.store, chat, chosen, stage)
         gold = await self._run(ev.gold_questions, self.store, chat)
-        return self.render(request, "evaluation_chat.html", chat=chat, summary=summary, rows=rows, gold=gold,
-                           categories=await self._run(ev.categories, self.store, chat), category=chosen, lost=stage,
-                           outcomes=ev.OUTCOMES, outcome_words=ev.OUTCOME_WORDS, t=transcript)
+        return self.render(
+            request,
+            "evaluation_chat.html",
+            chat=chat,
+            summary=summary,
+            rows=rows,
+            gold=gold,
+            categories=await self._run(ev.categories, self.store, chat),
+            category=chosen,
+            lost=stage,
+            outcomes=ev.OUTCOMES,
+            outcome_words=ev.OUTCOME_WORDS,
+            t=transcript,
+        )
 
     async def evaluation_question(self, request: Request, chat: str, key: str) -> HTMLResponse:
         _, chat, transcript = await self.chat(request, chat)
@@ -199,9 +273,16 @@ class Pages:
         if row is None:
             raise PageError(404, "no evaluated question has that key")
         shown = transcript.known(list(dict.fromkeys([*row["gold_ids"], *row["returned"]])))
-        return self.render(request, "evaluation_question.html", chat=chat, row=row, t=transcript,
-                           excerpts=transcript.excerpts(transcript.known(row["gold_ids"]), 1), shown=set(shown),
-                           outcome_words=ev.OUTCOME_WORDS)
+        return self.render(
+            request,
+            "evaluation_question.html",
+            chat=chat,
+            row=row,
+            t=transcript,
+            excerpts=transcript.excerpts(transcript.known(row["gold_ids"]), 1),
+            shown=set(shown),
+            outcome_words=ev.OUTCOME_WORDS,
+        )
 
     async def login(self, request: Request, next: str | None = None) -> Response:
         if self.api.tokens is None:

@@ -108,11 +108,21 @@ class Transcript:
                 spans[-1][1] = max(spans[-1][1], end)
             else:
                 spans.append([start, end])
-        return [self.messages[start:end + 1] for start, end in spans]
+        return [self.messages[start : end + 1] for start, end in spans]
 
 
-LINE_COLUMNS = ("local_id", "position", "session", "speaker", "text", "timestamp", "attachments", "edited", "system",
-                "bot")
+LINE_COLUMNS = (
+    "local_id",
+    "position",
+    "session",
+    "speaker",
+    "text",
+    "timestamp",
+    "attachments",
+    "edited",
+    "system",
+    "bot",
+)
 
 
 def _block_at(blocks: list[Block], position: int) -> str:
@@ -158,8 +168,10 @@ class PageStore:
     def transcript(self, chat: str) -> Transcript:
         versions = self.index.versions()
         layer = storage.frame_path(Home(self.home).storage, "messages", chat)
-        stamp = (*(versions.get(t) for t in ("messages", "blocks", "threads")),
-                 layer.stat().st_mtime_ns if layer.is_file() else None)
+        stamp = (
+            *(versions.get(t) for t in ("messages", "blocks", "threads")),
+            layer.stat().st_mtime_ns if layer.is_file() else None,
+        )
         with self._lock:
             kept = self._transcripts.get(chat)
             if kept is not None and kept[0] == stamp:
@@ -177,20 +189,38 @@ class PageStore:
         threads = self._threads(chat)
         thread_of = {b: t.thread_id for t in threads for b in t.block_ids}
         blocks = self._blocks(chat, thread_of)
-        messages = [Message(r["local_id"], r["position"], r["session"], r["speaker"], r["text"] or "",
-                            clock.time(r["local_id"], r["timestamp"]),
-                            block_of.get(r["local_id"]) or _block_at(blocks, r["position"]),
-                            tuple(Attachment(a["kind"] or "file", a["name"] or "", a["caption"] or "")
-                                  for a in r["attachments"] or ()),
-                            bool(r["edited"]), bool(r["system"]), bool(r["bot"]))
-                    for r in rows.iter_rows(named=True)]
+        messages = [
+            Message(
+                r["local_id"],
+                r["position"],
+                r["session"],
+                r["speaker"],
+                r["text"] or "",
+                clock.time(r["local_id"], r["timestamp"]),
+                block_of.get(r["local_id"]) or _block_at(blocks, r["position"]),
+                tuple(
+                    Attachment(a["kind"] or "file", a["name"] or "", a["caption"] or "") for a in r["attachments"] or ()
+                ),
+                bool(r["edited"]),
+                bool(r["system"]),
+                bool(r["bot"]),
+            )
+            for r in rows.iter_rows(named=True)
+        ]
         time_at = {m.position: m.timestamp for m in messages}
-        blocks = [replace(b, start=time_at.get(b.first_position, b.start), end=time_at.get(b.last_position, b.end))
-                  for b in blocks]  # a block's ends in the chat's zone, as its messages show
+        blocks = [
+            replace(b, start=time_at.get(b.first_position, b.start), end=time_at.get(b.last_position, b.end))
+            for b in blocks
+        ]  # a block's ends in the chat's zone, as its messages show
         spans = {b.block_id: (b.start, b.end) for b in blocks}
-        threads = [replace(t, start=min((spans[b][0] for b in t.block_ids if b in spans), default=t.start),
-                           end=max((spans[b][1] for b in t.block_ids if b in spans), default=t.end))
-                   for t in threads]
+        threads = [
+            replace(
+                t,
+                start=min((spans[b][0] for b in t.block_ids if b in spans), default=t.start),
+                end=max((spans[b][1] for b in t.block_ids if b in spans), default=t.end),
+            )
+            for t in threads
+        ]
         return Transcript(chat, messages, blocks, threads, clock.label)
 
     def _lines(self, chat: str, indexed: pl.DataFrame) -> pl.DataFrame:
@@ -199,27 +229,53 @@ class PageStore:
         stored = self.stored("messages", chat)
         if stored is not None and not set(LINE_COLUMNS) - set(stored.columns):
             return stored.select(LINE_COLUMNS).sort("position")
-        return indexed.select("local_id", "position", "session", "speaker", pl.col("raw_text").alias("text"),
-                              "timestamp").with_columns(
-            pl.lit([], pl.List(schema.ATTACHMENT)).alias("attachments"), pl.lit(False).alias("edited"),
-            pl.lit(False).alias("system"), pl.lit(False).alias("bot"))
+        return indexed.select(
+            "local_id", "position", "session", "speaker", pl.col("raw_text").alias("text"), "timestamp"
+        ).with_columns(
+            pl.lit([], pl.List(schema.ATTACHMENT)).alias("attachments"),
+            pl.lit(False).alias("edited"),
+            pl.lit(False).alias("system"),
+            pl.lit(False).alias("bot"),
+        )
 
     def _blocks(self, chat: str, thread_of: dict[str, str]) -> list[Block]:
         stored = self.stored("l1_topics", chat)
         if stored is None:  # the index's block rows carry label, summary and keywords as one text
             stored = self.index.blocks_for(chat).with_columns(
-                pl.col("text").alias("label"), pl.lit("").alias("summary"), pl.lit([]).cast(pl.List(pl.String))
-                .alias("keywords"))
-        return [Block(r["block_id"], r["session"], r["first_position"], r["last_position"],
-                      _words(r["label"] or ", ".join(r["keywords"] or [])), r["summary"] or "",
-                      tuple(r["keywords"] or ()), r["start_time"], r["end_time"], thread_of.get(r["block_id"]))
-                for r in stored.sort("first_position").iter_rows(named=True)]
+                pl.col("text").alias("label"),
+                pl.lit("").alias("summary"),
+                pl.lit([]).cast(pl.List(pl.String)).alias("keywords"),
+            )
+        return [
+            Block(
+                r["block_id"],
+                r["session"],
+                r["first_position"],
+                r["last_position"],
+                _words(r["label"] or ", ".join(r["keywords"] or [])),
+                r["summary"] or "",
+                tuple(r["keywords"] or ()),
+                r["start_time"],
+                r["end_time"],
+                thread_of.get(r["block_id"]),
+            )
+            for r in stored.sort("first_position").iter_rows(named=True)
+        ]
 
     def _threads(self, chat: str) -> list[Thread]:
         stored = self.stored("l2_threads", chat)
         if stored is None:
-            stored = self.index.threads_for(chat).with_columns(pl.col("text").alias("title"),
-                                                               pl.lit("").alias("summary"))
-        return [Thread(r["thread_id"], _words(r["title"]), r["summary"] or "", tuple(r["block_ids"] or ()),
-                       r["start_time"], r["end_time"])
-                for r in stored.sort("start_time").iter_rows(named=True)]
+            stored = self.index.threads_for(chat).with_columns(
+                pl.col("text").alias("title"), pl.lit("").alias("summary")
+            )
+        return [
+            Thread(
+                r["thread_id"],
+                _words(r["title"]),
+                r["summary"] or "",
+                tuple(r["block_ids"] or ()),
+                r["start_time"],
+                r["end_time"],
+            )
+            for r in stored.sort("start_time").iter_rows(named=True)
+        ]

@@ -28,8 +28,9 @@ def stored_messages(instance: dg.DagsterInstance, state: StateResource) -> list:
 
 
 @versioned_asset(group_name="adaptation", pool=EMBEDDER_POOL, kinds={"pytorch"}, check_specs=ADAPTATION_CHECK_SPECS)
-def adapted_embedder(context: dg.AssetExecutionContext, config: AdaptationConfig, embedder: EmbedderResource,
-                     state: StateResource):
+def adapted_embedder(
+    context: dg.AssetExecutionContext, config: AdaptationConfig, embedder: EmbedderResource, state: StateResource
+):
     """The current adaptation (its fingerprint is the data version): trained again when
     ``embedding.toml [adaptation]`` is on and the home has ``retrain_growth`` more messages than
     the current one was trained on (or ``force``), else kept."""
@@ -52,20 +53,36 @@ def adapted_embedder(context: dg.AssetExecutionContext, config: AdaptationConfig
     retrain = config.force or store.needs_retrain(previous, messages, float(section.get("retrain_growth", 0.25)))
     started = time.perf_counter()
     if retrain:
-        adaptation = store.adapt(frames, AdaptationSettings.from_config(section), folder, model.model_name,
-                                 device=model.device, load_model=lambda: fresh_model(model.model_name, model.device),
-                                 log=context.log.info)
+        adaptation = store.adapt(
+            frames,
+            AdaptationSettings.from_config(section),
+            folder,
+            model.model_name,
+            device=model.device,
+            load_model=lambda: fresh_model(model.model_name, model.device),
+            log=context.log.info,
+        )
     else:
         adaptation = previous
     moved = previous is None or adaptation.fingerprint != previous.fingerprint
     if moved:
-        context.log.info(f"adaptation {adaptation.fingerprint} is current: every chat's message vectors are stale "
-                         "and are re-encoded by the next build")
-    yield dg.MaterializeResult(data_version=dg.DataVersion(adaptation.fingerprint), metadata={
-        "enabled": True, "fingerprint": adaptation.fingerprint, "retrained": moved,
-        "messages_now": dg.MetadataValue.int(messages), "messages_trained_on": dg.MetadataValue.int(adaptation.messages),
-        "pairs": dg.MetadataValue.int(int(adaptation.meta["pairs"])), "seconds": round(time.perf_counter() - started, 2),
-        "report": dg.MetadataValue.json(adaptation.meta["report"])})
+        context.log.info(
+            f"adaptation {adaptation.fingerprint} is current: every chat's message vectors are stale "
+            "and are re-encoded by the next build"
+        )
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(adaptation.fingerprint),
+        metadata={
+            "enabled": True,
+            "fingerprint": adaptation.fingerprint,
+            "retrained": moved,
+            "messages_now": dg.MetadataValue.int(messages),
+            "messages_trained_on": dg.MetadataValue.int(adaptation.messages),
+            "pairs": dg.MetadataValue.int(int(adaptation.meta["pairs"])),
+            "seconds": round(time.perf_counter() - started, 2),
+            "report": dg.MetadataValue.json(adaptation.meta["report"]),
+        },
+    )
     yield held_out_loss_fell(adaptation)
 
 

@@ -8,12 +8,19 @@ import dagster as dg
 from assets.adaptation.assets import adapted_embedder, stored_messages
 from resources.dagster_resources import StateResource
 
-adaptation_job = dg.define_asset_job("adaptation_job", selection=[adapted_embedder],
-                                     description="Train the embedder's adaptation to the home's chats (when due).")
+adaptation_job = dg.define_asset_job(
+    "adaptation_job",
+    selection=[adapted_embedder],
+    description="Train the embedder's adaptation to the home's chats (when due).",
+)
 
 
-@dg.sensor(job=adaptation_job, minimum_interval_seconds=3600, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Retrains the adaptation once the home has embedding.toml's retrain_growth more messages.")
+@dg.sensor(
+    job=adaptation_job,
+    minimum_interval_seconds=3600,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Retrains the adaptation once the home has embedding.toml's retrain_growth more messages.",
+)
 def adaptation_sensor(context: dg.SensorEvaluationContext, state: StateResource):
     from narrative_mirror import settings
     from narrative_mirror.adaptation import store

@@ -6,8 +6,14 @@ import dagster as dg
 
 from assets.evaluation.assets import EVAL_ASSETS
 from assets.evaluation.automation import eval_automation_sensor
-from assets.evaluation.jobs import (eval_failure_alert_sensor, eval_summary_job, nightly_train_eval, profile_protocol_job,
-                                    test_eval_job, train_eval_job)
+from assets.evaluation.jobs import (
+    eval_failure_alert_sensor,
+    eval_summary_job,
+    nightly_train_eval,
+    profile_protocol_job,
+    test_eval_job,
+    train_eval_job,
+)
 
 defs = dg.Definitions(
     assets=EVAL_ASSETS,

@@ -17,7 +17,9 @@ class InTrainSplit(dg.AutomationCondition):
 
     def evaluate(self, context):
         candidates = context.candidate_subset
-        train = {k for k in candidates.expensively_compute_partition_keys() if split_lib.assign(k).split == split_lib.TRAIN}
+        train = {
+            k for k in candidates.expensively_compute_partition_keys() if split_lib.assign(k).split == split_lib.TRAIN
+        }
         return dg.AutomationResult(context, candidates.compute_intersection_with_partition_keys(train))
 
 
@@ -28,8 +30,9 @@ _EXISTS = ~dg.AutomationCondition.missing()
 EVAL_AUTOMATION = InTrainSplit() & _EXISTS & PARTITION_AUTOMATION
 # The summary aggregates every chat file, some never evaluated (test files outside an explicit test
 # run), so it does not wait for all of its inputs, only for the train evaluations being refreshed.
-SUMMARY_AUTOMATION = _EXISTS & automated(NeedsRun()) & ~dg.AutomationCondition.any_deps_match(
-    InTrainSplit() & _EXISTS & NeedsRun())
+SUMMARY_AUTOMATION = (
+    _EXISTS & automated(NeedsRun()) & ~dg.AutomationCondition.any_deps_match(InTrainSplit() & _EXISTS & NeedsRun())
+)
 
 # Re-evaluates TRAIN partitions whose index, config, prompts or code changed (the conditions above).
 eval_automation_sensor = dg.AutomationConditionSensorDefinition(

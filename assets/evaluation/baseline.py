@@ -36,23 +36,34 @@ def checks_passed(instance: dg.DagsterInstance, record: dg.EventLogRecord, asset
     if CHECKS_PASSED in metadata:
         return bool(metadata[CHECKS_PASSED].value)
     evaluations = instance.all_logs(record.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    return all(e.dagster_event.event_specific_data.passed for e in evaluations
-               if e.dagster_event.event_specific_data.asset_key == dg.AssetKey(asset))
+    return all(
+        e.dagster_event.event_specific_data.passed
+        for e in evaluations
+        if e.dagster_event.event_specific_data.asset_key == dg.AssetKey(asset)
+    )
 
 
 def _numbers(metadata: dict) -> dict[str, float]:
-    return {k: float(v.value) for k, v in metadata.items()
-            if isinstance(v, (dg.FloatMetadataValue, dg.IntMetadataValue)) and v.value is not None}
+    return {
+        k: float(v.value)
+        for k, v in metadata.items()
+        if isinstance(v, (dg.FloatMetadataValue, dg.IntMetadataValue)) and v.value is not None
+    }
 
 
 def last_passing(instance: dg.DagsterInstance, asset: str, partition: str) -> Baseline | None:
     """The newest materialization of ``asset``/``partition`` whose checks all passed."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=SEARCH_LIMIT).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=SEARCH_LIMIT
+    ).records
     for record in records:
         if checks_passed(instance, record, asset):
-            return Baseline(_numbers(record.asset_materialization.metadata), record.storage_id, record.run_id,
-                            "last passing evaluation")
+            return Baseline(
+                _numbers(record.asset_materialization.metadata),
+                record.storage_id,
+                record.run_id,
+                "last passing evaluation",
+            )
     return None
 
 
@@ -70,9 +81,11 @@ def pin_latest(instance: dg.DagsterInstance, asset: str, partition: str, pins_fi
     """Pin the latest evaluation of ``asset``/``partition`` as its baseline, passed or not;
     None when it was never evaluated."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1
+    ).records
     if not records:
         return None
     record = records[0]
-    return baselines.pin(pins_file, asset, partition, record.storage_id, record.run_id,
-                         _numbers(record.asset_materialization.metadata))
+    return baselines.pin(
+        pins_file, asset, partition, record.storage_id, record.run_id, _numbers(record.asset_materialization.metadata)
+    )

@@ -30,7 +30,8 @@ def recorded_profile(instance: dg.DagsterInstance, asset: str, partition: str) -
     """The profile the latest materialization of ``asset``/``partition`` was made with, as its
     run's config records it ("" = the configured one); None when it was never materialized."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1
+    ).records
     if not records:
         return None
     run = instance.get_run_by_id(records[0].run_id)
@@ -38,11 +39,17 @@ def recorded_profile(instance: dg.DagsterInstance, asset: str, partition: str) -
     return ops.get(asset, {}).get("config", {}).get("profile", "")
 
 
-def evaluated_under_another_profile(instance: dg.DagsterInstance, assets: Sequence[str],
-                                    partitions: Sequence[str], profile: str) -> list[str]:
+def evaluated_under_another_profile(
+    instance: dg.DagsterInstance, assets: Sequence[str], partitions: Sequence[str], profile: str
+) -> list[str]:
     """The ``partitions`` whose latest evaluation (any of ``assets``) answered with another
     profile than ``profile`` asks for; never-evaluated partitions are left to the freshness rule."""
     wanted = effective_profile(profile)
-    return [key for key in partitions
-            if any((recorded := recorded_profile(instance, asset, key)) is not None
-                   and effective_profile(recorded) != wanted for asset in assets)]
+    return [
+        key
+        for key in partitions
+        if any(
+            (recorded := recorded_profile(instance, asset, key)) is not None and effective_profile(recorded) != wanted
+            for asset in assets
+        )
+    ]

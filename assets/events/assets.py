@@ -10,13 +10,20 @@ from assets.versioning import versioned_asset
 from narrative_mirror.storage import frame_hash, write_atomically
 from resources.dagster_resources import LanceDBResource, StateResource
 
-STATS_SCHEMA = {"method": pl.String, "events": pl.Int64, "cited_rate": pl.Float64, "follow_up_rate": pl.Float64,
-                "latency_ms_avg": pl.Float64, "latency_ms_p95": pl.Float64}
+STATS_SCHEMA = {
+    "method": pl.String,
+    "events": pl.Int64,
+    "cited_rate": pl.Float64,
+    "follow_up_rate": pl.Float64,
+    "latency_ms_avg": pl.Float64,
+    "latency_ms_p95": pl.Float64,
+}
 
 
 @versioned_asset(group_name="operations", kinds={"lancedb"})
-def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBResource,
-                          state: StateResource) -> dg.Output[pl.DataFrame]:
+def retrieval_event_stats(
+    context: dg.AssetExecutionContext, lancedb: LanceDBResource, state: StateResource
+) -> dg.Output[pl.DataFrame]:
     """Per retrieval method: share of returned messages cited, follow-up rate, latency; plus a JSONL
     export of training examples (query, returned, cited, not cited) for ranking optimization."""
     from narrative_mirror.events.analytics import event_stats, export_training_examples, follow_ups_by_query
@@ -35,14 +42,19 @@ def retrieval_event_stats(context: dg.AssetExecutionContext, lancedb: LanceDBRes
     followed = follow_ups_by_query(events)
     followed_path = state.exports_dir / "followed_up_queries.jsonl"
     followed_path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(followed_path, "".join(json.dumps(row, ensure_ascii=False) + "\n"
-                                            for row in followed.to_dicts()).encode())
+    write_atomically(
+        followed_path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in followed.to_dicts()).encode()
+    )
     floats = {k: dg.MetadataValue.float(float(v)) for k, v in stats.items() if isinstance(v, float)}
-    return dg.Output(df, data_version=dg.DataVersion(frame_hash(df)), metadata={
-        "events": dg.MetadataValue.int(stats["events"]),
-        **floats,
-        "training_examples": dg.MetadataValue.int(examples),
-        "followed_up_queries": dg.MetadataValue.int(followed.height),
-        "followed_up_queries_file": shown_path(followed_path, state.root),
-        "export": shown_path(export, state.root),
-    })
+    return dg.Output(
+        df,
+        data_version=dg.DataVersion(frame_hash(df)),
+        metadata={
+            "events": dg.MetadataValue.int(stats["events"]),
+            **floats,
+            "training_examples": dg.MetadataValue.int(examples),
+            "followed_up_queries": dg.MetadataValue.int(followed.height),
+            "followed_up_queries_file": shown_path(followed_path, state.root),
+            "export": shown_path(export, state.root),
+        },
+    )

@@ -12,11 +12,22 @@ from narrative_mirror.storage import frame_hash
 from resources.dagster_resources import LanceDBResource
 
 
-@versioned_asset(partitions_def=chat_files, group_name="index", kinds={"lancedb"},
-          automation_condition=PARTITION_AUTOMATION, check_specs=INDEX_CHECK_SPECS)
-def lancedb_index(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-                  l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, l2_threads: pl.DataFrame,
-                  lancedb: LanceDBResource):
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="index",
+    kinds={"lancedb"},
+    automation_condition=PARTITION_AUTOMATION,
+    check_specs=INDEX_CHECK_SPECS,
+)
+def lancedb_index(
+    context: dg.AssetExecutionContext,
+    messages: pl.DataFrame,
+    message_embeddings: pl.DataFrame,
+    l1_topics: pl.DataFrame,
+    l15_signals: pl.DataFrame,
+    l2_threads: pl.DataFrame,
+    lancedb: LanceDBResource,
+):
     """Messages, blocks and threads of the chat in LanceDB (vectors + full-text index),
     replacing the chat's previous rows in one commit per table."""
     from narrative_mirror.index_rows import build_rows, indexed_messages

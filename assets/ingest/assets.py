@@ -11,7 +11,8 @@ from assets.partitions import chat_files
 from assets.paths import shown_path
 from assets.sources.assets import arc_file, chat_file, split_config
 from assets.versioning import versioned_asset, versioned_output
-from narrative_mirror import schema, settings, split as split_lib
+from narrative_mirror import schema, settings
+from narrative_mirror import split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
 from narrative_mirror.exports.folder import NATIVE
@@ -29,12 +30,18 @@ def input_problems_as_failures():
     try:
         yield
     except (ChatFormatError, ArcCaseError) as exc:
-        raise dg.Failure(description=" ".join(str(exc).split()), metadata={INPUT_PROBLEM: True},
-                         allow_retries=False) from None
+        raise dg.Failure(
+            description=" ".join(str(exc).split()), metadata={INPUT_PROBLEM: True}, allow_retries=False
+        ) from None
 
 
-@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[chat_file],
-          automation_condition=PARTITION_AUTOMATION)
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="ingest",
+    kinds={"polars"},
+    deps=[chat_file],
+    automation_condition=PARTITION_AUTOMATION,
+)
 def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> dg.Output[pl.DataFrame]:
     """One row per message (schema.MESSAGE_RECORD) of the chat: a RealTalk/LoCoMo file, or one
     conversation of a chat export (sessions from silence gaps, layers.toml [sessions], which is
@@ -78,9 +85,11 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
     unresolved = df.select(pl.col("unresolved").explode().drop_nulls())["unresolved"].to_list()
     no_gold = int((df["gold_ids"].list.len() == 0).sum()) if df.height else 0
     # Per question: forms read with a guess, and ids not in the chat.
-    oddities = {row["question_id"]: row["oddities"] + [f"not in the chat: {part}" for part in row["unresolved"]]
-                for row in df.select("question_id", "oddities", "unresolved").iter_rows(named=True)
-                if row["oddities"] or row["unresolved"]}
+    oddities = {
+        row["question_id"]: row["oddities"] + [f"not in the chat: {part}" for part in row["unresolved"]]
+        for row in df.select("question_id", "oddities", "unresolved").iter_rows(named=True)
+        if row["oddities"] or row["unresolved"]
+    }
     yield versioned_output(
         df,
         {
@@ -96,8 +105,13 @@ def gold_qa(context: dg.AssetExecutionContext, chat_data: ChatDataResource, mess
     yield unresolved_gold_share_check(len(unresolved), raw_total)
 
 
-@versioned_asset(partitions_def=chat_files, group_name="ingest", kinds={"polars"}, deps=[arc_file],
-          automation_condition=PARTITION_AUTOMATION)
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="ingest",
+    kinds={"polars"},
+    deps=[arc_file],
+    automation_condition=PARTITION_AUTOMATION,
+)
 def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, messages: pl.DataFrame):
     """Narrative arc cases of the chat, validated against its message ids (none is fine)."""
     arcs_dir = chat_data.arcs_path()
@@ -111,17 +125,23 @@ def arc_cases(context: dg.AssetExecutionContext, chat_data: ChatDataResource, me
     return versioned_output(df, {"source": shown_path(path, arcs_dir), "phases": dg.MetadataValue.int(phases)})
 
 
-@versioned_asset(partitions_def=chat_files, group_name="ingest", deps=[split_config], kinds={"polars"},
-          automation_condition=PARTITION_AUTOMATION)
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="ingest",
+    deps=[split_config],
+    kinds={"polars"},
+    automation_condition=PARTITION_AUTOMATION,
+)
 def split(context: dg.AssetExecutionContext) -> dg.Output[pl.DataFrame]:
     """Train or test: which side of the held-out line this chat file is on (config/split.toml;
     a file matching no pattern counts as train and is reported)."""
     assignment = split_lib.assign(context.partition_key)
     if not assignment.configured:
         context.log.warning(f"{assignment.chat_file} matches no pattern of split.toml: counted as train")
-    df = pl.DataFrame({"chat_file": [assignment.chat_file], "split": [assignment.split],
-                       "configured": [assignment.configured]},
-                      schema={"chat_file": pl.String, "split": pl.String, "configured": pl.Boolean})
+    df = pl.DataFrame(
+        {"chat_file": [assignment.chat_file], "split": [assignment.split], "configured": [assignment.configured]},
+        schema={"chat_file": pl.String, "split": pl.String, "configured": pl.Boolean},
+    )
     return versioned_output(df, {"split": assignment.split, "configured": assignment.configured})
 
 

@@ -5,18 +5,26 @@ import dagster as dg
 UNRESOLVED_WARN_SHARE = 0.05  # more than 5% unresolved gold strings in a file deserves a look
 
 GOLD_QA_CHECKS = [
-    dg.AssetCheckSpec("unresolved_gold_share", asset="gold_qa",
-                      description=f"At most {UNRESOLVED_WARN_SHARE:.0%} of the gold evidence parts of the chat file "
-                                  "cannot be resolved to a message (WARN)."),
-    dg.AssetCheckSpec("gold_oddities", asset="gold_qa",
-                      description="No question has gold evidence read with a guess or not found in the chat (WARN)."),
+    dg.AssetCheckSpec(
+        "unresolved_gold_share",
+        asset="gold_qa",
+        description=f"At most {UNRESOLVED_WARN_SHARE:.0%} of the gold evidence parts of the chat file "
+        "cannot be resolved to a message (WARN).",
+    ),
+    dg.AssetCheckSpec(
+        "gold_oddities",
+        asset="gold_qa",
+        description="No question has gold evidence read with a guess or not found in the chat (WARN).",
+    ),
 ]
 
 
 def gold_oddities_check(oddities: dict[str, list[str]], questions: int) -> dg.AssetCheckResult:
     """WARN when questions have gold evidence read with a guess or not found in the chat."""
     return dg.AssetCheckResult(
-        check_name="gold_oddities", passed=not oddities, severity=dg.AssetCheckSeverity.WARN,
+        check_name="gold_oddities",
+        passed=not oddities,
+        severity=dg.AssetCheckSeverity.WARN,
         metadata={"questions": dg.MetadataValue.int(len(oddities)), "oddities": dg.MetadataValue.json(oddities)},
         description=f"{len(oddities)} of {questions} questions have gold evidence read with a guess or not found",
     )

@@ -37,10 +37,17 @@ def _summarizer(llm: LLMResource, config: dict):
 PROGRESS_EVERY_S = 5.0
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[embedding_config], pool=EMBEDDER_POOL,
-          kinds={"pytorch", "polars"}, automation_condition=PARTITION_AUTOMATION)
-def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame,
-                       embedder: EmbedderResource, state: StateResource) -> dg.Output[pl.DataFrame]:
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="layers",
+    deps=[embedding_config],
+    pool=EMBEDDER_POOL,
+    kinds={"pytorch", "polars"},
+    automation_condition=PARTITION_AUTOMATION,
+)
+def message_embeddings(
+    context: dg.AssetExecutionContext, messages: pl.DataFrame, embedder: EmbedderResource, state: StateResource
+) -> dg.Output[pl.DataFrame]:
     """One L2-normalized vector per message (``speaker: text``), batched, with progress.
 
     Vectors of this chat's previous output are reused when model and text are unchanged, and
@@ -74,22 +81,33 @@ def message_embeddings(context: dg.AssetExecutionContext, messages: pl.DataFrame
         }
     )
     df = schema.conform(df, schema.MESSAGE_EMBEDDINGS, "message_embeddings").with_columns(
-        vector_key=pl.Series(keys, dtype=pl.String))
-    return versioned_output(df, {
-        "model": model.model_name,
-        "dimension": dg.MetadataValue.int(model.dimension),
-        "encoded_messages": dg.MetadataValue.int(encoded),
-        "reused_vectors": dg.MetadataValue.int(len(texts) - encoded),
-        "encode_seconds": dg.MetadataValue.float(round(seconds, 3)),
-        "messages_per_second": dg.MetadataValue.float(round(encoded / seconds, 1) if seconds and encoded else 0.0),
-    })
+        vector_key=pl.Series(keys, dtype=pl.String)
+    )
+    return versioned_output(
+        df,
+        {
+            "model": model.model_name,
+            "dimension": dg.MetadataValue.int(model.dimension),
+            "encoded_messages": dg.MetadataValue.int(encoded),
+            "reused_vectors": dg.MetadataValue.int(len(texts) - encoded),
+            "encode_seconds": dg.MetadataValue.float(round(seconds, 3)),
+            "messages_per_second": dg.MetadataValue.float(round(encoded / seconds, 1) if seconds and encoded else 0.0),
+        },
+    )
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
-          deps=[layers_config, PROMPTS["block_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION,
-          check_specs=L1_CHECK_SPECS)
-def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-              llm: LLMResource):
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="layers",
+    pool=LLM_POOL,
+    deps=[layers_config, PROMPTS["block_summary"]],
+    kinds={"polars"},
+    automation_condition=PARTITION_AUTOMATION,
+    check_specs=L1_CHECK_SPECS,
+)
+def l1_topics(
+    context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame, llm: LLMResource
+):
     """L1: contiguous topic blocks per session; every message in exactly one block."""
     from narrative_mirror.layers.l1_topics import build_topic_blocks
 
@@ -97,39 +115,63 @@ def l1_topics(context: dg.AssetExecutionContext, messages: pl.DataFrame, message
     summarizer, client = _summarizer(llm, config)
     blocks = build_topic_blocks(messages, _vectors(message_embeddings), config, summarizer=summarizer)
     covered = int(blocks["message_ids"].list.len().sum() or 0)
-    yield versioned_output(blocks, {
-        "blocks": dg.MetadataValue.int(blocks.height),
-        "messages_in_blocks": dg.MetadataValue.int(covered),
-        "messages": dg.MetadataValue.int(messages.height),
-        "mean_block_size": dg.MetadataValue.float(round(covered / max(blocks.height, 1), 2)),
-        "summarizer": "llm" if client else "extractive",
-        "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
-    })
+    yield versioned_output(
+        blocks,
+        {
+            "blocks": dg.MetadataValue.int(blocks.height),
+            "messages_in_blocks": dg.MetadataValue.int(covered),
+            "messages": dg.MetadataValue.int(messages.height),
+            "mean_block_size": dg.MetadataValue.float(round(covered / max(blocks.height, 1), 2)),
+            "summarizer": "llm" if client else "extractive",
+            "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
+        },
+    )
     yield every_message_in_one_block(messages, blocks)
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers", deps=[layers_config],
-          kinds={"polars"}, automation_condition=PARTITION_AUTOMATION)
-def l15_signals(context: dg.AssetExecutionContext, messages: pl.DataFrame,
-                l1_topics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="layers",
+    deps=[layers_config],
+    kinds={"polars"},
+    automation_condition=PARTITION_AUTOMATION,
+)
+def l15_signals(
+    context: dg.AssetExecutionContext, messages: pl.DataFrame, l1_topics: pl.DataFrame
+) -> dg.Output[pl.DataFrame]:
     """L1.5: per-message metadata signals (entities, time, plans, questions, sentiment, refs, tier)."""
     from narrative_mirror.layers.l15_signals import compute_signals
 
     signals = compute_signals(messages, l1_topics, settings.load_config("layers"))
     tiers = signals.group_by("importance_tier").len().sort("importance_tier")
-    return versioned_output(signals, {
-        "plans": dg.MetadataValue.int(int(signals["is_plan"].sum())),
-        "questions": dg.MetadataValue.int(int(signals["is_question"].sum())),
-        "messages_with_refs": dg.MetadataValue.int(int((signals["ref_block_ids"].list.len() > 0).sum())),
-        "tiers": dg.MetadataValue.json({str(t): n for t, n in tiers.rows()}),
-    })
+    return versioned_output(
+        signals,
+        {
+            "plans": dg.MetadataValue.int(int(signals["is_plan"].sum())),
+            "questions": dg.MetadataValue.int(int(signals["is_question"].sum())),
+            "messages_with_refs": dg.MetadataValue.int(int((signals["ref_block_ids"].list.len() > 0).sum())),
+            "tiers": dg.MetadataValue.json({str(t): n for t, n in tiers.rows()}),
+        },
+    )
 
 
-@versioned_asset(partitions_def=chat_files, group_name="layers", pool=LLM_POOL,
-          deps=[layers_config, PROMPTS["thread_summary"]], kinds={"polars"}, automation_condition=PARTITION_AUTOMATION,
-          check_specs=L2_CHECK_SPECS)
-def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, message_embeddings: pl.DataFrame,
-               l1_topics: pl.DataFrame, l15_signals: pl.DataFrame, llm: LLMResource):
+@versioned_asset(
+    partitions_def=chat_files,
+    group_name="layers",
+    pool=LLM_POOL,
+    deps=[layers_config, PROMPTS["thread_summary"]],
+    kinds={"polars"},
+    automation_condition=PARTITION_AUTOMATION,
+    check_specs=L2_CHECK_SPECS,
+)
+def l2_threads(
+    context: dg.AssetExecutionContext,
+    messages: pl.DataFrame,
+    message_embeddings: pl.DataFrame,
+    l1_topics: pl.DataFrame,
+    l15_signals: pl.DataFrame,
+    llm: LLMResource,
+):
     """L2: storylines linking blocks across sessions (thread -> block -> message)."""
     from narrative_mirror.layers.l2_threads import block_vectors, build_threads
 
@@ -138,13 +180,16 @@ def l2_threads(context: dg.AssetExecutionContext, messages: pl.DataFrame, messag
     vectors = block_vectors(l1_topics, messages, _vectors(message_embeddings))
     threads = build_threads(l1_topics, l15_signals, vectors, config, summarizer=summarizer)
     in_threads = {b for ids in threads["block_ids"].to_list() for b in ids}
-    yield versioned_output(threads, {
-        "threads": dg.MetadataValue.int(threads.height),
-        "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
-        "blocks": dg.MetadataValue.int(l1_topics.height),
-        "summarizer": "llm" if client else "extractive",
-        "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
-    })
+    yield versioned_output(
+        threads,
+        {
+            "threads": dg.MetadataValue.int(threads.height),
+            "blocks_in_threads": dg.MetadataValue.int(len(in_threads)),
+            "blocks": dg.MetadataValue.int(l1_topics.height),
+            "summarizer": "llm" if client else "extractive",
+            "summarizer_fallbacks": dg.MetadataValue.int(summarizer.fallbacks if client else 0),
+        },
+    )
     yield no_empty_thread(threads, l1_topics)
 
 

@@ -31,19 +31,26 @@ from narrative_mirror.evaluation import prompts_read
 from resources.dagster_resources import ChatDataResource
 
 
-@dg.observable_source_asset(partitions_def=chat_files, group_name="sources",
-                            description="Chat files of the data folder (content hash per file).")
+@dg.observable_source_asset(
+    partitions_def=chat_files,
+    group_name="sources",
+    description="Chat files of the data folder (content hash per file).",
+)
 def chat_file(chat_data: ChatDataResource) -> dg.DataVersionsByPartition:
     sources, _ = chat_data.chat_sources()
     return dg.DataVersionsByPartition({k: dg.DataVersion(s.version) for k, s in sources.items()})
 
 
-@dg.observable_source_asset(partitions_def=chat_files, group_name="sources",
-                            description="ARC case file of each chat (content hash; 'absent' when it has none).")
+@dg.observable_source_asset(
+    partitions_def=chat_files,
+    group_name="sources",
+    description="ARC case file of each chat (content hash; 'absent' when it has none).",
+)
 def arc_file(chat_data: ChatDataResource) -> dg.DataVersionsByPartition:
     arcs = chat_data.arcs_path()
     return dg.DataVersionsByPartition(
-        {k: dg.DataVersion(source_versions.arc_file_version(arcs, k)) for k in chat_data.chat_files()})
+        {k: dg.DataVersion(source_versions.arc_file_version(arcs, k)) for k in chat_data.chat_files()}
+    )
 
 
 def _config_source(name: str, description: str) -> dg.SourceAsset:
@@ -59,7 +66,9 @@ layers_config = _config_source("layers", "L1/L1.5/L2 parameters (config/layers.t
 retrieval_config = _config_source("retrieval", "Retrieval and reranker settings (config/retrieval.toml).")
 agent_config = _config_source("agent", "The agent's thresholds, budgets and profiles (config/agent.toml).")
 split_config = _config_source("split", "Train/test assignment patterns (config/split.toml).")
-evaluation_config = _config_source("evaluation", "Evaluation profile and regression tolerances (config/evaluation.toml).")
+evaluation_config = _config_source(
+    "evaluation", "Evaluation profile and regression tolerances (config/evaluation.toml)."
+)
 CONFIG_SOURCES = [embedding_config, layers_config, retrieval_config, agent_config, split_config, evaluation_config]
 
 
@@ -72,6 +81,7 @@ def _prompt_source(name: str) -> dg.SourceAsset:
 
 
 PROMPTS = {name: _prompt_source(name) for name in source_versions.packaged_prompt_names()}
+
 
 def prompt_sources(evaluation_assets: tuple[str, ...]) -> list[dg.SourceAsset]:
     """The prompt sources the evaluation assets read (narrative_mirror.evaluation.prompts_read)."""
@@ -135,7 +145,8 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
         if other is not None:
             elsewhere[key] = (
                 f"{source.path}: chat {key!r} is built on this NM_HOME from {other}, whose copy differs: "
-                "not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)")
+                "not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)"
+            )
             problems.append(elsewhere[key])
             continue
         files[key] = source.path
@@ -146,15 +157,23 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
     for name, version in source_versions.prompt_versions().items():
         current[(PROMPTS[name].key, None)] = version
     known = set(instance.get_dynamic_partitions(chat_files.name))
-    result = SourceObservation(files=files, new_keys=sorted(set(files) - known), problems=problems, elsewhere=elsewhere,
-                               versions={k: {"chat_file": v} for (a, k), v in current.items() if a == chat_file.key})
+    result = SourceObservation(
+        files=files,
+        new_keys=sorted(set(files) - known),
+        problems=problems,
+        elsewhere=elsewhere,
+        versions={k: {"chat_file": v} for (a, k), v in current.items() if a == chat_file.key},
+    )
     for (key, partition), version in current.items():
         if key == arc_file.key:
             result.versions[partition]["arc_file"] = version
         if _recorded(instance, key, partition)[0] != version:
             metadata = {FOLDER_METADATA: folder} if key == chat_file.key else None
-            result.observations.append(dg.AssetObservation(asset_key=key, partition=partition,
-                                                           tags={DATA_VERSION_TAG: version}, metadata=metadata))
+            result.observations.append(
+                dg.AssetObservation(
+                    asset_key=key, partition=partition, tags={DATA_VERSION_TAG: version}, metadata=metadata
+                )
+            )
     return result
 
 

@@ -12,7 +12,7 @@ from resources.dagster_resources import ChatDataResource
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Registers chat files of the data folder as partitions and records the versions of changed "
-                "source files (chats, ARC cases, config, prompts); the automation sensors do the rest.",
+    "source files (chats, ARC cases, config, prompts); the automation sensors do the rest.",
 )
 def source_files_sensor(context: dg.SensorEvaluationContext, chat_data: ChatDataResource) -> dg.SensorResult:
     found = observe_sources(context.instance, chat_data)

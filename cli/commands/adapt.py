@@ -9,12 +9,22 @@ from pathlib import Path
 
 def add_adapt_parser(sub) -> None:
     """Register ``adapt`` on the command line's subparsers."""
-    p = sub.add_parser("adapt", help="train the embedder's adaptation to this home's chats now (embedding.toml "
-                                     "[adaptation] on); says what it trained and what became stale")
-    p.add_argument("--data", type=Path, default=None,
-                   help="folder of chat files (default: NM_DATA_DIR, else the packaged demo chats)")
-    p.add_argument("--if-due", action="store_true",
-                   help="train only when the home grew by retrain_growth since the current adaptation")
+    p = sub.add_parser(
+        "adapt",
+        help="train the embedder's adaptation to this home's chats now (embedding.toml "
+        "[adaptation] on); says what it trained and what became stale",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="folder of chat files (default: NM_DATA_DIR, else the packaged demo chats)",
+    )
+    p.add_argument(
+        "--if-due",
+        action="store_true",
+        help="train only when the home grew by retrain_growth since the current adaptation",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--verbose", action="store_true", help="Dagster's log and tracebacks on stderr")
     p.set_defaults(func=cmd_adapt)
@@ -31,18 +41,29 @@ def cmd_adapt(args) -> dict:
     with runner_for(args) as runner:
         keys = runner.register()
         ingest = runner.materialize(INGEST, keys, what="ingest")
-        trained = runner.materialize(["adapted_embedder"], None, force=True, what="adaptation", run_config={
-            "ops": {"adapted_embedder": {"config": {"force": not args.if_due}}}})
+        trained = runner.materialize(
+            ["adapted_embedder"],
+            None,
+            force=True,
+            what="adaptation",
+            run_config={"ops": {"adapted_embedder": {"config": {"force": not args.if_due}}}},
+        )
         event = runner.instance.get_latest_materialization_event(dg.AssetKey("adapted_embedder"))
         meta = {k: v.value for k, v in event.asset_materialization.metadata.items()} if event else {}
         runner.register()  # embedding_config observed again: a new adaptation is a new data version
         stale = runner.plan(LAYERS, keys)
         report = meta.get("report") or {}
-        result = {"adaptation": meta.get("fingerprint"), "retrained": meta.get("retrained"),
-                  "messages_trained_on": meta.get("messages_trained_on"), "pairs": meta.get("pairs"),
-                  "steps": report.get("steps"), "stopped_by": report.get("stopped_by"),
-                  "held_out_loss": report.get("held_out_loss"), "seconds": meta.get("seconds"),
-                  "stale_chats": len(stale),
-                  "per_file": {key: {"stale": ", ".join(k.to_user_string() for k in stale[key])} for key in stale},
-                  **outcome(runner, ingest, trained)}
+        result = {
+            "adaptation": meta.get("fingerprint"),
+            "retrained": meta.get("retrained"),
+            "messages_trained_on": meta.get("messages_trained_on"),
+            "pairs": meta.get("pairs"),
+            "steps": report.get("steps"),
+            "stopped_by": report.get("stopped_by"),
+            "held_out_loss": report.get("held_out_loss"),
+            "seconds": meta.get("seconds"),
+            "stale_chats": len(stale),
+            "per_file": {key: {"stale": ", ".join(k.to_user_string() for k in stale[key])} for key in stale},
+            **outcome(runner, ingest, trained),
+        }
     return result

@@ -19,7 +19,9 @@ def cmd_baseline(args) -> dict:
         known = runner.instance.get_dynamic_partitions(chat_files.name)
         unknown = sorted(set(args.chat) - set(known))
         if unknown:
-            raise ValueError(f"--chat {unknown[0]!r}: no such chat file in the Dagster instance (known: {', '.join(known)})")
+            raise ValueError(
+                f"--chat {unknown[0]!r}: no such chat file in the Dagster instance (known: {', '.join(known)})"
+            )
         pins = baselines.pins_path(runner.state.root)
         per_file, pinned = {}, []
         for asset in [args.asset] if args.asset else EVALUATIONS:
@@ -29,6 +31,8 @@ def cmd_baseline(args) -> dict:
                     regressions.accept(runner.state.root, asset, key)
                 baseline = find_baseline(runner.instance, asset, key, pins)
                 if baseline is not None:
-                    per_file[f"{asset}/{key}"] = {"baseline": baseline.describe(),
-                                                  SHOWN[asset]: round(baseline.metrics.get(SHOWN[asset], 0.0), 3)}
+                    per_file[f"{asset}/{key}"] = {
+                        "baseline": baseline.describe(),
+                        SHOWN[asset]: round(baseline.metrics.get(SHOWN[asset], 0.0), 3),
+                    }
     return {"action": args.action, "pinned": pinned, "pins_file": str(pins), "per_file": per_file}

@@ -14,8 +14,13 @@ def cmd_ingest(args) -> dict:
         for key in (k for k in keys if k not in report.failed):
             m, q, a = (runner.read(name, key) for name in ("messages", "gold_qa", "arc_cases"))
             n_unresolved = int(q["unresolved"].list.len().sum() or 0)
-            per_file[key] = {"messages": m.height, "qa": q.height, "arc_cases": a.height,
-                             "unresolved_evidence": n_unresolved, "ran": report.ran.get(key, [])}
+            per_file[key] = {
+                "messages": m.height,
+                "qa": q.height,
+                "arc_cases": a.height,
+                "unresolved_evidence": n_unresolved,
+                "ran": report.ran.get(key, []),
+            }
             msgs, qa, arcs = msgs + m.height, qa + q.height, arcs + a.height
             unresolved += n_unresolved
     return {
@@ -41,15 +46,25 @@ def cmd_build(args) -> dict:
             ids = [i for row in blocks["message_ids"].to_list() for i in row]
             # "in exactly one block": ids listed once, and every message listed.
             exactly_once = len(set(ids) & set(msgs["local_id"].to_list())) if len(ids) == len(set(ids)) else 0
-            row = {"messages": msgs.height, "blocks": blocks.height, "threads": threads.height,
-                   "messages_in_blocks": exactly_once}
+            row = {
+                "messages": msgs.height,
+                "blocks": blocks.height,
+                "threads": threads.height,
+                "messages_in_blocks": exactly_once,
+            }
             per_file[key].update(row)
             for name, value in row.items():
                 counts[name] += value
-    return {"data": str(runner.data_dir), **built_counts(keys, report), **counts,
-            "encoded_messages": sum(report.encoded_messages.values()),
-            "seconds": {k: round(v, 3) for k, v in report.seconds.items()}, "per_file": per_file,
-            "repairs": report.repairs, **outcome(runner, report)}
+    return {
+        "data": str(runner.data_dir),
+        **built_counts(keys, report),
+        **counts,
+        "encoded_messages": sum(report.encoded_messages.values()),
+        "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+        "per_file": per_file,
+        "repairs": report.repairs,
+        **outcome(runner, report),
+    }
 
 
 def built_counts(keys: list[str], report) -> dict:
@@ -81,23 +96,34 @@ def cmd_eval(args) -> dict:
         chosen = _split_keys(keys, args.split, args.allow_test)
         _, memory = build_memory(runner, [k for ks in chosen.values() for k in ks])
         chosen = {which: [k for k in ks if k not in memory.failed] for which, ks in chosen.items()}
-        fingerprint = eval_fingerprint(runner.resource("embedder").get(), runner.resource("llm").get(),
-                                       runner.resource("evaluation").config(profile))["fingerprint"]
+        fingerprint = eval_fingerprint(
+            runner.resource("embedder").get(),
+            runner.resource("llm").get(),
+            runner.resource("evaluation").config(profile),
+        )["fingerprint"]
         config = eval_run_config(profile, [*EVAL, "eval_summary"])
         reports = [memory]
         for which, split_keys in chosen.items():
             # Evaluated with another profile (the run config Dagster recorded): run again.
             other = evaluated_under_another_profile(runner.instance, EVAL, split_keys, profile)
             if other:
-                reports.append(runner.materialize(EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation",
-                                                  run_config=config))
-            reports.append(runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation",
-                                              run_config=config))
+                reports.append(
+                    runner.materialize(
+                        EVAL, other, tags={TEST_TAG: which}, force=True, what="evaluation", run_config=config
+                    )
+                )
+            reports.append(
+                runner.materialize(EVAL, split_keys, tags={TEST_TAG: which}, what="evaluation", run_config=config)
+            )
         reports.append(runner.materialize(["eval_summary"], None, force=True, what="summary", run_config=config))
         evaluated = {which: [k for k in ks if not any(k in r.failed for r in reports)] for which, ks in chosen.items()}
         targets = [k for ks in evaluated.values() for k in ks]
-        result = {"split": args.split, **_split_metrics(runner, targets), "fingerprint": fingerprint,
-                  **outcome(runner, *reports)}
+        result = {
+            "split": args.split,
+            **_split_metrics(runner, targets),
+            "fingerprint": fingerprint,
+            **outcome(runner, *reports),
+        }
         _report_standing(runner, [k for ks in chosen.values() for k in ks], reports, result)
         if args.split == "all":
             result["per_split"] = {which: _split_metrics(runner, ks) for which, ks in evaluated.items() if ks}
@@ -114,7 +140,9 @@ def _report_standing(runner, keys: list[str], reports, result: dict) -> None:
     result["standing_regressions"] = standing
     for entry in standing:
         if entry["partition"] not in failed_now:
-            (result["failures"] if regressions.is_error(entry) else result["warnings"]).append(regressions.describe(entry))
+            (result["failures"] if regressions.is_error(entry) else result["warnings"]).append(
+                regressions.describe(entry)
+            )
 
 
 def _split_metrics(runner, keys: list[str]) -> dict:
@@ -152,8 +180,12 @@ def cmd_protocol(args) -> dict:
         report = runner.materialize(["profile_protocol"], None, force=True, what="protocol")
         table = runner.read("profile_protocol", None).to_dicts()
         gate = runner.last_check("profile_protocol", "adoption_gate")
-    return {"train_chat_files": [k for k in train if k not in memory.failed], "profiles": table,
-            "adoption_gate": gate, **outcome(runner, memory, report)}
+    return {
+        "train_chat_files": [k for k in train if k not in memory.failed],
+        "profiles": table,
+        "adoption_gate": gate,
+        **outcome(runner, memory, report),
+    }
 
 
 def cmd_demo(args) -> dict:

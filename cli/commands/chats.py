@@ -10,8 +10,12 @@ import json
 from pathlib import Path
 
 NOT_BUILT = "never built in this home: `build` builds it, and so does the first question about it"
-SOURCE_LABELS = {"chat_file": "the chat file", "config": "the config files", "prompts": "the prompts",
-                 "code": "the project's code"}
+SOURCE_LABELS = {
+    "chat_file": "the chat file",
+    "config": "the config files",
+    "prompts": "the prompts",
+    "code": "the project's code",
+}
 
 
 def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
@@ -50,14 +54,36 @@ def chat_row(home: Path, chat: str, path: Path, loaded=None, name: str = "") -> 
         chat_data = loaded if loaded is not None else load_chat(path, chat)
     except (ValueError, OSError) as exc:  # ChatFormatError, ExportFormatError and unreadable files
         reason = " ".join(str(exc).split())
-        return {"chat": chat, "name": name or chat, "file": str(path), "format": None, "participants": [],
-                "messages": 0, "questions": 0, "first": None, "last": None, "tz": None, "built": False,
-                "why_not": f"cannot be read: {reason}"}
+        return {
+            "chat": chat,
+            "name": name or chat,
+            "file": str(path),
+            "format": None,
+            "participants": [],
+            "messages": 0,
+            "questions": 0,
+            "first": None,
+            "last": None,
+            "tz": None,
+            "built": False,
+            "why_not": f"cannot be read: {reason}",
+        }
     first, last = date_range(chat_data)
     why_not = _failed(home, chat) or _stale_reason(home, chat, path)
-    return {"chat": chat, "name": name or chat, "file": str(path), "format": chat_data.format,
-            "participants": chat_data.speakers, "messages": chat_data.messages.height, "questions": len(chat_data.qa),
-            "first": first, "last": last, "tz": chat_data.tz or None, "built": why_not is None, "why_not": why_not}
+    return {
+        "chat": chat,
+        "name": name or chat,
+        "file": str(path),
+        "format": chat_data.format,
+        "participants": chat_data.speakers,
+        "messages": chat_data.messages.height,
+        "questions": len(chat_data.qa),
+        "first": first,
+        "last": last,
+        "tz": chat_data.tz or None,
+        "built": why_not is None,
+        "why_not": why_not,
+    }
 
 
 def _failed(home: Path, chat: str) -> str | None:
@@ -102,7 +128,9 @@ def read_chats(sources: dict, options) -> dict:
             for conversation in read_export(path, fmt, options.tz, options.day_first, machine_tz=options.machine_tz):
                 for source in (s for s in chats if s.is_conversation(conversation)):
                     try:
-                        loaded[source.key] = conversation_chat(replace(conversation, key=source.key), options, path=path)
+                        loaded[source.key] = conversation_chat(
+                            replace(conversation, key=source.key), options, path=path
+                        )
                     except (ExportFormatError, ValueError) as exc:
                         loaded[source.key] = ExportChatError(" ".join(str(exc).split()))
         except (ExportFormatError, OSError, ValueError) as exc:
@@ -125,10 +153,17 @@ def cmd_chats(args) -> dict:
     arcs_dir = args.arcs.resolve() if args.arcs else environment.arcs_dir(data_dir)
     home = environment.nm_home()
     if not sources and not problems:
-        raise FileNotFoundError(f"no chats (chat files or chat exports) in {data_dir} "
-                                f"and no live chats in {Home(home).live}")
+        raise FileNotFoundError(
+            f"no chats (chat files or chat exports) in {data_dir} and no live chats in {Home(home).live}"
+        )
     loaded = read_chats(sources, options)
     rows = [chat_row(home, key, source.path, loaded.get(key), source.title) for key, source in sorted(sources.items())]
     arcs = arcs_line(data_dir, arcs_dir)
-    return {"data": str(data_dir), "arcs": str(arcs_dir) if arcs_dir else None, "home": str(home),
-            "chats": rows, "problems": problems, "warnings": [arcs] if arcs else []}
+    return {
+        "data": str(data_dir),
+        "arcs": str(arcs_dir) if arcs_dir else None,
+        "home": str(home),
+        "chats": rows,
+        "problems": problems,
+        "warnings": [arcs] if arcs else [],
+    }

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 def add_forget_parser(sub) -> None:
     """Register ``forget`` on the command line's subparsers."""
-    p = sub.add_parser("forget", help="forget messages of a live chat for good: its log, the index, layers, retrieval "
-                                      "events, recall runs, Dagster's records, logs and old index versions; "
-                                      "--json says what was removed per store")
+    p = sub.add_parser(
+        "forget",
+        help="forget messages of a live chat for good: its log, the index, layers, retrieval "
+        "events, recall runs, Dagster's records, logs and old index versions; "
+        "--json says what was removed per store",
+    )
     p.add_argument("--chat", required=True, help="the live chat")
     p.add_argument("--id", action="append", default=None, help="a message id (as `add` answered it); repeatable")
     p.add_argument("--author", default=None, help="every message of this author (with --since/--until: in that range)")
@@ -26,8 +29,10 @@ def selection_of(args) -> dict:
 
     ranged = [name for name in ("author", "since", "until") if getattr(args, name) is not None]
     if sum([bool(args.id), bool(ranged), args.all]) != 1:
-        raise ValueError("name the messages: --id X, or --author A and/or --since T / --until T, or --all"
-                         + (f" (--{ranged[0]} goes with neither --id nor --all)" if ranged else ""))
+        raise ValueError(
+            "name the messages: --id X, or --author A and/or --since T / --until T, or --all"
+            + (f" (--{ranged[0]} goes with neither --id nor --all)" if ranged else "")
+        )
     since = utc_time(args.since, "--since") if args.since is not None else None
     until = utc_time(args.until, "--until") if args.until is not None else None
     if args.id:
@@ -45,8 +50,11 @@ def cmd_forget(args) -> dict:
         return result
     report = memory_of(args).forget(args.chat, **selection_of(args))
     if report is None:
-        raise ValueError(f"live chat {args.chat!r} has no message with that id or in that selection"
-                         if not args.all else f"no live chat {args.chat!r}")
+        raise ValueError(
+            f"live chat {args.chat!r} has no message with that id or in that selection"
+            if not args.all
+            else f"no live chat {args.chat!r}"
+        )
     return report
 
 

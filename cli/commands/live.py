@@ -10,13 +10,19 @@ from pathlib import Path
 
 def add_live_parsers(sub) -> None:
     """Register ``add`` on the command line's subparsers."""
-    p = sub.add_parser("add", help="add messages (JSON lines: id, author, text, timestamp, reply_to) to a live chat; "
-                                   "durable and searchable when it returns")
+    p = sub.add_parser(
+        "add",
+        help="add messages (JSON lines: id, author, text, timestamp, reply_to) to a live chat; "
+        "durable and searchable when it returns",
+    )
     p.add_argument("--chat", required=True, help="the live chat (created by its first message)")
     p.add_argument("--file", type=Path, default=None, help="JSON lines to read (default: standard input)")
-    p.add_argument("--replace-file-chat", action="store_true",
-                   help="a chat file's chat has this name: the live chat replaces it (its rows leave the index now, "
-                        "and every build reads the live chat for that name); without it such an add is refused")
+    p.add_argument(
+        "--replace-file-chat",
+        action="store_true",
+        help="a chat file's chat has this name: the live chat replaces it (its rows leave the index now, "
+        "and every build reads the live chat for that name); without it such an add is refused",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_add)
 

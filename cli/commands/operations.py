@@ -18,8 +18,12 @@ def cmd_maintain(args) -> dict:
     retention = load_retention()  # a bad setting fails before anything is changed
     with runner_for(args) as runner:  # under the home lock: no build writes meanwhile
         store = runner.resource("lancedb")
-        pruned = prune(Home(runner.state.root).recall_runs, store.resolved_uri(), retention,
-                       storage_options=store.storage_options())
+        pruned = prune(
+            Home(runner.state.root).recall_runs,
+            store.resolved_uri(),
+            retention,
+            storage_options=store.storage_options(),
+        )
         report = store.get().maintain()
     return {"lancedb": store.resolved_uri(), **report, "pruned": pruned}
 
@@ -32,8 +36,7 @@ def cmd_experiments(args) -> dict:
     if args.csv:
         experiments.export_csv(args.csv, log)
     rows = experiments.flat_rows(experiments.read(log))
-    return {"experiments": len(rows), "log": str(log),
-            "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
+    return {"experiments": len(rows), "log": str(log), "csv": str(args.csv) if args.csv else None, "latest": rows[-20:]}
 
 
 def cmd_backfill_test(args) -> dict:
@@ -48,16 +51,30 @@ def cmd_backfill_test(args) -> dict:
         keys = split_lib.keys_in("test", runner.register())
     if not keys:
         raise ValueError(f"no test chat files in {runner.data_dir}")
-    command = [str(Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "definitions",
-               "-j", "test_eval_job", "--partitions", ",".join(keys), "--noprompt"]
+    command = [
+        str(Path(sys.executable).parent / "dagster"),
+        "job",
+        "backfill",
+        "-m",
+        "definitions",
+        "-j",
+        "test_eval_job",
+        "--partitions",
+        ",".join(keys),
+        "--noprompt",
+    ]
     if not args.launch:
         return {"test_partitions": keys, "command": " ".join(command), "launched": False}
     env = environment.child_env(NM_DATA_DIR=str(runner.data_dir), DAGSTER_HOME=str(dagster_home()))
     proc = subprocess.run(command, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ValueError(f"dagster job backfill failed: {proc.stderr.strip()[-2000:]}")
-    return {"test_partitions": keys, "command": " ".join(command), "launched": True,
-            "note": "the backfill daemon (dg dev / dagster-daemon) runs it; see the UI's Backfills tab"}
+    return {
+        "test_partitions": keys,
+        "command": " ".join(command),
+        "launched": True,
+        "note": "the backfill daemon (dg dev / dagster-daemon) runs it; see the UI's Backfills tab",
+    }
 
 
 def cmd_compare_run(args) -> dict:

@@ -36,15 +36,17 @@ def _fresh_memory(args, memory, chats: list[str], sources: dict) -> dict[str, st
     from cli import stamp
 
     home = memory.home.root
-    stale = [chat for chat in chats if sources.get(chat) is None
-             or not stamp.is_fresh(home, chat, sources[chat].path)]
+    stale = [chat for chat in chats if sources.get(chat) is None or not stamp.is_fresh(home, chat, sources[chat].path)]
     if not stale:
         return {}
     if getattr(args, "served", None) is not None:  # a build's progress belongs on the caller's terminal
         raise NeedsLocalRun(f"the memory of {', '.join(stale)} is stale: it needs a build")
     report = memory.build(stale)
-    left_out = {chat: str(report.problems.get(chat) or report.failures.get(chat))
-                for chat in stale if chat in report.problems or chat in report.failures}
+    left_out = {
+        chat: str(report.problems.get(chat) or report.failures.get(chat))
+        for chat in stale
+        if chat in report.problems or chat in report.failures
+    }
     if len(left_out) == len(chats):
         chat = chats[0]
         if chat in report.problems:
@@ -78,7 +80,9 @@ def cmd_ask(args) -> dict:
     with memory:  # writes the queued event before the process ends
         answer, event_id = memory.ask(chats, args.question, args.profile, mode=mode, user_id=args.user)
     # The answer's JSON as POST /api/ask returns it (agent/contract.py answer_json).
-    return answer_json(answer, memory.clocks(), event_id=event_id) | ({"warnings": args.left_out} if args.left_out else {})
+    return answer_json(answer, memory.clocks(), event_id=event_id) | (
+        {"warnings": args.left_out} if args.left_out else {}
+    )
 
 
 def cmd_search(args) -> dict:
@@ -90,13 +94,27 @@ def cmd_search(args) -> dict:
 
     chats, memory = _memory_for(args, several=True)
     merged = memory.search(chats, args.query, args.k)
-    hits = [{"chat": h.chat, "id": h.hit.local_id, "speaker": h.hit.speaker, "text": h.hit.text,
-             "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
-             "score": round(h.score, 6)} for h in merged.hits]
+    hits = [
+        {
+            "chat": h.chat,
+            "id": h.hit.local_id,
+            "speaker": h.hit.speaker,
+            "text": h.hit.text,
+            "timestamp": h.hit.timestamp.isoformat() if h.hit.timestamp else None,
+            "score": round(h.score, 6),
+        }
+        for h in merged.hits
+    ]
     zones = stamp_messages(hits, memory.clocks(), chats[0])
-    return {"query": args.query, "chats": chats, "count": len(merged.hits), "hits": hits, "time_zones": zones,
-            "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()},
-            **({"warnings": args.left_out} if args.left_out else {})}
+    return {
+        "query": args.query,
+        "chats": chats,
+        "count": len(merged.hits),
+        "hits": hits,
+        "time_zones": zones,
+        "timings_ms": {k: round(v, 3) for k, v in merged.timings_ms.items()},
+        **({"warnings": args.left_out} if args.left_out else {}),
+    }
 
 
 def cmd_arc(args) -> dict:
@@ -108,9 +126,15 @@ def cmd_arc(args) -> dict:
     answer = memory.arc(args.chat, args.question, args.profile)
     ids = list(dict.fromkeys(lid for phase in answer.phases for lid in phase.evidence))
     # The phases hold ids; people read the messages: each with its author and date.
-    messages = [{"id": m.local_id, "speaker": m.speaker, "text": m.text,
-                 "timestamp": m.timestamp.isoformat() if m.timestamp else None}
-                for m in memory.messages(args.chat, ids)]
+    messages = [
+        {
+            "id": m.local_id,
+            "speaker": m.speaker,
+            "text": m.text,
+            "timestamp": m.timestamp.isoformat() if m.timestamp else None,
+        }
+        for m in memory.messages(args.chat, ids)
+    ]
     return answer_json(answer, memory.clocks(), evidence_messages=messages)
 
 
@@ -132,6 +156,7 @@ def cmd_trace(args) -> dict:
         from narrative_mirror.metrics import attribute_losses
 
         gold = [g.strip() for g in args.gold.split(",") if g.strip()]
-        out["gold"] = attribute_losses(gold, [c.id for c in trace.candidates],
-                                       [r.id for r in trace.reranked][:10], [f.id for f in trace.final])
+        out["gold"] = attribute_losses(
+            gold, [c.id for c in trace.candidates], [r.id for r in trace.reranked][:10], [f.id for f in trace.final]
+        )
     return out

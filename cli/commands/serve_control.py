@@ -42,8 +42,10 @@ def _alive(pid: int) -> bool:
 def refuse_second_server(home: Path) -> None:
     """A home has one server: a second would take its socket."""
     if (info := running_server(home)) is not None:
-        raise ValueError(f"a server (pid {info['pid']}, since {info['since']}) already serves {home}: "
-                         "`narrative-mirror serve stop` stops it")
+        raise ValueError(
+            f"a server (pid {info['pid']}, since {info['since']}) already serves {home}: "
+            "`narrative-mirror serve stop` stops it"
+        )
 
 
 def status(home: Path) -> dict:
@@ -63,8 +65,12 @@ def stop(home: Path) -> dict:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     if _alive(pid):
-        return {"running": True, "stopped": pid, "home": str(home),
-                "failures": [f"server pid {pid} did not stop within {STOP_WAIT_S:g} s of SIGTERM"]}
+        return {
+            "running": True,
+            "stopped": pid,
+            "home": str(home),
+            "failures": [f"server pid {pid} did not stop within {STOP_WAIT_S:g} s of SIGTERM"],
+        }
     return {"running": False, "stopped": pid, "home": str(home), "since": info["since"]}
 
 
@@ -77,15 +83,21 @@ def start_background(home: Path, argv: list[str]) -> dict:
     log_path = logs / LOG_NAME
     with open(log_path, "ab") as log_file:
         os.chmod(log_path, 0o600)
-        child = subprocess.Popen([sys.executable, "-m", "cli.main", *[a for a in argv if a != "--background"]],
-                                 stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True,
-                                 cwd=os.getcwd())
+        child = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", *[a for a in argv if a != "--background"]],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+            cwd=os.getcwd(),
+        )
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         if child.poll() is not None:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"the server exited with code {child.returncode} before serving: {' | '.join(tail)} "
-                               f"(log: {log_path})")
+            raise RuntimeError(
+                f"the server exited with code {child.returncode} before serving: {' | '.join(tail)} (log: {log_path})"
+            )
         info = running_server(home)
         if info is not None and info.get("pid") == child.pid:
             return {"running": True, "home": str(home), "log": str(log_path), **info}

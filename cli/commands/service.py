@@ -9,12 +9,12 @@ def cmd_serve(args) -> dict:
     import functools
 
     from api.access import load_tokens
-    from cli.commands.serve_control import control
     from api.app import check_host, create_app, serve
     from api.connections import bounded_protocol
     from api.limits import AskLimits, SearchLimits
     from api.live import mount_live
     from api.readiness import warm_up
+    from cli.commands.serve_control import control
     from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
@@ -38,20 +38,35 @@ def cmd_serve(args) -> dict:
         runner.progress(f"warning: {line}")
     retriever = runtime.retriever(runner.resource("lancedb").get(), runner.resource("embedder").get())
     event_log = runtime.event_log(retriever)  # where `ask` logs too
-    access = (f"token file {args.tokens}" if tokens is not None
-              else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]")
+    access = (
+        f"token file {args.tokens}"
+        if tokens is not None
+        else "open API: answers only requests addressed to localhost, 127.0.0.1 or [::1]"
+    )
     for key, why in unavailable.items():
         runner.progress(f"not serving {key}: {why}")
     if others := sorted(set(retriever.chat_files()) - set(keys)):
         # Chats built from another data folder, or under a key an older version gave a chat.
-        runner.progress(f"also serving {len(others)} chats of this home's index that are not in {runner.data_dir}: "
-                        f"{', '.join(others)} (built from another folder or under an older key name; "
-                        "a home of its own per data folder, NM_HOME=..., holds only that folder's chats)")
-    runner.progress(f"warming up, then serving {serving_count(served, unavailable, runner.problems)} "
-                    f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)")
-    app = create_app(retriever, event_log, runner.resource("llm").get(), unavailable=unavailable, tokens=tokens,
-                     ask_limits=limits, search_limits=search_limits, warm_up=functools.partial(warm_up, retriever, served),
-                     home=runtime.home())
+        runner.progress(
+            f"also serving {len(others)} chats of this home's index that are not in {runner.data_dir}: "
+            f"{', '.join(others)} (built from another folder or under an older key name; "
+            "a home of its own per data folder, NM_HOME=..., holds only that folder's chats)"
+        )
+    runner.progress(
+        f"warming up, then serving {serving_count(served, unavailable, runner.problems)} "
+        f"on http://{args.host}:{args.port} ({access}; Ctrl-C stops)"
+    )
+    app = create_app(
+        retriever,
+        event_log,
+        runner.resource("llm").get(),
+        unavailable=unavailable,
+        tokens=tokens,
+        ask_limits=limits,
+        search_limits=search_limits,
+        warm_up=functools.partial(warm_up, retriever, served),
+        home=runtime.home(),
+    )
     mount_live(app, app.state.api, runtime.live_memory(retriever))
     app.state.chat_sources.update({key: path.name for key, path in find_chat_files(runner.data_dir)[0].items()})
     commands = command_socket(app, retriever, event_log, runner, args, served, unavailable)
@@ -111,8 +126,15 @@ def cmd_token(args) -> dict:
         rights = [right.strip() for right in args.rights.split(",") if right.strip()]
         expires = expiry(args.expires) if args.expires else None
         secret = add_token(args.tokens, args.name, args.chat, rights, expires)
-        return {"tokens": str(args.tokens), "name": args.name, "chats": args.chat, "rights": rights, "token": secret,
-                "expires": expires, "note": "shown once: only its hash is stored"}
+        return {
+            "tokens": str(args.tokens),
+            "name": args.name,
+            "chats": args.chat,
+            "rights": rights,
+            "token": secret,
+            "expires": expires,
+            "note": "shown once: only its hash is stored",
+        }
     if not remove_token(args.tokens, args.name):
         raise ValueError(f"{args.tokens}: no token named {args.name!r}")
     return {"tokens": str(args.tokens), "removed": args.name}

@@ -39,7 +39,8 @@ def chat_pairs(messages: pl.DataFrame, kinds: Sequence[str] = DEFAULT_KINDS) -> 
     for i in range(len(rows) - 1):
         # the first message of the other speaker after this one (a run of one speaker is a turn)
         if rows[i + 1]["speaker"] != rows[i]["speaker"] and (
-                "turns" in kinds or ("questions" in kinds and "?" in rows[i]["text"])):
+            "turns" in kinds or ("questions" in kinds and "?" in rows[i]["text"])
+        ):
             pairs.append((texts[i], texts[i + 1]))
     by_id = {r["local_id"]: t for r, t in zip(rows, texts)}
     for row, text in zip(rows, texts) if "replies" in kinds else ():

@@ -77,8 +77,15 @@ def needs_retrain(previous: Adaptation | None, messages: int, growth: float) -> 
     return previous is None or messages >= previous.messages * (1 + growth)
 
 
-def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: Path, base_model: str = "",
-          device: str = "cpu", load_model: Callable | None = None, log: Callable[[str], None] | None = None) -> Adaptation:
+def adapt(
+    chats: Iterable[pl.DataFrame],
+    settings: AdaptationSettings,
+    folder: Path,
+    base_model: str = "",
+    device: str = "cpu",
+    load_model: Callable | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Adaptation:
     """Train (or reuse, when one with the same fingerprint is stored) the adaptation of ``chats``
     (messages frames), store it under ``folder`` and make it current.
 
@@ -97,17 +104,29 @@ def adapt(chats: Iterable[pl.DataFrame], settings: AdaptationSettings, folder: P
     existing = stored(folder, name)
     if existing is None:
         if len(sampled) < 2:
-            raise ValueError(f"adaptation: {len(sampled)} training pairs; at least 2 messages of two speakers are needed")
+            raise ValueError(
+                f"adaptation: {len(sampled)} training pairs; at least 2 messages of two speakers are needed"
+            )
         model = load_model()
         # the budget: one full encode of the home's messages (settings.cost_budget of them)
-        state, report = train_top_layers(model, sampled, settings, device=device, log=log,
-                                         encode_layer_tokens=encode_cost(model, texts))
+        state, report = train_top_layers(
+            model, sampled, settings, device=device, log=log, encode_layer_tokens=encode_cost(model, texts)
+        )
         target = folder / name
         target.mkdir(parents=True, exist_ok=True)
         torch.save(state, target / LAYERS_FILE)
-        meta = {"fingerprint": name, "base_model": base_model, "pairs_version": version, "pairs": len(sampled),
-                "messages": messages, "texts_version": texts_version, "chats": len(frames), "settings": settings.as_dict(), "code": code_version(),
-                "report": report.as_dict()}
+        meta = {
+            "fingerprint": name,
+            "base_model": base_model,
+            "pairs_version": version,
+            "pairs": len(sampled),
+            "messages": messages,
+            "texts_version": texts_version,
+            "chats": len(frames),
+            "settings": settings.as_dict(),
+            "code": code_version(),
+            "report": report.as_dict(),
+        }
         write_atomically(target / META_FILE, json.dumps(meta, indent=1, sort_keys=True).encode("utf-8"))
         existing = stored(folder, name)
     write_atomically(folder / CURRENT_FILE, json.dumps({"fingerprint": name}).encode("utf-8"))

@@ -105,8 +105,9 @@ class LowerStates:
 
     def tokenize(self, texts: Sequence[str]):
         tokenizer = self.model[0].tokenizer
-        return tokenizer(list(texts), padding=True, truncation=True, max_length=self.model.max_seq_length,
-                         return_tensors="pt")
+        return tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.model.max_seq_length, return_tensors="pt"
+        )
 
     def add(self, texts: Sequence[str]) -> None:
         import torch
@@ -115,7 +116,7 @@ class LowerStates:
         todo = sorted({t for t in texts if t not in self.states}, key=len)
         with torch.inference_mode():
             for start in range(0, len(todo), self.batch_size):
-                batch = todo[start: start + self.batch_size]
+                batch = todo[start : start + self.batch_size]
                 features = self.tokenize(batch).to(self.device)
                 hidden = bert.embeddings(input_ids=features["input_ids"], token_type_ids=features["token_type_ids"])
                 self.layer_tokens += features["input_ids"].numel() * self.split
@@ -155,7 +156,9 @@ def upper_vectors(model, split: int, states, mask):
     return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
 
-def _batches(pairs: Sequence[tuple[str, str]], size: int, lengths: dict[str, int], rng: random.Random) -> list[list[int]]:
+def _batches(
+    pairs: Sequence[tuple[str, str]], size: int, lengths: dict[str, int], rng: random.Random
+) -> list[list[int]]:
     """Length-bucketed batches of pair indexes (similar lengths together), in random order. A
     batch never holds one text twice (a duplicate would be its own false negative): a pair that
     would repeat one waits for the next batch."""
@@ -197,8 +200,14 @@ def _loss(model, split, lower: LowerStates, pairs, indexes, scale):
     return loss, anchor_mask.numel() + answer_mask.numel()
 
 
-def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: AdaptationSettings, device: str = "cpu",
-                     log: Callable[[str], None] | None = None, encode_layer_tokens: float = 0.0) -> tuple[dict, TrainingReport]:
+def train_top_layers(
+    model,
+    pairs: Sequence[tuple[str, str]],
+    settings: AdaptationSettings,
+    device: str = "cpu",
+    log: Callable[[str], None] | None = None,
+    encode_layer_tokens: float = 0.0,
+) -> tuple[dict, TrainingReport]:
     """Train ``model``'s (a SentenceTransformer, changed in place) top ``settings.top_layers``
     layers on ``pairs``; returns the best held-out epoch's state dict of those layers (keys as in
     the BertModel, ``encoder.layer.N.…``) and the report. ``encode_layer_tokens`` (``encode_cost``
@@ -227,7 +236,9 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
         spent = float(lower.layer_tokens)
         lengths = {t: len(s) for t, s in lower.states.items()}
         for name, param in bert.named_parameters():
-            param.requires_grad = name.startswith(tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer))))
+            param.requires_grad = name.startswith(
+                tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer)))
+            )
         trainable = [p for p in bert.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate)
         held_batches = _batches(held_out, settings.batch_size, lengths, random.Random(settings.seed))
@@ -246,8 +257,11 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
             return total / sum(map(len, held_batches))
 
         def top_state() -> dict:
-            return {k: v.detach().cpu().clone() for k, v in bert.state_dict().items()
-                    if k.startswith(tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer))))}
+            return {
+                k: v.detach().cpu().clone()
+                for k, v in bert.state_dict().items()
+                if k.startswith(tuple(f"encoder.layer.{i}." for i in range(split, len(bert.encoder.layer))))
+            }
 
         # What the last held-out check costs, reserved so the budget holds when training stops.
         check_cost = sum(_padded_tokens(held_out, b, lengths) for b in held_batches) * top
@@ -269,8 +283,10 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
             epochs_run = epoch
             losses.append(held_out_loss())
             if log:
-                log(f"adaptation epoch {epoch}: {steps} steps, held-out loss {losses[-1]:.4f} (before training "
-                    f"{losses[0]:.4f})" + (f", {spent / encode_layer_tokens:.2f} encodes of compute" if budget else ""))
+                log(
+                    f"adaptation epoch {epoch}: {steps} steps, held-out loss {losses[-1]:.4f} (before training "
+                    f"{losses[0]:.4f})" + (f", {spent / encode_layer_tokens:.2f} encodes of compute" if budget else "")
+                )
             if not held_batches or losses[-1] < min(losses[:-1]):
                 best_state, best_epoch = top_state(), epoch
             elif epoch - best_epoch >= settings.patience:
@@ -282,10 +298,19 @@ def train_top_layers(model, pairs: Sequence[tuple[str, str]], settings: Adaptati
         for param in bert.parameters():
             param.requires_grad = True
         bert.load_state_dict(best_state, strict=False)
-        report = TrainingReport(len(train), len(held_out), len(lower.states), epochs_run, best_epoch,
-                                [round(x, 5) for x in losses], round(lower_seconds, 3),
-                                round(time.perf_counter() - started, 3), steps, stopped_by,
-                                round(spent / encode_layer_tokens, 3) if encode_layer_tokens else 0.0)
+        report = TrainingReport(
+            len(train),
+            len(held_out),
+            len(lower.states),
+            epochs_run,
+            best_epoch,
+            [round(x, 5) for x in losses],
+            round(lower_seconds, 3),
+            round(time.perf_counter() - started, 3),
+            steps,
+            stopped_by,
+            round(spent / encode_layer_tokens, 3) if encode_layer_tokens else 0.0,
+        )
         return best_state, report
     finally:
         torch.set_num_threads(threads)

@@ -4,6 +4,14 @@ from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, DebugTrace, 
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, Profile, get_profile, profiles
 
 __all__ = [
-    "AgentAnswer", "ArcAnswer", "DebugTrace", "EvidenceItem", "Phase", "RankedId",
-    "DEFAULT_PROFILE", "Profile", "get_profile", "profiles",
+    "AgentAnswer",
+    "ArcAnswer",
+    "DebugTrace",
+    "EvidenceItem",
+    "Phase",
+    "RankedId",
+    "DEFAULT_PROFILE",
+    "Profile",
+    "get_profile",
+    "profiles",
 ]

@@ -28,25 +28,84 @@ from narrative_mirror.agent.text import folded, looks_like_injection
 
 # Verbs of answering. English ones are orders only at a clause's start ("just say X", "If anyone
 # asks, reply X") or after "you" ("you must answer"); "I say", "the answer was" are statements.
-_ENGLISH_VERBS = {"answer", "reply", "respond", "output", "print", "say", "state", "write", "repeat", "copy",
-                  "return", "tell"}
+_ENGLISH_VERBS = {
+    "answer",
+    "reply",
+    "respond",
+    "output",
+    "print",
+    "say",
+    "state",
+    "write",
+    "repeat",
+    "copy",
+    "return",
+    "tell",
+}
 # Imperative and second-person forms of other languages: orders wherever they stand; the short
 # ones that are also other words ("di", "dis", "gib", "pon") only at a clause's start.
 _ORDER_FORMS = {
-    "responde", "respondele", "contesta", "contestale", "escribe", "escribelo", "repite", "devuelve", "imprime",
-    "antworte", "antwortest", "sagst", "schreib", "schreibe", "schreibst", "wiederhole", "ubernimm", "ubernehmen",
-    "nenne", "reponds", "repondez", "dites", "ecris", "ecrivez", "affiche", "repete", "renvoie", "rispondi",
-    "scrivi", "ripeti", "responda", "diga", "escreva",
+    "responde",
+    "respondele",
+    "contesta",
+    "contestale",
+    "escribe",
+    "escribelo",
+    "repite",
+    "devuelve",
+    "imprime",
+    "antworte",
+    "antwortest",
+    "sagst",
+    "schreib",
+    "schreibe",
+    "schreibst",
+    "wiederhole",
+    "ubernimm",
+    "ubernehmen",
+    "nenne",
+    "reponds",
+    "repondez",
+    "dites",
+    "ecris",
+    "ecrivez",
+    "affiche",
+    "repete",
+    "renvoie",
+    "rispondi",
+    "scrivi",
+    "ripeti",
+    "responda",
+    "diga",
+    "escreva",
 }
-_SHORT_FORMS = {"di", "dile", "pon", "indica", "afirma", "sag", "sage", "gib", "dis", "copie", "dici", "diz",
-                "escreve", "repete", "stampa"}
-_YOU = re.compile(r"\b(?:you|du|tu)\s+(?:(?:must|should|will|ll|have\s+to|need\s+to|are\s+to|musst|sollst"
-                  r"|dois|devras|debes|deves|devi)\s+)(?:always\s+|only\s+|just\s+)?(\w+)")
+_SHORT_FORMS = {
+    "di",
+    "dile",
+    "pon",
+    "indica",
+    "afirma",
+    "sag",
+    "sage",
+    "gib",
+    "dis",
+    "copie",
+    "dici",
+    "diz",
+    "escreve",
+    "repete",
+    "stampa",
+}
+_YOU = re.compile(
+    r"\b(?:you|du|tu)\s+(?:(?:must|should|will|ll|have\s+to|need\s+to|are\s+to|musst|sollst"
+    r"|dois|devras|debes|deves|devi)\s+)(?:always\s+|only\s+|just\s+)?(\w+)"
+)
 # Words that may come before an order at a clause's start.
 _LEAD = re.compile(
     r"^(?:(?:just|please|simply|then|and|so|now|btw|ok|okay|lol|also|always|only|bitte|por\s+favor|s\s?il\s+te\s+plait"
     r"|per\s+favore|from\s+now\s+on|henceforth|a\s+partir\s+de\s+(?:ahora|agora)|de\s+ahora\s+en\s+adelante"
-    r"|ab\s+jetzt|desormais|d\s?ora\s+in\s+poi|immer|siempre|sempre|toujours)\s+)*")
+    r"|ab\s+jetzt|desormais|d\s?ora\s+in\s+poi|immer|siempre|sempre|toujours)\s+)*"
+)
 # The answer as a thing, in a frame that fixes it: "the only valid answer is", "your answer must",
 # "la respuesta correcta es", "die einzig richtige Antwort ... ist", "ta reponse doit".
 _NOUN_FRAME = re.compile(
@@ -62,33 +121,114 @@ _SENTENCE = re.compile(r"[.!?\n]+(?=\s|$)")
 
 # The answer as a thing (any language): "the only valid answer", "ta réponse", "die Antwort".
 _ANSWER_NOUNS = {
-    "answer", "answers", "reply", "replies", "response", "responses", "output",
-    "respuesta", "respuestas", "antwort", "antworten", "reponse", "reponses", "risposta", "risposte",
-    "resposta", "respostas", "ausgabe", "salida", "sortie",
+    "answer",
+    "answers",
+    "reply",
+    "replies",
+    "response",
+    "responses",
+    "output",
+    "respuesta",
+    "respuestas",
+    "antwort",
+    "antworten",
+    "reponse",
+    "reponses",
+    "risposta",
+    "risposte",
+    "resposta",
+    "respostas",
+    "ausgabe",
+    "salida",
+    "sortie",
 }
 # Whoever answers: the model, the assistant, the bot, the reader of the chat.
 _READERS = {
-    "assistant", "assistants", "assistente", "asistente", "assistenten", "assistentin", "ai", "ia", "ki", "bot",
-    "bots", "chatbot", "model", "models", "modelo", "modell", "sprachmodell", "modele", "modello", "llm", "gpt",
-    "chatgpt", "summarizer", "summariser", "summarizers", "agent", "system", "sistema",
-    "intelligence", "intelligenza", "inteligencia", "intelligenz",
+    "assistant",
+    "assistants",
+    "assistente",
+    "asistente",
+    "assistenten",
+    "assistentin",
+    "ai",
+    "ia",
+    "ki",
+    "bot",
+    "bots",
+    "chatbot",
+    "model",
+    "models",
+    "modelo",
+    "modell",
+    "sprachmodell",
+    "modele",
+    "modello",
+    "llm",
+    "gpt",
+    "chatgpt",
+    "summarizer",
+    "summariser",
+    "summarizers",
+    "agent",
+    "system",
+    "sistema",
+    "intelligence",
+    "intelligenza",
+    "inteligencia",
+    "intelligenz",
 }
 _READER_PHRASES = re.compile(
     r"\b(?:who(?:ever)?|quien|wer|qui|chi|quem)\s+(?:\w+\s+){0,2}?(?:reads?|liest|lit|lee|legge|le|answers?|responda"
     r"|summari[sz]es?|gets?\s+asked)\b"
-    r"|\bsummari[sz]ed\s+by\b|\b(?:language|sprach)\s?models?\b",
+    r"|\bsummari[sz]ed\s+by\b|\b(?:language|sprach)\s?models?\b"
 )
 # A question still to come: "if anyone asks", "when asked", "cuando te pregunten", "Q:".
 _QUESTION_WORDS = {
-    "ask", "asks", "asked", "question", "questions", "pregunta", "preguntan", "pregunten", "preguntas",
-    "frage", "fragen", "fragt", "gefragt", "demande", "demandes", "chiede", "chiedono", "domanda",
-    "pergunta", "perguntarem", "perguntas", "q",
+    "ask",
+    "asks",
+    "asked",
+    "question",
+    "questions",
+    "pregunta",
+    "preguntan",
+    "pregunten",
+    "preguntas",
+    "frage",
+    "fragen",
+    "fragt",
+    "gefragt",
+    "demande",
+    "demandes",
+    "chiede",
+    "chiedono",
+    "domanda",
+    "pergunta",
+    "perguntarem",
+    "perguntas",
+    "q",
 }
 # The payload is fixed: "exactly", "only", "verbatim", "nothing else".
 _FIXED = {
-    "exactly", "verbatim", "only", "solely", "exactamente", "exacto", "solo", "solamente", "unicamente", "genau",
-    "nur", "wortlich", "wortwortlich", "exactement", "seulement", "uniquement", "esattamente", "soltanto",
-    "exatamente", "apenas",
+    "exactly",
+    "verbatim",
+    "only",
+    "solely",
+    "exactamente",
+    "exacto",
+    "solo",
+    "solamente",
+    "unicamente",
+    "genau",
+    "nur",
+    "wortlich",
+    "wortwortlich",
+    "exactement",
+    "seulement",
+    "uniquement",
+    "esattamente",
+    "soltanto",
+    "exatamente",
+    "apenas",
 }
 _FIXED_PHRASES = re.compile(
     r"\bword\s+for\s+word\b|\b(?:nothing|anything)\s+else\b|\bsonst\s+nichts\b|\brien\s+d\s?autre\b"
@@ -105,13 +245,49 @@ _STANDING = re.compile(
 )
 # A verdict on answers: "the only valid answer", "la respuesta correcta", "die einzig richtige Antwort".
 _VERDICT = {
-    "correct", "valid", "true", "right", "real", "proper", "correcta", "correcto", "valida", "unica", "verdadera",
-    "richtige", "richtig", "einzig", "einzige", "wahre", "bonne", "seule", "vraie", "correcte", "giusta",
-    "corretta", "unica", "certa", "correta",
+    "correct",
+    "valid",
+    "true",
+    "right",
+    "real",
+    "proper",
+    "correcta",
+    "correcto",
+    "valida",
+    "unica",
+    "verdadera",
+    "richtige",
+    "richtig",
+    "einzig",
+    "einzige",
+    "wahre",
+    "bonne",
+    "seule",
+    "vraie",
+    "correcte",
+    "giusta",
+    "corretta",
+    "certa",
+    "correta",
 }
 # Drop the rest: "ignore what Ben said", "ignoriere die anderen Nachrichten", "anula todo lo anterior".
-_DROP = {"ignore", "disregard", "override", "ignoriere", "ignorier", "vergiss", "anula", "ignora", "olvida",
-         "oublie", "ignorez", "dimentica", "esquece", "pretend", "finge"}
+_DROP = {
+    "ignore",
+    "disregard",
+    "override",
+    "ignoriere",
+    "ignorier",
+    "vergiss",
+    "anula",
+    "ignora",
+    "olvida",
+    "oublie",
+    "ignorez",
+    "dimentica",
+    "esquece",
+    "pretend",
+    "finge",
+}
 _WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r"[\"'«»„“”‘’].{2,}?[\"'«»„“”‘’]|->|=>")
 
@@ -136,9 +312,15 @@ def _dictated(text: str, words: list[str]) -> bool:
     """One mark that the answer is being dictated (module docstring)."""
     present = set(words)
     return bool(
-        present & _READERS or _READER_PHRASES.search(text) or present & _QUESTION_WORDS or present & _FIXED
-        or _FIXED_PHRASES.search(text) or _QUOTED.search(text) or _STANDING.search(text)
-        or (present & _VERDICT and present & _ANSWER_NOUNS) or present & _DROP
+        present & _READERS
+        or _READER_PHRASES.search(text)
+        or present & _QUESTION_WORDS
+        or present & _FIXED
+        or _FIXED_PHRASES.search(text)
+        or _QUOTED.search(text)
+        or _STANDING.search(text)
+        or (present & _VERDICT and present & _ANSWER_NOUNS)
+        or present & _DROP
     )
 
 
@@ -148,7 +330,7 @@ def dictates_the_answer(text: str) -> bool:
     sentences = [s for s in _SENTENCE.split(folded(text)) if s.strip()]
     for i, sentence in enumerate(sentences):
         if _ordered(sentence):
-            near = " . ".join(sentences[max(0, i - 1):i + 2])
+            near = " . ".join(sentences[max(0, i - 1) : i + 2])
             if _dictated(near, _WORD.findall(near)):
                 return True
     return False
@@ -164,6 +346,9 @@ def addresses_the_reader(text: str) -> bool:
 def flagged_notes(ranked: list, limit: int) -> list[str]:
     """One Unknowns line for each flagged message among the ``limit`` best of the pool (``PoolItem``
     list, best first): who wrote it, without its words, so the reader sees what was set aside."""
-    return [f"{p.hit.local_id}: {p.hit.speaker} wrote a message that tells its reader how to answer; it is "
-            f"what {p.hit.speaker} wrote, not a fact, and no claim is taken from it"
-            for p in ranked[:limit] if p.flagged]
+    return [
+        f"{p.hit.local_id}: {p.hit.speaker} wrote a message that tells its reader how to answer; it is "
+        f"what {p.hit.speaker} wrote, not a fact, and no claim is taken from it"
+        for p in ranked[:limit]
+        if p.flagged
+    ]

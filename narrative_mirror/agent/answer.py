@@ -37,8 +37,24 @@ from narrative_mirror.settings import load_prompt
 NO_ANSWER = "Not found in this chat."
 # Words of a question's form, not of what it is about ("how long", "how many times", "what kind of").
 # "Where is Paola planning to go?" asks where, not about plans: a message naming the place says "going".
-QUESTION_FORM = {stem(w) for w in ("long", "times", "time", "kind", "type", "sort", "much", "many", "often",
-                                   "plan", "plans", "planned", "planning")}
+QUESTION_FORM = {
+    stem(w)
+    for w in (
+        "long",
+        "times",
+        "time",
+        "kind",
+        "type",
+        "sort",
+        "much",
+        "many",
+        "often",
+        "plan",
+        "plans",
+        "planned",
+        "planning",
+    )
+}
 # Question types whose slot is read in all the evidence when the best LOOK_AT messages lack it.
 READ_FURTHER = ("how_many", "where", "who", "yes_no")
 # [answer] look_at: the offline answer reads the best this many evidence messages. list_messages: a
@@ -53,10 +69,17 @@ def llm_verifier() -> str:
     return "LLM chain-of-verification + " + offline_verifier()
 
 
-__getattr__ = module_settings(__name__, {
-    "SUPPORT_MIN": lambda: setting("answer", "support_min"), "RELEVANCE_MIN": lambda: setting("answer", "relevance_min"),
-    "LOOK_AT": lambda: setting("answer", "look_at"), "LIST_MESSAGES": lambda: setting("answer", "list_messages"),
-    "OFFLINE_VERIFIER": offline_verifier, "LLM_VERIFIER": llm_verifier})
+__getattr__ = module_settings(
+    __name__,
+    {
+        "SUPPORT_MIN": lambda: setting("answer", "support_min"),
+        "RELEVANCE_MIN": lambda: setting("answer", "relevance_min"),
+        "LOOK_AT": lambda: setting("answer", "look_at"),
+        "LIST_MESSAGES": lambda: setting("answer", "list_messages"),
+        "OFFLINE_VERIFIER": offline_verifier,
+        "LLM_VERIFIER": llm_verifier,
+    },
+)
 
 
 @dataclass
@@ -89,15 +112,22 @@ class Claim:
     exchange: bool = False
 
 
-def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str] = (),
-                   speakers: Sequence[str] = ()) -> tuple[str, list[Claim], list[str]]:
+def offline_answer(
+    question: str,
+    intent: str,
+    evidence: Sequence[EvidenceMessage],
+    entities: Sequence[str] = (),
+    speakers: Sequence[str] = (),
+) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) read from the evidence: the span that fills the question's slot,
     read in the best ``LOOK_AT`` messages, each followed by its continuation when it has one."""
     if countries.asks_for_country(question) and (claims := _country_claims(question, evidence, speakers)):
         return ", ".join(c.text for c in claims), claims, []
     if slot_nouns.asks_for_list(question, intent) and (
-            claims := _title_claims(question, evidence) or _place_claims(question, intent, evidence, speakers)
-            or _list_claims(question, intent, evidence, entities, speakers)):
+        claims := _title_claims(question, evidence)
+        or _place_claims(question, intent, evidence, speakers)
+        or _list_claims(question, intent, evidence, entities, speakers)
+    ):
         return "; ".join(c.text for c in claims), claims, []
     if intent == "what" and list_items.asks_for_titles(question) and (title := _first_title(evidence)):
         return title.text, [title], []
@@ -112,8 +142,9 @@ def offline_answer(question: str, intent: str, evidence: Sequence[EvidenceMessag
     return slot.text, [Claim(slot.text, [slot.local_id], kind=slot.kind, sentence=slot.sentence)], []
 
 
-def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str],
-                 speakers: Sequence[str]) -> list[Claim]:
+def _list_claims(
+    question: str, intent: str, evidence: Sequence[EvidenceMessage], entities: Sequence[str], speakers: Sequence[str]
+) -> list[Claim]:
     """One claim per each of the best ``LIST_MESSAGES`` messages (read with its continuation)
     that fills the question's slot, repeated spans and phrases of questions left out: "What drinks
     does he like?" gathers what each message names."""
@@ -136,7 +167,9 @@ def _list_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage]
     return claims
 
 
-def _place_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage], speakers: Sequence[str]) -> list[Claim]:
+def _place_claims(
+    question: str, intent: str, evidence: Sequence[EvidenceMessage], speakers: Sequence[str]
+) -> list[Claim]:
     """A "where" question asking for every place ("Where has Emi traveled?"): the places of the
     gazetteer each of the best ``LIST_MESSAGES`` messages names, as written, one claim per message."""
     if intent != "where":
@@ -144,8 +177,11 @@ def _place_claims(question: str, intent: str, evidence: Sequence[EvidenceMessage
     known = {place.lower() for place, _ in countries.countries_in(question)} | {s.lower() for s in speakers}
     claims: list[Claim] = []
     for message in reading_order(evidence, setting("answer", "list_messages")):
-        places = [p for p in dict.fromkeys(place for place, _ in countries.countries_in(_statements(message.text)))
-                  if p.lower() not in known]
+        places = [
+            p
+            for p in dict.fromkeys(place for place, _ in countries.countries_in(_statements(message.text)))
+            if p.lower() not in known
+        ]
         if places:
             known |= {p.lower() for p in places}
             claims.append(Claim(", ".join(places), [message.local_id], kind="names", sentence=message.text))
@@ -161,12 +197,19 @@ def _country_claims(question: str, evidence: Sequence[EvidenceMessage], speakers
     plural = countries.asks_for_countries(question)
     claims: list[Claim] = []
     for message in reading_order(evidence, setting("answer", "list_messages") if plural else len(evidence)):
-        named = [c for place, c in countries.countries_in(_statements(message.text)) if place.lower() not in people and c not in seen]
+        named = [
+            c
+            for place, c in countries.countries_in(_statements(message.text))
+            if place.lower() not in people and c not in seen
+        ]
         named = list(dict.fromkeys(named))
         if named:
             seen |= set(named)
-            claims.append(Claim(", ".join(named if plural else named[:1]), [message.local_id], kind="country",
-                                sentence=message.text))
+            claims.append(
+                Claim(
+                    ", ".join(named if plural else named[:1]), [message.local_id], kind="country", sentence=message.text
+                )
+            )
             if not plural:
                 break
     return claims
@@ -229,8 +272,11 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
     if claim.kind == "llm":
         return support(claim, [f"{m.speaker}: {m.text}" for m in messages]) >= setting("answer", "support_min")
     if claim.kind == "date":
-        return any(dates.resolve_date(claim.sentence, m.timestamp) == claim.text
-                   or (m.timestamp and dates.fmt_day(m.timestamp) == claim.text) for m in messages)
+        return any(
+            dates.resolve_date(claim.sentence, m.timestamp) == claim.text
+            or (m.timestamp and dates.fmt_day(m.timestamp) == claim.text)
+            for m in messages
+        )
     if claim.kind == "names":  # "Miami, Los Angeles": each name in the cited message
         return all(any(name.lower() in m.text.lower() for m in messages) for name in claim.text.split(", "))
     if claim.kind == "author":  # who wrote it (agent/people.py)
@@ -250,12 +296,14 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
 def _about_topic(evidence: Mapping[str, EvidenceMessage], topic: Collection[str], subjects: Collection[str]) -> bool:
     """Whether some evidence message mentions one of the question's topic terms (the words of its
     form aside: "how long", "what kind of") or one of the people or things it names."""
-    return (any(e.match.artifact_terms - QUESTION_FORM for e in evidence.values())
-            or any(names_in(subjects, "", e.message.text) for e in evidence.values()))
+    return any(e.match.artifact_terms - QUESTION_FORM for e in evidence.values()) or any(
+        names_in(subjects, "", e.message.text) for e in evidence.values()
+    )
 
 
-def states_what_is_asked(claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (),
-                         subjects: Collection[str] = ()) -> bool:
+def states_what_is_asked(
+    claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (), subjects: Collection[str] = ()
+) -> bool:
     """Whether the claim's own cited messages, with the questions they answer, are about what the
     question asks (one of its topic terms or the people and things it names): a phrase taken
     from a message about something else, beside a message about the question, is in the answer
@@ -266,9 +314,14 @@ def states_what_is_asked(claim: Claim, evidence: Mapping[str, EvidenceMessage], 
     return bool(cited) and (not topic and not subjects or _about_topic(cited, topic, subjects))
 
 
-def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
-           relevance: Mapping[str, float], topic: Collection[str] = (),
-           subjects: Collection[str] = ()) -> tuple[list[Claim], list[str]]:
+def verify(
+    claims: Sequence[Claim],
+    evidence: Mapping[str, EvidenceMessage],
+    intent: str,
+    relevance: Mapping[str, float],
+    topic: Collection[str] = (),
+    subjects: Collection[str] = (),
+) -> tuple[list[Claim], list[str]]:
     """(verified claims, reasons for each claim that could not be verified); ``relevance`` maps an
     evidence id to its similarity with the question, ``topic`` is what the question asks about
     (its artifact terms): when no evidence message mentions any of them, the search found
@@ -298,10 +351,15 @@ def verify(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], int
     return verified, problems
 
 
-def check_claims(claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage], intent: str,
-                 relevance: Mapping[str, float], topic: Collection[str] = (), subjects: Collection[str] = (),
-                 llm_check: Callable[[list[Claim]], list[str | None] | None] | None = None,
-                 ) -> tuple[list[Claim], list[str | None], str]:
+def check_claims(
+    claims: Sequence[Claim],
+    evidence: Mapping[str, EvidenceMessage],
+    intent: str,
+    relevance: Mapping[str, float],
+    topic: Collection[str] = (),
+    subjects: Collection[str] = (),
+    llm_check: Callable[[list[Claim]], list[str | None] | None] | None = None,
+) -> tuple[list[Claim], list[str | None], str]:
     """(verified claims, per claim None or why it failed, which verifier ran): the offline checks,
     then ``llm_check`` (``llm_verify``; None back = the LLM is not available) on what passed them."""
     verified, problems = verify(claims, evidence, intent, relevance, topic, subjects)
@@ -327,7 +385,9 @@ class GenerateReply(BaseModel):
     unknowns: list[Any] = []  # strings kept; anything else is dropped, not fatal
 
 
-def llm_claims(llm: LLMClient, question: str, evidence: Sequence[EvidenceMessage]) -> tuple[str, list[Claim], list[str]]:
+def llm_claims(
+    llm: LLMClient, question: str, evidence: Sequence[EvidenceMessage]
+) -> tuple[str, list[Claim], list[str]]:
     """(answer, claims, unknowns) written by the LLM from the evidence only."""
     system = load_prompt("agent_generator") + "\n" + DATA_BLOCK_NOTICE
     rows = [(e.message.local_id, e.message.speaker, e.message.text) for e in evidence]
@@ -349,15 +409,16 @@ class VerifyReply(BaseModel):
     checks: list[CheckReply]
 
 
-def llm_verify(llm: LLMClient, question: str, claims: Sequence[Claim],
-               evidence: Mapping[str, EvidenceMessage]) -> list[str | None]:
+def llm_verify(
+    llm: LLMClient, question: str, claims: Sequence[Claim], evidence: Mapping[str, EvidenceMessage]
+) -> list[str | None]:
     """Chain-of-Verification: per claim, None when the LLM's check of its cited messages supports
     it, else why not. A claim the reply leaves out is not supported."""
     cited = {i for c in claims for i in c.ids if i in evidence}
     messages = {i: evidence[i].message for i in cited}
     rows = [(i, messages[i].speaker, messages[i].text) for i in sorted(cited, key=lambda i: messages[i].position)]
     listed = "\n".join(f"{n}. {c.text} (cites {', '.join(c.ids)})" for n, c in enumerate(claims, 1))
-    user = (f"Question: {question}\n\nClaims:\n{listed}\n\nCited messages:\n{format_messages_as_data(rows)}")
+    user = f"Question: {question}\n\nClaims:\n{listed}\n\nCited messages:\n{format_messages_as_data(rows)}"
     reply = llm.complete_json(load_prompt("agent_verifier") + "\n" + DATA_BLOCK_NOTICE, user, VerifyReply)
     checks = {c.claim: c for c in reply.checks}
     out: list[str | None] = []

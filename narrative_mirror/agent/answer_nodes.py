@@ -8,11 +8,11 @@ import re
 
 from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent import conversation, people
+from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.text import names_in, stem, written_words
 
 
@@ -32,8 +32,9 @@ def generator(state: AgentState, run: Run) -> dict:
         run.calls += 1
         run.fetches += len(run.selection)
         stored = {h.local_id: h for h in run.retriever.messages(run.chat_file, run.selection)}
-    run.evidence = [answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match)
-                    for p in chosen]
+    run.evidence = [
+        answer_mod.EvidenceMessage(stored.get(p.hit.local_id) or p.hit, grade=p.grade, match=p.match) for p in chosen
+    ]
     drafted = None
     if not run.llm_active and conversation.reads_first(run.question, run.facets.intent):
         drafted = _conversation_answer(run)  # who did it: the doer in the evidence's conversation
@@ -42,13 +43,18 @@ def generator(state: AgentState, run: Run) -> dict:
     elif found := people.answer(run):  # who wrote / who answered whom, from authors and reply links
         run.evidence, drafted = found
     elif run.evidence:
-        drafted = run.ask_llm("generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True)
+        drafted = run.ask_llm(
+            "generator", lambda: answer_mod.llm_claims(run.llm, run.question, run.evidence), final=True
+        )
     if drafted is None:
         if continued := _continuations(run):
             run.evidence = _after_their_messages(run.evidence, continued)
             run.step(f"generator: continuations {[e.message.local_id for e in continued]} read with their messages")
-        drafted = (not conversation.reads_first(run.question, run.facets.intent) and _conversation_answer(run)
-                   or _offline_answer(run, run.evidence))
+        drafted = (
+            not conversation.reads_first(run.question, run.facets.intent)
+            and _conversation_answer(run)
+            or _offline_answer(run, run.evidence)
+        )
         if not drafted[1] and not drafted[2] and (replies := _replies(run)):
             run.evidence += replies
             drafted = _offline_answer(run, replies)
@@ -59,7 +65,9 @@ def generator(state: AgentState, run: Run) -> dict:
     return {}
 
 
-def _offline_answer(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> tuple[str, list[answer_mod.Claim], list[str]]:
+def _offline_answer(
+    run: Run, evidence: list[answer_mod.EvidenceMessage]
+) -> tuple[str, list[answer_mod.Claim], list[str]]:
     entities, speakers = run.retriever.names(run.chat_file)
     if run.facets.intent == "when":
         _date_by_day(run, evidence)
@@ -81,11 +89,18 @@ def _conversation_answer(run: Run) -> tuple[str, list[answer_mod.Claim], list[st
         question, message = run.retriever.embedder.encode([run.question, f"{said.speaker}: {said.text}"])
         if float(question @ message) < answer_mod.RELEVANCE_MIN:
             return None
-    if claims and claims[0].kind in ("author", "name"):  # a person: the message with its exchange, as people.py shows it
+    if claims and claims[0].kind in (
+        "author",
+        "name",
+    ):  # a person: the message with its exchange, as people.py shows it
         shown = people.exchange_evidence(run, chat, rows[0], 1.0)
         have = {e.message.local_id for e in shown}
-        run.evidence = shown + [e for r in rows[1:] if chat.local_ids[r] not in have
-                                for e in people.exchange_evidence(run, chat, r, 1.0)[:1]]
+        run.evidence = shown + [
+            e
+            for r in rows[1:]
+            if chat.local_ids[r] not in have
+            for e in people.exchange_evidence(run, chat, r, 1.0)[:1]
+        ]
         run.step(f"generator: read from the conversation: {claims[0].text} ({claims[0].kind})")
         return text, claims, unknowns
     cited = {chat.local_ids[r] for r in rows}
@@ -96,7 +111,7 @@ def _conversation_answer(run: Run) -> tuple[str, list[answer_mod.Claim], list[st
             hit = chat.hit(row, 0.0, sources=["conversation"])
             first.append(answer_mod.EvidenceMessage(hit, grade=grade, match=run.matcher.match(hit.speaker, hit.text)))
     rest = [e for e in run.evidence if e.message.local_id not in cited]
-    run.evidence = (first + rest)[:max(run.profile.max_evidence_fetches, len(first))]
+    run.evidence = (first + rest)[: max(run.profile.max_evidence_fetches, len(first))]
     run.step(f"generator: read from the conversation: {[c.text for c in claims] or unknowns}")
     return text, claims, unknowns
 
@@ -126,7 +141,9 @@ def _date_by_day(run: Run, evidence: list[answer_mod.EvidenceMessage]) -> None:
 
 
 # A message that only makes sense with the one before it: a pronoun or a connective first.
-_GOES_ON = re.compile(r"^\W*(?:he|she|they|it|his|her|their|them|this|that|these|those|and|but|also|so|then|both)\b", re.I)
+_GOES_ON = re.compile(
+    r"^\W*(?:he|she|they|it|his|her|their|them|this|that|these|those|and|but|also|so|then|both)\b", re.I
+)
 
 
 def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
@@ -134,23 +151,33 @@ def _continuations(run: Run) -> list[answer_mod.EvidenceMessage]:
     goes on from it ("He named the parrots Quasar and Nimbus." after "My neighbour Zebulon bought
     two parrots."). Within the evidence budget; one lookup call."""
     have = {e.message.local_id for e in run.evidence}
-    best = [e for e in run.evidence if not e.reply_to][:answer_mod.LOOK_AT]
-    following = run.retriever.continuations(run.chat_file, [e.message.local_id for e in best], keep=lambda text: bool(
-        _GOES_ON.search(text)) and not addresses_the_reader(text))
+    best = [e for e in run.evidence if not e.reply_to][: answer_mod.LOOK_AT]
+    following = run.retriever.continuations(
+        run.chat_file,
+        [e.message.local_id for e in best],
+        keep=lambda text: bool(_GOES_ON.search(text)) and not addresses_the_reader(text),
+    )
     wanted = {nxt: lid for lid, nxt in following.items() if nxt not in have}
-    ids = list(wanted)[:max(0, run.profile.max_evidence_fetches - len(run.evidence))]
+    ids = list(wanted)[: max(0, run.profile.max_evidence_fetches - len(run.evidence))]
     if not ids or not run.can_call(final=True):
         return []
     run.calls += 1
     run.fetches += len(ids)
     grades = {e.message.local_id: e.grade for e in run.evidence}
-    return [answer_mod.EvidenceMessage(hit, grade=grades[wanted[hit.local_id]], match=run.matcher.match(hit.speaker, hit.text),
-                                       continues=wanted[hit.local_id])
-            for hit in run.retriever.messages(run.chat_file, ids)]
+    return [
+        answer_mod.EvidenceMessage(
+            hit,
+            grade=grades[wanted[hit.local_id]],
+            match=run.matcher.match(hit.speaker, hit.text),
+            continues=wanted[hit.local_id],
+        )
+        for hit in run.retriever.messages(run.chat_file, ids)
+    ]
 
 
-def _after_their_messages(evidence: list[answer_mod.EvidenceMessage],
-                          continued: list[answer_mod.EvidenceMessage]) -> list[answer_mod.EvidenceMessage]:
+def _after_their_messages(
+    evidence: list[answer_mod.EvidenceMessage], continued: list[answer_mod.EvidenceMessage]
+) -> list[answer_mod.EvidenceMessage]:
     out = []
     for e in evidence:
         out += [e, *(c for c in continued if c.continues == e.message.local_id)]
@@ -169,7 +196,7 @@ def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
         if e.message.local_id in reply_of:
             wanted.setdefault(reply_of[e.message.local_id], e)
     room = run.profile.max_evidence_fetches - len(run.evidence)
-    ids = [i for i in wanted if i not in have][:max(0, room)]
+    ids = [i for i in wanted if i not in have][: max(0, room)]
     if not ids or not run.can_call(final=True):
         return []
     run.calls += 1
@@ -179,8 +206,11 @@ def _replies(run: Run, look_at: int = 3) -> list[answer_mod.EvidenceMessage]:
         if addresses_the_reader(hit.text):
             continue
         asked = wanted[hit.local_id]
-        replies.append(answer_mod.EvidenceMessage(
-            hit, grade=asked.grade, match=run.matcher.match(hit.speaker, hit.text), reply_to=asked.message.local_id))
+        replies.append(
+            answer_mod.EvidenceMessage(
+                hit, grade=asked.grade, match=run.matcher.match(hit.speaker, hit.text), reply_to=asked.message.local_id
+            )
+        )
     return replies
 
 
@@ -201,9 +231,16 @@ def verification(state: AgentState, run: Run) -> dict:
     evidence = {e.message.local_id: e for e in run.evidence}
     subjects = _subjects(run)
     verified, notes, verifier = answer_mod.check_claims(
-        claims, evidence, run.facets.intent, _relevance(run, claims), run.facets.artifact, subjects,
-        llm_check=lambda kept: run.ask_llm("verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence),
-                                           final=True))
+        claims,
+        evidence,
+        run.facets.intent,
+        _relevance(run, claims),
+        run.facets.artifact,
+        subjects,
+        llm_check=lambda kept: run.ask_llm(
+            "verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence), final=True
+        ),
+    )
     problems = [note for note in notes if note]
     if verified and len(verified) == len(claims):
         final_text = text
@@ -211,25 +248,51 @@ def verification(state: AgentState, run: Run) -> dict:
         final_text = " ".join(c.text for c in verified)
     else:
         final_text = answer_mod.NO_ANSWER
-    unknowns = (problems + llm_unknowns + _coverage_unknowns(run, state)
-                + flagged_notes(run.ranked(), run.profile.max_evidence_fetches))
+    unknowns = (
+        problems
+        + llm_unknowns
+        + _coverage_unknowns(run, state)
+        + flagged_notes(run.ranked(), run.profile.max_evidence_fetches)
+    )
     # Best first; a story reads in time order.
     ordered = sorted(run.evidence, key=lambda e: e.message.position) if run.route == "global" else run.evidence
     if not verified and run.facets.artifact:
         # An abstention lists the messages about what was asked, and the search's best hit: the
         # evidence recall of a false abstention is kept (without it, exact recall .572 -> .548 on train).
         best = run.evidence[:ABSTENTION_BEST]
-        ordered = [e for e in ordered
-                   if any(e is b for b in best) or e.match.artifact_terms or names_in(subjects, "", e.message.text)]
-    items = [EvidenceItem(id=e.message.local_id, text=f"{e.message.speaker}: {e.message.text}", point=_point(e, run),
-                          speaker=e.message.speaker, timestamp=e.message.timestamp) for e in ordered]
+        ordered = [
+            e
+            for e in ordered
+            if any(e is b for b in best) or e.match.artifact_terms or names_in(subjects, "", e.message.text)
+        ]
+    items = [
+        EvidenceItem(
+            id=e.message.local_id,
+            text=f"{e.message.speaker}: {e.message.text}",
+            point=_point(e, run),
+            speaker=e.message.speaker,
+            timestamp=e.message.timestamp,
+        )
+        for e in ordered
+    ]
     run.step(f"verification ({verifier}): {len(verified)}/{len(claims)} claims verified")
     run.result = AgentAnswer(
-        Answer=final_text, Evidence=items, Unknowns=unknowns, **run_info(run, state),
-        claims=[ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note,
-                           verified=note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects))
-                for c, note in zip(claims, notes)],
-        verifier=verifier, abstained=not verified,
+        Answer=final_text,
+        Evidence=items,
+        Unknowns=unknowns,
+        **run_info(run, state),
+        claims=[
+            ClaimCheck(
+                text=c.text,
+                ids=c.ids,
+                supported=note is None,
+                note=note,
+                verified=note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects),
+            )
+            for c, note in zip(claims, notes)
+        ],
+        verifier=verifier,
+        abstained=not verified,
     )
     return {}
 
@@ -255,9 +318,16 @@ def _coverage_unknowns(run: Run, state: AgentState) -> list[str]:
     out = []
     if state.get("stop_reason") != "coverage_met" and run.pool:
         top5, must = run.coverage.get("top5_relevance", 0.0), run.coverage.get("must_have_hits", 0)
-        short = ([f"top-5 relevance {top5:.2f} < {run.profile.min_top5_relevance}"]
-                 if top5 < run.profile.min_top5_relevance else [])
-        short += [f"must-have hits {must} < {run.profile.min_must_have_hits}"] if must < run.profile.min_must_have_hits else []
+        short = (
+            [f"top-5 relevance {top5:.2f} < {run.profile.min_top5_relevance}"]
+            if top5 < run.profile.min_top5_relevance
+            else []
+        )
+        short += (
+            [f"must-have hits {must} < {run.profile.min_must_have_hits}"]
+            if must < run.profile.min_must_have_hits
+            else []
+        )
         out.append(f"Evidence may be incomplete ({state.get('stop_reason')}): {', '.join(short)}")
     covered = set().union(*(e.match.artifact_terms for e in run.evidence)) if run.evidence else set()
     missing = [a for a in run.facets.artifact if stem(a) not in covered]

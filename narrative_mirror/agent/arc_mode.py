@@ -4,10 +4,10 @@ into chronological phases (narrative.py), the LLM segmenter first when configure
 from __future__ import annotations
 
 from narrative_mirror.agent import narrative
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.contract import ArcAnswer, Phase
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.addressed import addresses_the_reader
 
 
 def build_arc(state: AgentState, run: Run) -> None:
@@ -33,7 +33,10 @@ def arc_phases(run: Run) -> tuple[list[Phase], list[str]]:
     run.member_texts = {m.local_id: f"{m.speaker}: {m.text}" for b in blocks for m in b.members}
     phases: list[Phase] = []
     if blocks:
-        phases = run.ask_llm("segmenter", lambda: narrative.segment_llm(run.llm, run.question, blocks, scores), final=True) or []
+        phases = (
+            run.ask_llm("segmenter", lambda: narrative.segment_llm(run.llm, run.question, blocks, scores), final=True)
+            or []
+        )
         if not phases:
             question_words = run.facets.target + run.facets.artifact
             phases = narrative.segment_offline(blocks, scores, question_words)

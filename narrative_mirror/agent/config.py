@@ -14,17 +14,42 @@ from narrative_mirror import settings
 # Every setting the agent reads, by section, with its type (a float setting may be written as an
 # integer). Each profile under [profiles.<name>] has every key of PROFILE_SETTINGS.
 SETTINGS: dict[str, dict[str, type]] = {
-    "selection": {"relative_score": float, "min_grade": float, "cover_min_grade": float, "variant_weight": float,
-                  "span_block_relative": float, "leaf_context": int},
+    "selection": {
+        "relative_score": float,
+        "min_grade": float,
+        "cover_min_grade": float,
+        "variant_weight": float,
+        "span_block_relative": float,
+        "leaf_context": int,
+    },
     "grading": {"score_weight": float, "target_weight": float, "must_have_min_grade": float},
-    "answer": {"support_min": float, "relevance_min": float, "span_words": int, "look_at": int, "list_messages": int,
-               "asking_penalty": float},
-    "narrative": {"min_ids": int, "max_ids": int, "max_phases": int, "phase_gap_hours": float, "story_ids": int,
-                  "preview": int, "soft_max_ids": int},
+    "answer": {
+        "support_min": float,
+        "relevance_min": float,
+        "span_words": int,
+        "look_at": int,
+        "list_messages": int,
+        "asking_penalty": float,
+    },
+    "narrative": {
+        "min_ids": int,
+        "max_ids": int,
+        "max_phases": int,
+        "phase_gap_hours": float,
+        "story_ids": int,
+        "preview": int,
+        "soft_max_ids": int,
+    },
 }
 PROFILE_SETTINGS: dict[str, type] = {
-    "max_rounds": int, "first_search": int, "max_evidence_fetches": int, "max_calls": int,
-    "rewrite_candidates": int, "min_top5_relevance": float, "min_must_have_hits": int, "deadline_s": float,
+    "max_rounds": int,
+    "first_search": int,
+    "max_evidence_fetches": int,
+    "max_calls": int,
+    "rewrite_candidates": int,
+    "min_top5_relevance": float,
+    "min_must_have_hits": int,
+    "deadline_s": float,
     "story_blocks": int,
 }
 
@@ -38,8 +63,9 @@ def _check(section: Mapping, name: str, wanted: Mapping[str, type]) -> None:
         value = section[key]
         allowed = (int, float) if kind is float else (kind,)
         if isinstance(value, bool) or not isinstance(value, allowed):
-            raise ValueError(f"agent.toml: {name}.{key} must be {'a number' if kind is float else 'an integer'}, "
-                             f"got {value!r}")
+            raise ValueError(
+                f"agent.toml: {name}.{key} must be {'a number' if kind is float else 'an integer'}, got {value!r}"
+            )
 
 
 def validate(config: Mapping) -> dict:
@@ -76,8 +102,10 @@ def setting(section: str, key: str):
 def module_settings(module: str, names: Mapping[str, Callable[[], object]]) -> Callable[[str], object]:
     """A module ``__getattr__`` (PEP 562) that reads the module's named settings when asked, so
     ``module.NAME`` follows the config file like the module's own calls do."""
+
     def __getattr__(name: str) -> object:
         if name in names:
             return names[name]()
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
     return __getattr__

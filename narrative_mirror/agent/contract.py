@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from narrative_mirror.chat_time import Clocks, stamp_messages
 
 Route = Literal["direct", "multi_hop", "global", "oneshot"]
-StopReason = Literal["coverage_met", "story_found", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"]
+StopReason = Literal[
+    "coverage_met", "story_found", "max_rounds", "no_new_evidence", "budget_calls", "no_hits", "oneshot"
+]
 
 
 class EvidenceItem(BaseModel):
@@ -140,7 +142,8 @@ def answer_json(answer: AgentAnswer | ArcAnswer, clocks: Clocks | None = None, *
     for item in data.get("evidence") or ():
         item["chat"] = item.get("chat") or answer.chat_file
     if clocks is not None:
-        zones = stamp_messages([*data.get("evidence", []), *extra.get("evidence_messages", [])], clocks,
-                               answer.chat_file)
+        zones = stamp_messages(
+            [*data.get("evidence", []), *extra.get("evidence_messages", [])], clocks, answer.chat_file
+        )
         data["time_zones"] = zones
     return {**data, **extra}

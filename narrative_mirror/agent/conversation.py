@@ -28,11 +28,36 @@ import re
 
 from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent import countries, people
-from narrative_mirror.agent.exchange_values import (COUNT_OF_PEOPLE, EACH_AFTER, NEGATIVE, NUMBER, NUMBER_WORDS, PLAN, TIME,
-                                                   amounts, times_in)
-from narrative_mirror.agent.exchanges import (ASKS, COMMON_WORDS, PROPOSES, Said, asks, clauses, content_stems, context,
-                                             flagged_rows, later_changes, replies, said_in_other_words, statements, topic_stems,
-                                             unmentioned, word_stem, word_stems)
+from narrative_mirror.agent.exchange_values import (
+    COUNT_OF_PEOPLE,
+    EACH_AFTER,
+    NEGATIVE,
+    NUMBER,
+    NUMBER_WORDS,
+    PLAN,
+    TIME,
+    amounts,
+    times_in,
+)
+from narrative_mirror.agent.exchanges import (
+    ASKS,
+    COMMON_WORDS,
+    PROPOSES,
+    Said,
+    asks,
+    clauses,
+    content_stems,
+    context,
+    flagged_rows,
+    later_changes,
+    replies,
+    said_in_other_words,
+    statements,
+    topic_stems,
+    unmentioned,
+    word_stem,
+    word_stems,
+)
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.slots import sentences
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS
@@ -41,11 +66,31 @@ from narrative_mirror.retrieval.chat_index import ChatIndex
 
 _CAUSE = re.compile(r"\b(?:because|since|due to|given|as a result of|'cause|cos)\b\s*(.+)", re.I)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|we|we'll|we're|me|mine|my)\b", re.I)
-_NOT_NAMES = {"i", "ok", "okay", "yes", "no", "hey", "hi", "thanks", "the", "a", "great", "nice", "so", "and", "but",
-              "dr", "mr", "mrs", "ms"}
+_NOT_NAMES = {
+    "i",
+    "ok",
+    "okay",
+    "yes",
+    "no",
+    "hey",
+    "hi",
+    "thanks",
+    "the",
+    "a",
+    "great",
+    "nice",
+    "so",
+    "and",
+    "but",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+}
 _CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MONTHS}
 _ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+$", re.I)
+
 
 def question_kind(question: str, intent: str) -> str | None:
     """The kinds read from the conversation: who, time, each, amount, count, why, when; else None."""
@@ -73,16 +118,23 @@ def reads_first(question: str, intent: str) -> bool:
     """Whether this reader answers before the authors' reader (agent/people.py): a who-question
     not about replies ("Who is bringing the ball?" is answered by the reply "I'll bring mine",
     not by the author of the best matching message)."""
-    return (question_kind(question, intent) == "who" and not reply_question(question)
-            and people.author_question(question) != "saying")
+    return (
+        question_kind(question, intent) == "who"
+        and not reply_question(question)
+        and people.author_question(question) != "saying"
+    )
+
 
 def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     """(answer, claims, unknowns, added evidence) read from the conversation; None when the
     question is not of a kind read here or nothing fits."""
     chat = run.retriever.chat(run.chat_file)
     flagged = flagged_rows(chat)
-    rows = [chat.row_of[e.message.local_id] for e in evidence
-            if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged]
+    rows = [
+        chat.row_of[e.message.local_id]
+        for e in evidence
+        if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged
+    ]
     said = context(chat, rows)
     if never := unmentioned(run.question, chat):
         read = [chat.texts[s.row] for s in said]
@@ -99,13 +151,39 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
         return None
     text, cited, claim_kind, sentence = found
     cited = cited if isinstance(cited, list) else [cited]
-    claim = answer_mod.Claim(text, [chat.local_ids[r] for r in cited], kind=claim_kind, sentence=sentence, exchange=True)
+    claim = answer_mod.Claim(
+        text, [chat.local_ids[r] for r in cited], kind=claim_kind, sentence=sentence, exchange=True
+    )
     return text, [claim], [], cited
 
-_IRREGULAR = {"found": "find", "broke": "break", "gave": "give", "got": "get", "paid": "pay", "brought": "bring",
-              "took": "take", "made": "make", "bought": "buy", "sent": "send", "left": "leave", "went": "go",
-              "came": "come", "said": "say", "told": "tell", "won": "win", "drove": "drive", "wrote": "write",
-              "saw": "see", "ran": "run", "met": "meet", "sold": "sell", "kept": "keep", "lost": "lose"}
+
+_IRREGULAR = {
+    "found": "find",
+    "broke": "break",
+    "gave": "give",
+    "got": "get",
+    "paid": "pay",
+    "brought": "bring",
+    "took": "take",
+    "made": "make",
+    "bought": "buy",
+    "sent": "send",
+    "left": "leave",
+    "went": "go",
+    "came": "come",
+    "said": "say",
+    "told": "tell",
+    "won": "win",
+    "drove": "drive",
+    "wrote": "write",
+    "saw": "see",
+    "ran": "run",
+    "met": "meet",
+    "sold": "sell",
+    "kept": "keep",
+    "lost": "lose",
+}
+
 
 def _act(question: str) -> set[str]:
     """Stems of the verb of a who-question ("Who fixed ..." -> fix, "Who gave ..." -> give, gave)."""
@@ -141,7 +219,12 @@ def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], spe
                 if name := _named(sentence, speakers, wanted):
                     return name, [item.row], "name", text
                 opening = re.match(r"^\W*([A-Za-z]+)", sentence)
-                elliptic = wanted is act and opening and opening.group(1)[0].isupper() and word_stem(opening.group(1).lower()) in act
+                elliptic = (
+                    wanted is act
+                    and opening
+                    and opening.group(1)[0].isupper()
+                    and word_stem(opening.group(1).lower()) in act
+                )
                 if _FIRST_PERSON.search(sentence) or elliptic:  # "Found a nasty bug": its writer found it
                     return chat.speakers[item.row], [item.row], "author", text
         for item in said:
@@ -167,13 +250,15 @@ def _named(text: str, speakers: dict[str, str], about: set[str], anywhere: bool 
     friend"), not a place ("on Deansgate")."""
     places = {p.lower() for p, _ in countries.countries_in(text)}
     tokens = list(re.finditer(r"@?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?", text))
-    act_at = min((m.start() for m in re.finditer(r"[A-Za-z0-9'-]+", text) if word_stem(m.group().lower()) in about),
-                 default=len(text))
+    act_at = min(
+        (m.start() for m in re.finditer(r"[A-Za-z0-9'-]+", text) if word_stem(m.group().lower()) in about),
+        default=len(text),
+    )
     names = []
     for m in tokens:
         name = m.group().lstrip("@")
         first = name.split()[0].lower()
-        after, before = text[m.end():], text[:m.start()]
+        after, before = text[m.end() :], text[: m.start()]
         if first in _NOT_NAMES or first in _CALENDAR or name.lower() in places or _PLACE_BEFORE.search(before):
             if first in ("dr", "mr", "mrs", "ms") and len(name.split()) > 1:
                 name = name  # a title and a name: the name with its title
@@ -190,10 +275,13 @@ def _named(text: str, speakers: dict[str, str], about: set[str], anywhere: bool 
         names.append(speakers.get(first, name))
     return names[-1] if names else None
 
+
 def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     """A clock time: of the messages giving one, those sharing most of the question's words, the
     latest of them (a later time changes the plan); the time nearest those words."""
-    candidates = [s.row for s in said if times_in(chat.raw_texts[s.row]) and not chat.raw_texts[s.row].rstrip().endswith("?")]
+    candidates = [
+        s.row for s in said if times_in(chat.raw_texts[s.row]) and not chat.raw_texts[s.row].rstrip().endswith("?")
+    ]
     for s in said:
         if s.role == "evidence":
             candidates += later_changes(chat, s.row, about, lambda t: bool(times_in(t)))
@@ -205,11 +293,13 @@ def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     best = min(times_in(text), key=lambda m: min(abs(m.start() - w) for w in words))
     return ("at " if best.group("bare") else "") + best.group(0).strip(), row, "phrase", text
 
+
 def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, each: bool = False):
     """An amount from the messages about the question (most shared words, then the latest); a
     share per person when "each" is asked: written as one ("62 each", the latest said in the
     same session on the same numbers or words), else the total split by the people counted in
     the same message ("250 split 6 ways")."""
+
     def cited(s: Said) -> list[int]:
         return [s.row, s.of] if s.row != s.of else [s.row]
 
@@ -229,7 +319,12 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
             if [a for a in amounts(text) if EACH_AFTER.match(a[2])]:
                 row = _latest_share(chat, s.row, spoken)
                 shares = [a for a in amounts(chat.raw_texts[row]) if EACH_AFTER.match(a[2])]
-                return f"{shares[-1][1]} each", [row, *cited(s)][:2] if row != s.row else cited(s), "phrase", chat.raw_texts[row]
+                return (
+                    f"{shares[-1][1]} each",
+                    [row, *cited(s)][:2] if row != s.row else cited(s),
+                    "phrase",
+                    chat.raw_texts[row],
+                )
             people = COUNT_OF_PEOPLE.search(text)
             if people and (written := amounts(text)):
                 n = people.group(1) or people.group(2)
@@ -266,11 +361,11 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     for s in said:
         text = chat.raw_texts[s.row]
         for m in NUMBER.finditer(text):
-            following = re.findall(r"[A-Za-z]+", text[m.end():])[:2]
+            following = re.findall(r"[A-Za-z]+", text[m.end() :])[:2]
             if any(word_stem(w.lower()) in about for w in following):
                 # with the question's words that follow it at once ("13 years", "12,400 merchant
                 # accounts"), as a reader says it
-                noun = re.match(r"(?:\s+[A-Za-z]+)+", text[m.end():])
+                noun = re.match(r"(?:\s+[A-Za-z]+)+", text[m.end() :])
                 words = noun.group(0).split()[:2] if noun else []
                 while words and word_stem(words[-1].lower()) not in about:
                     words.pop()
@@ -287,19 +382,23 @@ def _why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     thing, the reply that explains it (shares its words, adds its own); else the message's clause
     that does not restate the question ("Can't Thursday, I have parent-teacher night"); else its
     writer's message before ("my sister's graduation got moved" before "Can we move it?")."""
-    ranked = sorted((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
-                    key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about))
+    ranked = sorted(
+        (s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
+        key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about),
+    )
     for s in ranked:
         text = chat.raw_texts[s.row]
-        if (m := _CAUSE.search(text)) and not text[m.start():].rstrip().endswith("?"):
+        if (m := _CAUSE.search(text)) and not text[m.start() :].rstrip().endswith("?"):
             return clauses(m.group(0))[0], [s.row], "phrase", text
         answers = [r for r in replies(chat, s.row) if not asks(chat.raw_texts[r])]
         if asks(text) and not PROPOSES.search(text):
             for r in answers:  # the reply's sentence, whole: "It's my cousin's, he left it when he moved to Leipzig."
                 if reason := _reason(chat.raw_texts[r], set(), whole=True):
                     return reason, [r, s.row], "phrase", chat.raw_texts[r]
-        explaining = sorted((r for r in answers if word_stems(chat.raw_texts[r]) & about),
-                            key=lambda r: -len(word_stems(chat.raw_texts[r]) & about))
+        explaining = sorted(
+            (r for r in answers if word_stems(chat.raw_texts[r]) & about),
+            key=lambda r: -len(word_stems(chat.raw_texts[r]) & about),
+        )
         for r in explaining:  # its sentence sharing most of the question's words
             told = max(statements(chat.raw_texts[r]) or [""], key=lambda x: len(word_stems(x) & about))
             if len(re.findall(r"[A-Za-z]{2,}", told)) >= 3:
@@ -307,7 +406,11 @@ def _why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         if reason := _reason(text, about):
             return reason, [s.row], "phrase", text
         before = s.row - 1
-        if before >= 0 and chat.speakers[before] == chat.speakers[s.row] and chat.sessions[before] == chat.sessions[s.row]:
+        if (
+            before >= 0
+            and chat.speakers[before] == chat.speakers[s.row]
+            and chat.sessions[before] == chat.sessions[s.row]
+        ):
             if reason := _reason(chat.raw_texts[before], set()):
                 return reason, [before, s.row], "phrase", chat.raw_texts[before]
     return None
@@ -332,18 +435,21 @@ def _when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     first = next((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about), None)
     if first is None:
         return None
-    changes = later_changes(chat, first.row, about | content_stems(chat.raw_texts[first.row]),
-                            lambda t: bool(PLAN.search(t)))
+    changes = later_changes(
+        chat, first.row, about | content_stems(chat.raw_texts[first.row]), lambda t: bool(PLAN.search(t))
+    )
     if changes:
         row = changes[-1]
     elif re.match(r"\W*when\s+(?:is|are|will|does|do)\b", question, re.I) and any(
-            TIME.search(m.group(0)) for m in PLAN.finditer(chat.raw_texts[first.row])):
+        TIME.search(m.group(0)) for m in PLAN.finditer(chat.raw_texts[first.row])
+    ):
         row = first.row  # a day with its time ("Wednesday at 11"); a day alone is read as a date as before
     else:
         return None
     days = list(PLAN.finditer(chat.raw_texts[row]))
     phrase = ([m for m in days if TIME.search(m.group(0))] or days)[-1].group(0).strip()
     return phrase, [row, first.row] if row != first.row else [row], "phrase", chat.raw_texts[row]
+
 
 def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     """Yes or no with the message that says it, quoted: of the statements about the question
@@ -352,8 +458,13 @@ def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     that a later message changed ("Was the release on 21 April?" after "moving the release to
     Thursday 23 April")."""
     named = [s for s in chat.speaker_names if re.search(rf"\b{re.escape(s)}\b", question)]
-    candidates = [s for s in said if s.role != "before" and statements(chat.raw_texts[s.row])
-                  and word_stems(" ".join(statements(chat.raw_texts[s.row]))) & about]
+    candidates = [
+        s
+        for s in said
+        if s.role != "before"
+        and statements(chat.raw_texts[s.row])
+        and word_stems(" ".join(statements(chat.raw_texts[s.row]))) & about
+    ]
     if not candidates:
         return None
 
@@ -365,11 +476,18 @@ def _yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     best = max(candidates, key=rank)
     asked_day = PLAN.search(question)
     if asked_day:
-        changed = later_changes(chat, best.row, about | content_stems(chat.raw_texts[best.row]), lambda t: bool(PLAN.search(t)))
+        changed = later_changes(
+            chat, best.row, about | content_stems(chat.raw_texts[best.row]), lambda t: bool(PLAN.search(t))
+        )
         if changed and asked_day.group(0).lower() not in chat.raw_texts[changed[-1]].lower():
             return _quoted("No", chat, changed[-1]), [changed[-1], best.row], "yes_no", chat.raw_texts[changed[-1]]
     statement = max(statements(chat.raw_texts[best.row]), key=lambda x: len(word_stems(x) & about))
-    return _quoted("No" if NEGATIVE.search(statement) else "Yes", chat, best.row), [best.row], "yes_no", chat.raw_texts[best.row]
+    return (
+        _quoted("No" if NEGATIVE.search(statement) else "Yes", chat, best.row),
+        [best.row],
+        "yes_no",
+        chat.raw_texts[best.row],
+    )
 
 
 def _quoted(verdict: str, chat: ChatIndex, row: int) -> str:
@@ -391,5 +509,15 @@ def _from(chat: ChatIndex, said: list[Said], about: set[str], question: str):
                 return sentence.strip(), [s.row, s.of] if s.row != s.of else [s.row], "phrase", chat.raw_texts[s.row]
     return None
 
-READERS = {"who": _who, "time": _time, "each": lambda *a: _amount(*a, each=True), "amount": _amount, "count": _count,
-           "why": _why, "when": _when, "yes_no": _yes_no, "from": _from}
+
+READERS = {
+    "who": _who,
+    "time": _time,
+    "each": lambda *a: _amount(*a, each=True),
+    "amount": _amount,
+    "count": _count,
+    "why": _why,
+    "when": _when,
+    "yes_no": _yes_no,
+    "from": _from,
+}

@@ -20,13 +20,28 @@ from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes
 
 # How chats write these countries (GeoNames: "United States", "United Kingdom").
 SHORT_NAMES = {"US": "USA", "GB": "UK"}
-ALIASES = {"usa": "US", "us": "US", "u.s.": "US", "u.s.a.": "US", "america": "US", "the states": "US",
-           "uk": "GB", "england": "GB", "scotland": "GB", "wales": "GB", "britain": "GB", "great britain": "GB",
-           "holland": "NL"}
+ALIASES = {
+    "usa": "US",
+    "us": "US",
+    "u.s.": "US",
+    "u.s.a.": "US",
+    "america": "US",
+    "the states": "US",
+    "uk": "GB",
+    "england": "GB",
+    "scotland": "GB",
+    "wales": "GB",
+    "britain": "GB",
+    "great britain": "GB",
+    "holland": "NL",
+}
 BIG_CITY = 100_000  # a city named without a place word before it needs this many people
 _RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:(?:and|of|de|la|le|del|da|du|am|on)\s+)?[A-Z][\w'.-]*)*")
-_PLACE_WORD = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing|s)?|toward|towards|via|through|"
-                         r"moved to|live in|lives in|trip to|flew to|fly to|flying to|heading to)\s+(?:the\s+)?$", re.I)
+_PLACE_WORD = re.compile(
+    r"\b(?:in|at|to|from|near|around|visit(?:ed|ing|s)?|toward|towards|via|through|"
+    r"moved to|live in|lives in|trip to|flew to|fly to|flying to|heading to)\s+(?:the\s+)?$",
+    re.I,
+)
 _ASKS = re.compile(r"\bcountr(?:y|ies)\b(?!\s+(?:music|songs?|side|club|house|road))", re.I)  # not "country music"
 _PLURAL = re.compile(r"\bcountries\b", re.I)
 
@@ -49,7 +64,9 @@ def _gazetteer() -> tuple[dict[str, str], dict[str, str], dict[str, tuple[str, i
     by_name = {c["name"].lower(): c["iso"] for c in countries.values()}
     by_name |= {name.removesuffix(" islands"): code for name, code in by_name.items() if name.endswith(" islands")}
     by_name |= ALIASES
-    by_name |= {s["name"].lower(): "US" for s in json.loads((data / "us_states.json").read_text(encoding="utf-8")).values()}
+    by_name |= {
+        s["name"].lower(): "US" for s in json.loads((data / "us_states.json").read_text(encoding="utf-8")).values()
+    }
     cities: dict[str, tuple[str, int]] = {}
     for city in json.loads((data / "cities1000.json").read_text(encoding="utf-8")).values():
         # by its main name, also without accents ("Cancun" for Cancún); GeoNames' alternate names
@@ -73,7 +90,7 @@ def countries_in(text: str) -> list[tuple[str, str]]:
     text = straight_apostrophes(text)
     found: list[tuple[str, str, int, bool]] = []  # place, code, where it ends, named as a country or state
     for match in _RUN.finditer(text):
-        cued = bool(_PLACE_WORD.search(text[:match.start()]))
+        cued = bool(_PLACE_WORD.search(text[: match.start()]))
         run = match.group().rstrip(".'")
         # the whole run ("Turks and Caicos"), else each of its parts between "and"s; never a part
         # of a name ("JP Morgan Chase Bank" holds no town called Morgan)
@@ -81,14 +98,16 @@ def countries_in(text: str) -> list[tuple[str, str]]:
             parts = [run]
         else:
             parts = re.split(r"\s+and\s+", run)
-            opening = re.search(r"(?:^|[.!?]\s*)$", text[:match.start()])
+            opening = re.search(r"(?:^|[.!?]\s*)$", text[: match.start()])
             if opening and " " in parts[0] and not _country_code(parts[0], cued, by_name, cities):
-                parts[0] = parts[0].split(" ", 1)[1]  # a sentence's first word is capitalized by its place: "Loved Paris"
+                parts[0] = parts[0].split(" ", 1)[
+                    1
+                ]  # a sentence's first word is capitalized by its place: "Loved Paris"
         at = match.start()
         for place in parts:
             at = text.index(place, at)
             if code := _country_code(place, cued, by_name, cities):
-                between = text[found[-1][2]:at] if found else ""
+                between = text[found[-1][2] : at] if found else ""
                 if found and not found[-1][3] and place.lower() in by_name and re.fullmatch(r",\s*", between):
                     found[-1] = (found[-1][0], code, found[-1][2], False)  # "Bali, Indonesia"
                 found.append((place, code, at + len(place), place.lower() in by_name))

@@ -11,16 +11,59 @@ from datetime import datetime, timedelta
 
 from narrative_mirror.layers.text import straight_apostrophes
 
-MONTH_NUMBERS = {name: i + 1 for i, names in enumerate(
-    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-     ("november", "nov"), ("december", "dec")]) for name in names}
-MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-               "October", "November", "December"]
-WEEKDAY_NUMBERS = {d: i for i, d in enumerate(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
-NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1}
+MONTH_NUMBERS = {
+    name: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for name in names
+}
+MONTH_NAMES = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+WEEKDAY_NUMBERS = {
+    d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+}
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a": 1,
+    "an": 1,
+}
 _MONTH = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
@@ -34,28 +77,59 @@ _DATES = [
     ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+{_YEAR})?", re.I)),
     ("month_day", re.compile(rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I)),
     ("weekday_day", re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_DAY}\b(?!\s+(?:of\s+)?{_MONTH})", re.I)),
-    ("relative_day", re.compile(r"\b(?P<word>day before yesterday|yesterday|last night|today|tonight|this morning|"
-                                r"this afternoon|this evening|tomorrow|tmrw|tmr)\b", re.I)),
+    (
+        "relative_day",
+        re.compile(
+            r"\b(?P<word>day before yesterday|yesterday|last night|today|tonight|this morning|"
+            r"this afternoon|this evening|tomorrow|tmrw|tmr)\b",
+            re.I,
+        ),
+    ),
     ("ago", re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I)),
-    ("vague_ago", re.compile(r"\b(?P<amount>a\s+couple\s+of|a\s+few|several|many)\s+(?P<unit>days|weeks|months|years)\s+ago\b",
-                             re.I)),
+    (
+        "vague_ago",
+        re.compile(
+            r"\b(?P<amount>a\s+couple\s+of|a\s+few|several|many)\s+(?P<unit>days|weeks|months|years)\s+ago\b", re.I
+        ),
+    ),
     ("in_count", re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.I)),
-    ("vague_in", re.compile(r"\bin\s+(?P<amount>a\s+couple\s+of|a\s+few|several)\s+(?P<unit>days|weeks|months|years)\b", re.I)),
+    (
+        "vague_in",
+        re.compile(r"\bin\s+(?P<amount>a\s+couple\s+of|a\s+few|several)\s+(?P<unit>days|weeks|months|years)\b", re.I),
+    ),
     ("weekday", re.compile(rf"\b(?P<rel>next|last|this|on|coming)?\s*{_WEEKDAY}\b", re.I)),
     ("relative_period", re.compile(r"\b(?P<rel>last|next|this)\s+(?P<period>week|weekend|month|year)\b", re.I)),
-    ("holiday", re.compile(r"\b(?P<holiday>christmas eve|christmas|new year'?s eve|new year'?s day|new year|"
-                           r"valentine'?s day|halloween|thanksgiving)\b", re.I)),
+    (
+        "holiday",
+        re.compile(
+            r"\b(?P<holiday>christmas eve|christmas|new year'?s eve|new year'?s day|new year|"
+            r"valentine'?s day|halloween|thanksgiving)\b",
+            re.I,
+        ),
+    ),
     ("month_year", re.compile(rf"\b{_MONTH}\b(?:\s+of)?\s+{_YEAR}\b", re.I)),
     ("season", re.compile(rf"\b(?P<season>spring|summer|fall|autumn|winter)\b(?:\s+(?:of\s+)?{_YEAR})?", re.I)),
     ("month", re.compile(rf"\b(?:in|since|until|by|early|late|mid|during|last|next|this)\s+{_MONTH}\b", re.I)),
     ("year", re.compile(rf"\b{_YEAR}\b")),
     # no date, a time all the same: a habit ("every year I carve pumpkins"), a time of life
-    ("habit", re.compile(r"\bevery\s+(?:other\s+|single\s+)?(?:day|week|weekend|month|year|summer|winter|spring|fall|"
-                         r"autumn|morning|evening|night|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)),
-    ("life_period", re.compile(r"\b(?:(?:when|while)\s+(?:i|we|he|she|they)\s+(?:was|were)\s+(?:(?:in|at)\s+)?"
-                               r"(?:a\s+)?(?:kids?|little|young|younger|child|children|teenagers?|high\s+school|"
-                               r"middle\s+school|college|university|uni)|as\s+(?:a\s+)?(?:kids?|child|children|teenagers?)|"
-                               r"growing\s+up|in\s+(?:high|middle|elementary)\s+school|in\s+college)\b", re.I)),
+    (
+        "habit",
+        re.compile(
+            r"\bevery\s+(?:other\s+|single\s+)?(?:day|week|weekend|month|year|summer|winter|spring|fall|"
+            r"autumn|morning|evening|night|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+            re.I,
+        ),
+    ),
+    (
+        "life_period",
+        re.compile(
+            r"\b(?:(?:when|while)\s+(?:i|we|he|she|they)\s+(?:was|were)\s+(?:(?:in|at)\s+)?"
+            r"(?:a\s+)?(?:kids?|little|young|younger|child|children|teenagers?|high\s+school|"
+            r"middle\s+school|college|university|uni)|as\s+(?:a\s+)?(?:kids?|child|children|teenagers?)|"
+            r"growing\s+up|in\s+(?:high|middle|elementary)\s+school|in\s+college)\b",
+            re.I,
+        ),
+    ),
 ]
 # A full date as written, its year included ("02.01.2024", "2 January, 2024", "Jan 2, 2024").
 WRITTEN_DAYS = (
@@ -86,8 +160,14 @@ def _count(word: str) -> int:
 
 
 def _future(sentence: str) -> bool:
-    return bool(re.search(r"\b(?:will|'ll|going to|gonna|plan|planning|next|coming|tomorrow|can't wait|"
-                          r"looking forward|hope to|want to|about to)\b", sentence, re.I))
+    return bool(
+        re.search(
+            r"\b(?:will|'ll|going to|gonna|plan|planning|next|coming|tomorrow|can't wait|"
+            r"looking forward|hope to|want to|about to)\b",
+            sentence,
+            re.I,
+        )
+    )
 
 
 def resolve_date(sentence: str, said: datetime | None, habits: bool = True) -> str | None:
@@ -125,8 +205,9 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         return None if kind not in ("year", "month_year", "season") else _resolve_absolute(kind, g)
     if kind == "relative_day":
         word = g["word"].lower()
-        shift = {"day before yesterday": -2, "yesterday": -1, "last night": -1, "tomorrow": 1, "tmrw": 1,
-                 "tmr": 1}.get(word, 0)
+        shift = {"day before yesterday": -2, "yesterday": -1, "last night": -1, "tomorrow": 1, "tmrw": 1, "tmr": 1}.get(
+            word, 0
+        )
         return fmt_day(said + timedelta(days=shift))
     if kind in ("ago", "in_count"):
         n, unit = _count(g["count"]), g["unit"].lower()
@@ -140,8 +221,10 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
         # or years rounds; a date would claim more than the message says)
         return f"{g['count'].lower()} {unit}{'s' if n != 1 else ''} {'before' if sign < 0 else 'after'} {fmt_day(said)}"
     if kind in ("vague_ago", "vague_in"):  # no exact date: said as written, from the day it was said
-        return (f"{' '.join(g['amount'].lower().split())} {g['unit'].lower()} "
-                f"{'before' if kind == 'vague_ago' else 'after'} {fmt_day(said)}")
+        return (
+            f"{' '.join(g['amount'].lower().split())} {g['unit'].lower()} "
+            f"{'before' if kind == 'vague_ago' else 'after'} {fmt_day(said)}"
+        )
     if kind == "weekday_day":
         return _weekday_day(WEEKDAY_NUMBERS[g["weekday"].lower()], int(g["day"]), said)
     if kind == "weekday":
@@ -164,13 +247,23 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
             index = said.month - 1 + shift
             return f"{MONTH_NAMES[index % 12]} {said.year + index // 12}"
         anchor = said + timedelta(weeks=shift)
-        return f"the {period} of {fmt_day(anchor)}" if shift == 0 else (
-            f"the {period} {'before' if shift < 0 else 'after'} {fmt_day(said)}")
+        return (
+            f"the {period} of {fmt_day(anchor)}"
+            if shift == 0
+            else (f"the {period} {'before' if shift < 0 else 'after'} {fmt_day(said)}")
+        )
     if kind == "holiday":
         name = g["holiday"].lower().replace("'", "")
-        month, day = {"christmas eve": (12, 24), "christmas": (12, 25), "new years eve": (12, 31),
-                      "new years day": (1, 1), "new year": (1, 1), "valentines day": (2, 14),
-                      "halloween": (10, 31), "thanksgiving": (11, 25)}[name]
+        month, day = {
+            "christmas eve": (12, 24),
+            "christmas": (12, 25),
+            "new years eve": (12, 31),
+            "new years day": (1, 1),
+            "new year": (1, 1),
+            "valentines day": (2, 14),
+            "halloween": (10, 31),
+            "thanksgiving": (11, 25),
+        }[name]
         return fmt_day(datetime(_near_year(month, day, said), month, day))
     if kind == "month":
         month = MONTH_NUMBERS[g["month"].lower()]
@@ -195,7 +288,7 @@ def _season_year(first_month: int, sentence: str, said: datetime) -> int:
 
 
 def _weekday_day(weekday: int, day: int, said: datetime) -> str | None:
-    """"Sunday the 19th": the date nearest to when it was said that has that day of the month and
+    """ "Sunday the 19th": the date nearest to when it was said that has that day of the month and
     falls on that weekday (2 May 2024 -> 19 May 2024); None if no month near it fits."""
     found = []
     for shift in range(-3, 4):

@@ -8,16 +8,23 @@ import re
 
 from narrative_mirror.agent.text import MONTHS
 
-TIME = re.compile(r"\b(?:(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)"
-                   r"|(?P<hm>\d{1,2}:\d{2})|(?<=\bat )(?P<bare>\d{1,2})(?![\d:.,]|\s*(?:%|each|people|of|th|st|nd|rd)))",
-                   re.I)
+TIME = re.compile(
+    r"\b(?:(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)"
+    r"|(?P<hm>\d{1,2}:\d{2})|(?<=\bat )(?P<bare>\d{1,2})(?![\d:.,]|\s*(?:%|each|people|of|th|st|nd|rd)))",
+    re.I,
+)
 NUMBER = re.compile(r"(?<![\w#.,/-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)")
-MONEY_AFTER = re.compile(r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for)\b",
-                          re.I)
-EACH_AFTER = re.compile(r"^\s*(?:quid\s+|euros?\s+|pounds?\s+|dollars?\s+)?(?:each|a head|per (?:person|head|player)|pp)\b",
-                         re.I)
-COUNT_OF_PEOPLE = re.compile(r"\b(?:split|divided)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+ways\b|"
-                              r"\b(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+of\s+us\b", re.I)
+MONEY_AFTER = re.compile(
+    r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for)\b", re.I
+)
+EACH_AFTER = re.compile(
+    r"^\s*(?:quid\s+|euros?\s+|pounds?\s+|dollars?\s+)?(?:each|a head|per (?:person|head|player)|pp)\b", re.I
+)
+COUNT_OF_PEOPLE = re.compile(
+    r"\b(?:split|divided)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+ways\b|"
+    r"\b(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+of\s+us\b",
+    re.I,
+)
 NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 
 
@@ -33,11 +40,19 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
     version, score, id or count of things ("14 pizzas")."""
     out = []
     for m in NUMBER.finditer(text):
-        after, before = text[m.end():], text[:m.start()]
-        if re.match(r"^\s*(?:am|pm|st|nd|rd|th|%|x\b)", after, re.I) or _A_MONTH.match(after) or re.search(r"\b(?:at|v|pr|#)\s*$", before, re.I):
+        after, before = text[m.end() :], text[: m.start()]
+        if (
+            re.match(r"^\s*(?:am|pm|st|nd|rd|th|%|x\b)", after, re.I)
+            or _A_MONTH.match(after)
+            or re.search(r"\b(?:at|v|pr|#)\s*$", before, re.I)
+        ):
             continue
-        if re.match(r"^\s*(?:of us|ways|people|games?|tests?|failures?|fields?|slices?|pizzas?|goals?|nights?|"
-                     r"weeks?|days?|hours?|minutes?|months?|years?|min|mins|merchant|accounts?)\b", after, re.I):
+        if re.match(
+            r"^\s*(?:of us|ways|people|games?|tests?|failures?|fields?|slices?|pizzas?|goals?|nights?|"
+            r"weeks?|days?|hours?|minutes?|months?|years?|min|mins|merchant|accounts?)\b",
+            after,
+            re.I,
+        ):
             continue
         value = float(m.group(1).replace(",", ""))
         if 1900 <= value <= 2100 and "." not in m.group(1):
@@ -49,10 +64,16 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
 
 
 MONTH_WORD = "|".join(m for m in MONTHS if m != "may") + "|may(?=\\s+\\d)"
-PLAN_DAY = (rf"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?:{MONTH_WORD}))?)?"
-        rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_WORD})\b)")
-PLAN = re.compile(rf"\b{PLAN_DAY}(?:\s+(?:to|until|-)\s+{PLAN_DAY})?"
-                   rf"(?:,?\s+(?:at|from)?\s*(?:\d{{1,2}}(?::\d{{2}})?\s*(?:am|pm)|\d{{1,2}}:\d{{2}}|(?<=at )\d{{1,2}}\b))?", re.I)
+PLAN_DAY = (
+    rf"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?:{MONTH_WORD}))?)?"
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_WORD})\b)"
+)
+PLAN = re.compile(
+    rf"\b{PLAN_DAY}(?:\s+(?:to|until|-)\s+{PLAN_DAY})?"
+    rf"(?:,?\s+(?:at|from)?\s*(?:\d{{1,2}}(?::\d{{2}})?\s*(?:am|pm)|\d{{1,2}}:\d{{2}}|(?<=at )\d{{1,2}}\b))?",
+    re.I,
+)
 
-NEGATIVE = re.compile(r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b",
-                       re.I)
+NEGATIVE = re.compile(
+    r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b", re.I
+)

@@ -17,13 +17,37 @@ from narrative_mirror.retrieval.chat_index import ChatIndex
 
 LOOK_AT = 5  # the best this many evidence messages are read with their conversation
 FOLLOWING = 3  # without reply links: this many next messages of the others answer a message
-_FORM = {stem(w) for w in ("much", "many", "time", "cost", "costs", "pay", "paid", "price", "each", "person", "people",
-                           "per", "total")}
-ASKS = re.compile(r"^\W*(?:who|what|when|where|why|how|which|is|are|was|were|do|does|did|has|have|will|would)\b|\?", re.I)
-PROPOSES = re.compile(r"\b(?:can|could|shall|should)\s+(?:we|someone|somebody|anyone|you)\b|\blet'?s\b|\bhow about\b|"
-                       r"\bwhat about\b", re.I)
-_CHANGE = re.compile(r"\b(?:instead|moved?|moving|changed?|postponed?|rescheduled?|pushed|what about|how about|"
-                     r"(?:we're|we are|it's|it is) now|update)\b", re.I)
+_FORM = {
+    stem(w)
+    for w in (
+        "much",
+        "many",
+        "time",
+        "cost",
+        "costs",
+        "pay",
+        "paid",
+        "price",
+        "each",
+        "person",
+        "people",
+        "per",
+        "total",
+    )
+}
+ASKS = re.compile(
+    r"^\W*(?:who|what|when|where|why|how|which|is|are|was|were|do|does|did|has|have|will|would)\b|\?", re.I
+)
+PROPOSES = re.compile(
+    r"\b(?:can|could|shall|should)\s+(?:we|someone|somebody|anyone|you)\b|\blet'?s\b|\bhow about\b|"
+    r"\bwhat about\b",
+    re.I,
+)
+_CHANGE = re.compile(
+    r"\b(?:instead|moved?|moving|changed?|postponed?|rescheduled?|pushed|what about|how about|"
+    r"(?:we're|we are|it's|it is) now|update)\b",
+    re.I,
+)
 _AGREE = re.compile(r"\b(?:works|it is|fine|ok|okay|sure|yes|agreed|deal|sounds good|perfect)\b", re.I)
 
 
@@ -43,21 +67,44 @@ def topic_stems(question: str, chat: ChatIndex) -> set[str]:
 
 # Words of a question's grammar, not of what it is about (the index's STOPWORDS also drop verbs
 # such as "come", "go", "get" that a question may be about).
-_FUNCTION = frozenset("""a an the this that these those it its i me my we us our you your he him his she her they them
+_FUNCTION = frozenset(
+    """a an the this that these those it its i me my we us our you your he him his she her they them
 their who whom whose what which when where why how is are was were be been being am do does did doing have has had
 will would shall should can could may might must to of in on at by for with from into about as and or but if so not
-no yes there here any some all each every than then too very just also""".split())
+no yes there here any some all each every than then too very just also""".split()
+)
 
 
 _DETERMINER = {"the", "a", "an", "his", "her", "their", "my", "our", "its", "your", "any", "some"}
 # "for ..." after a verb of paying is what is paid for: kept ("How much did Chris pay for his boots?")
-_TRAILING_SETTING = re.compile(r"\s+(?:at|on|in|with|during|after|before|from|into|(?<!pay )(?<!paid )(?<!spend )"
-                               r"(?<!spent )for)\s+[^?]*\??$", re.I)
+_TRAILING_SETTING = re.compile(
+    r"\s+(?:at|on|in|with|during|after|before|from|into|(?<!pay )(?<!paid )(?<!spend )"
+    r"(?<!spent )for)\s+[^?]*\??$",
+    re.I,
+)
 
 
 # Words about the talk itself ("What games are they discussing?"), not a topic a message names.
-_TALK = {"discuss", "discussing", "discussed", "mention", "mentioned", "mentions", "talk", "talking", "talked", "say", "said",
-         "conversation", "conversations", "chat", "chats", "refer", "refers", "context"}
+_TALK = {
+    "discuss",
+    "discussing",
+    "discussed",
+    "mention",
+    "mentioned",
+    "mentions",
+    "talk",
+    "talking",
+    "talked",
+    "say",
+    "said",
+    "conversation",
+    "conversations",
+    "chat",
+    "chats",
+    "refer",
+    "refers",
+    "context",
+}
 
 
 def unmentioned(question: str, chat: ChatIndex) -> list[str]:
@@ -79,7 +126,9 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         low = word.lower()
         verb = n + 1 < len(words) and words[n + 1].lower() in _DETERMINER  # "fix the boiler": "fix" acts on the noun
         if phrase and (not word or low in STOPWORDS or low in _DETERMINER or verb or word_stem(low) in _FORM):
-            named += [w for w in phrase[:-1] if re.search(r"[a-z]\d|^[A-Z]", w)] + [phrase[-1]]  # the head, named modifiers
+            named += [w for w in phrase[:-1] if re.search(r"[a-z]\d|^[A-Z]", w)] + [
+                phrase[-1]
+            ]  # the head, named modifiers
             phrase = []
         if low in _DETERMINER:
             phrase = [""]
@@ -104,7 +153,7 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     return out
 
 
-_FLAGGED: "weakref.WeakKeyDictionary[ChatIndex, frozenset[int]]" = weakref.WeakKeyDictionary()
+_FLAGGED: weakref.WeakKeyDictionary[ChatIndex, frozenset[int]] = weakref.WeakKeyDictionary()
 
 
 def flagged_rows(chat: ChatIndex) -> frozenset[int]:
@@ -161,8 +210,14 @@ def context(chat: ChatIndex, rows: list[int]) -> list[Said]:
         before = row - 1
         if before >= 0 and chat.speakers[before] == chat.speakers[row] and chat.sessions[before] == chat.sessions[row]:
             add(before, "before", row)
-        after = next((r for r in range(row + 1, min(row + 1 + FOLLOWING, chat.size)) if chat.speakers[r] == chat.speakers[row]
-                      and chat.sessions[r] == chat.sessions[row]), None)
+        after = next(
+            (
+                r
+                for r in range(row + 1, min(row + 1 + FOLLOWING, chat.size))
+                if chat.speakers[r] == chat.speakers[row] and chat.sessions[r] == chat.sessions[row]
+            ),
+            None,
+        )
         if after is not None:
             add(after, "after", row)
     return out
@@ -176,9 +231,14 @@ def replies(chat: ChatIndex, row: int) -> list[int]:
         return [r for r in chat.reply_rows[row] if r not in flagged]
     if chat.reply_rows and chat.parent_row[row] >= 0:
         return []
-    following = [r for r in range(row + 1, min(row + 1 + 2 * FOLLOWING, chat.size))
-                 if chat.sessions[r] == chat.sessions[row] and chat.speakers[r] != chat.speakers[row]
-                 and (not chat.reply_rows or chat.parent_row[r] < 0) and r not in flagged]
+    following = [
+        r
+        for r in range(row + 1, min(row + 1 + 2 * FOLLOWING, chat.size))
+        if chat.sessions[r] == chat.sessions[row]
+        and chat.speakers[r] != chat.speakers[row]
+        and (not chat.reply_rows or chat.parent_row[r] < 0)
+        and r not in flagged
+    ]
     return following[:FOLLOWING]
 
 
@@ -195,8 +255,13 @@ def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int
         shares = bool(word_stems(text) & about)
         if shares and _CHANGE.search(text) and not text.rstrip().endswith("?"):
             found.append(r)
-        elif chat.sessions[r] == chat.sessions[row] and _CHANGE.search(text) and r + 1 < chat.size \
-                and chat.speakers[r + 1] != chat.speakers[r] and _AGREE.search(chat.raw_texts[r + 1]):
+        elif (
+            chat.sessions[r] == chat.sessions[row]
+            and _CHANGE.search(text)
+            and r + 1 < chat.size
+            and chat.speakers[r + 1] != chat.speakers[r]
+            and _AGREE.search(chat.raw_texts[r + 1])
+        ):
             found.append(r)
     return found
 

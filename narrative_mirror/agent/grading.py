@@ -24,9 +24,14 @@ from narrative_mirror.settings import load_prompt
 # agent.toml's [grading], read when used. score_weight: the score part ranks; the coverage part is
 # absolute. target_weight: share of coverage that is "the target is involved" when both facets
 # exist. must_have_min_grade: a must-have hit must also be a good candidate.
-__getattr__ = module_settings(__name__, {
-    "SCORE_WEIGHT": lambda: setting("grading", "score_weight"), "TARGET_WEIGHT": lambda: setting("grading", "target_weight"),
-    "MUST_HAVE_MIN_GRADE": lambda: setting("grading", "must_have_min_grade")})
+__getattr__ = module_settings(
+    __name__,
+    {
+        "SCORE_WEIGHT": lambda: setting("grading", "score_weight"),
+        "TARGET_WEIGHT": lambda: setting("grading", "target_weight"),
+        "MUST_HAVE_MIN_GRADE": lambda: setting("grading", "must_have_min_grade"),
+    },
+)
 
 
 @dataclass(frozen=True)

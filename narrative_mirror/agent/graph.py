@@ -47,6 +47,7 @@ from narrative_mirror.llm import LLMClient
 def _node(name: str, node: Callable[[AgentState, Run], dict]) -> Callable[[AgentState, RunnableConfig], dict]:
     """A graph node: ``node`` works on a Run built from the state; the Run's changes, the node's
     own control-flow update and its time go back into the state."""
+
     def wrapped(state: AgentState, config: RunnableConfig) -> dict:
         start = time.perf_counter()
         run = Run.from_state(state, config)
@@ -65,8 +66,13 @@ def build_graph(checkpointer: Any = None):
     ``thread_id`` in the config)."""
     graph = StateGraph(AgentState)
     for name, node in (
-        ("planner", planner), ("retriever", retriever), ("grader", grader), ("coverage", coverage),
-        ("corrective", corrective), ("generator", generator), ("verification", verification),
+        ("planner", planner),
+        ("retriever", retriever),
+        ("grader", grader),
+        ("coverage", coverage),
+        ("corrective", corrective),
+        ("generator", generator),
+        ("verification", verification),
     ):
         graph.add_node(name, _node(name, node))
     graph.add_edge(START, "planner")
@@ -84,7 +90,12 @@ _GRAPH = None
 
 
 def run_agent(
-    retriever: Any, chat_file: str, question: str, profile: Profile, llm: LLMClient | None = None, task: Task = "ask",
+    retriever: Any,
+    chat_file: str,
+    question: str,
+    profile: Profile,
+    llm: LLMClient | None = None,
+    task: Task = "ask",
     on_step: Callable[[str, list[str]], None] | None = None,
 ) -> AgentAnswer | ArcAnswer:
     """Run the graph for one question; ``task="arc"`` answers with phases. ``on_step(node,
@@ -98,10 +109,13 @@ def run_agent(
     start = time.perf_counter()
     result = None
     # Each round is 5 graph steps; the rounds are bounded by the profile, not by LangGraph.
-    config = {"configurable": {"retriever": retriever, "profile": profile, "llm": llm},
-              "recursion_limit": 10 + 5 * profile.max_rounds}
-    for update in _GRAPH.stream({"chat_file": chat_file, "question": question, "task": task}, config,
-                                stream_mode="updates"):
+    config = {
+        "configurable": {"retriever": retriever, "profile": profile, "llm": llm},
+        "recursion_limit": 10 + 5 * profile.max_rounds,
+    }
+    for update in _GRAPH.stream(
+        {"chat_file": chat_file, "question": question, "task": task}, config, stream_mode="updates"
+    ):
         for node, changes in update.items():
             result = changes.get("result") or result
             if on_step:

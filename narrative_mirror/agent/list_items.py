@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 
 # Things a chat names by a title in quotes.
-TITLED = set("show shows tv series sitcom sitcoms episode episodes movie movies film films book books novel novels "
-             "song songs album albums podcast podcasts".split())
+TITLED = set(
+    "show shows tv series sitcom sitcoms episode episodes movie movies film films book books novel novels "
+    "song songs album albums podcast podcasts".split()
+)
 _ASKED = re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?P<words>(?:[a-z][\w-]*\s+){0,3})", re.I)
-_QUOTED = re.compile(r"[\"“](?P<title>[^\"“”\n]{2,60}?)[\"”](?:,?\s+by\s+(?P<author>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3}))?")
+_QUOTED = re.compile(
+    r"[\"“](?P<title>[^\"“”\n]{2,60}?)[\"”](?:,?\s+by\s+(?P<author>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3}))?"
+)
 _WORD = re.compile(r"[\w'’-]+")
 
 

@@ -46,22 +46,27 @@ class Ask:
 _NAME = r"(?P<who>[\w][\w .'’-]*?)"
 _WHEN, _WHO = r"^\W*when\s+", r"^\W*who\s+"
 _GROUP = r"(?:the|this)\s+(?:group|chat)"
-_QUESTIONS = [(re.compile(pattern, re.I), kind, wants) for pattern, kind, wants in (
-    (rf"{_WHEN}(?:did|has)\s+{_NAME}\s+(?:join|come\s+in(?:to)?|enter|get\s+added)\b", "join", "when"),
-    (rf"{_WHEN}was\s+{_NAME}\s+added\b", "join", "when"),
-    (rf"{_WHO}(?:added|invited|brought\s+in)\s+{_NAME}(?:\s+to\b.*)?\W*$", "join", "who"),
-    (rf"{_WHEN}(?:did|has)\s+{_NAME}\s+(?:leave|quit|exit)\b", "leave", "when"),
-    (rf"{_WHEN}was\s+{_NAME}\s+(?:removed|kicked\s+out)\b", "leave", "when"),
-    (rf"{_WHO}(?:removed|kicked\s+out)\s+{_NAME}(?:\s+from\b.*)?\W*$", "leave", "who"),
-    (rf"{_WHO}(?:created|made|started|set\s+up)\s+{_GROUP}\b", "create", "who"),
-    (rf"{_WHEN}was\s+{_GROUP}\s+(?:created|made|started|set\s+up)\b", "create", "when"),
-)]
+_QUESTIONS = [
+    (re.compile(pattern, re.I), kind, wants)
+    for pattern, kind, wants in (
+        (rf"{_WHEN}(?:did|has)\s+{_NAME}\s+(?:join|come\s+in(?:to)?|enter|get\s+added)\b", "join", "when"),
+        (rf"{_WHEN}was\s+{_NAME}\s+added\b", "join", "when"),
+        (rf"{_WHO}(?:added|invited|brought\s+in)\s+{_NAME}(?:\s+to\b.*)?\W*$", "join", "who"),
+        (rf"{_WHEN}(?:did|has)\s+{_NAME}\s+(?:leave|quit|exit)\b", "leave", "when"),
+        (rf"{_WHEN}was\s+{_NAME}\s+(?:removed|kicked\s+out)\b", "leave", "when"),
+        (rf"{_WHO}(?:removed|kicked\s+out)\s+{_NAME}(?:\s+from\b.*)?\W*$", "leave", "who"),
+        (rf"{_WHO}(?:created|made|started|set\s+up)\s+{_GROUP}\b", "create", "who"),
+        (rf"{_WHEN}was\s+{_GROUP}\s+(?:created|made|started|set\s+up)\b", "create", "when"),
+    )
+]
 
 _LINES = [
     (re.compile(r"^(?P<actor>.+?) added (?P<people>.+)$"), "join"),
     (re.compile(r"^(?P<actor>.+?) removed (?P<people>.+)$"), "leave"),
-    (re.compile(r"^(?P<people>.+?) joined(?: the group)?(?: using this group's invite link| via .+| \(.+\))?$"),
-     "join"),
+    (
+        re.compile(r"^(?P<people>.+?) joined(?: the group)?(?: using this group's invite link| via .+| \(.+\))?$"),
+        "join",
+    ),
     (re.compile(r"^(?P<people>.+?) left(?: the group)?$"), "leave"),
     (re.compile(r"^(?P<actor>.+?) created (?:the )?group\b.*$"), "create"),
 ]
@@ -112,8 +117,11 @@ def _same(name: str, person: str) -> bool:
 
 def _matching(ask: Ask, events: list[Event]) -> Event | None:
     """The line that answers: the first join or creation, the last leave (people come back)."""
-    wanted = [e for e in events
-              if e.kind == ask.kind and (ask.kind == "create" or any(_same(p, ask.person) for p in e.people))]
+    wanted = [
+        e
+        for e in events
+        if e.kind == ask.kind and (ask.kind == "create" or any(_same(p, ask.person) for p in e.people))
+    ]
     return (wanted[-1] if ask.kind == "leave" else wanted[0]) if wanted else None
 
 
@@ -137,13 +145,29 @@ def answer(chat_file: str, question: str, profile: str) -> AgentAnswer | None:
     else:
         text = f"{when:%-d %B %Y}" if when is not None else "the chat does not say when"
     # A system line is shown as the line itself: its author (a group title, an actor) is in its words.
-    item = EvidenceItem(id=row["local_id"], text=row["text"], point="system line",
-                        speaker=event.actor or None, timestamp=when)
+    item = EvidenceItem(
+        id=row["local_id"], text=row["text"], point="system line", speaker=event.actor or None, timestamp=when
+    )
     return AgentAnswer(
-        Answer=text, Evidence=[item], Unknowns=[], question=question, chat_file=chat_file, route="direct",
-        profile=profile, facets=facets_offline(question), rounds=0, calls=1, llm_calls=0, fetches=1,
-        stop_reason="coverage_met", verifier="membership: read from the chat's system lines",
-        trace=DebugTrace(final=[RankedId(id=row["local_id"], score=1.0)],
-                         steps=[f"membership: {ask.kind} ({ask.wants}) of {ask.person or 'the group'} "
-                                f"from system line {row['local_id']}"]),
+        Answer=text,
+        Evidence=[item],
+        Unknowns=[],
+        question=question,
+        chat_file=chat_file,
+        route="direct",
+        profile=profile,
+        facets=facets_offline(question),
+        rounds=0,
+        calls=1,
+        llm_calls=0,
+        fetches=1,
+        stop_reason="coverage_met",
+        verifier="membership: read from the chat's system lines",
+        trace=DebugTrace(
+            final=[RankedId(id=row["local_id"], score=1.0)],
+            steps=[
+                f"membership: {ask.kind} ({ask.wants}) of {ask.person or 'the group'} "
+                f"from system line {row['local_id']}"
+            ],
+        ),
     )

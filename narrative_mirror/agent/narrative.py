@@ -33,7 +33,6 @@ from narrative_mirror.retrieval.records import ChatMessage
 from narrative_mirror.settings import load_prompt
 
 
-
 # agent.toml's [narrative], read when used. story_ids: the best-scored messages a story keeps
 # (before each block's best is added): more ids raise recall, spread over more phases. preview:
 # messages per block shown to the LLM beside the full id list.
@@ -45,10 +44,18 @@ def _phase_gap() -> timedelta:
     return timedelta(hours=_narrative("phase_gap_hours"))
 
 
-__getattr__ = module_settings(__name__, {
-    "MIN_IDS": lambda: _narrative("min_ids"), "MAX_IDS": lambda: _narrative("max_ids"),
-    "SOFT_MAX_IDS": lambda: _narrative("soft_max_ids"), "MAX_PHASES": lambda: _narrative("max_phases"),
-    "PHASE_GAP": _phase_gap, "STORY_IDS": lambda: _narrative("story_ids"), "PREVIEW": lambda: _narrative("preview")})
+__getattr__ = module_settings(
+    __name__,
+    {
+        "MIN_IDS": lambda: _narrative("min_ids"),
+        "MAX_IDS": lambda: _narrative("max_ids"),
+        "SOFT_MAX_IDS": lambda: _narrative("soft_max_ids"),
+        "MAX_PHASES": lambda: _narrative("max_phases"),
+        "PHASE_GAP": _phase_gap,
+        "STORY_IDS": lambda: _narrative("story_ids"),
+        "PREVIEW": lambda: _narrative("preview"),
+    },
+)
 
 
 @dataclass
@@ -69,8 +76,9 @@ class Block:
         return self.members[-1].timestamp
 
 
-def group_blocks(blocks: Sequence[Block], gap: timedelta | None = None,
-                 max_phases: int | None = None) -> list[list[Block]]:
+def group_blocks(
+    blocks: Sequence[Block], gap: timedelta | None = None, max_phases: int | None = None
+) -> list[list[Block]]:
     """Time-ordered clusters of blocks (see module doc); every cluster holds >= MIN_IDS ids
     unless all blocks together hold fewer. ``gap`` and ``max_phases``: PHASE_GAP and MAX_PHASES
     when not given."""
@@ -86,7 +94,7 @@ def group_blocks(blocks: Sequence[Block], gap: timedelta | None = None,
             groups.append([block])
     while len(groups) > max_phases:
         i = min(range(len(groups) - 1), key=lambda j: _gap(groups[j][-1], groups[j + 1][0]))
-        groups[i:i + 2] = [groups[i] + groups[i + 1]]
+        groups[i : i + 2] = [groups[i] + groups[i + 1]]
     # A cluster too small for MIN_IDS joins the neighbour closest in time.
     while len(groups) > 1:
         small = [i for i, g in enumerate(groups) if sum(len(b.members) for b in g) < min_ids]
@@ -100,7 +108,7 @@ def group_blocks(blocks: Sequence[Block], gap: timedelta | None = None,
         else:
             j = i - 1 if _gap(groups[i - 1][-1], groups[i][0]) <= _gap(groups[i][-1], groups[i + 1][0]) else i + 1
         lo, hi = sorted((i, j))
-        groups[lo:hi + 1] = [groups[lo] + groups[hi]]
+        groups[lo : hi + 1] = [groups[lo] + groups[hi]]
     return groups
 
 
@@ -122,7 +130,10 @@ def story_ids(blocks: Sequence[Block], scores: Mapping[str, float], n: int | Non
 
 
 def select_phase_ids(
-    group: Sequence[Block], scores: Mapping[str, float], chosen: Sequence[str], exclude: set[str] | None = None,
+    group: Sequence[Block],
+    scores: Mapping[str, float],
+    chosen: Sequence[str],
+    exclude: set[str] | None = None,
     soft_max: int | None = None,
 ) -> list[str]:
     """Ids of one phase, file order: those of ``chosen`` (the story's best, or the LLM's picks)
@@ -151,7 +162,9 @@ def select_phase_ids(
             picked.append(best)
     picked = list(dict.fromkeys(picked))
     if len(picked) < min_ids:
-        rest = sorted((m.local_id for m in members if m.local_id not in picked), key=lambda lid: (-score(lid), position[lid]))
+        rest = sorted(
+            (m.local_id for m in members if m.local_id not in picked), key=lambda lid: (-score(lid), position[lid])
+        )
         picked += rest[: min_ids - len(picked)]
     cap = max(max_ids, min(soft_max, len((set(chosen) | set(per_block_best)) & set(picked))))
     if len(picked) > cap:
@@ -166,8 +179,10 @@ def over_cap_reason(ids: Sequence[str], blocks: int) -> str | None:
     max_ids = _narrative("max_ids")
     if len(ids) <= max_ids:
         return None
-    return (f"{len(ids)} ids, over the soft cap of {max_ids}: the segmenter tied them all to the {blocks} "
-            f"block(s) this phase covers (kept up to {_narrative('soft_max_ids')}, coverage first)")
+    return (
+        f"{len(ids)} ids, over the soft cap of {max_ids}: the segmenter tied them all to the {blocks} "
+        f"block(s) this phase covers (kept up to {_narrative('soft_max_ids')}, coverage first)"
+    )
 
 
 TITLE_CHARS = 72  # a phase title: one sentence, cut at a word
@@ -175,7 +190,9 @@ TITLE_CHARS = 72  # a phase title: one sentence, cut at a word
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!Dr\.)(?<!Mr\.)(?<!Ms\.)(?<!Mrs\.)(?<!St\.)\s+|\n+")
 
 
-def describe(members: Sequence[ChatMessage], scores: Mapping[str, float], exclude_words: Sequence[str]) -> tuple[str, str]:
+def describe(
+    members: Sequence[ChatMessage], scores: Mapping[str, float], exclude_words: Sequence[str]
+) -> tuple[str, str]:
     """Offline (name, summary): the phase's date and, in its own words, the sentence of its
     messages that holds most of its recurring new terms; its best message."""
     excluded = {stem(w.lower()) for w in exclude_words}
@@ -203,8 +220,9 @@ def _title_sentence(members: Sequence[ChatMessage], counts: Mapping[str, int], s
     return truncate(min(candidates)[-1], TITLE_CHARS) if candidates else ""
 
 
-def segment_offline(blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str],
-                    story_size: int | None = None) -> list[Phase]:
+def segment_offline(
+    blocks: Sequence[Block], scores: Mapping[str, float], question_words: Sequence[str], story_size: int | None = None
+) -> list[Phase]:
     phases = []
     best = story_ids(blocks, scores, story_size)
     for group in group_blocks(blocks):
@@ -225,9 +243,7 @@ class SegmentReply(BaseModel):
     phases: list[PhaseReply]
 
 
-def segment_llm(
-    llm: LLMClient, question: str, blocks: Sequence[Block], scores: Mapping[str, float]
-) -> list[Phase]:
+def segment_llm(llm: LLMClient, question: str, blocks: Sequence[Block], scores: Mapping[str, float]) -> list[Phase]:
     """Phases written by the LLM, held to the bounds: ids outside the blocks are dropped, an id
     keeps its first phase only, each phase is padded/cut with ``select_phase_ids`` over the
     blocks it touches, and phases are ordered by their first message."""
@@ -235,12 +251,19 @@ def segment_llm(
     outline, preview_rows = [], []
     for block in ordered:
         when = f"{block.start:%Y-%m-%d %H:%M}" if block.start else "?"
-        outline.append(f"- block {block.block_id} (starts {when}), all_message_ids: {[m.local_id for m in block.members]}")
-        best = sorted(block.members, key=lambda m: (-scores.get(m.local_id, 0.0), m.position))[:_narrative("preview")]
+        outline.append(
+            f"- block {block.block_id} (starts {when}), all_message_ids: {[m.local_id for m in block.members]}"
+        )
+        best = sorted(block.members, key=lambda m: (-scores.get(m.local_id, 0.0), m.position))[: _narrative("preview")]
         preview_rows += [(m.local_id, m.speaker, m.text) for m in sorted(best, key=lambda m: m.position)]
-    system = load_prompt("agent_segment").replace("{min_ids}", str(_narrative("min_ids"))).replace("{max_ids}", str(_narrative("max_ids")))
+    system = (
+        load_prompt("agent_segment")
+        .replace("{min_ids}", str(_narrative("min_ids")))
+        .replace("{max_ids}", str(_narrative("max_ids")))
+    )
     user = (
-        f"Question: {question}\n\nBlocks in time order:\n" + "\n".join(outline)
+        f"Question: {question}\n\nBlocks in time order:\n"
+        + "\n".join(outline)
         + f"\n\nPreview messages of the blocks:\n{format_messages_as_data(preview_rows)}"
     )
     reply = llm.complete_json(system + "\n" + DATA_BLOCK_NOTICE, user, SegmentReply)
@@ -257,8 +280,17 @@ def segment_llm(
         by_id = {m.local_id: m for b in touched for m in b.members}
         name = (item.name or "").strip() or describe([by_id[i] for i in ids], scores, [])[0]
         summary = (item.summary or "").strip() or describe([by_id[i] for i in ids], scores, [])[1]
-        phases.append((by_id[ids[0]].position, Phase(name=truncate(name, 80), summary=truncate(summary, 300), evidence=ids,
-                                                     over_cap_reason=over_cap_reason(ids, len(touched)))))
+        phases.append(
+            (
+                by_id[ids[0]].position,
+                Phase(
+                    name=truncate(name, 80),
+                    summary=truncate(summary, 300),
+                    evidence=ids,
+                    over_cap_reason=over_cap_reason(ids, len(touched)),
+                ),
+            )
+        )
     if not phases:
         raise LLMError("malformed", "segmenter returned no phase with known evidence ids")
     ordered_phases = [p for _, p in sorted(phases, key=lambda item: item[0])]
@@ -280,7 +312,9 @@ def merge_short(phases: list[Phase], position: Mapping[str, int], scores: Mappin
     return out
 
 
-def _joined(a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str, float], keep_second_name: bool = False) -> Phase:
+def _joined(
+    a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str, float], keep_second_name: bool = False
+) -> Phase:
     ids = a.evidence + b.evidence
     # A part already over the soft cap keeps the soft bound; otherwise the cap is MAX_IDS.
     cap = _narrative("soft_max_ids") if (a.over_cap_reason or b.over_cap_reason) else _narrative("max_ids")
@@ -290,5 +324,9 @@ def _joined(a: Phase, b: Phase, position: Mapping[str, int], scores: Mapping[str
     reason = over_cap_reason(ids, 0) and (a.over_cap_reason or b.over_cap_reason)
     if reason:
         reason = f"{len(ids)} ids after joining a short phase; " + reason.split(": ", 1)[1]
-    return Phase(name=named.name, summary=named.summary, evidence=sorted(ids, key=lambda lid: position[lid]),
-                 over_cap_reason=reason)
+    return Phase(
+        name=named.name,
+        summary=named.summary,
+        evidence=sorted(ids, key=lambda lid: position[lid]),
+        over_cap_reason=reason,
+    )

@@ -29,12 +29,14 @@ from narrative_mirror.retrieval.chat_index import ChatIndex
 GROUP_SIZE = 3  # speakers from which "who did X" asks for the person who wrote it
 _SAYING = re.compile(
     r"^(?:suggest|propos|sa(?:y|id)|mention|ask|offer|recommend|writ|wrote|post|shar|announc|volunteer|promis"
-    r"|agree|complain|invit|remind|warn|brought|bring|pitch|insist|claim|tell|told)", re.I)
+    r"|agree|complain|invit|remind|warn|brought|bring|pitch|insist|claim|tell|told)",
+    re.I,
+)
 _AUTHOR = re.compile(r"^\W*who\s+(?:(will|would|can|could|is|was|has|had)\s+)?([a-z]+)\b", re.I)
 
 
 def author_question(question: str) -> str | None:
-    """"saying" for "who suggested/asked/offered ...", "first_person" for "who will/is
+    """ "saying" for "who suggested/asked/offered ...", "first_person" for "who will/is
     (going to) VERB ...", else None (the question does not ask who wrote something)."""
     m = _AUTHOR.match(question)
     if not m or m.group(2).lower() in {"did", "does", "do", "of", "the", "a", "an"}:
@@ -58,16 +60,24 @@ def _topic_scores(run: Run, chat: ChatIndex, topic: str) -> np.ndarray:
 
 def exchange_evidence(run: Run, chat: ChatIndex, row: int, score: float) -> list[answer_mod.EvidenceMessage]:
     """The message at ``row`` first, then the message it answers, then the replies to it."""
+
     def item(r: int, reply_to: int) -> answer_mod.EvidenceMessage:
         hit = chat.hit(r, score, sources=["people"])
-        return answer_mod.EvidenceMessage(hit, grade=1.0, match=run.matcher.match(hit.speaker, hit.text),
-                                          reply_to=chat.local_ids[reply_to] if reply_to >= 0 else None)
+        return answer_mod.EvidenceMessage(
+            hit,
+            grade=1.0,
+            match=run.matcher.match(hit.speaker, hit.text),
+            reply_to=chat.local_ids[reply_to] if reply_to >= 0 else None,
+        )
 
     parent = int(chat.parent_row[row])
     if parent >= 0 and addresses_the_reader(chat.raw_texts[parent]):  # data, never evidence
         parent = -1
-    return [item(row, parent), *([item(parent, -1)] if parent >= 0 else []),
-            *(item(r, row) for r in chat.reply_rows.get(row, []) if not addresses_the_reader(chat.raw_texts[r]))]
+    return [
+        item(row, parent),
+        *([item(parent, -1)] if parent >= 0 else []),
+        *(item(r, row) for r in chat.reply_rows.get(row, []) if not addresses_the_reader(chat.raw_texts[r])),
+    ]
 
 
 def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[answer_mod.Claim], list[str]]] | None:
@@ -89,8 +99,11 @@ def answer(run: Run) -> tuple[list[answer_mod.EvidenceMessage], tuple[str, list[
         kind = "what_replied"
     elif len(chat.speaker_names) >= GROUP_SIZE and (how := author_question(run.question)):
         # A question suggests nothing ("Who is presenting?"), unless the question is who asked.
-        keep = (np.ones(chat.size, dtype=bool) if re.search(r"\bask", run.question, re.I)
-                else np.array([not t.rstrip().endswith("?") for t in chat.raw_texts]))
+        keep = (
+            np.ones(chat.size, dtype=bool)
+            if re.search(r"\bask", run.question, re.I)
+            else np.array([not t.rstrip().endswith("?") for t in chat.raw_texts])
+        )
         rows = np.flatnonzero(keep & (chat.first_person > 0) if how == "first_person" else keep)
         kind = "author"
     else:
@@ -124,7 +137,7 @@ def linked_context(run: Run) -> list[answer_mod.EvidenceMessage]:
     have = {e.message.local_id for e in run.evidence}
     added: list[answer_mod.EvidenceMessage] = []
     room = run.profile.max_evidence_fetches - len(run.evidence)
-    for e in run.evidence[:answer_mod.LOOK_AT]:
+    for e in run.evidence[: answer_mod.LOOK_AT]:
         row = chat.row_of.get(e.message.local_id)
         for r in chat.linked_rows(row) if row is not None else []:
             if chat.local_ids[r] in have or len(added) >= room:
@@ -132,6 +145,9 @@ def linked_context(run: Run) -> list[answer_mod.EvidenceMessage]:
             have.add(chat.local_ids[r])
             hit = chat.hit(r, 0.0, sources=["reply link"])
             answers = chat.local_ids[int(chat.parent_row[r])] if chat.parent_row[r] >= 0 else None
-            added.append(answer_mod.EvidenceMessage(hit, grade=e.grade, match=run.matcher.match(hit.speaker, hit.text),
-                                                    reply_to=answers))
+            added.append(
+                answer_mod.EvidenceMessage(
+                    hit, grade=e.grade, match=run.matcher.match(hit.speaker, hit.text), reply_to=answers
+                )
+            )
     return added

@@ -35,20 +35,46 @@ _MULTI = re.compile(
     r"|\bhow\s+(?:many|much|often)\b|\bwhy\b|\bbecause\b|\busually\b|\bever\b|\band\s+then\b",
     re.IGNORECASE,
 )
-_AUX = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "will", "would", "has", "have",
-        "had", "should", "shall", "may", "might", "must"}
+_AUX = {
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "will",
+    "would",
+    "has",
+    "have",
+    "had",
+    "should",
+    "shall",
+    "may",
+    "might",
+    "must",
+}
 _QUESTION_WORDS = {"what", "when", "where", "who", "whom", "whose", "why", "which", "how"}
 # Capitalized words that are not names of people or things.
-_NOT_NAMES = _QUESTION_WORDS | _AUX | {m.capitalize() for m in MONTHS} | {w.capitalize() for w in WEEKDAYS} | {
-    "i", "i'm", "i've", "the", "a", "an", "in", "on", "at", "and", "or", "new", "year", "christmas", "easter",
-}
+_NOT_NAMES = (
+    _QUESTION_WORDS
+    | _AUX
+    | {m.capitalize() for m in MONTHS}
+    | {w.capitalize() for w in WEEKDAYS}
+    | {"i", "i'm", "i've", "the", "a", "an", "in", "on", "at", "and", "or", "new", "year", "christmas", "easter"}
+)
 
 
 # "What did Bruno answer to Ana about the budget?", "Who replied to Dmitri about the bug?": who
 # answered whom (agent/people.py follows the reply links); the verb of replying is the
 # question's form, not what it is about.
-_REPLY_FORM = re.compile(r"^\W*(?:what\s+(?:did|was)\s+.+?\b(?:answer|reply|respond|say|write)\w*\s+to\b"
-                         r"|who\s+(?:answered|replied|responded)\b)", re.IGNORECASE)
+_REPLY_FORM = re.compile(
+    r"^\W*(?:what\s+(?:did|was)\s+.+?\b(?:answer|reply|respond|say|write)\w*\s+to\b"
+    r"|who\s+(?:answered|replied|responded)\b)",
+    re.IGNORECASE,
+)
 _REPLY_WORDS = {"answer", "answered", "reply", "replied", "respond", "responded", "say", "said", "write", "wrote"}
 
 
@@ -94,8 +120,11 @@ def question_targets(question: str) -> list[str]:
     current: list[str] = []
     for index, word in enumerate(words):
         bare = re.sub(r"['’]s$", "", word)
-        is_name = bare[:1].isupper() and bare.lower() not in _NOT_NAMES and bare not in _NOT_NAMES and not (
-            index == 0 and bare.lower() in _QUESTION_WORDS | _AUX
+        is_name = (
+            bare[:1].isupper()
+            and bare.lower() not in _NOT_NAMES
+            and bare not in _NOT_NAMES
+            and not (index == 0 and bare.lower() in _QUESTION_WORDS | _AUX)
         )
         if is_name:
             current.append(bare)
@@ -126,10 +155,7 @@ def facets_offline(question: str) -> Facets:
             artifact.append(term)
     phrases = time_phrases(question)
     return Facets(
-        intent=question_intent(question),
-        target=targets,
-        artifact=artifact,
-        time=" ".join(phrases) if phrases else None,
+        intent=question_intent(question), target=targets, artifact=artifact, time=" ".join(phrases) if phrases else None
     )
 
 

@@ -3,9 +3,9 @@ reason, degradation, flagged messages and the debug trace of its searches and se
 
 from __future__ import annotations
 
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.contract import DebugTrace, RankedId
 from narrative_mirror.agent.state import AgentState, Run
-from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.retrieval.fusion import rrf
 
 
@@ -34,7 +34,9 @@ def run_info(run: Run, state: AgentState) -> dict:
         "degraded_reason": "; ".join(run.degraded_reasons) or None,
         "flagged_ids": _flagged_ids(run),
         "trace": DebugTrace(
-            candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)] if run.candidate_lists else [],
+            candidates=[RankedId(id=str(i), score=s) for i, s in rrf(run.candidate_lists)]
+            if run.candidate_lists
+            else [],
             reranked=[RankedId(id=i, score=score) for i, score in ranking.items()],
             final=[
                 RankedId(id=i, score=round(run.selection_scores[i], 6))

@@ -66,17 +66,22 @@ def facet_variants(question: str, facets: Facets, limit: int) -> list[str]:
         f"{artifact} {time}" if time else "",
         # Halves of a long artifact: each side of a two-part question ("X and Y").
         *(
-            [" ".join(facets.target + facets.artifact[: len(facets.artifact) // 2]),
-             " ".join(facets.target + facets.artifact[len(facets.artifact) // 2 :])]
-            if len(facets.artifact) >= 4 else []
+            [
+                " ".join(facets.target + facets.artifact[: len(facets.artifact) // 2]),
+                " ".join(facets.target + facets.artifact[len(facets.artifact) // 2 :]),
+            ]
+            if len(facets.artifact) >= 4
+            else []
         ),
     ]
     return unique_queries(candidates, [question], limit)
 
 
 # Where a multi-part question splits: conjunctions, comparisons, list commas.
-_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|but|versus|vs\.?|than|compared\s+(?:to|with)|as\s+well\s+as)\s+",
-                    re.IGNORECASE)
+_SPLIT = re.compile(
+    r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|but|versus|vs\.?|than|compared\s+(?:to|with)|as\s+well\s+as)\s+",
+    re.IGNORECASE,
+)
 
 
 def sub_queries(question: str, facets: Facets, limit: int) -> list[str]:

@@ -36,11 +36,13 @@ def retriever(state: AgentState, run: Run) -> dict:
         # multi_hop searches its sub-questions (each person, each side); a question that does not
         # split, and every other route, its facet variants.
         subs = sub_queries(run.question, run.facets, limit) if run.route == "multi_hop" else []
-        variants = [(q, "sub_query") for q in subs] or [(q, "variant") for q in facet_variants(run.question, run.facets, limit)]
+        variants = [(q, "sub_query") for q in subs] or [
+            (q, "variant") for q in facet_variants(run.question, run.facets, limit)
+        ]
         # Offline the variants are known before the first search: encode them together with it.
         results = run.search_all([(run.question, "question")] + ([] if run.llm_active else variants))
         if results and run.llm_active:
-            leaf = [(h.local_id, h.speaker, h.text) for h in results[0].hits[:setting("selection", "leaf_context")]]
+            leaf = [(h.local_id, h.speaker, h.text) for h in results[0].hits[: setting("selection", "leaf_context")]]
             rewrites = None
             if leaf and not subs:  # sub-questions are searched as they are
                 rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
@@ -79,7 +81,9 @@ def grade_offline(run: Run) -> None:
 
 def grader(state: AgentState, run: Run) -> dict:
     grade_offline(run)
-    todo = [p for p in sorted(run.pool.values(), key=lambda p: -p.offline) if not p.llm_graded][: run.profile.first_search]
+    todo = [p for p in sorted(run.pool.values(), key=lambda p: -p.offline) if not p.llm_graded][
+        : run.profile.first_search
+    ]
     if todo:
         rows = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in todo]
         graded = run.ask_llm("grader", lambda: llm_grades(run.llm, run.question, rows))
@@ -101,7 +105,9 @@ def coverage(state: AgentState, run: Run) -> dict:
     # A message that talks to an AI never counts towards coverage: it must not end the search.
     grades = [p.grade for p in run.pool.values() if not p.flagged]
     chosen = run.select(profile.max_evidence_fetches)
-    must = sum(1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= setting("grading", "must_have_min_grade"))
+    must = sum(
+        1 for p in chosen if run.matcher.must_have(p.match) and p.grade >= setting("grading", "must_have_min_grade")
+    )
     top5 = top5_relevance(grades)
     run.coverage = {"top5_relevance": round(top5, 4), "must_have_hits": must}
     if run.story:
@@ -118,8 +124,10 @@ def coverage(state: AgentState, run: Run) -> dict:
         reason = "budget_calls"
     else:
         reason = None
-    run.step(f"coverage: top5={top5:.3f} (min {profile.min_top5_relevance}), must_have={must} "
-             f"(min {profile.min_must_have_hits}) -> {reason or 'corrective'}")
+    run.step(
+        f"coverage: top5={top5:.3f} (min {profile.min_top5_relevance}), must_have={must} "
+        f"(min {profile.min_must_have_hits}) -> {reason or 'corrective'}"
+    )
     return {"stop_reason": reason}
 
 
@@ -128,12 +136,16 @@ def corrective(state: AgentState, run: Run) -> dict:
     covered = set().union(*(p.match.artifact_terms for p in top)) if top else set()
     uncovered = [a for a in run.facets.artifact if stem(a) not in covered]
     limit = run.profile.rewrite_candidates
-    leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[:setting("selection", "leaf_context")]]
+    leaf = [(p.hit.local_id, p.hit.speaker, p.hit.text) for p in run.ranked()[: setting("selection", "leaf_context")]]
     rewrites = run.ask_llm("rewrite", lambda: llm_variants(run.llm, run.question, leaf, limit))
     if rewrites is not None:
         run.pending = [(q, "rewrite") for q in rewrites if q not in run.queries]
     else:
-        run.pending = [(q, "corrective") for q in corrective_variants(
-            run.question, run.facets, uncovered, [p.hit.text for p in top], run.queries, limit)]
+        run.pending = [
+            (q, "corrective")
+            for q in corrective_variants(
+                run.question, run.facets, uncovered, [p.hit.text for p in top], run.queries, limit
+            )
+        ]
     run.step(f"corrective: uncovered facets {uncovered}; re-search {[q for q, _ in run.pending]}")
     return {}

@@ -14,43 +14,92 @@ from collections.abc import Collection
 from narrative_mirror.agent.text import time_phrases
 from narrative_mirror.layers.text import STOPWORDS
 
-COLOURS = ("red|orange|yellow|green|blue|purple|violet|pink|brown|black|white|grey|gray|beige|teal|turquoise|navy|"
-           "maroon|gold|golden|silver|cream|ivory|lilac|lavender|magenta|crimson|scarlet|olive|mint|coral|"
-           "burgundy|indigo|khaki|tan|aqua|cyan")
-_COLOUR = re.compile(rf"\b(?:(?:dark|light|pale|bright|deep|navy|sea|sky|forest|off)[ -])?(?:{COLOURS})\b"
-                     rf"(?:[ -](?:{COLOURS})\b)?", re.I)
+COLOURS = (
+    "red|orange|yellow|green|blue|purple|violet|pink|brown|black|white|grey|gray|beige|teal|turquoise|navy|"
+    "maroon|gold|golden|silver|cream|ivory|lilac|lavender|magenta|crimson|scarlet|olive|mint|coral|"
+    "burgundy|indigo|khaki|tan|aqua|cyan"
+)
+_COLOUR = re.compile(
+    rf"\b(?:(?:dark|light|pale|bright|deep|navy|sea|sky|forest|off)[ -])?(?:{COLOURS})\b"
+    rf"(?:[ -](?:{COLOURS})\b)?",
+    re.I,
+)
 # Words after the last colour that still belong to it: "a white stripe", "blue paint"
 _COLOUR_NOUN = re.compile(r"\s+(?P<noun>[a-z][a-z-]*)\b")
 _NAMING = re.compile(r"\b(?:name[ds]?|call(?:ed|s)?)\b", re.I)
 # "named the parrots Quasar and Nimbus", "called him Pickle", "their names are Ada and Bo"
 _GIVEN_NAMES = re.compile(
     r"\b(?:named|called|names?\s+(?:is|are|was|were))\s+(?:(?:the|his|her|their|my|our|your|them|him|it|both|two|"
-    r"three|new|little)\s+)*(?:[a-z][\w-]*\s+)?(?P<names>[A-Z][\w'-]*(?:(?:,\s*|\s+and\s+|\s*&\s*)[A-Z][\w'-]*)*)")
-_ROLE_NOUNS = {"job", "jobs", "position", "positions", "role", "roles", "title", "career", "profession", "occupation",
-               "post"}
+    r"three|new|little)\s+)*(?:[a-z][\w-]*\s+)?(?P<names>[A-Z][\w'-]*(?:(?:,\s*|\s+and\s+|\s*&\s*)[A-Z][\w'-]*)*)"
+)
+_ROLE_NOUNS = {
+    "job",
+    "jobs",
+    "position",
+    "positions",
+    "role",
+    "roles",
+    "title",
+    "career",
+    "profession",
+    "occupation",
+    "post",
+}
 # "the branch coordinator job", "a new sales position"
-_ROLE_BEFORE = re.compile(r"\b(?:the|a|an|my|her|his|their|your|that|this)\s+(?P<role>(?:[a-z][\w-]*\s+){1,3})"
-                          r"(?:job|position|role|post)\b", re.I)
+_ROLE_BEFORE = re.compile(
+    r"\b(?:the|a|an|my|her|his|their|your|that|this)\s+(?P<role>(?:[a-z][\w-]*\s+){1,3})"
+    r"(?:job|position|role|post)\b",
+    re.I,
+)
 # "start as branch coordinator", "works as a nurse"
 _ROLE_AS = re.compile(r"\b(?:as|become|became|becoming)\s+(?:a|an|the)?\s*(?P<role>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2})")
-_NOT_ROLE = {"new", "dream", "old", "first", "next", "other", "big", "good", "great", "full", "part", "time",
-             "well", "soon", "much", "long", "far", "usual", "always", "ever", "if", "though", "part-time",
-             "full-time", "perfect", "amazing"}
+_NOT_ROLE = {
+    "new",
+    "dream",
+    "old",
+    "first",
+    "next",
+    "other",
+    "big",
+    "good",
+    "great",
+    "full",
+    "part",
+    "time",
+    "well",
+    "soon",
+    "much",
+    "long",
+    "far",
+    "usual",
+    "always",
+    "ever",
+    "if",
+    "though",
+    "part-time",
+    "full-time",
+    "perfect",
+    "amazing",
+}
 _TITLE = re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Dr|Prof|Aunt|Uncle|Grandma|Grandpa)\.?\s+[A-Z][\w'-]*")
 _CAPITALIZED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 # Capitalized but not people: days, months, greetings, exclamations.
-_NOT_PEOPLE = set("monday tuesday wednesday thursday friday saturday sunday january february march april may june "
-                  "july august september october november december ok okay lol omg haha yes no yay wow hey hi oh "
-                  "thanks".split())
+_NOT_PEOPLE = set(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june "
+    "july august september october november december ok okay lol omg haha yes no yay wow hey hi oh "
+    "thanks".split()
+)
 # Kinds of things a chat writes with capitals: "which cities", "what movies", "what TV shows".
-NAMED_KINDS = set("cities city countries country places place destinations destination states movies movie films film "
-                  "shows show tv series books book companies company brands brand teams team restaurants restaurant "
-                  "bands band songs song artists artist famous".split())
+NAMED_KINDS = set(
+    "cities city countries country places place destinations destination states movies movie films film "
+    "shows show tv series books book companies company brands brand teams team restaurants restaurant "
+    "bands band songs song artists artist famous".split()
+)
 _QUESTION_NOUN = re.compile(r"\b(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?(?P<noun>[a-z][\w-]*)", re.I)
 
 
 def asked_kind(question: str, intent: str) -> str | None:
-    """"names" (what something was named or called), "colour", "role", "people" (a "who"
+    """ "names" (what something was named or called), "colour", "role", "people" (a "who"
     question), or None."""
     if intent == "who":
         return "people"
@@ -70,7 +119,10 @@ def asked_kind(question: str, intent: str) -> str | None:
 
 
 # "what drinks", "which recipes", "what tv shows"; "what are her hobbies"
-_ASKED_WORDS = re.compile(r"\b(?:what|which)\s+(?:(?P<kind>kind|type|sort)(?P<kinds>s)?\s+of\s+)?(?P<first>[a-z][\w-]*)(?:\s+(?P<second>[a-z][\w-]*))?", re.I)
+_ASKED_WORDS = re.compile(
+    r"\b(?:what|which)\s+(?:(?P<kind>kind|type|sort)(?P<kinds>s)?\s+of\s+)?(?P<first>[a-z][\w-]*)(?:\s+(?P<second>[a-z][\w-]*))?",
+    re.I,
+)
 _LIST_OPENING = re.compile(r"\b(?:what|which)\s+(?:are|were)\b", re.I)
 
 
@@ -136,7 +188,7 @@ def _colours(sentence: str) -> str | None:
     noun = _COLOUR_NOUN.match(sentence, end)
     if noun and noun.group("noun").lower() not in STOPWORDS:
         end = noun.end()
-    return sentence[found[0].start():end]
+    return sentence[found[0].start() : end]
 
 
 def _role(sentence: str, known: Collection[str]) -> str | None:
@@ -167,8 +219,13 @@ def _capitalized(sentence: str, known: Collection[str], names: Collection[str]) 
         words = match.group().strip(" .").split()
         if match.start() == 0 and words[0].lower() not in lowered_names:
             words = words[1:]
-        words = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in _NOT_PEOPLE
-                 and w.lower() not in ("i", "i'm", "i've", "i'll")]
+        words = [
+            w
+            for w in words
+            if w.lower() not in STOPWORDS
+            and w.lower() not in _NOT_PEOPLE
+            and w.lower() not in ("i", "i'm", "i've", "i'll")
+        ]
         if words and not all(w.lower().rstrip("'s") in known for w in words):
             found.append(" ".join(words))
     return list(dict.fromkeys(f for f in found if f.lower() not in known))

@@ -16,33 +16,102 @@ from narrative_mirror.layers.text import STOPWORDS
 
 _AUX = r"(?:did|does|do|is|was|are|were|will|would|has|have|had|can|could|should|might)"
 # "What TV show was Kate watching", "Which class did Emi attend", "What did Elise buy"
-_ASKED = re.compile(rf"^\W*(?:\w+\s+){{0,3}}?(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?"
-                    rf"(?P<noun>(?:[\w'-]+\s+){{0,2}}?)(?P<aux>{_AUX})\s+(?P<rest>.*)", re.I)
+_ASKED = re.compile(
+    rf"^\W*(?:\w+\s+){{0,3}}?(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?"
+    rf"(?P<noun>(?:[\w'-]+\s+){{0,2}}?)(?P<aux>{_AUX})\s+(?P<rest>.*)",
+    re.I,
+)
 # The question's subject before its verb: names, "her mom's", "both", "and".
 _SUBJECT_WORD = re.compile(r"^(?:[A-Z][\w'’-]*|both|and|his|her|their|the|a|an|[\w-]+['’]s?)$")
 # Verbs that carry no object of their own ("What is Paola planning to do?").
-_LIGHT_VERBS = {"do", "does", "did", "doing", "be", "been", "being", "get", "got", "plan", "planning", "planned",
-                "going", "want", "wants", "wanted", "try", "tried", "trying", "start", "started", "happen",
-                "happened", "think", "thinks", "say", "said", "have", "has", "had", "having"}
+_LIGHT_VERBS = {
+    "do",
+    "does",
+    "did",
+    "doing",
+    "be",
+    "been",
+    "being",
+    "get",
+    "got",
+    "plan",
+    "planning",
+    "planned",
+    "going",
+    "want",
+    "wants",
+    "wanted",
+    "try",
+    "tried",
+    "trying",
+    "start",
+    "started",
+    "happen",
+    "happened",
+    "think",
+    "thinks",
+    "say",
+    "said",
+    "have",
+    "has",
+    "had",
+    "having",
+}
 # Verbs the stopword list holds that still take an object ("What did Paola make?").
 _COMMON_VERBS = {"make", "made", "take", "took", "like", "look", "feel", "felt", "went", "come", "came", "need", "know"}
-_IRREGULAR = {"buy": "bought", "make": "made", "eat": "ate", "go": "went", "see": "saw", "take": "took",
-              "give": "gave", "find": "found", "write": "wrote", "bring": "brought", "drink": "drank",
-              "teach": "taught", "win": "won", "lose": "lost", "meet": "met", "leave": "left", "feel": "felt",
-              "tell": "told", "choose": "chose", "wear": "wore", "sell": "sold", "spend": "spent", "send": "sent",
-              "build": "built", "catch": "caught", "grow": "grew", "draw": "drew", "sing": "sang", "run": "ran",
-              "read": "read", "learn": "learnt", "watch": "watched", "cook": "cooked", "get": "got", "fly": "flew"}
+_IRREGULAR = {
+    "buy": "bought",
+    "make": "made",
+    "eat": "ate",
+    "go": "went",
+    "see": "saw",
+    "take": "took",
+    "give": "gave",
+    "find": "found",
+    "write": "wrote",
+    "bring": "brought",
+    "drink": "drank",
+    "teach": "taught",
+    "win": "won",
+    "lose": "lost",
+    "meet": "met",
+    "leave": "left",
+    "feel": "felt",
+    "tell": "told",
+    "choose": "chose",
+    "wear": "wore",
+    "sell": "sold",
+    "spend": "spent",
+    "send": "sent",
+    "build": "built",
+    "catch": "caught",
+    "grow": "grew",
+    "draw": "drew",
+    "sing": "sang",
+    "run": "ran",
+    "read": "read",
+    "learn": "learnt",
+    "watch": "watched",
+    "cook": "cooked",
+    "get": "got",
+    "fly": "flew",
+}
 # Words that end an object ("playing some volleyball with my friends"): a preposition, a
 # conjunction, a time word.
-_BOUNDARY = set("with in at on for to from because when while but so which that who since after before as "
-                "today yesterday tonight tomorrow this last next even though if until during than then "
-                "or also too together".split())
-_LEADING = set("a an the some my our your his her their this that these those up out any more many much lots lot and or "
-               "of".split())
+_BOUNDARY = set(
+    "with in at on for to from because when while but so which that who since after before as "
+    "today yesterday tonight tomorrow this last next even though if until during than then "
+    "or also too together".split()
+)
+_LEADING = set(
+    "a an the some my our your his her their this that these those up out any more many much lots lot and or of".split()
+)
 # Words that make nothing specific: "my first Pilates class" -> "Pilates class".
-_GENERIC = set("new first last next favorite favourite fun great good nice interesting very really solid big "
-               "little small whole same other another few several many usual amazing lovely quick long short "
-               "old own real special".split())
+_GENERIC = set(
+    "new first last next favorite favourite fun great good nice interesting very really solid big "
+    "little small whole same other another few several many usual amazing lovely quick long short "
+    "old own real special".split()
+)
 _OBJECT_WORDS = 6
 _AFTER_NOUN = re.compile(r"\s+(?:of|for|called|named|titled)\s+(?P<rest>.*)", re.I)
 _TITLE = re.compile(r"^\s*[\"“'‘](?P<title>[^\"”'’]{2,60})[\"”'’]")
@@ -60,7 +129,9 @@ def asked(question: str) -> tuple[list[str], str | None]:
     while index < len(words) - 1 and _SUBJECT_WORD.match(words[index]):
         index += 1
     verb = words[index].lower() if index < len(words) and index > 0 else None
-    return noun, verb if verb and verb not in _LIGHT_VERBS and (verb not in STOPWORDS or verb in _COMMON_VERBS) else None
+    return noun, verb if verb and verb not in _LIGHT_VERBS and (
+        verb not in STOPWORDS or verb in _COMMON_VERBS
+    ) else None
 
 
 def _verb_forms(verb: str) -> set[str]:
@@ -78,8 +149,8 @@ def _object(words: list[str], start: int, known: Collection[str]) -> str | None:
     while start < len(words) and words[start].lower() in _LEADING:
         start += 1
     taken: list[str] = []
-    for word in words[start:start + _OBJECT_WORDS]:
-        bare = word.strip(".,!?;:\"“”()")
+    for word in words[start : start + _OBJECT_WORDS]:
+        bare = word.strip('.,!?;:"“”()')
         if not bare or bare.lower() in _BOUNDARY:
             break
         taken.append(bare)
@@ -104,7 +175,7 @@ def read(sentence: str, question: str, known: Collection[str]) -> str | None:
     stems = [stem(w.strip(".,!?;:\"“”()'’").lower()) for w in words]
     if noun and stem(noun[-1]) in stems:
         at = stems.index(stem(noun[-1]))
-        after = " ".join(words[at + 1:])
+        after = " ".join(words[at + 1 :])
         if title := _TITLE.match(after):  # sitcoms "Friends"
             return title.group("title").strip()
         if more := _AFTER_NOUN.match(" " + after):  # a recipe for homemade pizza
@@ -112,14 +183,20 @@ def read(sentence: str, question: str, known: Collection[str]) -> str | None:
                 return found
         before: list[str] = []
         asked_verb = _verb_forms(verb) if verb else set()
-        for word in reversed(words[max(0, at - 3):at]):
+        for word in reversed(words[max(0, at - 3) : at]):
             bare = word.strip("\"“”()'’").lower()
-            if (not bare.isalpha() or bare in STOPWORDS or bare in _GENERIC or re.search(r"[.,!?;:]$", word)
-                    or stem(re.sub(r"ing$", "", bare)) in asked_verb or stem(bare) in asked_verb):  # "making pasta"
+            if (
+                not bare.isalpha()
+                or bare in STOPWORDS
+                or bare in _GENERIC
+                or re.search(r"[.,!?;:]$", word)
+                or stem(re.sub(r"ing$", "", bare)) in asked_verb
+                or stem(bare) in asked_verb
+            ):  # "making pasta"
                 break
-            before.insert(0, word.strip("\"“”()"))
+            before.insert(0, word.strip('"“”()'))
         if before and not all(w.lower() in known for w in before):
-            return " ".join([*before, words[at].strip(".,!?;:\"“”()")])
+            return " ".join([*before, words[at].strip('.,!?;:"“”()')])
     if verb:
         forms = _verb_forms(verb)
         for at, word_stem in enumerate(stems):

@@ -24,44 +24,109 @@ from narrative_mirror.retrieval.records import ChatMessage
 
 # [answer] span_words: an open answer ("what", "why") keeps at most this many words. asking_penalty:
 # a sentence that is itself a question rarely answers one, this many shared words less.
-__getattr__ = module_settings(__name__, {"SPAN_WORDS": lambda: setting("answer", "span_words"),
-                                         "ASKING_PENALTY": lambda: setting("answer", "asking_penalty")})
+__getattr__ = module_settings(
+    __name__,
+    {
+        "SPAN_WORDS": lambda: setting("answer", "span_words"),
+        "ASKING_PENALTY": lambda: setting("answer", "asking_penalty"),
+    },
+)
 
-_PLACE_CUE = re.compile(r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
-                        r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)")
+_PLACE_CUE = re.compile(
+    r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
+    r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)"
+)
 # A place written in lower case ("along the river path near the old mill"): the fallback of a
 # "where" question when no message names a place.
-_LOCATIVE = re.compile(r"\b(?:at|in|into|to|near|along|by|on|from|around|inside|outside|behind|across)\s+"
-                       r"(?:the|a|an|my|our|his|her|their|your)\s+(?P<noun>[a-z][\w'’-]*)(?:\s+[a-z][\w'’-]*){0,5}", re.I)
+_LOCATIVE = re.compile(
+    r"\b(?:at|in|into|to|near|along|by|on|from|around|inside|outside|behind|across)\s+"
+    r"(?:the|a|an|my|our|his|her|their|your)\s+(?P<noun>[a-z][\w'’-]*)(?:\s+[a-z][\w'’-]*){0,5}",
+    re.I,
+)
 # "in a year", "by a mile", "on the way": a time, a measure or a manner, not a place
-_NOT_PLACE_NOUNS = {"year", "years", "week", "weeks", "day", "days", "month", "months", "while", "moment", "minute",
-                    "minutes", "hour", "hours", "second", "seconds", "time", "row", "mile", "miles", "bit", "lot",
-                    "way", "end", "start", "beginning", "middle", "meantime", "mood", "hurry", "rush", "couple",
-                    "few", "morning", "afternoon", "evening", "night", "weekend", "side", "top", "phone"}
-_LOCATIVE_END = re.compile(r"\s+(?:with|and|but|because|when|so|for|after|before|since|while|if|yesterday|today|"
-                           r"tomorrow|tonight|this|last|next|every|then|until)\b.*", re.I)
+_NOT_PLACE_NOUNS = {
+    "year",
+    "years",
+    "week",
+    "weeks",
+    "day",
+    "days",
+    "month",
+    "months",
+    "while",
+    "moment",
+    "minute",
+    "minutes",
+    "hour",
+    "hours",
+    "second",
+    "seconds",
+    "time",
+    "row",
+    "mile",
+    "miles",
+    "bit",
+    "lot",
+    "way",
+    "end",
+    "start",
+    "beginning",
+    "middle",
+    "meantime",
+    "mood",
+    "hurry",
+    "rush",
+    "couple",
+    "few",
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "weekend",
+    "side",
+    "top",
+    "phone",
+}
+_LOCATIVE_END = re.compile(
+    r"\s+(?:with|and|but|because|when|so|for|after|before|since|while|if|yesterday|today|"
+    r"tomorrow|tonight|this|last|next|every|then|until)\b.*",
+    re.I,
+)
 _CAPITALIZED_RUN = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of\s+|de\s+)?[A-Z][\w'’.&-]*)*")
-_COUNT_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-                r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
-                r"thousand")
-_QUANTITY = re.compile(rf"\b(?P<count>\d+(?:[.,]\d+)?|{_COUNT_WORDS}|a couple of|a couple|a few|several|a dozen)\s+"
-                       r"(?P<unit>[a-z][a-z-]*)", re.I)
-_A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen|many|since|every)\b",
-                      re.I)
+_COUNT_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+    r"thousand"
+)
+_QUANTITY = re.compile(
+    rf"\b(?P<count>\d+(?:[.,]\d+)?|{_COUNT_WORDS}|a couple of|a couple|a few|several|a dozen)\s+"
+    r"(?P<unit>[a-z][a-z-]*)",
+    re.I,
+)
+_A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen|many|since|every)\b", re.I)
 _UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|summers?|winters?)"
-_DURATION = re.compile(rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
-                       rf"\d+|{_COUNT_WORDS}|a|an)\s+)*{_UNITS}\b", re.I)
+_DURATION = re.compile(
+    rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
+    rf"\d+|{_COUNT_WORDS}|a|an)\s+)*{_UNITS}\b",
+    re.I,
+)
 # "since he left" gives no time: "since" as "because" or before a clause is no answer
-_SINCE = re.compile(r"\bsince\s+(?:(?:the|my|her|his|our|last|early|late)\s+)?(?!(?:he|she|it|they|i|we|you|then|that|this)\b)"
-                    r"[\w'-]+(?:\s+(?:school|\d{4}))?", re.I)
+_SINCE = re.compile(
+    r"\bsince\s+(?:(?:the|my|her|his|our|last|early|late)\s+)?(?!(?:he|she|it|they|i|we|you|then|that|this)\b)"
+    r"[\w'-]+(?:\s+(?:school|\d{4}))?",
+    re.I,
+)
 _EVERY = re.compile(rf"\bevery\s+(?:(?:other|single|\d+|{_COUNT_WORDS})\s+)?[a-z]+", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
 _PAST_QUESTION = re.compile(r"\b(?:did|was|were|had)\b", re.I)
 _NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
 # A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
-_NOT_PLACES = {m.lower() for m in MONTH_NAMES} | set(WEEKDAY_NUMBERS) | {"i", "i'm", "i've", "i'll", "ok", "okay",
-                                                                          "lol", "omg", "haha", "yes", "no"}
+_NOT_PLACES = (
+    {m.lower() for m in MONTH_NAMES}
+    | set(WEEKDAY_NUMBERS)
+    | {"i", "i'm", "i've", "i'll", "ok", "okay", "lol", "omg", "haha", "yes", "no"}
+)
 _CLAIM_KINDS = {"people": "name", "named": "names"}  # how a typed slot's claim is checked (answer._in_evidence)
 OPEN_INTENTS = ("what",)  # answered by a phrase of the best sentence
 
@@ -78,7 +143,6 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()] or [text.strip()]
 
 
-
 def _question_stems(question: str) -> set[str]:
     return {stem(t) for t in tokens(question)}
 
@@ -86,9 +150,11 @@ def _question_stems(question: str) -> set[str]:
 def _shared_words(question: str, sentence: str) -> int:
     """How many content words (stopwords aside) the sentence shares with the question, by stem
     ("planning" is "plan": a doubled last consonant counts once)."""
+
     def content(text: str) -> set[str]:
         found = {stem(t) for t in tokens(text) if t not in STOPWORDS}
         return {w[:-1] if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls" else w for w in found}
+
     return len(content(question) & content(sentence))
 
 
@@ -97,15 +163,16 @@ def phrase_span(sentence: str, question: str) -> str | None:
     cut to the densest ``SPAN_WORDS`` words; None when every word is already in the question."""
     known = _question_stems(question)
     words = list(re.finditer(r"[\w'’-]+", sentence))
-    new = [i for i, w in enumerate(words)
-           if w.group().lower() not in STOPWORDS and stem(w.group().lower()) not in known]
+    new = [
+        i for i, w in enumerate(words) if w.group().lower() not in STOPWORDS and stem(w.group().lower()) not in known
+    ]
     if not new:
         return None
     span_words = setting("answer", "span_words")
     best = max(range(len(new)), key=lambda a: sum(1 for b in new[a:] if b - new[a] < span_words))
     start = new[best]
     end = max(i for i in new if i - start < span_words)
-    return sentence[words[start].start():words[end].end()]
+    return sentence[words[start].start() : words[end].end()]
 
 
 def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
@@ -124,7 +191,7 @@ def _entity_place(sentence: str, question: str, entities: set[str], speakers: se
     for entity in sorted(entities, key=len, reverse=True):
         if entity not in known and entity not in _NOT_PLACES and re.search(rf"\b{re.escape(entity)}\b", lowered):
             start = lowered.index(entity)
-            found = sentence[start:start + len(entity)]
+            found = sentence[start : start + len(entity)]
             return found if found[:1].isupper() else found.title()  # a chat may write "miami"
     return None
 
@@ -148,8 +215,11 @@ def _quantity(sentence: str, question: str) -> str | None:
         return span.group().strip()
     if "often" in asked and (span := _EVERY.search(sentence)):
         return span.group().strip()
-    found = [(m.group("count"), m.group("unit")) for m in _QUANTITY.finditer(sentence)
-             if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)]
+    found = [
+        (m.group("count"), m.group("unit"))
+        for m in _QUANTITY.finditer(sentence)
+        if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)
+    ]
     once = _ONCE.search(sentence)
     if once and ("times" in asked or "often" in asked):
         return once.group()
@@ -161,8 +231,14 @@ def _quantity(sentence: str, question: str) -> str | None:
     return f"{found[0][0]} {found[0][1]}" if found else None
 
 
-def answer_slot(question: str, intent: str, evidence: Sequence[ChatMessage], entities: Iterable[str] = (),
-                speakers: Iterable[str] = (), look_at: int = 3) -> SlotAnswer | None:
+def answer_slot(
+    question: str,
+    intent: str,
+    evidence: Sequence[ChatMessage],
+    entities: Iterable[str] = (),
+    speakers: Iterable[str] = (),
+    look_at: int = 3,
+) -> SlotAnswer | None:
     """The answer span for a question of type ``intent`` (planner.question_intent) from the
     ``look_at`` best evidence messages (best first); None when none of them fills the slot."""
     entities, speakers = set(entities), set(speakers)
@@ -215,8 +291,11 @@ def _alternative(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     offered = _offered(question)
     for message in messages:
         for sentence in sentences(message.text):
-            named = [m for w in offered.group("first", "second")
-                     if (m := re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", sentence, re.I))]
+            named = [
+                m
+                for w in offered.group("first", "second")
+                if (m := re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", sentence, re.I))
+            ]
             if len(named) == 1:
                 return SlotAnswer(named[0].group(), message.local_id, sentence, "phrase")
     return None
@@ -231,8 +310,11 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     for index, message in enumerate(messages):
         for order, sentence in enumerate(sentences(message.text)):
             if span := slot_phrases.read(sentence, question, known) or phrase_span(sentence, question):
-                score = (len(asked & _question_stems(sentence)) - 0.5 * index
-                         - asking_penalty * sentence.rstrip().endswith("?"))
+                score = (
+                    len(asked & _question_stems(sentence))
+                    - 0.5 * index
+                    - asking_penalty * sentence.rstrip().endswith("?")
+                )
                 scored.append((score, -index, -order, span, message, sentence))
     if not scored:
         return None
@@ -240,8 +322,9 @@ def _best_phrase(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer |
     return SlotAnswer(span, message.local_id, sentence, "phrase")
 
 
-def _fill(question: str, intent: str, sentence: str, message: ChatMessage, entities: set[str],
-          speakers: set[str]) -> tuple[str, str] | None:
+def _fill(
+    question: str, intent: str, sentence: str, message: ChatMessage, entities: set[str], speakers: set[str]
+) -> tuple[str, str] | None:
     if intent == "when":
         date = resolve_date(sentence, message.timestamp, habits=not _PAST_QUESTION.search(question))
         return (date, "date") if date else None
@@ -269,8 +352,10 @@ def required_slot_filled(intent: str, answer: str) -> bool:
     if intent == "when":  # a date, or a clock time ("What time is check-in?")
         return resolve_date(answer, datetime(2000, 1, 1)) is not None or bool(_CLOCK.search(answer))
     if intent == "where":
-        return bool(re.search(r"\b[A-Z]", answer)
-                    or ((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS))
+        return bool(
+            re.search(r"\b[A-Z]", answer)
+            or ((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS)
+        )
     if intent == "who":
         return bool(re.search(r"\b[A-Z]", answer))
     if intent == "how_many":

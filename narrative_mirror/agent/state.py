@@ -20,11 +20,11 @@ from typing import Annotated, Any, Literal, TypedDict, TypeVar
 from langchain_core.runnables import RunnableConfig
 
 from narrative_mirror.agent import answer as answer_mod
+from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.contract import AgentAnswer, ArcAnswer, Facets, Route, SearchKind, SearchTrace
 from narrative_mirror.agent.grading import FacetMatch, FacetMatcher
 from narrative_mirror.agent.profiles import Profile
-from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.llm import LLMClient, LLMError
 from narrative_mirror.retrieval.records import BlockHit, Hit, SearchResult
 
@@ -39,12 +39,16 @@ T = TypeVar("T")
 # excepted). SPAN_BLOCK_RELATIVE: on the global route (ask), a block found by the block search
 # joins the answer's span when its RRF score is at least this share of the best block's.
 # All from agent.toml's [selection], read when used.
-__getattr__ = module_settings(__name__, {
-    "SELECT_RELATIVE_SCORE": lambda: setting("selection", "relative_score"),
-    "SELECT_MIN_GRADE": lambda: setting("selection", "min_grade"),
-    "COVER_MIN_GRADE": lambda: setting("selection", "cover_min_grade"),
-    "VARIANT_WEIGHT": lambda: setting("selection", "variant_weight"),
-    "SPAN_BLOCK_RELATIVE": lambda: setting("selection", "span_block_relative")})
+__getattr__ = module_settings(
+    __name__,
+    {
+        "SELECT_RELATIVE_SCORE": lambda: setting("selection", "relative_score"),
+        "SELECT_MIN_GRADE": lambda: setting("selection", "min_grade"),
+        "COVER_MIN_GRADE": lambda: setting("selection", "cover_min_grade"),
+        "VARIANT_WEIGHT": lambda: setting("selection", "variant_weight"),
+        "SPAN_BLOCK_RELATIVE": lambda: setting("selection", "span_block_relative"),
+    },
+)
 
 
 @dataclass
@@ -62,9 +66,28 @@ class PoolItem:
 # or replaced. The resources (retriever, profile, llm) come with the run's config.
 APPENDED = ("steps", "searches", "candidate_lists", "degraded_reasons")
 COUNTED = ("calls", "llm_calls", "fetches")
-REPLACED = ("chat_file", "question", "task", "route", "facets", "pool", "pending", "seen_evidence", "top_score",
-            "persons", "span", "story", "coverage", "budget_hit", "result", "selection", "selection_scores", "member_texts",
-            "evidence", "draft")
+REPLACED = (
+    "chat_file",
+    "question",
+    "task",
+    "route",
+    "facets",
+    "pool",
+    "pending",
+    "seen_evidence",
+    "top_score",
+    "persons",
+    "span",
+    "story",
+    "coverage",
+    "budget_hit",
+    "result",
+    "selection",
+    "selection_scores",
+    "member_texts",
+    "evidence",
+    "draft",
+)
 
 
 @dataclass
@@ -91,7 +114,9 @@ class Run:
     seen_evidence: set[str] = field(default_factory=set)
     top_score: float | None = None
     persons: list[str] = field(default_factory=list)
-    span: list[str] = field(default_factory=list)  # global route: the best message of each block found, best block first
+    span: list[str] = field(
+        default_factory=list
+    )  # global route: the best message of each block found, best block first
     story: list[BlockHit] = field(default_factory=list)  # arc mode: the blocks found, each whole, best first
     steps: list[str] = field(default_factory=list)
     degraded_reasons: list[str] = field(default_factory=list)
@@ -114,21 +139,26 @@ class Run:
         values = {name: state[name] for name in (*APPENDED, *COUNTED, *REPLACED, "timings_ms") if name in state}
         # A node changes lists, sets and pool items in place: it gets its own copies, so the state
         # (and a checkpoint of it) stays as it was until the node's update is merged.
-        values = {name: copy.copy(value) if isinstance(value, (list, dict, set)) else value
-                  for name, value in values.items()}
+        values = {
+            name: copy.copy(value) if isinstance(value, (list, dict, set)) else value for name, value in values.items()
+        }
         values["pool"] = {lid: dataclasses.replace(item) for lid, item in values.get("pool", {}).items()}
         run = cls(retriever=resources["retriever"], profile=resources["profile"], llm=resources["llm"], **values)
         if run.facets is not None:
             run.matcher = FacetMatcher(run.facets, run.persons)
-        run._start = {name: len(getattr(run, name)) for name in APPENDED} | {name: getattr(run, name) for name in COUNTED}
+        run._start = {name: len(getattr(run, name)) for name in APPENDED} | {
+            name: getattr(run, name) for name in COUNTED
+        }
         return run
 
     def update(self) -> dict[str, Any]:
         """What the node changed, as a state update: new items of APPENDED lists, increments of
         COUNTED numbers, the REPLACED values."""
-        return ({name: getattr(self, name)[self._start.get(name, 0):] for name in APPENDED}
-                | {name: getattr(self, name) - self._start.get(name, 0) for name in COUNTED}
-                | {name: getattr(self, name) for name in REPLACED})
+        return (
+            {name: getattr(self, name)[self._start.get(name, 0) :] for name in APPENDED}
+            | {name: getattr(self, name) - self._start.get(name, 0) for name in COUNTED}
+            | {name: getattr(self, name) for name in REPLACED}
+        )
 
     @property
     def queries(self) -> list[str]:
@@ -160,13 +190,14 @@ class Run:
     def search_all(self, queries: list[tuple[str, SearchKind]]) -> list[SearchResult]:
         """Search the (query, kind) pairs the budget allows, their vectors encoded in one batch."""
         affordable = queries[: max(0, self.profile.max_calls - self.calls - self.reserve)]
-        for query, _ in queries[len(affordable):]:
+        for query, _ in queries[len(affordable) :]:
             self.budget_hit = True
             self.step(f"retriever: budget: skipped search {query!r}")
         self.calls += len(affordable)
         variant = self.retriever.story_variant if self.task == "arc" else None
-        results = self.retriever.search_many(self.chat_file, [q for q, _ in affordable], k=self.profile.first_search,
-                                             variant=variant)
+        results = self.retriever.search_many(
+            self.chat_file, [q for q, _ in affordable], k=self.profile.first_search, variant=variant
+        )
         for (query, kind), result in zip(affordable, results):
             self.searches.append(SearchTrace(query=query, kind=kind, found=[h.local_id for h in result.hits]))
         return results
@@ -204,16 +235,23 @@ class Run:
         # variant stresses one reading of the question, its best hit is less sure. A story
         # wants the breadth the variants bring, so arc mode weighs them fully.
         weight = 1.0 if len(self.candidate_lists) == 1 or self.task == "arc" else setting("selection", "variant_weight")
-        return self._merge([(hit, weight * (hit.score / self.top_score if self.top_score and self.top_score > 0
-                                            else 1.0 / rank)) for rank, hit in enumerate(result.hits, start=1)])
+        return self._merge(
+            [
+                (hit, weight * (hit.score / self.top_score if self.top_score and self.top_score > 0 else 1.0 / rank))
+                for rank, hit in enumerate(result.hits, start=1)
+            ]
+        )
 
     def add_span(self, blocks: list[BlockHit]) -> int:
         """Global route: merge the best message of each block of a block search that scores at
         least SPAN_BLOCK_RELATIVE of the best block (scored as a variant's hits, on the block
         search's own relative scale); returns how many ids are new."""
         top = max((block.score for block in blocks), default=0.0)
-        best = [max(block.members, key=lambda h: h.score) for block in blocks
-                if block.members and block.score >= setting("selection", "span_block_relative") * top]
+        best = [
+            max(block.members, key=lambda h: h.score)
+            for block in blocks
+            if block.members and block.score >= setting("selection", "span_block_relative") * top
+        ]
         self.candidate_lists.append([h.local_id for h in best])
         self.span = [h.local_id for h in best]
         weight = setting("selection", "variant_weight")
@@ -227,7 +265,11 @@ class Run:
             if item is None:
                 match = self.matcher.match(hit.speaker, hit.text)
                 self.pool[hit.local_id] = PoolItem(
-                    hit=hit, relative=relative, match=match, offline=0.0, grade=0.0,
+                    hit=hit,
+                    relative=relative,
+                    match=match,
+                    offline=0.0,
+                    grade=0.0,
                     flagged=addresses_the_reader(hit.text),
                 )
                 new += 1
@@ -265,7 +307,8 @@ class Run:
             return []
         min_grade, relative_score = setting("selection", "min_grade"), setting("selection", "relative_score")
         chosen = [
-            p for index, p in enumerate(ranked)
+            p
+            for index, p in enumerate(ranked)
             if (p.grade >= min_grade if p.llm_graded else index < limit and p.relative >= relative_score)
         ][:limit] or ranked[:1]
         # A question term no chosen message contains: the best-graded pool item that has it.
@@ -274,7 +317,11 @@ class Run:
         for p in sorted(ranked, key=lambda p: -p.grade):
             if not uncovered or len(chosen) + len(extra) >= limit:
                 break
-            if p not in chosen and p.grade >= setting("selection", "cover_min_grade") and p.match.artifact_terms & uncovered:
+            if (
+                p not in chosen
+                and p.grade >= setting("selection", "cover_min_grade")
+                and p.match.artifact_terms & uncovered
+            ):
                 extra.append(p)
                 uncovered -= p.match.artifact_terms
         # Global route: the story's span, the best message of each block the block search found

@@ -41,7 +41,13 @@ _ORDERS = r"(?:instructions?|rules?|prompts?|directions?|directives?|guidelines?
 _AI = r"(?:ai|llm|llms|language\s?models?|chatbots?|ai\s?assistants?)"
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override|overwrite|bypass)\s?(?:(?:all|any|of|the|your|these|those|every|my)\s?)*"
-    r"(?:" + _PREVIOUS + r"\s?" + _ORDERS + r"|(?:your|the\s?system)\s?(?:" + _ORDERS + r"|programming|system\s?prompt))"
+    r"(?:"
+    + _PREVIOUS
+    + r"\s?"
+    + _ORDERS
+    + r"|(?:your|the\s?system)\s?(?:"
+    + _ORDERS
+    + r"|programming|system\s?prompt))"
     r"|\b(?:ignore|disregard|forget)\s?(?:all\s?)?(?:everything|anything)\s?(?:above|before|previously|you\s?were\s?told)"
     r"|\bsystem\s?prompt\b|\b(?:dan|jailbreak|god)\s?mode\b|\byou\s?are\s?in\s?developer\s?mode\b"
     r"|\byou\s?are\s?(?:now|no\s?longer)\s?(?:(?:a|an|the|in|my)\s?)?(?:\w+\s){0,2}?"
@@ -53,7 +59,9 @@ _INJECTION = re.compile(
     r"|\bonly\s?(?:respond|reply|answer|output)\s?with\b"
     r"|\b(?:call|invoke)\s?(?:the\s?)?tool\b|\btool\s?call"
     r"|\bas\s?an?\s?(?:ai|language\s?model|llm|chatbot|ai\s?assistant)\b"
-    r"|\b(?:to|attention|dear|note\s?to)\s?(?:any|the|all)?\s?" + _AI + r"\s?(?:reading|that\s?reads|processing|summari[sz]ing|:)"
+    r"|\b(?:to|attention|dear|note\s?to)\s?(?:any|the|all)?\s?"
+    + _AI
+    + r"\s?(?:reading|that\s?reads|processing|summari[sz]ing|:)"
     r"|\bif\s?you\s?are\s?an?\s?" + _AI + r"\b"
 )
 # Chat-template and role markers, and a message addressing the model by name ("assistant, ignore
@@ -61,16 +69,54 @@ _INJECTION = re.compile(
 _ROLE_MARKER = re.compile(
     r"<\|?\s*(?:im_start|im_end|endoftext|system|assistant)\s*\|?>|\[/?(?:inst|system)\]|#{2,}\s*(?:system|instruction)"
     r"|\b(?:assistant|ai|llm|chatbot|gpt|chatgpt|model)\s*[:,]\s*(?:ignore|answer|respond|say|output|reply|print|tell)\b"
-    r"|\b(?:hey|dear|attention|note\s+to)\s+(?:the\s+)?" + _AI + r"\s*[:,]",
+    r"|\b(?:hey|dear|attention|note\s+to)\s+(?:the\s+)?" + _AI + r"\s*[:,]"
 )
 # Latin look-alikes from Cyrillic and Greek (lower case: the text is case-folded first).
-_CONFUSABLES = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
-    "т": "t", "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w",
-    "һ": "h", "ӏ": "l", "ɡ": "g", "ı": "i", "ℓ": "l",
-    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
-    "τ": "t", "υ": "u", "χ": "x", "γ": "y", "ω": "w", "ς": "s", "σ": "o",
-})
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ѕ": "s",
+        "ԁ": "d",
+        "ԛ": "q",
+        "ԝ": "w",
+        "һ": "h",
+        "ӏ": "l",
+        "ɡ": "g",
+        "ı": "i",
+        "ℓ": "l",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "η": "n",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "γ": "y",
+        "ω": "w",
+        "ς": "s",
+        "σ": "o",
+    }
+)
 # Punctuation between two letters ("i.g.n.o.r.e", "in-structions"), single letters spaced out
 # ("i g n o r e"), and anything not a letter, digit, colon or equals sign.
 _INNER_PUNCT = re.compile(r"(?<=\w)[^\w\s:=]+(?=\w)")
@@ -111,8 +157,9 @@ def written_words(text: str, wanted: Iterable[str]) -> list[str]:
 def names_in(names: Iterable[str], speaker: str, text: str) -> list[str]:
     """The ``names`` that are the message's speaker or appear in its text as a word."""
     lowered = text.lower()
-    return [n for n in names if n.lower() == speaker.lower()
-            or re.search(rf"(?<!\w){re.escape(n.lower())}(?!\w)", lowered)]
+    return [
+        n for n in names if n.lower() == speaker.lower() or re.search(rf"(?<!\w){re.escape(n.lower())}(?!\w)", lowered)
+    ]
 
 
 def time_phrases(text: str) -> list[str]:

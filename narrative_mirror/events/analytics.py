@@ -45,8 +45,11 @@ def _stats(events: pl.DataFrame) -> dict:
 def event_stats(events: pl.DataFrame) -> dict:
     """Seed-001 success queries over ``EventLog.events()``: cited share of returned messages,
     follow-up rate, average and p95 latency, overall and under ``per_method``."""
-    missing = [c for c in ("returned_ids", "cited_ids", "citation_confidence", "satisfied", "latency_ms", "method")
-               if c not in events.columns]
+    missing = [
+        c
+        for c in ("returned_ids", "cited_ids", "citation_confidence", "satisfied", "latency_ms", "method")
+        if c not in events.columns
+    ]
     if missing:
         raise ValueError(f"event_stats: events frame lacks columns {missing}")
     per_method = {
@@ -61,10 +64,13 @@ def follow_ups_by_query(events: pl.DataFrame, limit: int = 20) -> pl.DataFrame:
     (a follow-up: the answer did not settle it), most followed-up first."""
     if not events.height:
         return pl.DataFrame(schema={"query": pl.String, "asked": pl.UInt32, "followed_up": pl.UInt32})
-    return (events.group_by("query")
-            .agg(pl.len().alias("asked"), pl.col("satisfied").eq(False).sum().cast(pl.UInt32).alias("followed_up"))
-            .filter(pl.col("followed_up") > 0)
-            .sort(["followed_up", "asked", "query"], descending=[True, True, False]).head(limit))
+    return (
+        events.group_by("query")
+        .agg(pl.len().alias("asked"), pl.col("satisfied").eq(False).sum().cast(pl.UInt32).alias("followed_up"))
+        .filter(pl.col("followed_up") > 0)
+        .sort(["followed_up", "asked", "query"], descending=[True, True, False])
+        .head(limit)
+    )
 
 
 def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
@@ -73,8 +79,11 @@ def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
     satisfied, follow_up_of}; ``cited`` / ``not_cited`` split the returned ids (returned order);
     ``cited_confidence``: cited id -> its graded confidence (empty when the event has none per id).
     Returns the number of lines."""
-    missing = [c for c in ("event_id", "chat_file", "query", "returned_ids", "cited_ids", "citation_confidence", "satisfied")
-               if c not in events.columns]
+    missing = [
+        c
+        for c in ("event_id", "chat_file", "query", "returned_ids", "cited_ids", "citation_confidence", "satisfied")
+        if c not in events.columns
+    ]
     if missing:
         raise ValueError(f"export_training_examples: events frame lacks columns {missing}")
     path = Path(path)
@@ -84,17 +93,23 @@ def export_training_examples(events: pl.DataFrame, path: str | Path) -> int:
     with tmp.open("w", encoding="utf-8") as out:
         for row in known.iter_rows(named=True):
             cited = set(row["cited_ids"])
-            out.write(json.dumps({
-                "event_id": row["event_id"],
-                "chat_file": row["chat_file"],
-                "query": row["query"],
-                "returned": row["returned_ids"],
-                "cited": [i for i in row["returned_ids"] if i in cited],
-                "not_cited": [i for i in row["returned_ids"] if i not in cited],
-                "citation_confidence": row["citation_confidence"],
-                "cited_confidence": dict(zip(row["cited_ids"], row.get("cited_confidences") or [])),
-                "satisfied": row["satisfied"],
-                "follow_up_of": row.get("follow_up_of"),
-            }, ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "event_id": row["event_id"],
+                        "chat_file": row["chat_file"],
+                        "query": row["query"],
+                        "returned": row["returned_ids"],
+                        "cited": [i for i in row["returned_ids"] if i in cited],
+                        "not_cited": [i for i in row["returned_ids"] if i not in cited],
+                        "citation_confidence": row["citation_confidence"],
+                        "cited_confidence": dict(zip(row["cited_ids"], row.get("cited_confidences") or [])),
+                        "satisfied": row["satisfied"],
+                        "follow_up_of": row.get("follow_up_of"),
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     os.replace(tmp, path)  # readers never see a half-written file
     return known.height

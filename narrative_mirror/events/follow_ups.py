@@ -42,8 +42,17 @@ class FollowUpLinker:
     ``open_table``: returns the stored events table, or None while there is none yet.
     """
 
-    def __init__(self, embedder: Embedder, window: timedelta, similarity: float, open_table: Callable[[], Any], *,
-                 max_recent: int = 20, max_users: int = 1000, max_cached_vectors: int = 4096):
+    def __init__(
+        self,
+        embedder: Embedder,
+        window: timedelta,
+        similarity: float,
+        open_table: Callable[[], Any],
+        *,
+        max_recent: int = 20,
+        max_users: int = 1000,
+        max_cached_vectors: int = 4096,
+    ):
         if max_recent < 1 or max_users < 1 or max_cached_vectors < 1:
             raise ValueError("FollowUpLinker: max_recent, max_users and max_cached_vectors must be >= 1")
         self.embedder = embedder
@@ -82,8 +91,10 @@ class FollowUpLinker:
             recent = self._recent[user]
             if row["follow_up_of"] is None:
                 for earlier in reversed(recent):
-                    if timedelta(0) <= now - earlier.created_at <= self.window and \
-                            float(np.dot(earlier.vector, vector)) > self.similarity:
+                    if (
+                        timedelta(0) <= now - earlier.created_at <= self.window
+                        and float(np.dot(earlier.vector, vector)) > self.similarity
+                    ):
                         row["follow_up_of"] = earlier.event_id
                         break
             earlier_id = row["follow_up_of"]
@@ -105,18 +116,24 @@ class FollowUpLinker:
         first, with vectors."""
         try:
             table = self._open_table()
-            rows = [] if table is None else (
-                table.search()
-                .where(f"user_id = {quote(user_id)} AND created_at >= {sql_time(now - self.window)}"
-                       f" AND created_at <= {sql_time(now)}")
-                .select(["event_id", "query", "created_at"])
-                .limit(None)
-                .to_arrow()
-                .to_pylist()
+            rows = (
+                []
+                if table is None
+                else (
+                    table.search()
+                    .where(
+                        f"user_id = {quote(user_id)} AND created_at >= {sql_time(now - self.window)}"
+                        f" AND created_at <= {sql_time(now)}"
+                    )
+                    .select(["event_id", "query", "created_at"])
+                    .limit(None)
+                    .to_arrow()
+                    .to_pylist()
+                )
             )
         except Exception as exc:  # an unreadable store must not stop this batch being written
             log.warning("retrieval events: cannot read earlier events of %r: %r", user_id, exc)
             return []
-        rows = sorted(rows, key=lambda r: r["created_at"])[-self.max_recent:]
+        rows = sorted(rows, key=lambda r: r["created_at"])[-self.max_recent :]
         vectors = self.vectors([r["query"] for r in rows])
         return [_Recent(r["event_id"], r["created_at"], v) for r, v in zip(rows, vectors)]

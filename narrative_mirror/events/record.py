@@ -68,8 +68,10 @@ def tenant_user(namespace: str | None, client_user: str) -> str:
     open API). The client picks only the part after the first "/", never another tenant's prefix."""
     namespace = OPEN_NAMESPACE if namespace is None else namespace
     if not namespace or "/" in namespace or len(namespace) > MAX_NAMESPACE_CHARS:
-        raise ValueError(f"retrieval event: a user namespace must be 1-{MAX_NAMESPACE_CHARS} characters without "
-                         f"'/', got {namespace!r}")
+        raise ValueError(
+            f"retrieval event: a user namespace must be 1-{MAX_NAMESPACE_CHARS} characters without "
+            f"'/', got {namespace!r}"
+        )
     return f"{namespace}/{client_user}"
 
 
@@ -93,8 +95,9 @@ def check_unit(value: object, name: str) -> None:
 def check_confidences(values: object, cited: Sequence[str]) -> None:
     """Per-cited-id confidences: none (not graded) or one in [0, 1] per cited id."""
     if not isinstance(values, list | tuple) or (values and len(values) != len(cited)):
-        raise ValueError(f"retrieval event: cited_confidences must be empty or one per cited id "
-                         f"({len(cited)}), got {values!r}")
+        raise ValueError(
+            f"retrieval event: cited_confidences must be empty or one per cited id ({len(cited)}), got {values!r}"
+        )
     for value in values:
         check_unit(value, "cited_confidences")
         if value is None:
@@ -135,16 +138,21 @@ class RetrievalEvent:
         check_ids(self.cited_ids, "cited_ids")
         if self.method not in METHODS:
             raise ValueError(f"retrieval event: method {self.method!r} not in {list(METHODS)}")
-        if self.threshold is not None and not (isinstance(self.threshold, int | float) and math.isfinite(self.threshold)):
+        if self.threshold is not None and not (
+            isinstance(self.threshold, int | float) and math.isfinite(self.threshold)
+        ):
             raise ValueError(f"retrieval event: threshold must be null or a finite number, got {self.threshold!r}")
         if not isinstance(self.counts_per_source, Mapping) or not all(
             isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in self.counts_per_source.items()
         ):
-            raise ValueError(f"retrieval event: counts_per_source must map names to counts >= 0, got {self.counts_per_source!r}")
+            raise ValueError(
+                f"retrieval event: counts_per_source must map names to counts >= 0, got {self.counts_per_source!r}"
+            )
         check_unit(self.citation_confidence, "citation_confidence")
         check_confidences(self.cited_confidences, self.cited_ids)
         if self.query_vector is not None and not (
-                isinstance(self.query_vector, list | tuple) and all(math.isfinite(v) for v in self.query_vector)):
+            isinstance(self.query_vector, list | tuple) and all(math.isfinite(v) for v in self.query_vector)
+        ):
             raise ValueError("retrieval event: query_vector must be null or a list of finite numbers")
         if not isinstance(self.latency_ms, int | float) or not self.latency_ms >= 0:
             raise ValueError(f"retrieval event: latency_ms must be >= 0, got {self.latency_ms!r}")

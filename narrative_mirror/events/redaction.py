@@ -16,14 +16,14 @@ import pyarrow as pa
 
 from narrative_mirror.events.table import TABLE, connect, quote
 
-
 # What a client wrote into an event (the user part of ``user_id`` follows the token's "<namespace>/")
 CLIENT_TEXT = ("query", "session_id", "user_id")
 MESSAGE_ID_LISTS = ("returned_ids", "cited_ids")
 
 
-def _redacted_event(row: dict, redact: Callable[[str], str], chat: str | None, ids: Mapping[str, set[str]],
-                    marker: str) -> dict:
+def _redacted_event(
+    row: dict, redact: Callable[[str], str], chat: str | None, ids: Mapping[str, set[str]], marker: str
+) -> dict:
     """``row`` with the forgotten text out of every field a client chose and the forgotten
     messages' ids out of its id lists; a whole chat's events (``chat``) keep no client text."""
     whole = chat is not None and row.get("chat_file") == chat
@@ -43,9 +43,15 @@ def _redacted_event(row: dict, redact: Callable[[str], str], chat: str | None, i
     return new
 
 
-def redact_events(uri: str, redact: Callable[[str], str], *, chat: str | None = None, marker: str = "[forgotten]",
-                  storage_options: Mapping[str, str] | None = None,
-                  forgotten_ids: Mapping[str, set[str]] | None = None) -> int:
+def redact_events(
+    uri: str,
+    redact: Callable[[str], str],
+    *,
+    chat: str | None = None,
+    marker: str = "[forgotten]",
+    storage_options: Mapping[str, str] | None = None,
+    forgotten_ids: Mapping[str, set[str]] | None = None,
+) -> int:
     """Redact every stored event that holds forgotten text in a field its client chose (query,
     session id, the user part of the user id: ``redact`` changes it) or a forgotten message's id
     (``forgotten_ids``: {chat: local ids}) in its returned or cited ids; with ``chat`` (a whole
@@ -74,9 +80,14 @@ def redact_events(uri: str, redact: Callable[[str], str], *, chat: str | None = 
         if "query_vector" in full.column_names:  # the vector of a redacted query would still tell it
             at = full.schema.get_field_index("query_vector")
             vectors = full.column("query_vector").to_pylist()
-            full = full.set_column(at, "query_vector", pa.array(
-                [None if changed[i]["query"] != by_id[i]["query"] else v for i, v in zip(order, vectors)],
-                full.schema.field("query_vector").type))
+            full = full.set_column(
+                at,
+                "query_vector",
+                pa.array(
+                    [None if changed[i]["query"] != by_id[i]["query"] else v for i, v in zip(order, vectors)],
+                    full.schema.field("query_vector").type,
+                ),
+            )
         full = full.select([n for n in full.column_names if not n.startswith("_")])
         table.merge_insert("event_id").when_matched_update_all().execute(full)
     compact_events(uri, storage_options)
@@ -116,4 +127,3 @@ def redact_spool(folder: Path, same_length: Callable[[bytes], bytes]) -> int:
         finally:
             os.close(fd)
     return changed
-

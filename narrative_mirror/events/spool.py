@@ -31,10 +31,22 @@ def encode_event(row: dict) -> bytes:
     return (json.dumps({"event": {**row, "created_at": row["created_at"].isoformat()}}) + "\n").encode()
 
 
-def encode_citation(event_id: str, cited: list[str], confidence: float | None,
-                    per_id: list[float] | None = None) -> bytes:
-    return (json.dumps({"cite": {"event_id": event_id, "cited_ids": cited, "citation_confidence": confidence,
-                                 "cited_confidences": per_id or []}}) + "\n").encode()
+def encode_citation(
+    event_id: str, cited: list[str], confidence: float | None, per_id: list[float] | None = None
+) -> bytes:
+    return (
+        json.dumps(
+            {
+                "cite": {
+                    "event_id": event_id,
+                    "cited_ids": cited,
+                    "citation_confidence": confidence,
+                    "cited_confidences": per_id or [],
+                }
+            }
+        )
+        + "\n"
+    ).encode()
 
 
 def decode(line: bytes) -> tuple[str, dict] | None:
@@ -64,7 +76,7 @@ def _fsync_folder(folder: Path) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Spool:
@@ -118,8 +130,11 @@ class Spool:
         """Append one encoded line and fsync it (the caller may acknowledge it after this)."""
         with self._lock:
             if os.fstat(self._fd).st_nlink == 0:  # the folder was deleted (home recreated): start anew
-                log.warning("retrieval events: spool %s was deleted; recreating it with %d unstored bytes",
-                            self.path, self._end - self._committed)
+                log.warning(
+                    "retrieval events: spool %s was deleted; recreating it with %d unstored bytes",
+                    self.path,
+                    self._end - self._committed,
+                )
                 self._open(self._tail())
                 self._start = self._committed
             _write_all(self._fd, data)

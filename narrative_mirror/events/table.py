@@ -30,8 +30,9 @@ def sql_time(moment: datetime) -> str:
 
 def connect(uri: str, storage_options: Mapping[str, str] | None = None):
     # Always read the latest version: another process (CLI, Dagster) may append too.
-    return lancedb.connect(uri, read_consistency_interval=timedelta(0),
-                           storage_options=dict(storage_options) if storage_options else None)
+    return lancedb.connect(
+        uri, read_consistency_interval=timedelta(0), storage_options=dict(storage_options) if storage_options else None
+    )
 
 
 def prepare(table) -> None:
@@ -105,6 +106,12 @@ def find_event(uri: str | Path, event_id: str, storage_options: Mapping[str, str
         table = connect(str(uri), storage_options).open_table(TABLE)
     except ValueError:  # lancedb: "Table '...' was not found"
         return None
-    rows = (table.search().where(f"event_id = {quote(event_id)}").select(["event_id", "user_id", "chat_file"])
-            .limit(1).to_arrow().to_pylist())
+    rows = (
+        table.search()
+        .where(f"event_id = {quote(event_id)}")
+        .select(["event_id", "user_id", "chat_file"])
+        .limit(1)
+        .to_arrow()
+        .to_pylist()
+    )
     return rows[0] if rows else None

@@ -28,8 +28,14 @@ import pyarrow as pa
 from narrative_mirror import settings
 from narrative_mirror.events import spool as spooling
 from narrative_mirror.events.follow_ups import FollowUpLinker
-from narrative_mirror.events.record import (EVENT_SCHEMA, RetrievalEvent, check_confidences, check_id, check_ids,
-                                            check_unit)
+from narrative_mirror.events.record import (
+    EVENT_SCHEMA,
+    RetrievalEvent,
+    check_confidences,
+    check_id,
+    check_ids,
+    check_unit,
+)
 from narrative_mirror.events.table import TABLE, connect, delete_older, prepare, quote, read_events
 
 if TYPE_CHECKING:
@@ -60,8 +66,10 @@ class EventLogState:
         """One line for health while failing, else None."""
         if self.status == "ok":
             return None
-        return (f"event log: the store refuses writes since {self.failing_since:%Y-%m-%dT%H:%M:%SZ} ({self.reason});"
-                f" {self.unstored} event(s) kept in the spool until it accepts them")
+        return (
+            f"event log: the store refuses writes since {self.failing_since:%Y-%m-%dT%H:%M:%SZ} ({self.reason});"
+            f" {self.unstored} event(s) kept in the spool until it accepts them"
+        )
 
 
 class EventLog:
@@ -99,8 +107,11 @@ class EventLog:
         self.embedder = embedder
         self.batch_size = batch_size
         if spool_dir is None:
-            spool_dir = (tempfile.mkdtemp(prefix="nm-event-spool-") if settings.is_remote_uri(self.uri)
-                         else f"{self.uri.removeprefix('file://').rstrip('/')}.spool")
+            spool_dir = (
+                tempfile.mkdtemp(prefix="nm-event-spool-")
+                if settings.is_remote_uri(self.uri)
+                else f"{self.uri.removeprefix('file://').rstrip('/')}.spool"
+            )
         self.spool_dir = Path(spool_dir)
         self._spool = spooling.Spool(self.spool_dir)
         self._cond = threading.Condition()  # guards the counters below; the writer waits on it
@@ -114,8 +125,11 @@ class EventLog:
         self._table = None
         self._prepared = None  # the table object ``prepare`` last ran on
         self._writes = 0  # writes through the current table handle (REOPEN_AFTER_WRITES)
-        self._follow_ups = (FollowUpLinker(embedder, follow_up_window, follow_up_similarity, self._open,
-                                           max_recent=follow_up_recent) if embedder is not None else None)
+        self._follow_ups = (
+            FollowUpLinker(embedder, follow_up_window, follow_up_similarity, self._open, max_recent=follow_up_recent)
+            if embedder is not None
+            else None
+        )
         self._writer = threading.Thread(target=self._run, name="retrieval-event-writer", daemon=True)
         self._writer.start()
         atexit.register(self.close)
@@ -129,8 +143,13 @@ class EventLog:
     def state(self) -> EventLogState:
         with self._cond:
             reason, since = self._failing or (None, None)
-            return EventLogState("failing" if self._failing else "ok", reason, since, self._failures,
-                                 self._spooled_events - self._stored_events)
+            return EventLogState(
+                "failing" if self._failing else "ok",
+                reason,
+                since,
+                self._failures,
+                self._spooled_events - self._stored_events,
+            )
 
     def log(self, event: RetrievalEvent) -> str:
         """Spool ``event`` (durable when this returns); returns its event id."""
@@ -139,8 +158,13 @@ class EventLog:
         self._append(spooling.encode_event(event.row()), f"event {event.event_id}", events=1)
         return event.event_id
 
-    def mark_cited(self, event_id: str, cited: Sequence[str], confidence: float | None = None,
-                   per_id: Sequence[float] | None = None) -> None:
+    def mark_cited(
+        self,
+        event_id: str,
+        cited: Sequence[str],
+        confidence: float | None = None,
+        per_id: Sequence[float] | None = None,
+    ) -> None:
         """Record which ids the answer cited (spooled like ``log``), with a confidence per cited id
         (``per_id``; default: ``confidence`` for each). The event's confidence is ``confidence``,
         else the mean of ``per_id``; citing nothing leaves it null."""
@@ -154,8 +178,12 @@ class EventLog:
             confidence = sum(per_id) / len(per_id)
         if not cited:
             confidence, per_id = None, []
-        self._append(spooling.encode_citation(event_id, cited, None if confidence is None else float(confidence),
-                                              [float(c) for c in per_id]), f"citations of {event_id}")
+        self._append(
+            spooling.encode_citation(
+                event_id, cited, None if confidence is None else float(confidence), [float(c) for c in per_id]
+            ),
+            f"citations of {event_id}",
+        )
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until everything spooled so far, and what ended processes left in the spool folder,
@@ -177,13 +205,26 @@ class EventLog:
         if not self._writer.is_alive():
             self._spool.close()
 
-    def events(self, *, user_id: str | None = None, chat_file: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, flush: bool = True) -> pl.DataFrame:
+    def events(
+        self,
+        *,
+        user_id: str | None = None,
+        chat_file: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        flush: bool = True,
+    ) -> pl.DataFrame:
         """Stored events (after flushing the spool), oldest first; filters combine with AND."""
         if flush and not self._closed:
             self.flush()
-        return read_events(self.uri, user_id=user_id, chat_file=chat_file, since=since, until=until,
-                           storage_options=self.storage_options)
+        return read_events(
+            self.uri,
+            user_id=user_id,
+            chat_file=chat_file,
+            since=since,
+            until=until,
+            storage_options=self.storage_options,
+        )
 
     def prune(self, now: datetime | None = None, days: int | None = None) -> int:
         """Delete events older than ``days`` (default ``retention_days``; None: keep all); returns
@@ -322,8 +363,11 @@ class EventLog:
                 log.warning("retrieval events: follow-up detection failed: %r", exc)
         for kind, item in items:
             if kind == "cite":
-                values = {"cited_ids": item["cited_ids"], "citation_confidence": item["citation_confidence"],
-                          "cited_confidences": item.get("cited_confidences") or []}
+                values = {
+                    "cited_ids": item["cited_ids"],
+                    "citation_confidence": item["citation_confidence"],
+                    "cited_confidences": item.get("cited_confidences") or [],
+                }
                 if item["event_id"] in pending:
                     pending[item["event_id"]].update(values)
                 else:
@@ -337,8 +381,15 @@ class EventLog:
             table = self._open_for_write()
             if rows and dedupe:
                 ids = ", ".join(quote(row["event_id"]) for row in rows)
-                stored = set(table.search().where(f"event_id IN ({ids})").select(["event_id"]).limit(None)
-                             .to_arrow().column("event_id").to_pylist())
+                stored = set(
+                    table.search()
+                    .where(f"event_id IN ({ids})")
+                    .select(["event_id"])
+                    .limit(None)
+                    .to_arrow()
+                    .column("event_id")
+                    .to_pylist()
+                )
                 rows = [row for row in rows if row["event_id"] not in stored]
             if rows:
                 table.add(pa.Table.from_pylist(rows, schema=EVENT_SCHEMA))
@@ -365,8 +416,9 @@ class EventLog:
             except Exception as exc:  # left for a later start; this log's own events go on
                 self._table = None
                 orphan.release()
-                log.warning("retrieval events: could not store the spool %s left by an ended process: %r",
-                            orphan.path, exc)
+                log.warning(
+                    "retrieval events: could not store the spool %s left by an ended process: %r", orphan.path, exc
+                )
                 continue
             orphan.remove()
             log.info("retrieval events: stored %d events and %d updates left in %s", len(rows), len(cites), orphan.path)

@@ -91,10 +91,12 @@ class ExportTree:
         if info.file_size > self.limits.max_member_bytes:
             raise ExportRefused(label, self.limits.over("max_member_bytes", f"{info.file_size:,} bytes"))
         if info.file_size > self.limits.max_ratio * max(info.compress_size, 1):
-            raise ExportRefused(label, self.limits.over(
-                "max_ratio", f"{info.file_size:,} bytes from {info.compress_size:,} compressed"))
-        return LimitedReader(self._zip.open(info), label, self.limits, compressed=info.compress_size,
-                             budget=self.budget)
+            raise ExportRefused(
+                label, self.limits.over("max_ratio", f"{info.file_size:,} bytes from {info.compress_size:,} compressed")
+            )
+        return LimitedReader(
+            self._zip.open(info), label, self.limits, compressed=info.compress_size, budget=self.budget
+        )
 
     def read_text(self, name: str, *, message_lines: bool = True) -> str:
         """A member's text; ``message_lines``: a line is at least one message, so a line over

@@ -33,8 +33,9 @@ from narrative_mirror.exports.records import (
 from narrative_mirror.exports.timezones import file_zone_of
 
 FORMAT = "discord"
-MESSAGE_TYPES = frozenset({"Default", "Reply", "ChatInputCommand", "ContextMenuCommand",
-                           "ApplicationCommand", "ThreadStarterMessage"})
+MESSAGE_TYPES = frozenset(
+    {"Default", "Reply", "ChatInputCommand", "ContextMenuCommand", "ApplicationCommand", "ThreadStarterMessage"}
+)
 
 
 def read(path: Path) -> Iterator[Conversation]:
@@ -46,15 +47,26 @@ def read(path: Path) -> Iterator[Conversation]:
     channel_id = str(channel.get("id") or "")
     warnings: list[str] = []
     items = iter_with_index(json_field(export, "messages", "$", path, list), str(path), "messages")
-    messages = read_each(((f"messages[{index}]", item) for index, item in items),
-                         lambda item, where: _message(item, where, path, channel_id), "channel", warnings,
-                         name_of=_native_id, none_read_raises=True)
+    messages = read_each(
+        ((f"messages[{index}]", item) for index, item in items),
+        lambda item, where: _message(item, where, path, channel_id),
+        "channel",
+        warnings,
+        name_of=_native_id,
+        none_read_raises=True,
+    )
     title = " / ".join(str(p) for p in (guild.get("name"), channel.get("category"), channel.get("name")) if p)
     title = title or path.stem
     tz = messages[0].tz if messages else "UTC"
     conversation = conversation_from_messages(
-        key=conversation_key(FORMAT, str(channel.get("name") or title)), title=title, source_format=FORMAT,
-        source=str(path), messages=messages, tz=tz, tz_source=TZ_FROM_FILE, native_id=channel_id,
+        key=conversation_key(FORMAT, str(channel.get("name") or title)),
+        title=title,
+        source_format=FORMAT,
+        source=str(path),
+        messages=messages,
+        tz=tz,
+        tz_source=TZ_FROM_FILE,
+        native_id=channel_id,
     )
     conversation.warnings.extend(warnings)
     yield conversation
@@ -95,9 +107,16 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
     if system or not same_channel or reply_to is None:
         reply_to = None
     return ExportedMessage(
-        local_id=str(native), author=name, timestamp=moment.astimezone(UTC), tz=file_zone_of(moment),
-        tz_source=TZ_FROM_FILE, text=content, reply_to=str(reply_to) if reply_to is not None else None,
-        attachments=_attachments(item, where, path), edited=bool(item.get("timestampEdited")), system=system,
+        local_id=str(native),
+        author=name,
+        timestamp=moment.astimezone(UTC),
+        tz=file_zone_of(moment),
+        tz_source=TZ_FROM_FILE,
+        text=content,
+        reply_to=str(reply_to) if reply_to is not None else None,
+        attachments=_attachments(item, where, path),
+        edited=bool(item.get("timestampEdited")),
+        system=system,
         bot=bool(author.get("isBot")),
     )
 

@@ -69,12 +69,15 @@ class ChatSource:
 
     def is_conversation(self, conversation) -> bool:
         """Whether ``conversation`` (read from this source's export) is this chat."""
-        return (conversation.key == (self.conversation or self.key)
-                and conversation.native_id == self.native_id)
+        return conversation.key == (self.conversation or self.key) and conversation.native_id == self.native_id
 
 
-def find_folder_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
-               progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
+def find_folder_chats(
+    data_dir: Path,
+    options: ImportOptions = ImportOptions(),
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, ChatSource], list[str]]:
     """Every chat of ``data_dir`` by partition key, and one problem line per file that gave none."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -125,8 +128,9 @@ def _unique_keys(found: list[ChatSource], problems: list[str]) -> dict[str, Chat
     chats: dict[str, ChatSource] = {}
     for key, sources in by_key.items():
         if len(sources) > 1:
-            sources = [replace(s, key=unique_key(key, _identity(s)), conversation=s.conversation or s.key)
-                       for s in sources]
+            sources = [
+                replace(s, key=unique_key(key, _identity(s)), conversation=s.conversation or s.key) for s in sources
+            ]
         for source in sources:
             if source.key in chats:
                 problems.append(f"{source.path}: partition key {source.key!r} already used by {chats[source.key].path}")
@@ -148,8 +152,10 @@ def _holds_export(folder: Path) -> bool | str:
         except (ExportFormatError, OSError):
             return False
         if any(DAY_FILE.match(base_of(name)) and "/" in name for name in names):
-            return (f"{folder}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
-                    "users.json: not readable as an export")
+            return (
+                f"{folder}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
+                "users.json: not readable as an export"
+            )
         return False
     return True
 
@@ -171,11 +177,14 @@ def _is_native(path: Path) -> bool:
 _NATIVE: dict[tuple[str, int, int], bool] = {}
 
 
-def scan_export(path: Path, options: ImportOptions, cache_dir: Path | None = None,
-                progress: Progress | None = None) -> tuple[list[ChatSource], list[str]]:
+def scan_export(
+    path: Path, options: ImportOptions, cache_dir: Path | None = None, progress: Progress | None = None
+) -> tuple[list[ChatSource], list[str]]:
     """The conversations of one export with their versions, and its problems (cached)."""
     signature = _signature(path, options)
-    cache_file = cache_dir / f"{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]}.json" if cache_dir else None
+    cache_file = (
+        cache_dir / f"{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]}.json" if cache_dir else None
+    )
     cached = _MEMORY.get(str(path.resolve()))
     if cached is None and cache_file is not None and cache_file.is_file():
         try:
@@ -188,8 +197,10 @@ def scan_export(path: Path, options: ImportOptions, cache_dir: Path | None = Non
         if cache_file is not None:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(cache_file, json.dumps(cached).encode("utf-8"))
-    sources = [ChatSource(c["key"], path, c["format"], c["version"], c["title"], native_id=c["native_id"])
-               for c in cached["chats"]]
+    sources = [
+        ChatSource(c["key"], path, c["format"], c["version"], c["title"], native_id=c["native_id"])
+        for c in cached["chats"]
+    ]
     return sources, list(cached["problems"])
 
 
@@ -216,17 +227,27 @@ def _parse(path: Path, options: ImportOptions, progress: Progress | None) -> dic
                     messages_seen += 1
                     if progress is not None and time.monotonic() - last >= PROGRESS_EVERY_S:
                         last = time.monotonic()
-                        progress(f"{path.name}: parsed {messages_seen:,} messages "
-                                 f"({len(chats)} chats done, {last - started:.0f} s)")
+                        progress(
+                            f"{path.name}: parsed {messages_seen:,} messages "
+                            f"({len(chats)} chats done, {last - started:.0f} s)"
+                        )
             except ExportFormatError as exc:
                 problems.append(" ".join(str(exc).split()))
                 continue
-            chats.append({"key": conversation.key, "format": fmt, "title": conversation.title,
-                          "native_id": conversation.native_id,
-                          "version": digest.hexdigest()[:32]})
+            chats.append(
+                {
+                    "key": conversation.key,
+                    "format": fmt,
+                    "title": conversation.title,
+                    "native_id": conversation.native_id,
+                    "version": digest.hexdigest()[:32],
+                }
+            )
         if progress is not None and time.monotonic() - started >= PROGRESS_EVERY_S:
-            progress(f"{path.name}: {len(chats)} chats, {messages_seen:,} messages parsed in "
-                     f"{time.monotonic() - started:.0f} s")
+            progress(
+                f"{path.name}: {len(chats)} chats, {messages_seen:,} messages parsed in "
+                f"{time.monotonic() - started:.0f} s"
+            )
     except ExportFormatError as exc:
         problems.append(" ".join(str(exc).split()))
     except (PartitionKeyError, OSError, UnicodeDecodeError) as exc:
@@ -243,8 +264,11 @@ def _signature(path: Path, options: ImportOptions) -> str:
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for file in files:
         info = file.stat()
-        h.update(f"{file.relative_to(path) if path.is_dir() else file.name}\x1f{info.st_size}\x1f{info.st_mtime_ns}\n"
-                 .encode("utf-8", "surrogateescape"))
+        h.update(
+            f"{file.relative_to(path) if path.is_dir() else file.name}\x1f{info.st_size}\x1f{info.st_mtime_ns}\n".encode(
+                "utf-8", "surrogateescape"
+            )
+        )
     return h.hexdigest()[:32]
 
 
@@ -280,5 +304,6 @@ def remembered_options(home: Path, data_dir: Path, given: ImportOptions | None, 
             store.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(store, json.dumps(saved, indent=1).encode("utf-8"))
     entry = saved.get(folder) if isinstance(saved.get(folder), dict) else {}
-    return ImportOptions(format=entry.get("format"), tz=entry.get("tz"), day_first=entry.get("day_first"),
-                         machine_tz=machine_tz)
+    return ImportOptions(
+        format=entry.get("format"), tz=entry.get("tz"), day_first=entry.get("day_first"), machine_tz=machine_tz
+    )

@@ -32,8 +32,9 @@ class ExportChatError(ChatFormatError):
 def load_export_chat(source: ChatSource, options: ImportOptions) -> Chat:
     """The chat of ``source`` (one conversation of an export), read with ``options``."""
     try:
-        for conversation in read_export(source.path, source.format, options.tz, options.day_first,
-                                        machine_tz=options.machine_tz):
+        for conversation in read_export(
+            source.path, source.format, options.tz, options.day_first, machine_tz=options.machine_tz
+        ):
             if source.is_conversation(conversation):
                 return conversation_chat(replace(conversation, key=source.key), options, path=source.path)
     except ExportFormatError as exc:
@@ -71,36 +72,50 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
     is_slack = conversation.source_format == "slack"
     wall_clock = [_wall_clock(m) for m in messages]
     sessions = sessions_by_gap(
-        [m.timestamp for m in messages], timedelta(hours=options.session_gap_hours),
+        [m.timestamp for m in messages],
+        timedelta(hours=options.session_gap_hours),
         days=[local.date() for local in wall_clock] if is_slack else None,
-        ids=ids, thread_roots=[m.reply_to for m in messages] if is_slack else None,
+        ids=ids,
+        thread_roots=[m.reply_to for m in messages] if is_slack else None,
     )
     photos = [[a.name for a in m.attachments if a.kind in ("photo", "gif") and a.name] for m in messages]
     captions = [" ".join(a.caption for a in m.attachments if a.caption) for m in messages]
-    frame = pl.DataFrame({
-        "message_id": [f"{key}/{i}" for i in ids],
-        "chat_file": [key] * len(ids),
-        "local_id": ids,
-        "position": list(range(len(ids))),
-        "session": sessions,
-        "speaker": [m.author for m in messages],
-        "text": texts,
-        "timestamp": wall_clock,
-        "image_urls": photos,
-        "image_caption": captions,
-        "utc_time": [m.timestamp.astimezone(UTC) for m in messages],
-        "tz": [m.tz for m in messages],
-        "tz_source": [m.tz_source for m in messages],
-        "reply_to": [m.reply_to for m in messages],
-        "attachments": [[{"kind": a.kind, "name": a.name, "caption": a.caption} for a in m.attachments]
-                        for m in messages],
-        "edited": [m.edited for m in messages],
-        "system": [m.system for m in messages],
-        "bot": [m.bot for m in messages],
-    }, schema=schema.MESSAGE_RECORD)
-    return Chat(chat_file=key, path=path or conversation.source, format=conversation.source_format,
-                speakers=list(conversation.participants), messages=frame, qa=[], notes=notes,
-                tz=conversation.tz or (zone.name or "UTC"), tz_source=conversation.tz_source)
+    frame = pl.DataFrame(
+        {
+            "message_id": [f"{key}/{i}" for i in ids],
+            "chat_file": [key] * len(ids),
+            "local_id": ids,
+            "position": list(range(len(ids))),
+            "session": sessions,
+            "speaker": [m.author for m in messages],
+            "text": texts,
+            "timestamp": wall_clock,
+            "image_urls": photos,
+            "image_caption": captions,
+            "utc_time": [m.timestamp.astimezone(UTC) for m in messages],
+            "tz": [m.tz for m in messages],
+            "tz_source": [m.tz_source for m in messages],
+            "reply_to": [m.reply_to for m in messages],
+            "attachments": [
+                [{"kind": a.kind, "name": a.name, "caption": a.caption} for a in m.attachments] for m in messages
+            ],
+            "edited": [m.edited for m in messages],
+            "system": [m.system for m in messages],
+            "bot": [m.bot for m in messages],
+        },
+        schema=schema.MESSAGE_RECORD,
+    )
+    return Chat(
+        chat_file=key,
+        path=path or conversation.source,
+        format=conversation.source_format,
+        speakers=list(conversation.participants),
+        messages=frame,
+        qa=[],
+        notes=notes,
+        tz=conversation.tz or (zone.name or "UTC"),
+        tz_source=conversation.tz_source,
+    )
 
 
 def _wall_clock(message: ExportedMessage):

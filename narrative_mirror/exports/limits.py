@@ -26,10 +26,20 @@ CONFIG = "exports"
 CHUNK = 1 << 20
 _SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
 _SHM = Path("/dev/shm")  # ordinary files in memory: a data folder may live there
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 class ExportRefused(ExportFormatError):
@@ -62,8 +72,10 @@ def read_limits() -> ReadLimits:
         value = table.get(name)
         allowed = int | float if kind == "float" else int
         if isinstance(value, bool) or not isinstance(value, allowed) or value <= 0:
-            raise ValueError(f"{settings.config_path(CONFIG)}: [limits] {name} must be a positive "
-                             f"{'number' if kind == 'float' else 'whole number'}, found {value!r}")
+            raise ValueError(
+                f"{settings.config_path(CONFIG)}: [limits] {name} must be a positive "
+                f"{'number' if kind == 'float' else 'whole number'}, found {value!r}"
+            )
         values[name] = value
     return ReadLimits(**values)
 
@@ -77,15 +89,24 @@ class ReadBudget:
     def spend(self, count: int) -> None:
         self.total += count
         if self.total > self.limits.max_total_bytes:
-            raise ExportRefused(self.archive, self.limits.over(
-                "max_total_bytes", f"unpacks to more than {self.limits.max_total_bytes:,} bytes"))
+            raise ExportRefused(
+                self.archive,
+                self.limits.over("max_total_bytes", f"unpacks to more than {self.limits.max_total_bytes:,} bytes"),
+            )
 
 
 class LimitedReader:
     """A binary handle that counts what it gives and refuses past a limit, before holding it."""
 
-    def __init__(self, raw: IO[bytes], label: str, limits: ReadLimits, *, compressed: int | None = None,
-                 budget: ReadBudget | None = None):
+    def __init__(
+        self,
+        raw: IO[bytes],
+        label: str,
+        limits: ReadLimits,
+        *,
+        compressed: int | None = None,
+        budget: ReadBudget | None = None,
+    ):
         self.raw, self.label, self.limits, self.budget = raw, label, limits, budget
         self.compressed, self.count = compressed, 0
 
@@ -102,12 +123,17 @@ class LimitedReader:
     def _spend(self, count: int) -> None:
         self.count += count
         if self.count > self.limits.max_member_bytes:
-            raise ExportRefused(self.label, self.limits.over(
-                "max_member_bytes", f"more than {self.limits.max_member_bytes:,} bytes"))
+            raise ExportRefused(
+                self.label, self.limits.over("max_member_bytes", f"more than {self.limits.max_member_bytes:,} bytes")
+            )
         if self.compressed is not None and self.count > self.limits.max_ratio * max(self.compressed, 1):
-            raise ExportRefused(self.label, self.limits.over(
-                "max_ratio", f"unpacks to more than {self.limits.max_ratio:g} times its "
-                             f"{self.compressed:,} compressed bytes"))
+            raise ExportRefused(
+                self.label,
+                self.limits.over(
+                    "max_ratio",
+                    f"unpacks to more than {self.limits.max_ratio:g} times its {self.compressed:,} compressed bytes",
+                ),
+            )
         if self.budget is not None:
             self.budget.spend(count)
 
@@ -157,8 +183,13 @@ def check_file(path: Path, root: Path | None = None) -> Path:
     return path
 
 
-def open_file(path: Path, root: Path | None = None, label: str | None = None,
-              limits: ReadLimits | None = None, budget: ReadBudget | None = None) -> LimitedReader:
+def open_file(
+    path: Path,
+    root: Path | None = None,
+    label: str | None = None,
+    limits: ReadLimits | None = None,
+    budget: ReadBudget | None = None,
+) -> LimitedReader:
     """``path`` opened for reading within the limits, when :func:`refusal` allows it."""
     check_file(path, root)
     limits = limits or read_limits()
@@ -177,8 +208,9 @@ def open_file(path: Path, root: Path | None = None, label: str | None = None,
     return LimitedReader(os.fdopen(fd, "rb"), label, limits, budget=budget)
 
 
-def decode_text(handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimits | None = None, *,
-                message_lines: bool = True) -> str:
+def decode_text(
+    handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimits | None = None, *, message_lines: bool = True
+) -> str:
     """The text of ``handle``: UTF-8 (a BOM allowed), or UTF-16/32 when a BOM says so.
 
     With ``message_lines`` (text exports: a message is at least one line; not JSON, which may be
@@ -198,16 +230,17 @@ def decode_text(handle: IO[bytes] | LimitedReader, label: str, limits: ReadLimit
         try:
             text = decoder.decode(data, final=final)
         except UnicodeDecodeError as exc:
-            bad = exc.object[exc.start:exc.start + 1].hex() or "end"
-            raise ExportFormatError(label, line + exc.object[:exc.start].count(b"\n"),
-                                    f"not {shown} text: byte 0x{bad} at offset {offset - pending + exc.start:,} "
-                                    "cannot be decoded") from None
+            bad = exc.object[exc.start : exc.start + 1].hex() or "end"
+            raise ExportFormatError(
+                label,
+                line + exc.object[: exc.start].count(b"\n"),
+                f"not {shown} text: byte 0x{bad} at offset {offset - pending + exc.start:,} cannot be decoded",
+            ) from None
         offset += len(data)
         for number, segment in enumerate(text.split("\n")):
             partial = partial + len(segment) if number == 0 else len(segment)
             if message_lines and partial > limits.max_message_chars:
-                raise ExportRefused(label, limits.over(
-                    "max_message_chars", f"line {line + number} is longer"))
+                raise ExportRefused(label, limits.over("max_message_chars", f"line {line + number} is longer"))
         line += text.count("\n")
         pieces.append(text)
         if final:
@@ -225,8 +258,11 @@ def sniff_text(head: bytes, label: object) -> str:
 def _refuse_nul_bytes(data: bytes, encoding: str, label: object) -> None:
     """No chat text holds NUL; UTF-16 without its BOM is full of them."""
     if encoding == "utf-8" and b"\x00" in data:
-        raise ExportFormatError(label, None, "holds NUL bytes: UTF-16 text without a byte order mark? "
-                                             "save it as UTF-8 (or UTF-16 with its BOM)")
+        raise ExportFormatError(
+            label,
+            None,
+            "holds NUL bytes: UTF-16 text without a byte order mark? save it as UTF-8 (or UTF-16 with its BOM)",
+        )
 
 
 def checked_messages(conversation: Conversation, limits: ReadLimits | None = None) -> Iterator[ExportedMessage]:
@@ -234,6 +270,8 @@ def checked_messages(conversation: Conversation, limits: ReadLimits | None = Non
     limits = limits or read_limits()
     for message in conversation.messages():
         if len(message.text) > limits.max_message_chars:
-            raise ExportRefused(conversation.source, limits.over(
-                "max_message_chars", f"message {message.local_id} has {len(message.text):,} characters"))
+            raise ExportRefused(
+                conversation.source,
+                limits.over("max_message_chars", f"message {message.local_id} has {len(message.text):,} characters"),
+            )
         yield message

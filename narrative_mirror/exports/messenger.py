@@ -39,8 +39,7 @@ from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
 FORMAT = "messenger"
 MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")
 SYSTEM_TYPES = frozenset({"Subscribe", "Unsubscribe", "Call"})
-MEDIA_KINDS = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"),
-               ("gifs", "gif"))
+MEDIA_KINDS = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
 
 
 def fix_mojibake(value: Any) -> Any:
@@ -108,17 +107,26 @@ def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> 
                 participants.append(record["name"])
     ids = StableIds()
     warnings: list[str] = []
-    messages = read_each(((f"messages[{index}]", (label, item)) for index, label, item in raw),
-                         lambda labelled, where: _message(labelled[1], where, labelled[0], ids, shown), "chat", warnings,
-                         none_read_raises=True)
+    messages = read_each(
+        ((f"messages[{index}]", (label, item)) for index, label, item in raw),
+        lambda labelled, where: _message(labelled[1], where, labelled[0], ids, shown),
+        "chat",
+        warnings,
+        none_read_raises=True,
+    )
     messages.sort(key=lambda m: m.timestamp)
     if not participants:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
     conversation = conversation_from_messages(
         key=conversation_key(FORMAT, title or ", ".join(participants) or thread),
         title=title or ", ".join(participants) or thread,
-        source_format=FORMAT, source=source, messages=messages, tz=shown[0], tz_source=shown[1],
-        participants=dict.fromkeys(participants), native_id=thread,
+        source_format=FORMAT,
+        source=source,
+        messages=messages,
+        tz=shown[0],
+        tz_source=shown[1],
+        participants=dict.fromkeys(participants),
+        native_id=thread,
     )
     conversation.warnings.extend(warnings)
     return conversation
@@ -139,8 +147,13 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
     if not isinstance(text, str):
         raise ExportFormatError(label, f"{where}.content", f"expected str, found {text!r}")
     return ExportedMessage(
-        local_id=ids.next_id(author, utc, text), author=author, timestamp=utc, tz=shown[0],
-        tz_source=shown[1], text=text, attachments=_attachments(item, where, label),
+        local_id=ids.next_id(author, utc, text),
+        author=author,
+        timestamp=utc,
+        tz=shown[0],
+        tz_source=shown[1],
+        text=text,
+        attachments=_attachments(item, where, label),
         system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES,
     )
 

@@ -50,8 +50,9 @@ def detect(path: Path | str) -> str:
 
 
 def _unknown(path: Path, seen: str) -> ExportFormatError:
-    return ExportFormatError(path, None, f"cannot tell the export format: {seen}; pass the format "
-                                         f"explicitly (one of {', '.join(FORMATS)})")
+    return ExportFormatError(
+        path, None, f"cannot tell the export format: {seen}; pass the format explicitly (one of {', '.join(FORMATS)})"
+    )
 
 
 def _detect_names(path: Path, names: list[str]) -> str:
@@ -128,8 +129,9 @@ def read_export(
     return _read(path, chosen, zone, day_first, on_progress)
 
 
-def _read(path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None,
-          on_progress: ProgressCallback | None) -> Iterator[Conversation]:
+def _read(
+    path: Path, chosen: str, zone: ZoneChoice, day_first: bool | None, on_progress: ProgressCallback | None
+) -> Iterator[Conversation]:
     if chosen == "whatsapp":
         yield from _single(whatsapp.read(_find(path, ("_chat.txt", ".txt"), "WhatsApp"), zone, day_first), on_progress)
     elif chosen == "signal":

@@ -51,9 +51,14 @@ def left_out_line(error: ExportFormatError, message: str, container: str) -> str
     return f"{error} (message {message} left out; the rest of the {container} is read)"
 
 
-def read_each(items: Iterable[tuple[str, Any]], read_one: Callable[[Any, str], Any], container: str,
-              warnings: list[str], name_of: Callable[[Any, str], str] | None = None,
-              none_read_raises: bool = False) -> list[Any]:
+def read_each(
+    items: Iterable[tuple[str, Any]],
+    read_one: Callable[[Any, str], Any],
+    container: str,
+    warnings: list[str],
+    name_of: Callable[[Any, str], str] | None = None,
+    none_read_raises: bool = False,
+) -> list[Any]:
     """``read_one(item, where)`` for each ``(where, item)``, None results dropped. A message that
     cannot be read is one line in ``warnings`` (``name_of(item, where)`` names it, else ``where``)
     and the rest are read; an error about the whole file (no ``where``) is raised, and so is the
@@ -124,8 +129,16 @@ class Conversation:
 
 
 def conversation_from_messages(
-    *, key: str, title: str, source_format: str, source: str, messages: list[ExportedMessage],
-    tz: str, tz_source: str, participants: Iterable[str] | None = None, native_id: str = "",
+    *,
+    key: str,
+    title: str,
+    source_format: str,
+    source: str,
+    messages: list[ExportedMessage],
+    tz: str,
+    tz_source: str,
+    participants: Iterable[str] | None = None,
+    native_id: str = "",
 ) -> Conversation:
     """A conversation held in memory; participants default to the authors in order who are people
     (not system lines, not bots)."""
@@ -133,8 +146,15 @@ def conversation_from_messages(
     if participants is None:
         participants = dict.fromkeys(m.author for m in frozen if m.author and not m.system and not m.bot)
     return Conversation(
-        key=key, title=title, participants=tuple(participants), source_format=source_format,
-        tz=tz, tz_source=tz_source, source=source, _read=lambda: frozen, native_id=native_id,
+        key=key,
+        title=title,
+        participants=tuple(participants),
+        source_format=source_format,
+        tz=tz,
+        tz_source=tz_source,
+        source=source,
+        _read=lambda: frozen,
+        native_id=native_id,
     )
 
 
@@ -180,7 +200,7 @@ def conversation_key(source_format: str, name: str) -> str:
 def unique_key(key: str, identity: str) -> str:
     """``key`` with a short suffix derived from the chat's ``identity`` (its native id, else its
     export's file name): what the folder gives each of several chats whose names share a key."""
-    return f"{key}-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:SUFFIX_LENGTH - 1]}"
+    return f"{key}-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[: SUFFIX_LENGTH - 1]}"
 
 
 _KIND_BY_EXTENSION = {

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from narrative_mirror.exports.limits import decode_text, open_file
 from narrative_mirror.exports.records import (
     Attachment,
     Conversation,
@@ -28,14 +29,20 @@ from narrative_mirror.exports.records import (
     kind_from_name,
     read_each,
 )
-from narrative_mirror.exports.limits import decode_text, open_file
 from narrative_mirror.exports.timezones import ZoneChoice
 
 FORMAT = "signal"
 TEXT_HEADER = re.compile(r"^\[(?P<date>\d{4}-\d{2}-\d{2}), (?P<time>\d{1,2}:\d{2}(?::\d{2})?)\] (?P<body>.*)$")
 JSON_KEYS = {"date", "sender", "body"}
-_DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
-                 "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d, %H:%M", "%Y-%m-%d, %H:%M:%S")
+_DATE_FORMATS = (
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d, %H:%M",
+    "%Y-%m-%d, %H:%M:%S",
+)
 _AMBIGUOUS = ""
 
 
@@ -74,15 +81,26 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
         key = body.strip()
         by_text[key] = _AMBIGUOUS if key in by_text else local_id
         return ExportedMessage(
-            local_id=local_id, author=author, timestamp=utc, tz=zone.name, tz_source=zone.source,
-            text=body, reply_to=reply_to, attachments=attachments,
+            local_id=local_id,
+            author=author,
+            timestamp=utc,
+            tz=zone.name,
+            tz_source=zone.source,
+            text=body,
+            reply_to=reply_to,
+            attachments=attachments,
         )
 
     warnings: list[str] = []
     messages = read_each(rows, message, "chat", warnings, none_read_raises=True)
     conversation = conversation_from_messages(
-        key=conversation_key(FORMAT, title), title=title, source_format=FORMAT, source=str(path),
-        messages=messages, tz=zone.name, tz_source=zone.source,
+        key=conversation_key(FORMAT, title),
+        title=title,
+        source_format=FORMAT,
+        source=str(path),
+        messages=messages,
+        tz=zone.name,
+        tz_source=zone.source,
     )
     conversation.warnings.extend(warnings)
     yield conversation
@@ -119,8 +137,13 @@ def _json_row(line: str, path: Path, where: str) -> Row:
     quote = record.get("quote") or None
     if quote is not None and not isinstance(quote, str):
         raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")
-    return (_parse_date(date, path, f"{where}.date"), sender, body, quote,
-            _attachments(record.get("attachments") or [], path, where))
+    return (
+        _parse_date(date, path, f"{where}.date"),
+        sender,
+        body,
+        quote,
+        _attachments(record.get("attachments") or [], path, where),
+    )
 
 
 def _attachments(items: Any, path: Path, where: str) -> tuple[Attachment, ...]:

@@ -37,8 +37,8 @@ from narrative_mirror.exports.records import (
     conversation_key,
     json_field,
     kind_from_name,
-    read_each,
     optional_field,
+    read_each,
 )
 from narrative_mirror.exports.slack_text import message_text, render_markup
 from narrative_mirror.exports.timezones import ZoneChoice
@@ -46,13 +46,33 @@ from narrative_mirror.exports.timezones import ZoneChoice
 FORMAT = "slack"
 INDEX_FILES = ("channels.json", "groups.json", "mpims.json", "dms.json")
 DAY_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
-SYSTEM_SUBTYPES = frozenset({
-    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
-    "channel_archive", "channel_unarchive", "channel_convert_to_private", "group_join", "group_leave",
-    "group_topic", "group_purpose", "group_name", "group_archive", "group_unarchive", "pinned_item",
-    "unpinned_item", "bot_add", "bot_remove", "reminder_add", "tombstone", "huddle_thread",
-    "sh_room_created",
-})
+SYSTEM_SUBTYPES = frozenset(
+    {
+        "channel_join",
+        "channel_leave",
+        "channel_topic",
+        "channel_purpose",
+        "channel_name",
+        "channel_archive",
+        "channel_unarchive",
+        "channel_convert_to_private",
+        "group_join",
+        "group_leave",
+        "group_topic",
+        "group_purpose",
+        "group_name",
+        "group_archive",
+        "group_unarchive",
+        "pinned_item",
+        "unpinned_item",
+        "bot_add",
+        "bot_remove",
+        "reminder_add",
+        "tombstone",
+        "huddle_thread",
+        "sh_room_created",
+    }
+)
 SKIPPED_SUBTYPES = frozenset({"message_changed", "message_deleted", "message_replied"})
 
 
@@ -88,8 +108,7 @@ class Users:
 
 
 def person_name(record: dict, profile: dict) -> str:
-    for value in (profile.get("real_name"), record.get("real_name"), profile.get("display_name"),
-                  record.get("name")):
+    for value in (profile.get("real_name"), record.get("real_name"), profile.get("display_name"), record.get("name")):
         if isinstance(value, str) and value.strip():
             return value.strip()
     return ""
@@ -114,8 +133,9 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
         users = Users(_index(tree, f"{root}users.json", names))
         channels: dict[str, dict] = {}
         for index_file in INDEX_FILES:
-            for position, record in iter_with_index(_index(tree, root + index_file, names),
-                                                    tree.label(root + index_file), "$"):
+            for position, record in iter_with_index(
+                _index(tree, root + index_file, names), tree.label(root + index_file), "$"
+            ):
                 record = record if isinstance(record, dict) else {}
                 folder = record.get("name") or record.get("id")
                 if not isinstance(folder, str):
@@ -124,8 +144,8 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
         day_files: dict[str, list[str]] = {}
         for name in names:
             folder = parent_of(name)
-            if name.startswith(root) and DAY_FILE.match(base_of(name)) and folder and "/" not in folder[len(root):]:
-                day_files.setdefault(folder[len(root):], []).append(name)
+            if name.startswith(root) and DAY_FILE.match(base_of(name)) and folder and "/" not in folder[len(root) :]:
+                day_files.setdefault(folder[len(root) :], []).append(name)
     finally:
         tree.close()
     channel_ids = {r["id"]: folder for folder, r in channels.items() if isinstance(r.get("id"), str)}
@@ -133,8 +153,9 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
     for done, folder in enumerate(folders, start=1):
         record = channels.get(folder, {})
         label = tree.label(root + folder)
-        yield _conversation(path, label, folder, record, sorted(day_files[folder]), users, channel_ids, zone,
-                            tree.budget)
+        yield _conversation(
+            path, label, folder, record, sorted(day_files[folder]), users, channel_ids, zone, tree.budget
+        )
         if on_progress is not None:
             on_progress(done, len(folders), folder)
 
@@ -148,11 +169,23 @@ def _index(tree: ExportTree, name: str, names: list[str]) -> list:
     return records
 
 
-def _conversation(path: Path, label: str, folder: str, record: dict, files: list[str], users: Users,
-                  channel_ids: dict[str, str], zone: ZoneChoice, budget: ReadBudget) -> Conversation:
+def _conversation(
+    path: Path,
+    label: str,
+    folder: str,
+    record: dict,
+    files: list[str],
+    users: Users,
+    channel_ids: dict[str, str],
+    zone: ZoneChoice,
+    budget: ReadBudget,
+) -> Conversation:
     channel_id = record.get("id") if isinstance(record.get("id"), str) else None
-    members = [m for m in record.get("members") or [] if isinstance(m, str)] if isinstance(
-        record.get("members"), list) else []
+    members = (
+        [m for m in record.get("members") or [] if isinstance(m, str)]
+        if isinstance(record.get("members"), list)
+        else []
+    )
     title = folder if record.get("name") or not members else ", ".join(users.name(m) for m in members)
     # Slack stores UTC: the chat is shown in --tz, else the zone most of its members have.
     if zone.source == TZ_FROM_ARGUMENT:
@@ -171,10 +204,16 @@ def _conversation(path: Path, label: str, folder: str, record: dict, files: list
             tree.close()
 
     return Conversation(
-        key=conversation_key(FORMAT, title), title=title, native_id=channel_id or folder,
+        key=conversation_key(FORMAT, title),
+        title=title,
+        native_id=channel_id or folder,
         participants=tuple(users.name(m) for m in members if m not in users.bots),
-        source_format=FORMAT, tz=tz, tz_source=tz_source, source=label,
-        _read=read_messages, warnings=warnings,
+        source_format=FORMAT,
+        tz=tz,
+        tz_source=tz_source,
+        source=label,
+        _read=read_messages,
+        warnings=warnings,
     )
 
 
@@ -183,14 +222,19 @@ def _ts_key(ts: str) -> tuple[int, int]:
     return int(seconds), int((fraction or "0").ljust(6, "0")[:6])
 
 
-def _day(tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str], tz: str, tz_source: str,
-         warnings: list[str]) -> Iterator[ExportedMessage]:
+def _day(
+    tree: ExportTree, name: str, users: Users, channel_ids: dict[str, str], tz: str, tz_source: str, warnings: list[str]
+) -> Iterator[ExportedMessage]:
     """One day file's messages in time order; a message that cannot be read is one warning."""
     label = tree.label(name)
     items = tree.load_json(name)
-    messages = read_each(((f"[{index}]", item) for index, item in iter_with_index(items, label, "$")),
-                         lambda item, where: _message(item, where, label, users, channel_ids, tz, tz_source),
-                         "channel", warnings, name_of=_ts_name)
+    messages = read_each(
+        ((f"[{index}]", item) for index, item in iter_with_index(items, label, "$")),
+        lambda item, where: _message(item, where, label, users, channel_ids, tz, tz_source),
+        "channel",
+        warnings,
+        name_of=_ts_name,
+    )
     messages.sort(key=lambda m: _ts_key(m.local_id))
     yield from messages
 
@@ -200,8 +244,9 @@ def _ts_name(item: Any, where: str) -> str:
     return f"ts {ts}" if isinstance(ts, str) and ts else where
 
 
-def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str], tz: str,
-             tz_source: str) -> ExportedMessage | None:
+def _message(
+    item: Any, where: str, label: str, users: Users, channel_ids: dict[str, str], tz: str, tz_source: str
+) -> ExportedMessage | None:
     if not isinstance(item, dict):
         raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
     subtype = optional_field(item, "subtype", where, label, str, None)
@@ -232,10 +277,17 @@ def _message(item: Any, where: str, label: str, users: Users, channel_ids: dict[
     files = [*(item.get("files") if isinstance(item.get("files"), list) else []), item.get("file")]
     thread_ts = item.get("thread_ts")
     return ExportedMessage(
-        local_id=ts, author=author, timestamp=utc, tz=tz, tz_source=tz_source, text=text,
+        local_id=ts,
+        author=author,
+        timestamp=utc,
+        tz=tz,
+        tz_source=tz_source,
+        text=text,
         reply_to=thread_ts if isinstance(thread_ts, str) and thread_ts != ts else None,
-        attachments=_files(files), edited="edited" in item,
-        system=subtype in SYSTEM_SUBTYPES, bot=bot,
+        attachments=_files(files),
+        edited="edited" in item,
+        system=subtype in SYSTEM_SUBTYPES,
+        bot=bot,
     )
 
 
@@ -244,10 +296,18 @@ def _author(item: dict, subtype: str | None, users: Users) -> tuple[str | None, 
     user = item.get("user") if isinstance(item.get("user"), str) else None
     bot_id = item.get("bot_id") if isinstance(item.get("bot_id"), str) else None
     bot_profile = item.get("bot_profile") if isinstance(item.get("bot_profile"), dict) else {}
-    is_bot = subtype == "bot_message" or bool(bot_profile) or user in users.bots or (user is None and bot_id is not None)
+    is_bot = (
+        subtype == "bot_message" or bool(bot_profile) or user in users.bots or (user is None and bot_id is not None)
+    )
     if is_bot:
-        for name in (item.get("username"), bot_profile.get("name"), users.names.get(bot_id or ""),
-                     users.names.get(user or ""), bot_id, user):
+        for name in (
+            item.get("username"),
+            bot_profile.get("name"),
+            users.names.get(bot_id or ""),
+            users.names.get(user or ""),
+            bot_id,
+            user,
+        ):
             if isinstance(name, str) and name.strip():
                 return name.strip(), True
         return None, True

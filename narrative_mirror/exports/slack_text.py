@@ -52,8 +52,12 @@ def message_text(item: dict, names: dict[str, str], channel_ids: dict[str, str])
     if text and not layout:
         parts.append(text)
     else:
-        block_lines = [line for block in blocks if isinstance(block, dict)
-                       for line in _block_lines(block, names, channel_ids, render)]
+        block_lines = [
+            line
+            for block in blocks
+            if isinstance(block, dict)
+            for line in _block_lines(block, names, channel_ids, render)
+        ]
         block_text = "\n".join(line for line in block_lines if line)
         if text and text not in block_text and text != NO_DISPLAY:
             parts.append(text)

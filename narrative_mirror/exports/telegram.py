@@ -83,8 +83,14 @@ def read(path: Path, zone: ZoneChoice, on_progress: ProgressCallback | None) -> 
             raise ExportFormatError(path, "$.messages", "expected an array")
         # The messages are streamed one at a time: a chat is never held as raw JSON whole.
         with open_file(path) as handle:
-            conversation = _chat(head, jsonstream.items(handle, "messages.item"), path=path, where="", zone=zone,
-                                 fallback_title=path.stem)
+            conversation = _chat(
+                head,
+                jsonstream.items(handle, "messages.item"),
+                path=path,
+                where="",
+                zone=zone,
+                fallback_title=path.stem,
+            )
     except ijson.JSONError as exc:
         raise _invalid_json(path, exc) from exc
     yield conversation
@@ -128,22 +134,33 @@ def read_chat(chat: Any, *, path: Path, where: str, zone: ZoneChoice, fallback_t
     return _chat(chat, items, path=path, where=where, zone=zone, fallback_title=fallback_title)
 
 
-def _chat(head: dict, items: Iterable[Any], *, path: Path, where: str, zone: ZoneChoice,
-          fallback_title: str) -> Conversation:
+def _chat(
+    head: dict, items: Iterable[Any], *, path: Path, where: str, zone: ZoneChoice, fallback_title: str
+) -> Conversation:
     prefix = f"{where}." if where else ""
     title = str(head.get("name") or fallback_title)
     chat_id = head.get("id")
     key = conversation_key(FORMAT, title)
     ids = StableIds()
     warnings: list[str] = []
-    messages = read_each(((f"{prefix}messages[{index}]", item) for index, item in enumerate(items)),
-                         lambda item, where: _message(item, where, path, zone, ids), "chat", warnings,
-                         name_of=_id_name)
+    messages = read_each(
+        ((f"{prefix}messages[{index}]", item) for index, item in enumerate(items)),
+        lambda item, where: _message(item, where, path, zone, ids),
+        "chat",
+        warnings,
+        name_of=_id_name,
+    )
     file_zones = Counter(m.tz for m in messages if m.tz_source == TZ_FROM_FILE)
     tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
     conversation = conversation_from_messages(
-        key=key, title=title, source_format=FORMAT, source=str(path), messages=messages,
-        tz=tz, tz_source=tz_source, native_id=str(chat_id) if chat_id is not None else "",
+        key=key,
+        title=title,
+        source_format=FORMAT,
+        source=str(path),
+        messages=messages,
+        tz=tz,
+        tz_source=tz_source,
+        native_id=str(chat_id) if chat_id is not None else "",
     )
     conversation.warnings.extend(warnings)
     return conversation
@@ -170,7 +187,9 @@ def text_of(value: Any, path: Path, where: str) -> str:
             linked = isinstance(href, str) and href and href != part["text"]
             parts.append(f"{part['text']} ({href})" if linked else part["text"])
         else:
-            raise ExportFormatError(path, f"{where}[{index}]", f"expected a string or an entity with text, found {part!r}")
+            raise ExportFormatError(
+                path, f"{where}[{index}]", f"expected a string or an entity with text, found {part!r}"
+            )
     return "".join(parts)
 
 
@@ -221,9 +240,16 @@ def _message(item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds
     reply = item.get("reply_to_message_id")
     attachments = tuple(a._replace(caption=text or a.caption) for a in _attachments(item)) if not system else ()
     return ExportedMessage(
-        local_id=local_id, author=author, timestamp=utc, tz=tz, tz_source=tz_source, text=text,
-        reply_to=str(reply) if reply is not None else None, attachments=attachments,
-        edited="edited" in item or "edited_unixtime" in item, system=system,
+        local_id=local_id,
+        author=author,
+        timestamp=utc,
+        tz=tz,
+        tz_source=tz_source,
+        text=text,
+        reply_to=str(reply) if reply is not None else None,
+        attachments=attachments,
+        edited="edited" in item or "edited_unixtime" in item,
+        system=system,
     )
 
 
@@ -265,15 +291,22 @@ def service_text(item: dict, actor: str) -> str:
         if reason == "missed":
             return f"Missed {what} from {who}"
         duration = item.get("duration_seconds") or item.get("duration")
-        return f"{who} started a {what}" + (f" ({duration} s)" if duration else "") + (
-            f" ({reason})" if reason and reason != "hangup" else "")
+        return (
+            f"{who} started a {what}"
+            + (f" ({duration} s)" if duration else "")
+            + (f" ({reason})" if reason and reason != "hangup" else "")
+        )
     detail = members or title
     return f"{who}: {action.replace('_', ' ')}" + (f" {detail}" if detail else "")
 
 
 _MEDIA_KINDS = {
-    "sticker": "sticker", "animation": "gif", "video_file": "video", "video_message": "video",
-    "voice_message": "audio", "audio_file": "audio",
+    "sticker": "sticker",
+    "animation": "gif",
+    "video_file": "video",
+    "video_message": "video",
+    "voice_message": "audio",
+    "audio_file": "audio",
 }
 
 
@@ -286,9 +319,11 @@ def _attachments(item: dict) -> tuple[Attachment, ...]:
         media_type = str(item.get("media_type") or "")
         kind = _MEDIA_KINDS.get(media_type) or kind_from_name(name, "document" if not media_type else "file")
         found.append(Attachment(kind, name, item.get("sticker_emoji") if kind == "sticker" else None))
-    for field_name, kind, parts in (("contact_information", "contact", ("first_name", "last_name", "phone_number")),
-                                    ("location_information", "location", ("latitude", "longitude")),
-                                    ("poll", "poll", ("question",))):
+    for field_name, kind, parts in (
+        ("contact_information", "contact", ("first_name", "last_name", "phone_number")),
+        ("location_information", "location", ("latitude", "longitude")),
+        ("poll", "poll", ("question",)),
+    ):
         value = item.get(field_name)
         if value:
             words = [str(value[p]) for p in parts if isinstance(value, dict) and value.get(p) not in (None, "")]

@@ -11,16 +11,12 @@ the first of the two (``fold=0``). Both are Python's ``zoneinfo`` defaults, made
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from narrative_mirror.exports.records import (
-    TZ_FROM_ARGUMENT,
-    TZ_FROM_MACHINE,
-    ExportFormatError,
-)
+from narrative_mirror.exports.records import TZ_FROM_ARGUMENT, TZ_FROM_MACHINE, ExportFormatError
 
 
 @dataclass(frozen=True)
@@ -33,9 +29,7 @@ class ZoneChoice:
 
     def require(self, file: object) -> ZoneInfo:
         if self.zone is None:
-            raise ExportFormatError(
-                file, None, "the export has local times without a zone: pass a time zone (--tz)"
-            )
+            raise ExportFormatError(file, None, "the export has local times without a zone: pass a time zone (--tz)")
         return self.zone
 
     def to_utc(self, local: datetime, file: object) -> datetime:
@@ -83,7 +77,6 @@ def offset_name(offset: timedelta | None) -> str:
 def file_zone_of(moment: datetime) -> str:
     """The zone name of an aware time read from the file (its fixed offset)."""
     return offset_name(moment.utcoffset())
-
 
 
 _OFFSET_NAME = re.compile(r"^UTC([+-])(\d{2}):(\d{2})$")

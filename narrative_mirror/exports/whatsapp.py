@@ -48,14 +48,29 @@ HEADER = re.compile(
 )
 
 MEDIA_OMITTED = {
-    "<Media omitted>", "<Médias omis>", "<Medien ausgeschlossen>", "<Multimedia omitido>",
-    "<Mídia oculta>", "<Media weggelaten>", "<Media omessi>", "<Медиа отсутствуют>",
-    "<Medya dahil edilmedi>", "<Media tidak disertakan>",
+    "<Media omitted>",
+    "<Médias omis>",
+    "<Medien ausgeschlossen>",
+    "<Multimedia omitido>",
+    "<Mídia oculta>",
+    "<Media weggelaten>",
+    "<Media omessi>",
+    "<Медиа отсутствуют>",
+    "<Medya dahil edilmedi>",
+    "<Media tidak disertakan>",
 }
 _OMITTED_KINDS = {
-    "image": "photo", "video": "video", "audio": "audio", "sticker": "sticker", "GIF": "gif",
-    "document": "document", "Contact card": "contact", "imagen": "photo", "Bild": "photo",
-    "audio omitido": "audio", "vidéo": "video",
+    "image": "photo",
+    "video": "video",
+    "audio": "audio",
+    "sticker": "sticker",
+    "GIF": "gif",
+    "document": "document",
+    "Contact card": "contact",
+    "imagen": "photo",
+    "Bild": "photo",
+    "audio omitido": "audio",
+    "vidéo": "video",
 }
 OMITTED = re.compile(
     r"^(?P<what>image|video|audio|sticker|GIF|document|Contact card) omitted$"
@@ -68,21 +83,44 @@ FILE_ATTACHED = re.compile(
     r"file allegato|arquivo anexado|bestand bijgevoegd)\)$"
 )
 EDITED_MARKS = (
-    "<This message was edited>", "<Se editó este mensaje.>", "<Diese Nachricht wurde bearbeitet>",
-    "<Ce message a été modifié>", "<Questo messaggio è stato modificato>",
+    "<This message was edited>",
+    "<Se editó este mensaje.>",
+    "<Diese Nachricht wurde bearbeitet>",
+    "<Ce message a été modifié>",
+    "<Questo messaggio è stato modificato>",
     "<Esta mensagem foi editada>",
 )
 # Whole-message texts WhatsApp writes in an author's name that are no words of theirs: a deleted
 # message (kept as a system line saying so) and calls (English, German, Spanish).
-DELETED_TEXTS = frozenset({
-    "This message was deleted", "You deleted this message", "Diese Nachricht wurde gelöscht",
-    "Du hast diese Nachricht gelöscht", "Se eliminó este mensaje", "Eliminaste este mensaje",
-})
-CALL_TEXTS = frozenset({
-    "Missed voice call", "Missed video call", "Missed group voice call", "Missed group video call",
-    "Voice call", "Video call", "Verpasster Sprachanruf", "Verpasster Videoanruf", "Sprachanruf", "Videoanruf",
-    "Llamada perdida", "Llamada de voz perdida", "Videollamada perdida", "Llamada de voz", "Videollamada",
-})
+DELETED_TEXTS = frozenset(
+    {
+        "This message was deleted",
+        "You deleted this message",
+        "Diese Nachricht wurde gelöscht",
+        "Du hast diese Nachricht gelöscht",
+        "Se eliminó este mensaje",
+        "Eliminaste este mensaje",
+    }
+)
+CALL_TEXTS = frozenset(
+    {
+        "Missed voice call",
+        "Missed video call",
+        "Missed group voice call",
+        "Missed group video call",
+        "Voice call",
+        "Video call",
+        "Verpasster Sprachanruf",
+        "Verpasster Videoanruf",
+        "Sprachanruf",
+        "Videoanruf",
+        "Llamada perdida",
+        "Llamada de voz perdida",
+        "Videollamada perdida",
+        "Llamada de voz",
+        "Videollamada",
+    }
+)
 _TITLE_PREFIXES = ("WhatsApp Chat with ", "WhatsApp Chat - ", "WhatsApp-Chat mit ", "Chat de WhatsApp con ")
 
 
@@ -111,7 +149,7 @@ def chat_title(file_name: str) -> str:
     stem = file_name.rsplit(".", 1)[0] if "." in file_name else file_name
     for prefix in _TITLE_PREFIXES:
         if stem.startswith(prefix):
-            return stem[len(prefix):].strip()
+            return stem[len(prefix) :].strip()
     return stem.strip()
 
 
@@ -141,9 +179,11 @@ def _first_lines(tree: ExportTree, name: str) -> list[str]:
 def find_chat_in_zip(tree: ExportTree) -> str | None:
     """The member that is the chat text of a WhatsApp zip, if exactly one is."""
     texts = [n for n in tree.names() if n.lower().endswith(".txt")]
-    chosen = ([n for n in texts if base_of(n) == "_chat.txt"]
-              or [n for n in texts if base_of(n).startswith(_TITLE_PREFIXES)]
-              or [n for n in texts if looks_like(_first_lines(tree, n))])
+    chosen = (
+        [n for n in texts if base_of(n) == "_chat.txt"]
+        or [n for n in texts if base_of(n).startswith(_TITLE_PREFIXES)]
+        or [n for n in texts if looks_like(_first_lines(tree, n))]
+    )
     return chosen[0] if len(chosen) == 1 else None
 
 
@@ -162,8 +202,13 @@ def parse_chat(text: str, *, label: str, title: str, zone: ZoneChoice, day_first
         lines = [first, *header.body[1:]]
         messages.append(_message(author, lines, header.ios, title, utc, ids, tzinfo.key, zone.source))
     return conversation_from_messages(
-        key=conversation_key(FORMAT, title), title=title, source_format=FORMAT, source=label,
-        messages=messages, tz=zone.name, tz_source=zone.source,
+        key=conversation_key(FORMAT, title),
+        title=title,
+        source_format=FORMAT,
+        source=label,
+        messages=messages,
+        tz=zone.name,
+        tz_source=zone.source,
     )
 
 
@@ -180,8 +225,17 @@ def _split(text: str, label: str) -> list[_Header]:
             continue
         date_text = match["date"]
         fields = tuple(re.split(r"[./-]", date_text))
-        headers.append(_Header(number, fields, date_text, match["time"], match["ampm"],  # type: ignore[arg-type]
-                               [match["body"]], match["open"] is not None))
+        headers.append(
+            _Header(
+                number,
+                fields,
+                date_text,
+                match["time"],
+                match["ampm"],  # type: ignore[arg-type]
+                [match["body"]],
+                match["open"] is not None,
+            )
+        )
     if not headers:
         raise ExportFormatError(label, None, "no WhatsApp messages found")
     return headers
@@ -198,15 +252,17 @@ def _date_order(headers: list[_Header], label: str, day_first: bool | None) -> s
         raise ExportFormatError(label, both.line, f"date {both.date_text} has no month (both fields over 12)")
     if first_over is not None and second_over is not None:
         raise ExportFormatError(
-            label, second_over.line,
+            label,
+            second_over.line,
             f"date {second_over.date_text} is month-first but line {first_over.line} "
             f"({first_over.date_text}) is day-first",
         )
     contradiction = second_over if day_first else first_over
     if day_first is not None and contradiction is not None:
         given = "--day-first" if day_first else "--month-first"
-        raise ExportFormatError(label, contradiction.line,
-                                f"date {contradiction.date_text} cannot be read with {given}")
+        raise ExportFormatError(
+            label, contradiction.line, f"date {contradiction.date_text} cannot be read with {given}"
+        )
     if day_first is not None:
         return "dmy" if day_first else "mdy"
     if first_over is not None:
@@ -219,14 +275,27 @@ def _date_order(headers: list[_Header], label: str, day_first: bool | None) -> s
     a, b, year = (int(f) for f in differing.fields)
     year = _full_year(year)
     raise ExportFormatError(
-        label, differing.line,
+        label,
+        differing.line,
         f"{differing.date_text} could be {a} {_MONTHS[b - 1]} or {b} {_MONTHS[a - 1]} {year}; "
         "pass --day-first or --month-first",
     )
 
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def _full_year(year: int) -> int:
@@ -251,7 +320,9 @@ def _local_time(header: _Header, order: str, label: str) -> datetime:
     try:
         return datetime(_full_year(year), month, day, hour, minute, second_)
     except ValueError as exc:
-        raise ExportFormatError(label, header.line, f"bad date or time {header.date_text} {header.clock}: {exc}") from exc
+        raise ExportFormatError(
+            label, header.line, f"bad date or time {header.date_text} {header.clock}: {exc}"
+        ) from exc
 
 
 def _split_author(body: str, known: set[str | None] | None) -> tuple[str | None, str]:
@@ -267,8 +338,9 @@ def _split_author(body: str, known: set[str | None] | None) -> tuple[str | None,
     return None, body
 
 
-def _message(author: str | None, lines: list[str], ios: bool, title: str, utc: datetime,
-             ids: StableIds, tz: str, tz_source: str) -> ExportedMessage:
+def _message(
+    author: str | None, lines: list[str], ios: bool, title: str, utc: datetime, ids: StableIds, tz: str, tz_source: str
+) -> ExportedMessage:
     system = author is None
     if ios and lines[0].startswith(LRM) and not _attachment(lines[0].lstrip(_MARKS), lines[1:]):
         system = True
@@ -287,8 +359,15 @@ def _message(author: str | None, lines: list[str], ios: bool, title: str, utc: d
         system = True
     name = "" if author is None or (system and author == title) else author
     return ExportedMessage(
-        local_id=ids.next_id(name, utc, text), author=name, timestamp=utc, tz=tz, tz_source=tz_source,
-        text=text, attachments=attachments, edited=edited, system=system,
+        local_id=ids.next_id(name, utc, text),
+        author=name,
+        timestamp=utc,
+        tz=tz,
+        tz_source=tz_source,
+        text=text,
+        attachments=attachments,
+        edited=edited,
+        system=system,
     )
 
 

@@ -101,13 +101,20 @@ _EMOTIONS: dict[str, frozenset[str]] = {  # first listed wins a tie
     "anger": frozenset("angry annoyed annoying frustrated frustrating hate mad ugh".split()),
     "surprise": frozenset("wow omg surprised surprise shocked unbelievable whoa".split()),
 }
-_EMOTIONS_OF = {w: [e for e, lexicon in _EMOTIONS.items() if w in lexicon] for w in frozenset().union(*_EMOTIONS.values())}
-_POSITIVE_EMOJI = re.compile("[\U0001F600-\U0001F60F\U0001F617-\U0001F61D\U0001F970\u2764\U0001F495-\U0001F49F]|:\\)|:D|<3")
-_NEGATIVE_EMOJI = re.compile("[\U0001F61E-\U0001F62D\U0001F630-\U0001F635\U0001F641\u2639]|:\\(")
+_EMOTIONS_OF = {
+    w: [e for e, lexicon in _EMOTIONS.items() if w in lexicon] for w in frozenset().union(*_EMOTIONS.values())
+}
+_POSITIVE_EMOJI = re.compile(
+    "[\U0001f600-\U0001f60f\U0001f617-\U0001f61d\U0001f970\u2764\U0001f495-\U0001f49f]|:\\)|:D|<3"
+)
+_NEGATIVE_EMOJI = re.compile("[\U0001f61e-\U0001f62d\U0001f630-\U0001f635\U0001f641\u2639]|:\\(")
 
 # Capitalized words that are never entities on their own.
 _NOT_ENTITIES = (
-    frozenset(_WEEKDAYS.split("|")) | {f"{d}s" for d in _WEEKDAYS.split("|")} | frozenset(_MONTHS.split("|")) | STOPWORDS
+    frozenset(_WEEKDAYS.split("|"))
+    | {f"{d}s" for d in _WEEKDAYS.split("|")}
+    | frozenset(_MONTHS.split("|"))
+    | STOPWORDS
 )
 _CASED_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:'[A-Za-z]+)?")
 
@@ -151,9 +158,7 @@ def proper_vocabulary(texts: list[str]) -> dict[str, bool]:
             elif word[0].islower():
                 lower[key] += 1
     return {
-        w: 4 * lower[w] <= n
-        for w, n in capitalized.items()
-        if n >= lower[w] and len(w) >= 2 and w not in _NOT_ENTITIES
+        w: 4 * lower[w] <= n for w, n in capitalized.items() if n >= lower[w] and len(w) >= 2 and w not in _NOT_ENTITIES
     }
 
 
@@ -178,7 +183,7 @@ def extract_entities(text: str, vocabulary: Mapping[str, bool], speakers: set[st
         run, anchored = [], False
 
     words = _words(text)
-    for i, (word, sentence_start, attached) in enumerate(words):
+    for word, sentence_start, attached in words:
         if not attached:  # punctuation between words ends a name
             end_run()
         key = word.lower()

@@ -111,10 +111,7 @@ def _split_long(start: int, end: int, depths: np.ndarray, params: L1Params) -> l
 
 
 def build_topic_blocks(
-    messages: pl.DataFrame,
-    vectors: np.ndarray,
-    params: Mapping[str, Any],
-    summarizer: Summarizer | None = None,
+    messages: pl.DataFrame, vectors: np.ndarray, params: Mapping[str, Any], summarizer: Summarizer | None = None
 ) -> pl.DataFrame:
     """Topic blocks (schema.BLOCKS) of one chat.
 
@@ -126,7 +123,9 @@ def build_topic_blocks(
     l1 = section(params, "l1", L1Params)
     summary_params = section(params, "summary", SummaryParams)
     # system lines (joins, calls, "X added Y") stay block members but never name or summarize a block
-    system = messages["system"].fill_null(False).to_list() if "system" in messages.columns else [False] * messages.height
+    system = (
+        messages["system"].fill_null(False).to_list() if "system" in messages.columns else [False] * messages.height
+    )
     messages = check_inputs(messages, vectors, "build_topic_blocks")
     if messages.height == 0:
         return schema.empty_frame(schema.BLOCKS)

@@ -83,7 +83,9 @@ def build_threads(
     summary_params = section(params, "summary", SummaryParams)
     blocks = schema.conform(blocks, schema.BLOCKS, "build_threads: blocks")
     if block_vectors.ndim != 2 or block_vectors.shape[0] != blocks.height:
-        raise ValueError(f"build_threads: block_vectors shape {block_vectors.shape} does not match {blocks.height} blocks")
+        raise ValueError(
+            f"build_threads: block_vectors shape {block_vectors.shape} does not match {blocks.height} blocks"
+        )
     if blocks.height == 0:
         return schema.empty_frame(schema.THREADS)
     order = np.argsort(blocks["block_index"].to_numpy(), kind="stable")

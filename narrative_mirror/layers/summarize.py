@@ -80,9 +80,7 @@ class ExtractiveSummarizer:
         terms = sorted(doc_freq, key=lambda t: (-doc_freq[t], -total[t], t))
         label = ", ".join(terms[: self.params.label_terms])
         # Centrality: how many other items share each term, damped for long items.
-        centrality = [
-            sum(doc_freq[t] - 1 for t in ts) / math.sqrt(len(ts)) if ts else 0.0 for ts in term_sets
-        ]
+        centrality = [sum(doc_freq[t] - 1 for t in ts) / math.sqrt(len(ts)) if ts else 0.0 for ts in term_sets]
         summary = central_summary(items, centrality, self.params)
         return truncate(label, self.params.label_max_chars) or truncate(items[0], self.params.label_max_chars), summary
 

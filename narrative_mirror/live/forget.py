@@ -28,7 +28,13 @@ from narrative_mirror.home import Home
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat
 from narrative_mirror.live.redaction import (
-    MARKER, Redactor, distinctive_words, is_parquet, is_sqlite, redact_parquet, redact_sqlite,
+    MARKER,
+    Redactor,
+    distinctive_words,
+    is_parquet,
+    is_sqlite,
+    redact_parquet,
+    redact_sqlite,
     redact_text_file,
 )
 from narrative_mirror.recall_runs import redact_runs
@@ -58,11 +64,15 @@ class Selection:
     everything: bool = False
 
     def __post_init__(self) -> None:
-        modes = [self.ids is not None, any(v is not None for v in (self.author, self.since, self.until)),
-                 self.everything]
+        modes = [
+            self.ids is not None,
+            any(v is not None for v in (self.author, self.since, self.until)),
+            self.everything,
+        ]
         if sum(modes) != 1:
-            raise MessageError("selection", "name the messages to forget: ids, or author and/or since/until, "
-                                            "or the whole chat")
+            raise MessageError(
+                "selection", "name the messages to forget: ids, or author and/or since/until, or the whole chat"
+            )
         if self.ids is not None and not self.ids:
             raise MessageError("id", "at least one message id")
         if self.author is not None and not self.author.strip():
@@ -91,9 +101,18 @@ class Forgetting:
     process drops its cached copy); ``dagster_elsewhere``: Dagster's records are in PostgreSQL,
     which a forget does not reach (its report says so)."""
 
-    def __init__(self, log: LiveLog, store: IndexStore, home: Path, *, runs_root: Path | None = None,
-                 spool_dir: Path | None = None, flush_events: Callable[[], Any] | None = None,
-                 on_changed: Callable[[str], None] | None = None, dagster_elsewhere: bool = False):
+    def __init__(
+        self,
+        log: LiveLog,
+        store: IndexStore,
+        home: Path,
+        *,
+        runs_root: Path | None = None,
+        spool_dir: Path | None = None,
+        flush_events: Callable[[], Any] | None = None,
+        on_changed: Callable[[str], None] | None = None,
+        dagster_elsewhere: bool = False,
+    ):
         self.log, self.store, self.home = log, store, Path(home)
         self.not_reached = [*NOT_REACHED, *([DAGSTER_ELSEWHERE] if dagster_elsewhere else [])]
         layout = Home(self.home)
@@ -128,8 +147,9 @@ class Forgetting:
         with self.log.locked(chat):
             if not self.log.exists(chat):
                 return None
-            chosen = self.log.select(chat, ids=selection.ids, author=selection.author, since=selection.since,
-                                     until=selection.until)
+            chosen = self.log.select(
+                chat, ids=selection.ids, author=selection.author, since=selection.since, until=selection.until
+            )
             if not chosen:
                 return None
             ids = [m.local_id for m in chosen]
@@ -137,8 +157,15 @@ class Forgetting:
             gone = set(ids)
             kept = [m.text for m in self.log.messages(chat) if m.local_id not in gone]
             redactor = self._redactor(chat, [m.text for m in chosen], kept, whole)
-            journal = {"chat": chat, "selection": selection.to_json(), "ids": ids, "whole_chat": whole,
-                       "targets": redactor.to_json(), "done": [], "removed": {}}
+            journal = {
+                "chat": chat,
+                "selection": selection.to_json(),
+                "ids": ids,
+                "whole_chat": whole,
+                "targets": redactor.to_json(),
+                "done": [],
+                "removed": {},
+            }
             path = self._journal_path(chat)
             self._save(path, journal)
             self._step(path, journal, "live_log")
@@ -172,9 +199,16 @@ class Forgetting:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-        return {"chat": journal["chat"], "selection": journal["selection"], "ids": journal["ids"],
-                "whole_chat": journal["whole_chat"], "removed": journal["removed"], "marker": MARKER,
-                "not_reached": self.not_reached, "step_seconds": journal.get("step_seconds", {})}
+        return {
+            "chat": journal["chat"],
+            "selection": journal["selection"],
+            "ids": journal["ids"],
+            "whole_chat": journal["whole_chat"],
+            "removed": journal["removed"],
+            "marker": MARKER,
+            "not_reached": self.not_reached,
+            "step_seconds": journal.get("step_seconds", {}),
+        }
 
     def _step(self, path: Path, journal: dict, step: str) -> None:
         if step in journal["done"]:
@@ -191,8 +225,11 @@ class Forgetting:
         kept = list(kept_here)
         rows = self.store.read_columns("messages", ["chat_file", "raw_text"])
         if rows is not None:
-            kept += [t for c, t in zip(rows.column("chat_file").to_pylist(), rows.column("raw_text").to_pylist())
-                     if c != chat and t]
+            kept += [
+                t
+                for c, t in zip(rows.column("chat_file").to_pylist(), rows.column("raw_text").to_pylist())
+                if c != chat and t
+            ]
         same = {t.strip().lower() for t in kept}
         quoted = [t for t in forgotten if len(t.strip()) >= MIN_QUOTED_CHARS and t.strip().lower() not in same]
         return Redactor(quoted, distinctive_words(forgotten, kept))
@@ -216,8 +253,11 @@ class Forgetting:
             messages = self.store.delete_rows("messages", chat, [f"{chat}/{i}" for i in journal["ids"]])
         # L1 blocks and L2 threads quote their messages (summaries, keywords): the next build
         # recomputes them from the log without the forgotten ones
-        out = {"messages_rows": messages, "blocks_rows": self.store.delete_chat("blocks", chat),
-               "threads_rows": self.store.delete_chat("threads", chat)}
+        out = {
+            "messages_rows": messages,
+            "blocks_rows": self.store.delete_chat("blocks", chat),
+            "threads_rows": self.store.delete_chat("threads", chat),
+        }
         if self.log.root.is_dir():
             self.log.mark_indexed(chat)  # other processes read the chat again
         return out
@@ -227,8 +267,12 @@ class Forgetting:
         the folders a step of their own redacts (spool, recall runs)."""
         found = []
         for folder, dirs, names in os.walk(self.home):
-            dirs[:] = [d for d in dirs if not d.endswith(_SKIPPED_SUFFIXES)
-                       and Path(folder, d) not in (self.journals, self.spool_dir, self.runs_root)]
+            dirs[:] = [
+                d
+                for d in dirs
+                if not d.endswith(_SKIPPED_SUFFIXES)
+                and Path(folder, d) not in (self.journals, self.spool_dir, self.runs_root)
+            ]
             for name in names:
                 path = Path(folder, name)
                 if path.parent == self.log.root or name.endswith(_SKIPPED_SUFFIXES) or not path.is_file():
@@ -239,24 +283,33 @@ class Forgetting:
 
     def _layers(self, journal: dict) -> dict[str, int]:
         redactor = self._redactor_of(journal)
-        return redact_parquet(self._home_files(is_parquet), journal["chat"], set(journal["ids"]),
-                              journal["whole_chat"], redactor)
+        return redact_parquet(
+            self._home_files(is_parquet), journal["chat"], set(journal["ids"]), journal["whole_chat"], redactor
+        )
 
     def _events(self, journal: dict) -> dict[str, int]:
         if self.flush_events is not None:
             self.flush_events()  # spooled events first, so the table holds every one
         redactor = self._redactor_of(journal)
         spool = redact_spool(self.spool_dir, redactor.same_length)
-        changed = redact_events(self.store.uri, redactor.redact, chat=journal["chat"] if journal["whole_chat"] else None,
-                                marker=MARKER, storage_options=self.store.storage_options,
-                                forgotten_ids={journal["chat"]: set(journal["ids"])})
+        changed = redact_events(
+            self.store.uri,
+            redactor.redact,
+            chat=journal["chat"] if journal["whole_chat"] else None,
+            marker=MARKER,
+            storage_options=self.store.storage_options,
+            forgotten_ids={journal["chat"]: set(journal["ids"])},
+        )
         return {"events_redacted": changed, "spool_files_redacted": spool}
 
     def _recall_runs(self, journal: dict) -> dict[str, int]:
         redactor = self._redactor_of(journal)
         ids = None if journal["whole_chat"] else set(journal["ids"])
-        return {"files_redacted": redact_runs(redactor.redact_any, redactor.found, journal["chat"], ids, marker=MARKER,
-                                              root=self.runs_root)}
+        return {
+            "files_redacted": redact_runs(
+                redactor.redact_any, redactor.found, journal["chat"], ids, marker=MARKER, root=self.runs_root
+            )
+        }
 
     def _dagster(self, journal: dict) -> dict[str, int]:
         redactor = self._redactor_of(journal)
@@ -271,8 +324,9 @@ class Forgetting:
     def _compaction(self, journal: dict) -> dict[str, int]:
         upkeep = self.store.maintain(keep_versions_for=timedelta(0))
         versions = sum(t["versions"] for t in upkeep["before"].values()) - sum(
-            t["versions"] for t in upkeep["after"].values())
-        return {"index_old_versions": versions,
-                "events_old_versions": compact_events(self.store.uri, self.store.storage_options)}
-
-
+            t["versions"] for t in upkeep["after"].values()
+        )
+        return {
+            "index_old_versions": versions,
+            "events_old_versions": compact_events(self.store.uri, self.store.storage_options),
+        }

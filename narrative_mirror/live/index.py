@@ -40,18 +40,24 @@ def messages_frame(chat: str, messages: Sequence[LiveMessage]) -> pl.DataFrame:
 def index_rows(chat: str, messages: Sequence[LiveMessage], embedder: Embedder) -> pa.Table:
     """The ``messages`` table rows of ``messages``: one encode of their search texts."""
     frame = messages_frame(chat, messages).with_columns(
-        pl.Series("reply_to", [m.reply_to for m in messages], dtype=pl.String))
+        pl.Series("reply_to", [m.reply_to for m in messages], dtype=pl.String)
+    )
     vectors = embedder.encode([message_search_text(m.author, m.text) for m in messages])
     embeddings = pl.DataFrame(
-        {"message_id": frame["message_id"], "chat_file": frame["chat_file"], "local_id": frame["local_id"],
-         "vector": [row.tolist() for row in vectors]},
+        {
+            "message_id": frame["message_id"],
+            "chat_file": frame["chat_file"],
+            "local_id": frame["local_id"],
+            "vector": [row.tolist() for row in vectors],
+        },
         schema=schema.MESSAGE_EMBEDDINGS,
     )
     return message_rows(frame, embeddings)
 
 
-def index_new(store: IndexStore, chat: str, log_messages: Sequence[LiveMessage],
-              embedder: Embedder) -> tuple[int, int | None]:
+def index_new(
+    store: IndexStore, chat: str, log_messages: Sequence[LiveMessage], embedder: Embedder
+) -> tuple[int, int | None]:
     """Insert the messages of the chat's log that the index lacks (those past its row count: the
     log and the index hold them in the same order); returns how many and the ``messages`` table
     version that holds them (None when none were missing). Call it under the chat's lock, so the

@@ -57,15 +57,27 @@ class LiveMessage:
     reply_to: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.local_id, "position": self.position, "author": self.author, "text": self.text,
-                "timestamp": self.timestamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                "timestamp_given": self.timestamp_given, "reply_to": self.reply_to}
+        return {
+            "id": self.local_id,
+            "position": self.position,
+            "author": self.author,
+            "text": self.text,
+            "timestamp": self.timestamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "timestamp_given": self.timestamp_given,
+            "reply_to": self.reply_to,
+        }
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> LiveMessage:
-        return cls(row["id"], int(row["position"]), row["author"], row["text"],
-                   datetime.strptime(row["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ"), row["timestamp_given"],
-                   row.get("reply_to"))
+        return cls(
+            row["id"],
+            int(row["position"]),
+            row["author"],
+            row["text"],
+            datetime.strptime(row["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ"),
+            row["timestamp_given"],
+            row.get("reply_to"),
+        )
 
     @property
     def content_key(self) -> str:
@@ -130,8 +142,16 @@ def parse_batch(messages: Any) -> list[_Draft]:
         if ids["id"] is not None and ids["id"].startswith("L") and ids["id"][1:].isdigit():
             raise MessageError(f"{where}.id", "ids L<number> are the ones given to messages sent without an id")
         given = row.get("timestamp")
-        drafts.append(_Draft(ids["id"], row["author"].strip(), row["text"], utc_time(given, f"{where}.timestamp"),
-                             given, ids["reply_to"]))
+        drafts.append(
+            _Draft(
+                ids["id"],
+                row["author"].strip(),
+                row["text"],
+                utc_time(given, f"{where}.timestamp"),
+                given,
+                ids["reply_to"],
+            )
+        )
     return drafts
 
 
@@ -184,7 +204,9 @@ class LiveLog:
 
     def chats(self) -> list[str]:
         """The live chats (those with a log)."""
-        return sorted(p.name[: -len(LOG_SUFFIX)] for p in self.root.glob(f"*{LOG_SUFFIX}")) if self.root.is_dir() else []
+        return (
+            sorted(p.name[: -len(LOG_SUFFIX)] for p in self.root.glob(f"*{LOG_SUFFIX}")) if self.root.is_dir() else []
+        )
 
     def exists(self, chat: str) -> bool:
         return self.path(chat).is_file()
@@ -273,8 +295,15 @@ class LiveLog:
         batch_ids: dict[str, LiveMessage] = {}
         batch_contents: dict[str, LiveMessage] = {}
         for draft in drafts:
-            candidate = LiveMessage(draft.client_id or f"L{position}", position, draft.author, draft.text,
-                                    draft.timestamp, draft.timestamp_given, draft.reply_to)
+            candidate = LiveMessage(
+                draft.client_id or f"L{position}",
+                position,
+                draft.author,
+                draft.text,
+                draft.timestamp,
+                draft.timestamp_given,
+                draft.reply_to,
+            )
             same_id = (state.ids.get(draft.client_id) or batch_ids.get(draft.client_id)) if draft.client_id else None
             before = same_id or state.contents.get(candidate.content_key) or batch_contents.get(candidate.content_key)
             if before is not None:
@@ -292,8 +321,15 @@ class LiveLog:
             state.offset = path.stat().st_size
         return Appended(ids, stored, duplicates, created)
 
-    def select(self, chat: str, *, ids: Sequence[str] | None = None, author: str | None = None,
-               since: datetime | None = None, until: datetime | None = None) -> list[LiveMessage]:
+    def select(
+        self,
+        chat: str,
+        *,
+        ids: Sequence[str] | None = None,
+        author: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LiveMessage]:
         """The chat's messages a forget names: those with one of ``ids``, else those of ``author``
         (exact, after trimming) written in [``since``, ``until``) (naive UTC; either may be None);
         with no criterion at all, every message of the chat."""
@@ -359,7 +395,7 @@ class LiveLog:
         try:
             view = memoryview(payload)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         except BaseException:
             os.ftruncate(fd, size)  # a batch not acknowledged leaves no line behind

@@ -17,7 +17,6 @@ from narrative_mirror.live.index import index_new
 from narrative_mirror.live.log import LiveLog, MessageError, check_chat, parse_batch
 from narrative_mirror.live.source import REPLACE_HINT, choose_live
 
-
 APPENDS_FILE = "appended_versions"
 
 
@@ -63,8 +62,12 @@ class AppendJournal:
     def explain(self, old: dict[str, int], new: dict[str, int]) -> list[str] | None:
         """The chats whose adds made every change from table versions ``old`` to ``new``; None
         when another table changed or a ``messages`` version was not an add."""
-        if "messages" not in old or "messages" not in new or new["messages"] < old["messages"] or any(
-                old.get(t) != new.get(t) for t in set(old) | set(new) if t != "messages"):
+        if (
+            "messages" not in old
+            or "messages" not in new
+            or new["messages"] < old["messages"]
+            or any(old.get(t) != new.get(t) for t in set(old) | set(new) if t != "messages")
+        ):
             return None
         with self._lock:
             self._read()
@@ -91,8 +94,15 @@ class AddResult:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"chat": self.chat, "ids": self.ids, "stored": self.stored, "duplicates": self.duplicates,
-                "created": self.created, "indexed": self.indexed, "seconds": round(self.seconds, 4)}
+        return {
+            "chat": self.chat,
+            "ids": self.ids,
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "created": self.created,
+            "indexed": self.indexed,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 class LiveMemory:
@@ -102,9 +112,14 @@ class LiveMemory:
     ``on_indexed(chat)`` when the chat's rows changed otherwise (a forget), and for adds too when
     there is no ``on_appended`` (the cached copy is dropped)."""
 
-    def __init__(self, root: Path, store: IndexStore, embedder: Embedder,
-                 on_indexed: Callable[[str], None] | None = None,
-                 on_appended: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        store: IndexStore,
+        embedder: Embedder,
+        on_indexed: Callable[[str], None] | None = None,
+        on_appended: Callable[[str], None] | None = None,
+    ):
         self.log = LiveLog(root)
         self.store, self.embedder, self.on_indexed = store, embedder, on_indexed
         self.on_appended = on_appended or on_indexed
@@ -134,9 +149,11 @@ class LiveMemory:
         choose_live(self.log.root, chat)
         if self.log.exists(chat):  # the index holds the live chat's rows (the file was never built)
             return
-        for table, frame, id_column in (("messages", self.store.messages_for(chat), "message_id"),
-                                        ("blocks", self.store.blocks_for(chat), "block_id"),
-                                        ("threads", self.store.threads_for(chat), "thread_id")):
+        for table, frame, id_column in (
+            ("messages", self.store.messages_for(chat), "message_id"),
+            ("blocks", self.store.blocks_for(chat), "block_id"),
+            ("threads", self.store.threads_for(chat), "thread_id"),
+        ):
             if frame.height:
                 self.store.delete_rows(table, chat, frame[id_column].to_list())
         if self.on_indexed is not None:
@@ -163,15 +180,27 @@ class LiveMemory:
                 self.log.mark_indexed(chat)
         if indexed and self.on_appended is not None:
             self.on_appended(chat)
-        return AddResult(chat, appended.ids, [m.local_id for m in appended.stored], appended.duplicates,
-                         appended.created, indexed, time.perf_counter() - started)
+        return AddResult(
+            chat,
+            appended.ids,
+            [m.local_id for m in appended.stored],
+            appended.duplicates,
+            appended.created,
+            indexed,
+            time.perf_counter() - started,
+        )
 
 
 def serving_memory(root: Path, retriever: Any) -> LiveMemory:
     """The live memory of a process that searches through ``retriever`` (a ``Retriever``): the
     adds of this process and of others (seen through ``refresh`` and the append journal) grow its
     cached chats by just their new rows; a forget drops the chat's cached copy."""
-    live = LiveMemory(root, retriever.store, retriever.embedder, on_indexed=retriever.invalidate,
-                      on_appended=retriever.cache.mark_behind)
+    live = LiveMemory(
+        root,
+        retriever.store,
+        retriever.embedder,
+        on_indexed=retriever.invalidate,
+        on_appended=retriever.cache.mark_behind,
+    )
     retriever.cache.explain_changes = live.journal.explain
     return live

@@ -25,7 +25,7 @@ from narrative_mirror.storage import write_atomically, write_frame
 
 MARKER = "[forgotten]"
 MIN_WORD_CHARS = 4
-_WORD = re.compile(r"[^\W_]{%d,}" % MIN_WORD_CHARS)
+_WORD = re.compile(rf"[^\W_]{{{MIN_WORD_CHARS},}}")
 _ANY_WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r"""(['"])([^'"\s]{1,200})\1""")  # an id as a list or a log line quotes it: 'm5', "m5"
 _SPACE = re.compile(r"\s")
@@ -68,11 +68,12 @@ class Redactor:
     one word scan, not a regex of thousands of alternatives: a whole chat's texts are searched in
     linear passes."""
 
-    def __init__(self, texts: Iterable[str], distinctive: Iterable[str] = (), ids: Iterable[str] = (),
-                 chat: str | None = None):
+    def __init__(
+        self, texts: Iterable[str], distinctive: Iterable[str] = (), ids: Iterable[str] = (), chat: str | None = None
+    ):
         self.texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
         self.ids = frozenset(ids)  # the forgotten messages' local ids (a client chose them: they may be words)
-        self._message_ids = (re.compile(re.escape(chat) + r"""/([^\s'",\])]+)""") if chat and self.ids else None)
+        self._message_ids = re.compile(re.escape(chat) + r"""/([^\s'",\])]+)""") if chat and self.ids else None
         self.chat = chat
         self.words = sorted(set(distinctive))
         self._forms = sorted({f.lower() for t in self.texts for f in _forms(t)}, key=len, reverse=True)
@@ -85,7 +86,7 @@ class Redactor:
         if len(low) != len(text):  # a character whose lower case is longer: match the case as written
             low = text
         found = []
-        for form in self._forms[bisect.bisect_left(self._negative_lengths, -len(text)):]:
+        for form in self._forms[bisect.bisect_left(self._negative_lengths, -len(text)) :]:
             at = low.find(form)
             while at >= 0:
                 found.append((at, at + len(form)))
@@ -132,8 +133,11 @@ class Redactor:
             return True
         if not self.ids:
             return False
-        return (any(m[2] in self.ids for m in _QUOTED.finditer(text)) or self._message_ids is not None
-                and any(m[1] in self.ids for m in self._message_ids.finditer(text)))
+        return (
+            any(m[2] in self.ids for m in _QUOTED.finditer(text))
+            or self._message_ids is not None
+            and any(m[1] in self.ids for m in self._message_ids.finditer(text))
+        )
 
     def redact_any(self, value):
         """``value`` (JSON-like: dicts, lists, strings) with every string value redacted (keys kept)."""
@@ -195,8 +199,9 @@ def _frame_found(frame: pl.DataFrame, redactor: Redactor) -> bool:
 KEPT_LAYERS = ("message_embeddings",)
 
 
-def redact_parquet(paths: Iterable[Path], chat: str, ids: set[str], whole_chat: bool,
-                   redactor: Redactor) -> dict[str, int]:
+def redact_parquet(
+    paths: Iterable[Path], chat: str, ids: set[str], whole_chat: bool, redactor: Redactor
+) -> dict[str, int]:
     """The parquet files ``paths`` (layers: ``<asset>/<partition>.parquet``): the chat's own
     files are deleted (``KEPT_LAYERS`` lose only the forgotten rows unless the whole chat is
     forgotten); in the others the forgotten messages' rows (by ``message_id`` or ``chat_file`` +
@@ -277,8 +282,11 @@ def redact_sqlite(path: Path, redactor: Redactor) -> int:
     connection = sqlite3.connect(path, timeout=10)
     changed = 0
     try:
-        tables = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                  if not name.startswith("sqlite_")]
+        tables = [
+            name
+            for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if not name.startswith("sqlite_")
+        ]
         for table in tables:
             columns = [row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')]
             for column in columns:
@@ -295,11 +303,13 @@ def redact_sqlite(path: Path, redactor: Redactor) -> int:
                         if not redactor.found_bytes(data, words=False):
                             continue
                         new = redactor.redact(data.decode("utf-8", errors="surrogateescape"), words=False).encode(
-                            "utf-8", errors="surrogateescape")
+                            "utf-8", errors="surrogateescape"
+                        )
                     if new == value:
                         continue
-                    _busy(lambda: connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
-                                                     (new, rowid)))
+                    _busy(
+                        lambda: connection.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (new, rowid))
+                    )
                     changed += 1
         _busy(connection.commit)
         if changed:
@@ -331,8 +341,11 @@ def redact_text_file(path: Path, redactor: Redactor) -> bool:
         if path.suffix == ".json":
             new = json.dumps(redactor.redact_any(json.loads(text)), ensure_ascii=False, indent=1) + "\n"
         elif path.suffix == ".jsonl":
-            new = "".join(json.dumps(redactor.redact_any(json.loads(line)), ensure_ascii=False) + "\n"
-                          for line in text.splitlines() if line.strip())
+            new = "".join(
+                json.dumps(redactor.redact_any(json.loads(line)), ensure_ascii=False) + "\n"
+                for line in text.splitlines()
+                if line.strip()
+            )
     except ValueError:  # not JSON after all: treated as text
         new = None
     if new is None:

@@ -11,14 +11,13 @@ from pathlib import Path
 import polars as pl
 
 from narrative_mirror import schema, settings
-from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version
-from narrative_mirror.exports.folder import find_folder_chats
+from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version, find_folder_chats
 from narrative_mirror.home import Home
 from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
 
 LIVE_FORMAT = "live"  # a ChatSource's format for a live chat's log
 WINS_SUFFIX = ".wins"  # <live>/<chat>.wins holding "live": the live chat replaces a chat file of that name
-REPLACE_HINT = "add with --replace-file-chat (API: \"replace_file_chat\": true) to make the live chat replace it"
+REPLACE_HINT = 'add with --replace-file-chat (API: "replace_file_chat": true) to make the live chat replace it'
 
 
 def live_root(home: Path | None = None) -> Path | None:
@@ -58,8 +57,10 @@ def choose_live(root: Path, chat: str) -> None:
 
 def clash_problem(path: Path, chat: str) -> str:
     """The one line refusing a chat file and a live chat of one name."""
-    return (f"{path}: a live chat of this home has the same name ({chat!r}): neither is built until one is renamed "
-            f"or you {REPLACE_HINT}")
+    return (
+        f"{path}: a live chat of this home has the same name ({chat!r}): neither is built until one is renamed "
+        f"or you {REPLACE_HINT}"
+    )
 
 
 def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | None = None) -> None:
@@ -91,17 +92,29 @@ def record_frame(chat: str, messages: list[LiveMessage]) -> pl.DataFrame:
     from narrative_mirror.live.index import messages_frame
 
     n = len(messages)
-    details = pl.DataFrame({
-        "utc_time": [m.timestamp for m in messages], "tz": ["UTC"] * n, "tz_source": ["live API"] * n,
-        "reply_to": [m.reply_to for m in messages], "attachments": [[] for _ in messages],
-        "edited": [False] * n, "system": [False] * n, "bot": [False] * n,
-    }, schema={**schema.MESSAGE_DETAILS, "utc_time": pl.Datetime("us")})
+    details = pl.DataFrame(
+        {
+            "utc_time": [m.timestamp for m in messages],
+            "tz": ["UTC"] * n,
+            "tz_source": ["live API"] * n,
+            "reply_to": [m.reply_to for m in messages],
+            "attachments": [[] for _ in messages],
+            "edited": [False] * n,
+            "system": [False] * n,
+            "bot": [False] * n,
+        },
+        schema={**schema.MESSAGE_DETAILS, "utc_time": pl.Datetime("us")},
+    )
     details = details.with_columns(pl.col("utc_time").dt.replace_time_zone("UTC"))
     return pl.concat([messages_frame(chat, messages), details], how="horizontal")
 
 
-def find_chats(data_dir: Path, options: ImportOptions = ImportOptions(), cache_dir: Path | None = None,
-               progress: Progress | None = None) -> tuple[dict[str, ChatSource], list[str]]:
+def find_chats(
+    data_dir: Path,
+    options: ImportOptions = ImportOptions(),
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, ChatSource], list[str]]:
     """The data folder's chats (chat files and exports: ``exports.folder.find_folder_chats``) and the
     home's live chats (``merge_live``), by partition key, and problem lines."""
     chats, problems = find_folder_chats(data_dir, options, cache_dir, progress)

@@ -12,4 +12,4 @@ def answer_contains(prediction: str, gold: str) -> float | None:
     if not gold_tokens:
         return None
     n = len(gold_tokens)
-    return float(any(predicted[i:i + n] == gold_tokens for i in range(len(predicted) - n + 1)))
+    return float(any(predicted[i : i + n] == gold_tokens for i in range(len(predicted) - n + 1)))

@@ -32,9 +32,7 @@ def arc_phase_coverage(gold_phases: Sequence[Iterable[str]], found: Iterable[str
     return len(covered) / len(phases)
 
 
-def arc_phase_order(
-    gold_phases: Sequence[Iterable[str]], predicted_phases: Sequence[Iterable[str]]
-) -> float | None:
+def arc_phase_order(gold_phases: Sequence[Iterable[str]], predicted_phases: Sequence[Iterable[str]]) -> float | None:
     """Agreement of the predicted phase order with the gold phase order.
 
     Over every pair of found gold ids (a, b) with a in an earlier gold phase than b: 1 if a's

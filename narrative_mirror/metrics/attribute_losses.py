@@ -9,10 +9,7 @@ OUTCOMES = ("found", "never_candidate", "ranked_too_low", "dropped_at_selection"
 
 
 def attribute_losses(
-    gold: Iterable[str],
-    candidates: Iterable[str],
-    reranked_top: Iterable[str],
-    selected: Iterable[str],
+    gold: Iterable[str], candidates: Iterable[str], reranked_top: Iterable[str], selected: Iterable[str]
 ) -> dict[str, str]:
     """Map each gold id (in the given order, once) to the stage that lost it.
 

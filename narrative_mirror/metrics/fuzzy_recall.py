@@ -7,10 +7,7 @@ from narrative_mirror.metrics._ids import id_set
 
 
 def fuzzy_recall(
-    returned: Iterable[str],
-    gold: Iterable[str],
-    positions: Mapping[str, int],
-    window: int = 3,
+    returned: Iterable[str], gold: Iterable[str], positions: Mapping[str, int], window: int = 3
 ) -> float | None:
     """Fraction of gold ids with a returned id at most ``window`` positions away.
 

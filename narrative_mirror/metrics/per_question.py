@@ -24,11 +24,7 @@ QA_METRIC_KEYS = (
 
 
 def question_metrics(
-    ranked: Iterable[str],
-    selected: Iterable[str],
-    gold: Iterable[str],
-    positions: Mapping[str, int],
-    window: int = 3,
+    ranked: Iterable[str], selected: Iterable[str], gold: Iterable[str], positions: Mapping[str, int], window: int = 3
 ) -> dict[str, float | None]:
     """All QA metrics of one question, keyed by ``QA_METRIC_KEYS``.
 

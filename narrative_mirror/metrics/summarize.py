@@ -10,9 +10,7 @@ from narrative_mirror.metrics.per_question import QA_METRIC_KEYS
 
 
 def summarize(
-    rows: Iterable[Mapping[str, Any]],
-    by: str | None = "category",
-    metrics: Sequence[str] | None = None,
+    rows: Iterable[Mapping[str, Any]], by: str | None = "category", metrics: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """Mean of each metric over all rows and per value of the ``by`` field.
 

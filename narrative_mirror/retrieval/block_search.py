@@ -21,8 +21,9 @@ from narrative_mirror.retrieval.records import BlockHit
 TOP_MEMBERS = 3
 
 
-def member_summaries(message_scores: np.ndarray, block_of: np.ndarray, blocks: int,
-                     top: int = TOP_MEMBERS) -> tuple[np.ndarray, np.ndarray]:
+def member_summaries(
+    message_scores: np.ndarray, block_of: np.ndarray, blocks: int, top: int = TOP_MEMBERS
+) -> tuple[np.ndarray, np.ndarray]:
     """Per block, the best score of its messages and the sum of its ``top`` best (0 for a block
     with none). ``block_of[row]`` is the row's block number, -1 for a row in no block."""
     rows = np.flatnonzero(block_of >= 0)
@@ -39,8 +40,9 @@ def member_summaries(message_scores: np.ndarray, block_of: np.ndarray, blocks: i
     return best, top_sum
 
 
-def rank_blocks(message_scores: np.ndarray, block_of: np.ndarray, block_bm25: np.ndarray,
-                block_cosine: np.ndarray, rrf_k: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+def rank_blocks(
+    message_scores: np.ndarray, block_of: np.ndarray, block_bm25: np.ndarray, block_cosine: np.ndarray, rrf_k: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(block numbers best first, their RRF scores, the four ranked lists by name)."""
     blocks = block_cosine.size
     best, top_sum = member_summaries(message_scores, block_of, blocks)
@@ -55,8 +57,15 @@ def rank_blocks(message_scores: np.ndarray, block_of: np.ndarray, block_bm25: np
     return order, fused.scores[order], lists
 
 
-def search_blocks(chat: ChatIndex, ranked_rows: np.ndarray, hybrid_order: np.ndarray, search_query: str,
-                  qvec: np.ndarray, rrf_k: int, k: int) -> list[BlockHit]:
+def search_blocks(
+    chat: ChatIndex,
+    ranked_rows: np.ndarray,
+    hybrid_order: np.ndarray,
+    search_query: str,
+    qvec: np.ndarray,
+    rrf_k: int,
+    k: int,
+) -> list[BlockHit]:
     """The ``k`` best blocks of ``chat``, each with every message it holds. A message scores by its
     rank in the message ranking (``ranked_rows``, the search's pool, then the other rows in
     ``hybrid_order``) as (rrf_k + 1) / (rrf_k + rank): 1 for the best, 0 for a message no list found."""
@@ -64,15 +73,23 @@ def search_blocks(chat: ChatIndex, ranked_rows: np.ndarray, hybrid_order: np.nda
     message_scores = np.zeros(chat.size)
     message_scores[rows] = (rrf_k + 1) / (rrf_k + 1 + np.arange(rows.size))
     order, block_scores, lists = rank_blocks(
-        message_scores, chat.block_of, chat.block_bm25.scores(search_query),
-        dense.cosine_scores(chat.block_vectors, qvec), rrf_k)
+        message_scores,
+        chat.block_of,
+        chat.block_bm25.scores(search_query),
+        dense.cosine_scores(chat.block_vectors, qvec),
+        rrf_k,
+    )
     ranked_by = {name: set(blocks[:k].tolist()) for name, blocks in lists.items()}
     out = []
     for b, score in zip(order[:k].tolist(), block_scores[:k].tolist()):
         thread = int(chat.thread_of[b])
-        out.append(BlockHit(
-            block_id=chat.block_names[b], score=score,
-            thread_id=chat.thread_names[thread] if thread >= 0 else None,
-            members=[chat.hit(r, float(message_scores[r]), sources=["blocks"]) for r in sorted(chat.block_rows[b])],
-            sources=[name for name, top in ranked_by.items() if b in top]))
+        out.append(
+            BlockHit(
+                block_id=chat.block_names[b],
+                score=score,
+                thread_id=chat.thread_names[thread] if thread >= 0 else None,
+                members=[chat.hit(r, float(message_scores[r]), sources=["blocks"]) for r in sorted(chat.block_rows[b])],
+                sources=[name for name, top in ranked_by.items() if b in top],
+            )
+        )
     return out

@@ -20,9 +20,17 @@ from narrative_mirror.retrieval.chat_index import ChatIndex, window_matrix, wind
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, widen
 
 # ChatIndex list attribute -> messages column: the new rows' values are appended.
-_LISTS = {"local_ids": "local_id", "message_ids": "message_id", "positions": "position", "sessions": "session",
-          "speakers": "speaker", "raw_texts": "raw_text", "texts": "text", "timestamps": "timestamp",
-          "block_ids": "block_id"}
+_LISTS = {
+    "local_ids": "local_id",
+    "message_ids": "message_id",
+    "positions": "position",
+    "sessions": "session",
+    "speakers": "speaker",
+    "raw_texts": "raw_text",
+    "texts": "text",
+    "timestamps": "timestamp",
+    "block_ids": "block_id",
+}
 
 
 class NotAppendable(ValueError):
@@ -40,7 +48,7 @@ def _window_tail(chat: ChatIndex, new: ChatIndex, vectors: np.ndarray, *, norms_
     if keep <= 0 or old is None:
         means = window_means(vectors, width, norms_only=norms_only)
         return means if norms_only else dense.normalize_rows(means, in_place=True)
-    tail = window_means(vectors[start:], width, norms_only=norms_only)[keep - start:]
+    tail = window_means(vectors[start:], width, norms_only=norms_only)[keep - start :]
     if not norms_only:
         tail = dense.normalize_rows(tail, in_place=True)
     return np.concatenate([old[:keep], tail])
@@ -71,8 +79,10 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
     new.refs = {**chat.refs, **dict(zip(fresh_ids, refs))}
     new.tiers = {**chat.tiers, **dict(zip(fresh_ids, tiers))}
     new.row_of = {**chat.row_of, **{lid: old_size + i for i, lid in enumerate(fresh_ids)}}
-    new.row_of_message = {**chat.row_of_message,
-                          **{mid: old_size + i for i, mid in enumerate(messages["message_id"].to_list())}}
+    new.row_of_message = {
+        **chat.row_of_message,
+        **{mid: old_size + i for i, mid in enumerate(messages["message_id"].to_list())},
+    }
     new.times = np.concatenate([chat.times, messages["timestamp"].to_numpy().astype("datetime64[us]")])
     vectors = np.asarray(messages["vector"].to_numpy(), dtype=np.float32)
     new.vectors = np.concatenate([chat.vectors, vectors])
@@ -80,12 +90,14 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
     new.log_words = np.concatenate([chat.log_words, np.log1p([len(t.split()) for t in raw_texts])])
     new.is_question = np.concatenate([chat.is_question, np.array(["?" in t for t in raw_texts], dtype=np.float64)])
     new.after_question = np.concatenate([[0.0], new.is_question[:-1]])
-    new.first_person = np.concatenate([chat.first_person,
-                                       np.array([speaks_of_self(t) for t in raw_texts], dtype=np.float64)])
+    new.first_person = np.concatenate(
+        [chat.first_person, np.array([speaks_of_self(t) for t in raw_texts], dtype=np.float64)]
+    )
     new.tier_array = np.concatenate([chat.tier_array, np.array(tiers, dtype=np.float64)])
     new.refs_array = np.concatenate([chat.refs_array, np.array(refs, dtype=np.float64)])
-    new.temporal = np.concatenate([
-        chat.temporal, (messages["temporal"].list.len().fill_null(0).to_numpy() > 0).astype(np.float64)])
+    new.temporal = np.concatenate(
+        [chat.temporal, (messages["temporal"].list.len().fill_null(0).to_numpy() > 0).astype(np.float64)]
+    )
 
     # BM25: a copy of the vocabulary grows by the new tokens (the cached index keeps its own).
     vocabulary = Vocabulary(chat.bm25.vocabulary.stem)
@@ -99,16 +111,23 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
 
     new.chunked_cosines = size >= chat_index.CHUNKED_COSINES_FROM
     if new.chunked_cosines:
-        new.window_norms = _window_tail(chat, new, new.vectors, norms_only=True) if chat.chunked_cosines else \
-            window_means(new.vectors, chat.window, norms_only=True)
+        new.window_norms = (
+            _window_tail(chat, new, new.vectors, norms_only=True)
+            if chat.chunked_cosines
+            else window_means(new.vectors, chat.window, norms_only=True)
+        )
         rows = np.arange(size)
         new.window_bounds = (np.maximum(rows - chat.window, 0), np.minimum(rows + chat.window + 1, size))
         new.window_vectors = None
     else:
         new.window_vectors = _window_tail(chat, new, new.vectors, norms_only=False)
     block_number = {b: i for i, b in enumerate(chat.block_names)}
-    new.block_of = np.concatenate([chat.block_of, np.array(
-        [block_number.get(b, -1) if b else -1 for b in new.block_ids[old_size:]], dtype=np.int64)])
+    new.block_of = np.concatenate(
+        [
+            chat.block_of,
+            np.array([block_number.get(b, -1) if b else -1 for b in new.block_ids[old_size:]], dtype=np.int64),
+        ]
+    )
 
     replies_to = messages["reply_to"].to_list() if "reply_to" in messages.columns else [None] * messages.height
     parents = [new.row_of.get(p, -1) if p else -1 for p in replies_to]
@@ -121,8 +140,9 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
 
     new.speaker_names = list(dict.fromkeys(new.speakers))
     speaker_number = {s: i for i, s in enumerate(new.speaker_names)}
-    new.speaker_codes = np.concatenate([chat.speaker_codes, np.array(
-        [speaker_number[s] for s in new.speakers[old_size:]], dtype=np.int64)])
+    new.speaker_codes = np.concatenate(
+        [chat.speaker_codes, np.array([speaker_number[s] for s in new.speakers[old_size:]], dtype=np.int64)]
+    )
     added = list(zip(new.speakers[old_size:], raw_texts))
     if new.speaker_names == chat.speaker_names:
         votes = {name: Counter(counter) for name, counter in chat.alias_votes.items()}

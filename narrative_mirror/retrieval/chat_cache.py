@@ -97,9 +97,13 @@ class ChatCache:
         """What the cache holds: bytes (estimated) per chat, least recently used first, the bound,
         hits / loads / evictions / chats too large to keep, last load seconds."""
         with self._cache_lock:
-            return {"max_bytes": self.max_bytes, "bytes": self._cached_bytes,
-                    "chats": {name: index.nbytes for name, index in self._chats.items()},
-                    **self._stats, "load_seconds": {k: round(v, 3) for k, v in self._load_seconds.items()}}
+            return {
+                "max_bytes": self.max_bytes,
+                "bytes": self._cached_bytes,
+                "chats": {name: index.nbytes for name, index in self._chats.items()},
+                **self._stats,
+                "load_seconds": {k: round(v, 3) for k, v in self._load_seconds.items()},
+            }
 
     def get(self, chat_file: str) -> ChatIndex:
         with self._cache_lock:

@@ -35,7 +35,6 @@ CHUNKED_COSINES_FROM = 20_000
 COSINE_CHUNK = 512
 
 
-
 def _window_rows(size: int, width: int) -> list[range]:
     return [range(max(0, i - width), min(size, i + width + 1)) for i in range(size)]
 
@@ -43,10 +42,16 @@ def _window_rows(size: int, width: int) -> list[range]:
 def window_matrix(size: int, width: int):
     """The (row, row) 0/1 matrix of ``_window_rows``: times a count matrix, the window counts."""
     rows = np.arange(size, dtype=np.int64)
-    pairs = [(rows[max(0, -d): size - max(0, d)], rows[max(0, d): size - max(0, -d)]) for d in range(-width, width + 1)]
+    pairs = [
+        (rows[max(0, -d) : size - max(0, d)], rows[max(0, d) : size - max(0, -d)]) for d in range(-width, width + 1)
+    ]
     return sparse.csr_matrix(
-        (np.ones(sum(r.size for r, _ in pairs), dtype=np.int64),
-         (np.concatenate([r for r, _ in pairs]), np.concatenate([c for _, c in pairs]))), shape=(size, size))
+        (
+            np.ones(sum(r.size for r, _ in pairs), dtype=np.int64),
+            (np.concatenate([r for r, _ in pairs]), np.concatenate([c for _, c in pairs])),
+        ),
+        shape=(size, size),
+    )
 
 
 def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_only: bool = False) -> np.ndarray:
@@ -67,7 +72,7 @@ def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_onl
             end = min(start + chunk, complete)
             total = vectors[start:end].copy()
             for d in range(1, full):
-                total += vectors[start + d: end + d]
+                total += vectors[start + d : end + d]
             put(slice(start + width, end + width), total / full)
         edges = [*range(width), *range(size - width, size)]
     else:
@@ -80,8 +85,16 @@ def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_onl
 class ChatIndex:
     """One chat held in memory: message arrays, BM25 indexes, message/window/block/thread vectors."""
 
-    def __init__(self, chat_file: str, messages: pl.DataFrame, blocks: pl.DataFrame, threads: pl.DataFrame,
-                 *, window: int, stem: bool):
+    def __init__(
+        self,
+        chat_file: str,
+        messages: pl.DataFrame,
+        blocks: pl.DataFrame,
+        threads: pl.DataFrame,
+        *,
+        window: int,
+        stem: bool,
+    ):
         if messages.height == 0:
             raise ValueError(f"chat {chat_file!r} has no indexed messages")
         self.chat_file = chat_file
@@ -142,27 +155,34 @@ class ChatIndex:
         self.block_names: list[str] = blocks["block_id"].to_list() if blocks.height else []
         block_number = {b: i for i, b in enumerate(self.block_names)}
         self.block_members: dict[str, list[str]] = (
-            dict(zip(self.block_names, blocks["message_ids"].to_list())) if blocks.height else {})
+            dict(zip(self.block_names, blocks["message_ids"].to_list())) if blocks.height else {}
+        )
         self.block_of = np.array([block_number.get(b, -1) if b else -1 for b in self.block_ids], dtype=np.int64)
         row_of = self.row_of.get
         self.block_rows = {
-            i: [r for r in map(row_of, self.block_members[b]) if r is not None]
-            for i, b in enumerate(self.block_names)
+            i: [r for r in map(row_of, self.block_members[b]) if r is not None] for i, b in enumerate(self.block_names)
         }
-        self.block_vectors = (np.asarray(blocks["vector"].to_numpy(), dtype=np.float32)
-                              if blocks.height else np.zeros((0, self.vectors.shape[1]), np.float32))
+        self.block_vectors = (
+            np.asarray(blocks["vector"].to_numpy(), dtype=np.float32)
+            if blocks.height
+            else np.zeros((0, self.vectors.shape[1]), np.float32)
+        )
         # A block's text: its label / summary / keywords, then its messages.
         self.block_bm25 = BM25Index.from_counts(
-            vocabulary, block_counts + group_sum([self.block_rows[i] for i in range(len(self.block_names))],
-                                                 self.size) @ counts)
+            vocabulary,
+            block_counts + group_sum([self.block_rows[i] for i in range(len(self.block_names))], self.size) @ counts,
+        )
 
         self.thread_names: list[str] = threads["thread_id"].to_list() if threads.height else []
         self.thread_blocks = {
             i: [block_number[b] for b in bs if b in block_number]
             for i, bs in enumerate(threads["block_ids"].to_list() if threads.height else [])
         }
-        self.thread_vectors = (np.asarray(threads["vector"].to_numpy(), dtype=np.float32)
-                               if threads.height else np.zeros((0, self.vectors.shape[1]), np.float32))
+        self.thread_vectors = (
+            np.asarray(threads["vector"].to_numpy(), dtype=np.float32)
+            if threads.height
+            else np.zeros((0, self.vectors.shape[1]), np.float32)
+        )
         self.thread_of = np.full(len(self.block_names), -1, dtype=np.int64)
         for t, bs in self.thread_blocks.items():
             for b in bs:
@@ -177,16 +197,18 @@ class ChatIndex:
         self.alias_votes = query_names.alias_votes(speaker_texts, self.speaker_names, self.addressed)
         self.aliases = query_names.aliases_from_votes(self.alias_votes, self.speaker_names, "\n".join(self.raw_texts))
         self.entities = sorted(set(messages["entities"].explode().drop_nulls().to_list()))
-        self.entity_matcher = query_names.EntityMatcher(
-            self.entities, exclude=[*self.speaker_names, *self.aliases])
+        self.entity_matcher = query_names.EntityMatcher(self.entities, exclude=[*self.speaker_names, *self.aliases])
         self.start, self.end = min(self.timestamps), max(self.timestamps)
         self.nbytes = self._estimate_bytes()
 
     def _estimate_bytes(self) -> int:
         """Estimated memory held: arrays, index postings, the Python lists and dicts and what they
         hold (lists of more than 2,000 objects from a sample of them)."""
-        total = sum(deep_size(v, depth=2 if k in ("block_members", "block_rows", "thread_blocks", "reply_rows") else 1)
-                    for k, v in vars(self).items() if isinstance(v, np.ndarray | list | tuple | dict))
+        total = sum(
+            deep_size(v, depth=2 if k in ("block_members", "block_rows", "thread_blocks", "reply_rows") else 1)
+            for k, v in vars(self).items()
+            if isinstance(v, np.ndarray | list | tuple | dict)
+        )
         total += sum(index.nbytes for index in (self.bm25, self.window_bm25, self.block_bm25))
         return int(total + len(self.bm25.vocabulary) * 120 + len(self.entities) * 100)
 
@@ -202,7 +224,9 @@ class ChatIndex:
         starts, ends = self.window_bounds
         prefix = np.concatenate([[0.0], np.cumsum(cosines, dtype=np.float64)])
         means = (prefix[ends] - prefix[starts]) / (ends - starts)
-        return np.divide(means, self.window_norms, out=np.zeros(self.size), where=self.window_norms > 0).astype(np.float32)
+        return np.divide(means, self.window_norms, out=np.zeros(self.size), where=self.window_norms > 0).astype(
+            np.float32
+        )
 
     def speaker_mask(self, persons: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """Whether each message (of ``rows``) was written by one of ``persons``."""
@@ -213,16 +237,30 @@ class ChatIndex:
 
     def parse(self, query: str) -> query_understanding.QueryInfo:
         return query_understanding.parse_query(
-            query, speakers=self.speaker_names, aliases=self.aliases, chat_start=self.start, chat_end=self.end,
-            entity_matcher=self.entity_matcher)
+            query,
+            speakers=self.speaker_names,
+            aliases=self.aliases,
+            chat_start=self.start,
+            chat_end=self.end,
+            entity_matcher=self.entity_matcher,
+        )
 
-    def hit(self, row: int, score: float, reasons: dict[str, float] | None = None,
-            sources: list[str] | None = None) -> Hit:
+    def hit(
+        self, row: int, score: float, reasons: dict[str, float] | None = None, sources: list[str] | None = None
+    ) -> Hit:
         return Hit(
-            local_id=self.local_ids[row], message_id=self.message_ids[row], position=self.positions[row],
-            session=self.sessions[row], speaker=self.speakers[row], text=self.raw_texts[row],
-            timestamp=self.timestamps[row], score=float(score), reasons=dict(reasons or {}),
-            sources=list(sources or []), block_id=self.block_ids[row])
+            local_id=self.local_ids[row],
+            message_id=self.message_ids[row],
+            position=self.positions[row],
+            session=self.sessions[row],
+            speaker=self.speakers[row],
+            text=self.raw_texts[row],
+            timestamp=self.timestamps[row],
+            score=float(score),
+            reasons=dict(reasons or {}),
+            sources=list(sources or []),
+            block_id=self.block_ids[row],
+        )
 
 
 class QueryScores:
@@ -273,5 +311,3 @@ class QueryScores:
     @property
     def bm25_window(self) -> np.ndarray:
         return self._get("bm25_window", lambda: self.chat.window_bm25.scores(self.query))
-
-

@@ -16,11 +16,11 @@ def normalize_rows(matrix: np.ndarray, chunk: int = 1024, *, in_place: bool = Fa
     matrix = np.asarray(matrix, dtype=np.float32)
     out = matrix if in_place else np.zeros_like(matrix)
     for start in range(0, matrix.shape[0], chunk):
-        part = matrix[start:start + chunk]
+        part = matrix[start : start + chunk]
         norms = np.linalg.norm(part, axis=1, keepdims=True)
-        np.divide(part, norms, out=out[start:start + chunk], where=norms > 0)
+        np.divide(part, norms, out=out[start : start + chunk], where=norms > 0)
         if in_place:
-            out[start:start + chunk][norms[:, 0] == 0] = 0.0
+            out[start : start + chunk][norms[:, 0] == 0] = 0.0
     return out
 
 
@@ -61,7 +61,7 @@ def cosine_scores_chunked(matrix: np.ndarray, query_vectors: np.ndarray, chunk: 
         cosine_scores(matrix, queries[0])  # raises the error naming the dimensions
     out = np.empty((queries.shape[0], rows), dtype=np.float32)
     for start in range(0, rows, chunk):
-        part = matrix[start:start + chunk]
+        part = matrix[start : start + chunk]
         for i, q in enumerate(queries):
-            np.matmul(part, q, out=out[i, start:start + chunk])
+            np.matmul(part, q, out=out[i, start : start + chunk])
     return out

@@ -37,7 +37,6 @@ from narrative_mirror.embedding import Embedder
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import block_search, dense, expansion, query_names, query_understanding, tree
 from narrative_mirror.retrieval.chat_cache import DEFAULT_CACHE_MB, ChatCache
-from narrative_mirror.retrieval.ram_use import after_search
 from narrative_mirror.retrieval.chat_index import ChatIndex, QueryScores
 from narrative_mirror.retrieval.config import VARIANTS, option, validate_config
 from narrative_mirror.retrieval.fusion import rrf_fuse
@@ -45,8 +44,9 @@ from narrative_mirror.retrieval.hybrid import hybrid_lists, ranking
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion
 from narrative_mirror.retrieval.lexical import positive_order
 from narrative_mirror.retrieval.pool_features import pool_features
+from narrative_mirror.retrieval.ram_use import after_search
 from narrative_mirror.retrieval.records import BlockHit, Hit, RankTrace, SearchResult
-from narrative_mirror.retrieval.rerank import HybridScoreReranker, Reranker, RerankContext, make_reranker
+from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext, Reranker, make_reranker
 
 
 class Retriever:
@@ -57,8 +57,15 @@ class Retriever:
     (the API server does).
     """
 
-    def __init__(self, store: IndexStore, embedder: Embedder, config: dict | None = None,
-                 reranker: Reranker | None = None, *, cache_mb: float | None = None):
+    def __init__(
+        self,
+        store: IndexStore,
+        embedder: Embedder,
+        config: dict | None = None,
+        reranker: Reranker | None = None,
+        *,
+        cache_mb: float | None = None,
+    ):
         self.store = store
         self.embedder = embedder
         self.config = config if config is not None else settings.load_config("retrieval")
@@ -94,8 +101,13 @@ class Retriever:
         if messages.height == 0:
             raise ValueError(f"unknown chat_file {chat_file!r}; indexed chat files: {self.chat_files()}")
         return ChatIndex(
-            chat_file, messages, self.store.blocks_for(chat_file), self.store.threads_for(chat_file),
-            window=int(option(self.config, "hybrid.window")), stem=bool(option(self.config, "lexical.stem")))
+            chat_file,
+            messages,
+            self.store.blocks_for(chat_file),
+            self.store.threads_for(chat_file),
+            window=int(option(self.config, "hybrid.window")),
+            stem=bool(option(self.config, "lexical.stem")),
+        )
 
     # -- messages by id -------------------------------------------------------------------------
     def block_ids(self, chat_file: str, block_id: str) -> list[str]:
@@ -121,7 +133,9 @@ class Retriever:
         out = {}
         for local_id in local_ids:
             row = chat.row_of.get(local_id)
-            if row is not None and (linked := [r for r in chat.reply_rows.get(row, []) if chat.speakers[r] != chat.speakers[row]]):
+            if row is not None and (
+                linked := [r for r in chat.reply_rows.get(row, []) if chat.speakers[r] != chat.speakers[row]]
+            ):
                 out[local_id] = chat.local_ids[linked[0]]
                 continue
             if row is None or row + 1 >= chat.size:
@@ -131,16 +145,22 @@ class Retriever:
                 out[local_id] = chat.local_ids[nxt]
         return out
 
-    def continuations(self, chat_file: str, local_ids: Sequence[str],
-                      keep: Callable[[str], bool] = lambda text: True) -> dict[str, str]:
+    def continuations(
+        self, chat_file: str, local_ids: Sequence[str], keep: Callable[[str], bool] = lambda text: True
+    ) -> dict[str, str]:
         """For each of ``local_ids`` whose next message is the same speaker's (same session) and
         its text passes ``keep``, that message's local id: "My neighbour bought two parrots." /
         "He named them ..."."""
         chat = self.chat(chat_file)
         rows = {lid: chat.row_of[lid] for lid in local_ids if lid in chat.row_of}
-        return {lid: chat.local_ids[row + 1] for lid, row in rows.items() if row + 1 < chat.size
-                and chat.sessions[row + 1] == chat.sessions[row] and chat.speakers[row + 1] == chat.speakers[row]
-                and keep(chat.raw_texts[row + 1])}
+        return {
+            lid: chat.local_ids[row + 1]
+            for lid, row in rows.items()
+            if row + 1 < chat.size
+            and chat.sessions[row + 1] == chat.sessions[row]
+            and chat.speakers[row + 1] == chat.speakers[row]
+            and keep(chat.raw_texts[row + 1])
+        }
 
     def names(self, chat_file: str) -> tuple[list[str], list[str]]:
         """(the chat's named entities, its speakers): the names an answer may be read from."""
@@ -162,9 +182,19 @@ class Retriever:
         scores = QueryScores.batch(chat, [search_query], list(self.embedder.encode([search_query])))[0]
         pool, variant = self.pool_size, variant or self.default_variant
         hybrid = self._first_stage(chat, "hybrid", info, scores)  # the same for every hybrid variant
-        ranked = self._search_one(chat, query, info, scores, pool, variant=variant, pool=pool, need_fresh=False,
-                                  reranker=None, timings={"parse": 0.0, "encode": 0.0},
-                                  first_stage=None if variant in ("bm25", "dense") else hybrid).hits
+        ranked = self._search_one(
+            chat,
+            query,
+            info,
+            scores,
+            pool,
+            variant=variant,
+            pool=pool,
+            need_fresh=False,
+            reranker=None,
+            timings={"parse": 0.0, "encode": 0.0},
+            first_stage=None if variant in ("bm25", "dense") else hybrid,
+        ).hits
         pool_rows = np.array([chat.row_of[h.local_id] for h in ranked], dtype=np.int64)
         return block_search.search_blocks(chat, pool_rows, hybrid[0].order, search_query, scores.qvec, self.rrf_k, k)
 
@@ -192,8 +222,9 @@ class Retriever:
             return np.array([r for r, _ in self._lexical(chat, scores.query)], dtype=np.int64)
         return positive_order(scores.bm25)[0].astype(np.int64)
 
-    def _first_stage(self, chat: ChatIndex, variant: str, info: query_understanding.QueryInfo, scores: QueryScores
-                     ) -> tuple[Sequence[tuple[int, float]], dict[int, list[str]], dict[str, np.ndarray]]:
+    def _first_stage(
+        self, chat: ChatIndex, variant: str, info: query_understanding.QueryInfo, scores: QueryScores
+    ) -> tuple[Sequence[tuple[int, float]], dict[int, list[str]], dict[str, np.ndarray]]:
         """Ranked (row, score) over the chat's messages for the query of ``scores``, the lists that
         found each row, and the hybrid lists themselves (empty for bm25 / dense). The hybrid
         ranking is a ``Fused``: slices from its start sort only the rows that can be in them."""
@@ -206,8 +237,9 @@ class Retriever:
         h = self.config["hybrid"]
         lists = hybrid_lists(chat, info, scores, self._lexical_rows(chat, scores), h, self.rrf_k)
         # The lists fused for the base order come first in ``lists``: their fusion is extended.
-        fused = rrf_fuse(list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k,
-                         start=scores.base)
+        fused = rrf_fuse(
+            list(lists.values()), chat.size, [float(h[f"w_{n}"]) for n in lists], k=self.rrf_k, start=scores.base
+        )
         found: dict[int, list[str]] = {}
         for name, rows in lists.items():
             for r in rows[: self.pool_size].tolist():
@@ -247,8 +279,9 @@ class Retriever:
         (default ``retrieval.toml`` ``candidates``); ``need_fresh``: favour recent messages in
         the hybrid-score reranker; ``reranker`` overrides the configured one for this call.
         """
-        return self.search_many(chat_file, [query], k, variant=variant, candidates=candidates,
-                                need_fresh=need_fresh, reranker=reranker)[0]
+        return self.search_many(
+            chat_file, [query], k, variant=variant, candidates=candidates, need_fresh=need_fresh, reranker=reranker
+        )[0]
 
     def search_many(
         self,
@@ -263,8 +296,9 @@ class Retriever:
     ) -> list[SearchResult]:
         """``search`` for each query, their vectors encoded in one batch (a forward pass over
         several short queries costs little more than over one)."""
-        results = self._search_many(chat_file, queries, k, variant=variant, candidates=candidates,
-                                    need_fresh=need_fresh, reranker=reranker)
+        results = self._search_many(
+            chat_file, queries, k, variant=variant, candidates=candidates, need_fresh=need_fresh, reranker=reranker
+        )
         after_search()
         return results
 
@@ -300,9 +334,18 @@ class Retriever:
         encode_ms = (time.perf_counter() - t) * 1000 / len(queries)
         scores = QueryScores.batch(chat, texts, vectors)
         return [
-            self._search_one(chat, query, info, query_scores, k, variant=variant,
-                             pool=max(k, candidates or self.pool_size), need_fresh=need_fresh,
-                             reranker=reranker, timings={"parse": parse_ms, "encode": encode_ms})
+            self._search_one(
+                chat,
+                query,
+                info,
+                query_scores,
+                k,
+                variant=variant,
+                pool=max(k, candidates or self.pool_size),
+                need_fresh=need_fresh,
+                reranker=reranker,
+                timings={"parse": parse_ms, "encode": encode_ms},
+            )
             for (query, info, _), query_scores in zip(parsed, scores)
         ]
 
@@ -314,16 +357,28 @@ class Retriever:
         loop = self.config.get("iterative", {})
         base = loop.get("base_variant", "hybrid_learned")
         ranked, trace = iterative_search(
-            self, chat_file, query, k, rounds=int(loop.get("rounds", 3)),
-            rewrite_every=int(loop.get("rewrite_every", 1)), n_blocks=int(loop.get("n_blocks", 2)),
-            leaf=int(loop.get("leaf", 5)), variant=base if base != "iterative" else "hybrid_learned",
-            rrf_k=self.rrf_k)
-        hits = [dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
-                for i, h in enumerate(self.messages(chat_file, ranked))]
+            self,
+            chat_file,
+            query,
+            k,
+            rounds=int(loop.get("rounds", 3)),
+            rewrite_every=int(loop.get("rewrite_every", 1)),
+            n_blocks=int(loop.get("n_blocks", 2)),
+            leaf=int(loop.get("leaf", 5)),
+            variant=base if base != "iterative" else "hybrid_learned",
+            rrf_k=self.rrf_k,
+        )
+        hits = [
+            dataclasses.replace(h, score=1.0 / (i + 1), sources=["iterative"])
+            for i, h in enumerate(self.messages(chat_file, ranked))
+        ]
         ranks = [(h.local_id, h.score) for h in hits]
-        return SearchResult(hits=hits, trace=RankTrace(candidates=ranks, reranked=ranks),
-                            query_info={"variant": "iterative", "queries": trace.queries},
-                            timings_ms={"total": (time.perf_counter() - t0) * 1000})
+        return SearchResult(
+            hits=hits,
+            trace=RankTrace(candidates=ranks, reranked=ranks),
+            query_info={"variant": "iterative", "queries": trace.queries},
+            timings_ms={"total": (time.perf_counter() - t0) * 1000},
+        )
 
     def _parse(self, chat: ChatIndex, query: str) -> tuple[str, query_understanding.QueryInfo, str]:
         """(query, what it asks about, the text the content lists search)."""
@@ -344,12 +399,26 @@ class Retriever:
         for (_, info, _), scores in zip(parsed, batch):
             fused, _, lists = self._first_stage(chat, "hybrid", info, scores)
             rows = [r for r, _ in fused[: self.pool_size]]
-            out.append(([chat.local_ids[r] for r in rows], pool_features(chat, info, lists, fused, rows, scores, self.rrf_k)))
+            out.append(
+                ([chat.local_ids[r] for r in rows], pool_features(chat, info, lists, fused, rows, scores, self.rrf_k))
+            )
         return out
 
-    def _search_one(self, chat: ChatIndex, query: str, info: query_understanding.QueryInfo, scores: QueryScores,
-                    k: int, *, variant: str, pool: int, need_fresh: bool, reranker: Reranker | None,
-                    timings: dict[str, float], first_stage: tuple | None = None) -> SearchResult:
+    def _search_one(
+        self,
+        chat: ChatIndex,
+        query: str,
+        info: query_understanding.QueryInfo,
+        scores: QueryScores,
+        k: int,
+        *,
+        variant: str,
+        pool: int,
+        need_fresh: bool,
+        reranker: Reranker | None,
+        timings: dict[str, float],
+        first_stage: tuple | None = None,
+    ) -> SearchResult:
         """``search`` of ``query``, whose search text (``_parse``) and vector are those of ``scores``;
         ``first_stage``: ``_first_stage``'s result for this variant, when the caller has it."""
         search_query, qvec = scores.query, scores.qvec
@@ -359,16 +428,21 @@ class Retriever:
         extra: dict[str, object] = {}
         if variant == "dual_path":
             tree_cfg = option(self.config, "tree")
-            block_rank = (dense.top_k(dense.cosine_scores(chat.block_vectors, qvec))
-                          if chat.block_names else [])
-            thread_rank = (dense.top_k(dense.cosine_scores(chat.thread_vectors, qvec))
-                           if chat.thread_names else [])
+            block_rank = dense.top_k(dense.cosine_scores(chat.block_vectors, qvec)) if chat.block_names else []
+            thread_rank = dense.top_k(dense.cosine_scores(chat.thread_vectors, qvec)) if chat.thread_names else []
             result = tree.dual_path(
-                ranked, block_rank, thread_rank, block_of=chat.block_of, thread_blocks=chat.thread_blocks,
-                anchors=int(tree_cfg["anchors"]), k_global=int(tree_cfg["k_global"]),
+                ranked,
+                block_rank,
+                thread_rank,
+                block_of=chat.block_of,
+                thread_blocks=chat.thread_blocks,
+                anchors=int(tree_cfg["anchors"]),
+                k_global=int(tree_cfg["k_global"]),
                 density_threshold=float(tree_cfg["density_threshold"]),
                 exploit_weights=tuple(tree_cfg["exploit_weights"]),
-                explore_weights=tuple(tree_cfg["explore_weights"]), rrf_k=self.rrf_k)
+                explore_weights=tuple(tree_cfg["explore_weights"]),
+                rrf_k=self.rrf_k,
+            )
             ranked = result.ranked
             for r, paths in result.path.items():
                 found.setdefault(r, []).extend(paths)
@@ -395,9 +469,17 @@ class Retriever:
         if variant in ("hybrid_expand", "hybrid_expand_rerank"):
             e = option(self.config, "expand")
             second, expanded_by = expansion.expand(
-                pool_ranked, chat.size, seeds=int(e["seeds"]), before=int(e["before"]), after=int(e["after"]),
-                decay=float(e["decay"]), block_of=chat.block_of, block_rows=chat.block_rows,
-                block_decay=float(e["block_decay"]), linked=chat.linked_rows if chat.reply_rows else None)
+                pool_ranked,
+                chat.size,
+                seeds=int(e["seeds"]),
+                before=int(e["before"]),
+                after=int(e["after"]),
+                decay=float(e["decay"]),
+                block_of=chat.block_of,
+                block_rows=chat.block_rows,
+                block_decay=float(e["block_decay"]),
+                linked=chat.linked_rows if chat.reply_rows else None,
+            )
         timings["expand"] = (time.perf_counter() - t) * 1000
 
         hits = [
@@ -417,8 +499,7 @@ class Retriever:
         timings["total"] = timings["parse"] + timings["encode"] + (time.perf_counter() - t0) * 1000
 
         trace = RankTrace(
-            candidates=[(chat.local_ids[r], s) for r, s in pool_ranked],
-            reranked=[(h.local_id, h.score) for h in hits],
+            candidates=[(chat.local_ids[r], s) for r, s in pool_ranked], reranked=[(h.local_id, h.score) for h in hits]
         )
         query_info = {**info.to_dict(), "variant": variant, "search_query": search_query, **extra}
         return SearchResult(hits=hits[:k], trace=trace, query_info=query_info, timings_ms=timings)

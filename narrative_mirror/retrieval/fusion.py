@@ -11,9 +11,7 @@ RRF_K = 60
 
 
 def rrf(
-    ranked_lists: Sequence[Sequence[Hashable]],
-    weights: Sequence[float] | None = None,
-    k: int = RRF_K,
+    ranked_lists: Sequence[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
 ) -> list[tuple[Hashable, float]]:
     """Fuse ranked id lists (best first, ranks from 1) into one list of (id, score), best first.
 
@@ -180,8 +178,11 @@ def rrf_fuse(
         rows, weight = np.asarray(ranked_rows[i], dtype=np.int64), weights[i]
         if rows.size == 0:
             continue
-        scores[rows] += weight / (_ranks_plus_k(k, size)[: rows.size] if rows.size <= size else
-                                  k + np.arange(1, rows.size + 1, dtype=np.float64))
+        scores[rows] += weight / (
+            _ranks_plus_k(k, size)[: rows.size]
+            if rows.size <= size
+            else k + np.arange(1, rows.size + 1, dtype=np.float64)
+        )
         if not seen_all:
             first_seen[rows] = np.minimum(first_seen[rows], i * size + np.arange(rows.size))
             seen_all = rows.size >= size and not (first_seen == _UNSEEN).any()
@@ -189,10 +190,7 @@ def rrf_fuse(
 
 
 def rrf_rows(
-    ranked_rows: Sequence[Sequence[int]],
-    size: int,
-    weights: Sequence[float] | None = None,
-    k: int = RRF_K,
+    ranked_rows: Sequence[Sequence[int]], size: int, weights: Sequence[float] | None = None, k: int = RRF_K
 ) -> list[tuple[int, float]]:
     """``rrf`` for lists of row numbers in ``range(size)``, vectorized (numpy).
 

@@ -36,8 +36,14 @@ def spread(group_scores: np.ndarray, group_of: np.ndarray, tie_break: np.ndarray
     return rows[order_desc(row_scores)]  # ties: tie_break order (NaN too: order_desc sorts it as lexsort)
 
 
-def hybrid_lists(chat: ChatIndex, info: query_understanding.QueryInfo, scores: QueryScores, lexical_rows: np.ndarray,
-                 h: Mapping, rrf_k: int) -> dict[str, np.ndarray]:
+def hybrid_lists(
+    chat: ChatIndex,
+    info: query_understanding.QueryInfo,
+    scores: QueryScores,
+    lexical_rows: np.ndarray,
+    h: Mapping,
+    rrf_k: int,
+) -> dict[str, np.ndarray]:
     """The ranked row lists by name for the query of ``scores`` (``lexical_rows``: its BM25
     ranking from the configured backend; ``h``: the ``[hybrid]`` settings); sets ``scores.base``,
     the fusion of the lists before the ones ordered by it."""

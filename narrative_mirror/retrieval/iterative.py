@@ -38,12 +38,17 @@ class _Queries(BaseModel):
 def llm_rewrite(llm: LLMClient) -> Rewrite:
     """A rewriter that asks ``llm`` (prompts/agent_rewrite.txt, one query) from the leaf messages
     and the branch summaries, both inside the data block; its first query, else the question."""
+
     def rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequence[str]) -> str:
         system = load_prompt("agent_rewrite").replace("{limit}", "1") + "\n" + DATA_BLOCK_NOTICE
         rows = [(f"leaf{i}", "message", t) for i, t in enumerate(leaf_texts)]
         rows += [(f"branch{i}", "summary", t) for i, t in enumerate(branch_texts)]
-        reply = llm.complete_json(system, f"Question: {question}\n\nMessages and branch summaries from a first "
-                                          f"search:\n{format_messages_as_data(rows)}", _Queries)
+        reply = llm.complete_json(
+            system,
+            f"Question: {question}\n\nMessages and branch summaries from a first "
+            f"search:\n{format_messages_as_data(rows)}",
+            _Queries,
+        )
         return next((q.strip() for q in reply.queries if q.strip()), question)
 
     return rewrite
@@ -62,8 +67,9 @@ def branch_context(retriever, chat_file: str, block_ids: Sequence[str]) -> list[
     threads = retriever.store.threads_for(chat_file)
     wanted = set(block_ids)
     texts = [t for b, t in zip(blocks["block_id"].to_list(), blocks["text"].to_list()) if b in wanted and t]
-    texts += [t for bs, t in zip(threads["block_ids"].to_list(), threads["text"].to_list())
-              if t and wanted & set(bs or ())]
+    texts += [
+        t for bs, t in zip(threads["block_ids"].to_list(), threads["text"].to_list()) if t and wanted & set(bs or ())
+    ]
     return texts
 
 
@@ -83,10 +89,21 @@ def _branches(chat, local_ids: Sequence[str], n_blocks: int) -> list[str]:
     return [chat.block_names[b] for b in found]
 
 
-def iterative_search(retriever, chat_file: str, question: str, k: int = 10, *, rounds: int = 3,
-                     rewrite_every: int = 1, n_blocks: int = 2, leaf: int = 5, pool: int = 200,
-                     rewrite: Rewrite = offline_rewrite, variant: str | None = None,
-                     rrf_k: int = 60) -> tuple[list[str], LoopTrace]:
+def iterative_search(
+    retriever,
+    chat_file: str,
+    question: str,
+    k: int = 10,
+    *,
+    rounds: int = 3,
+    rewrite_every: int = 1,
+    n_blocks: int = 2,
+    leaf: int = 5,
+    pool: int = 200,
+    rewrite: Rewrite = offline_rewrite,
+    variant: str | None = None,
+    rrf_k: int = 60,
+) -> tuple[list[str], LoopTrace]:
     """(the ``k`` best ids, the loop's trace). Round 0 is the flat ``variant`` search (default: the
     retriever's); each later round rewrites the query when its number is a multiple of
     ``rewrite_every`` (else keeps the last one; 0 never rewrites) and searches only the branches of
@@ -106,8 +123,11 @@ def iterative_search(retriever, chat_file: str, question: str, k: int = 10, *, r
             leaf_texts = [h.text for h in retriever.messages(chat_file, ranking[:leaf])]
             query = rewrite(question, leaf_texts, branch_context(retriever, chat_file, branches))
         allowed = {lid for b in branches for lid in chat.block_members[b]}
-        ranking = [h.local_id for h in retriever.search(chat_file, query, k=pool, variant=variant).hits
-                   if h.local_id in allowed]
+        ranking = [
+            h.local_id
+            for h in retriever.search(chat_file, query, k=pool, variant=variant).hits
+            if h.local_id in allowed
+        ]
         trace.queries.append(query)
         trace.branches.append(branches)
         trace.rankings.append(ranking)

@@ -111,12 +111,17 @@ class LearnedFusion:
         return cls(features, arrays["mean"], arrays["scale"], arrays["weights"])
 
     def to_config(self) -> dict:
-        return {"features": list(self.features), "mean": [round(float(v), 6) for v in self.mean],
-                "scale": [round(float(v), 6) for v in self.scale], "weights": [round(float(v), 6) for v in self.weights]}
+        return {
+            "features": list(self.features),
+            "mean": [round(float(v), 6) for v in self.mean],
+            "scale": [round(float(v), 6) for v in self.scale],
+            "weights": [round(float(v), 6) for v in self.weights],
+        }
 
 
-def listwise_loss(weights: np.ndarray, z: np.ndarray, labels: np.ndarray,
-                  groups: Sequence[np.ndarray], l2: float) -> tuple[float, np.ndarray]:
+def listwise_loss(
+    weights: np.ndarray, z: np.ndarray, labels: np.ndarray, groups: Sequence[np.ndarray], l2: float
+) -> tuple[float, np.ndarray]:
     """Mean over questions of the cross-entropy between the gold distribution (uniform over the
     question's gold candidates) and the softmax of its candidates' scores, plus ``l2 * |w|^2``;
     and its gradient. ``groups``: row indexes of each question (each with >= 1 gold row)."""
@@ -133,16 +138,19 @@ def listwise_loss(weights: np.ndarray, z: np.ndarray, labels: np.ndarray,
     return loss / n + l2 * float(weights @ weights), grad / n + 2 * l2 * weights
 
 
-def fit_listwise(x: np.ndarray, labels: np.ndarray, question: np.ndarray, features: Sequence[str],
-                 l2: float = 1e-3) -> LearnedFusion:
+def fit_listwise(
+    x: np.ndarray, labels: np.ndarray, question: np.ndarray, features: Sequence[str], l2: float = 1e-3
+) -> LearnedFusion:
     """Weights minimizing ``listwise_loss`` over standardized features. ``question``: the
     question index of each row; questions with no gold row in their pool teach nothing and
     are left out."""
     from scipy.optimize import minimize
 
     if x.shape != (labels.size, len(features)) or question.shape != labels.shape:
-        raise ValueError(f"fit_listwise: x {x.shape}, labels {labels.shape}, question {question.shape}, "
-                         f"{len(features)} features do not match")
+        raise ValueError(
+            f"fit_listwise: x {x.shape}, labels {labels.shape}, question {question.shape}, "
+            f"{len(features)} features do not match"
+        )
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0  # a constant feature gets weight 0 through L2
@@ -152,8 +160,13 @@ def fit_listwise(x: np.ndarray, labels: np.ndarray, question: np.ndarray, featur
     groups = [rows for rows in np.split(order, bounds) if labels[rows].sum() > 0]
     if not groups:
         raise ValueError("fit_listwise: no question has a gold candidate in its pool")
-    result = minimize(listwise_loss, np.zeros(len(features)), args=(z, labels.astype(np.float64), groups, l2),
-                      jac=True, method="L-BFGS-B")
+    result = minimize(
+        listwise_loss,
+        np.zeros(len(features)),
+        args=(z, labels.astype(np.float64), groups, l2),
+        jac=True,
+        method="L-BFGS-B",
+    )
     return LearnedFusion(tuple(features), mean, scale, result.x)
 
 

@@ -117,8 +117,9 @@ class Vocabulary:
         ids = np.fromiter(map(word_ids.__getitem__, words), dtype=np.int64, count=len(words))
         text_of = np.cumsum(ids == -2) - 1  # the text each word belongs to
         kept = ids >= 0
-        counts = sparse.csr_matrix((np.ones(int(kept.sum()), dtype=np.int64), (text_of[kept], ids[kept])),
-                                   shape=(len(texts), len(self.ids)))
+        counts = sparse.csr_matrix(
+            (np.ones(int(kept.sum()), dtype=np.int64), (text_of[kept], ids[kept])), shape=(len(texts), len(self.ids))
+        )
         counts.sum_duplicates()
         return counts
 
@@ -159,8 +160,9 @@ class BM25Index:
         self._build(vocabulary, vocabulary.count(texts), k1, b)
 
     @classmethod
-    def from_counts(cls, vocabulary: Vocabulary, counts: sparse.spmatrix, *, k1: float = 1.5,
-                    b: float = 0.75) -> BM25Index:
+    def from_counts(
+        cls, vocabulary: Vocabulary, counts: sparse.spmatrix, *, k1: float = 1.5, b: float = 0.75
+    ) -> BM25Index:
         """The index of texts given by their (text, token id) counts over ``vocabulary``; e.g.
         ``group_sum(groups) @ vocabulary.count(texts)`` indexes the joined texts of each group."""
         index = cls.__new__(cls)
@@ -183,8 +185,13 @@ class BM25Index:
         avg_len = lengths.mean()  # as bm25s: the mean of the int lengths (float64)
         df = np.diff(self._indptr)
         frequencies, term_frequency = np.unique(df, return_inverse=True)
-        idf = np.array([math.log(1 + (self.size - d + 0.5) / (d + 0.5)) if d else 0.0  # Python floats, as bm25s
-                        for d in frequencies.tolist()], dtype=np.float32)[term_frequency.reshape(-1)]
+        idf = np.array(
+            [
+                math.log(1 + (self.size - d + 0.5) / (d + 0.5)) if d else 0.0  # Python floats, as bm25s
+                for d in frequencies.tolist()
+            ],
+            dtype=np.float32,
+        )[term_frequency.reshape(-1)]
         tf = columns.data.astype(np.float64)  # counts: exact in float32 (bm25s) and float64 alike
         norm = k1 * ((1 - b) + b * lengths / avg_len)  # per text, float64
         weight = norm[self._rows]

@@ -14,8 +14,15 @@ from narrative_mirror.retrieval.fusion import Fused
 from narrative_mirror.retrieval.learned_fusion import FACT_SLOT_TYPES, FEATURES, neighbour_max_at
 
 
-def pool_features(chat: ChatIndex, info: query_understanding.QueryInfo, lists: Mapping[str, np.ndarray],
-                  fused: Fused, pool: Sequence[int], scores: QueryScores, rrf_k: int) -> np.ndarray:
+def pool_features(
+    chat: ChatIndex,
+    info: query_understanding.QueryInfo,
+    lists: Mapping[str, np.ndarray],
+    fused: Fused,
+    pool: Sequence[int],
+    scores: QueryScores,
+    rrf_k: int,
+) -> np.ndarray:
     """One row per ``pool`` row, one column per learned_fusion.FEATURES entry (in that order).
 
     Computed for the pool rows (and their neighbours) only: a list's ranks through one
@@ -45,8 +52,9 @@ def pool_features(chat: ChatIndex, info: query_understanding.QueryInfo, lists: M
         near1 = neighbour_max_at(values[name], chat.session_array, rows, 1)
         columns[f"{name}_near1"] = near1
         columns[f"{name}_near2"] = np.maximum(near1, neighbour_max_at(values[name], chat.session_array, rows, 2))
-    columns["speaker_named"] = (chat.speaker_mask(info.persons, rows).astype(np.float64)
-                                if info.persons else np.zeros(rows.size))
+    columns["speaker_named"] = (
+        chat.speaker_mask(info.persons, rows).astype(np.float64) if info.persons else np.zeros(rows.size)
+    )
     columns["log_words"] = chat.log_words[rows]
     columns["is_question"] = chat.is_question[rows]
     columns["after_question"] = chat.after_question[rows]

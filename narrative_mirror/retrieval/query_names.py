@@ -38,8 +38,12 @@ def _one_edit_apart(a: str, b: str) -> bool:
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
         i += 1
-    return (a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
-            or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:]))
+    return (
+        a[i + 1 :] == b[i + 1 :]
+        or a[i:] == b[i + 1 :]
+        or a[i + 1 :] == b[i:]
+        or (a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :])
+    )
 
 
 def first_names(speakers: Sequence[str]) -> dict[str, str]:
@@ -65,8 +69,11 @@ def _names_in(query: str, speakers: Sequence[str], aliases: dict[str, str] | Non
     names.update({a.lower(): s for a, s in (aliases or {}).items()})
     names.update({n: s for n, s in first_names(speakers).items() if n not in names})
     for word in {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", query)} - names.keys():
-        close = {s for n, s in names.items()
-                 if len(n) >= MIN_TYPO_NAME and len(word) >= MIN_TYPO_NAME and _one_edit_apart(word, n)}
+        close = {
+            s
+            for n, s in names.items()
+            if len(n) >= MIN_TYPO_NAME and len(word) >= MIN_TYPO_NAME and _one_edit_apart(word, n)
+        }
         if len(close) == 1:
             names[word] = close.pop()
     return names
@@ -100,8 +107,7 @@ def _may_share_a_start(shorter: str, longer: str) -> bool:
     compares) one stretch of text? Distinct ASCII characters never do, except as upper/lower case
     of one letter; any other character might be a case variant of anything ("K", the Kelvin sign,
     matches "k"), so it is taken as a possible match."""
-    return all(a == b or not (a.isascii() and b.isascii()) or a.lower() == b.lower()
-               for a, b in zip(shorter, longer))
+    return all(a == b or not (a.isascii() and b.isascii()) or a.lower() == b.lower() for a, b in zip(shorter, longer))
 
 
 def _trie_pattern(names: Sequence[str]) -> str:
@@ -145,8 +151,9 @@ class EntityMatcher:
         for name in sorted(self.names, key=lambda e: (len(e), e)):  # shorter names first
             for i, layer in enumerate(layers):
                 if name.isascii():
-                    clash = (any(name[:n] in names for n, names in ascii_members[i].items())
-                             or any(_may_share_a_start(m, name) for m in other_members[i]))
+                    clash = any(name[:n] in names for n, names in ascii_members[i].items()) or any(
+                        _may_share_a_start(m, name) for m in other_members[i]
+                    )
                 else:
                     clash = any(_may_share_a_start(m, name) for m in layer)
                 if not clash:
@@ -272,8 +279,9 @@ def _introducing(texts: Sequence[str]) -> set[int]:
     return {int(i) for i in np.searchsorted(starts, hits, side="right") - 1} if hits else set()
 
 
-def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2,
-                    addressees: Sequence[str | None] | None = None) -> dict[str, str]:
+def speaker_aliases(
+    messages: Sequence[tuple[str, str]], min_votes: int = 2, addressees: Sequence[str | None] | None = None
+) -> dict[str, str]:
     """Other first names the speakers go by, from (speaker, text) messages: {alias: speaker}.
 
     Evidence for "X is speaker S": S writes "I'm X." / "my name is X", or a message addressing X
@@ -284,12 +292,14 @@ def speaker_aliases(messages: Sequence[tuple[str, str]], min_votes: int = 2,
     least twice as many as for anyone else.
     """
     speakers = list(dict.fromkeys(s for s, _ in messages))
-    return aliases_from_votes(alias_votes(messages, speakers, addressees), speakers,
-                              "\n".join(t for _, t in messages), min_votes)
+    return aliases_from_votes(
+        alias_votes(messages, speakers, addressees), speakers, "\n".join(t for _, t in messages), min_votes
+    )
 
 
-def alias_votes(messages: Sequence[tuple[str, str]], speakers: Sequence[str],
-                addressees: Sequence[str | None] | None = None) -> dict[str, Counter]:
+def alias_votes(
+    messages: Sequence[tuple[str, str]], speakers: Sequence[str], addressees: Sequence[str | None] | None = None
+) -> dict[str, Counter]:
     """The votes of ``speaker_aliases`` cast by these messages of a chat whose speakers are
     ``speakers`` (``addressees`` as there): {name: Counter(speaker)}. Votes of two parts of a chat
     add up to the whole's."""
@@ -311,14 +321,21 @@ def alias_votes(messages: Sequence[tuple[str, str]], speakers: Sequence[str],
     return votes
 
 
-def aliases_from_votes(votes: dict[str, Counter], speakers: Sequence[str], joined: str,
-                       min_votes: int = 2) -> dict[str, str]:
+def aliases_from_votes(
+    votes: dict[str, Counter], speakers: Sequence[str], joined: str, min_votes: int = 2
+) -> dict[str, str]:
     """``speaker_aliases`` from the chat's ``alias_votes`` and all its texts joined by newlines."""
     known = {s.lower() for s in speakers}
     aliases = {}
     for name, counter in votes.items():
         lower = name.lower()
-        if lower in known or lower in _NOT_NAMES or lower in MONTHS or lower in WEEKDAYS or _lower_case_in(lower, joined):
+        if (
+            lower in known
+            or lower in _NOT_NAMES
+            or lower in MONTHS
+            or lower in WEEKDAYS
+            or _lower_case_in(lower, joined)
+        ):
             continue
         (best, n), *rest = counter.most_common() + [(None, 0)]
         runner_up = rest[0][1] if rest else 0

@@ -54,8 +54,13 @@ def _mentions(text: str, stems: set[str]) -> bool:
     return any(stem(t) in stems for t in content_tokens(text))
 
 
-def offline_rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequence[str] = (),
-                    schema: Sequence[str] = (), previous: Rewritten | None = None) -> Rewritten:
+def offline_rewrite(
+    question: str,
+    leaf_texts: Sequence[str],
+    branch_texts: Sequence[str] = (),
+    schema: Sequence[str] = (),
+    previous: Rewritten | None = None,
+) -> Rewritten:
     """Pseudo-relevance feedback with an action. Exploit when at least ANCHORED_SHARE of the leaf
     texts mention a content word of the question (the evidence sits where the question points),
     else explore. The rewrite is the question's statement form plus the FEEDBACK_TERMS terms the
@@ -93,8 +98,14 @@ def llm_rewriter(llm: LLMClient, failures: Counter | None = None) -> Callable[..
     evidence and branch context labelled apart, inside the data block; an action it does not
     name as explore counts as exploit. A failed call (malformed reply, timeout) falls back to
     ``offline_rewrite`` and is counted in ``failures`` by error kind."""
-    def rewrite(question: str, leaf_texts: Sequence[str], branch_texts: Sequence[str] = (),
-                schema: Sequence[str] = (), previous: Rewritten | None = None) -> Rewritten:
+
+    def rewrite(
+        question: str,
+        leaf_texts: Sequence[str],
+        branch_texts: Sequence[str] = (),
+        schema: Sequence[str] = (),
+        previous: Rewritten | None = None,
+    ) -> Rewritten:
         system = load_prompt("traversal_rewrite") + "\n" + DATA_BLOCK_NOTICE
         rows = [(f"leaf{i}", "leaf evidence", t) for i, t in enumerate(leaf_texts)]
         rows += [(f"branch{i}", "branch context", t) for i, t in enumerate(branch_texts)]
@@ -133,6 +144,7 @@ class _Expansion(BaseModel):
 def llm_expander(llm: LLMClient, failures: Counter | None = None) -> Callable[[str, str], str]:
     """Context-free expansion asked of ``llm``: prompts/traversal_expand_<style>.txt (a failed
     call: ``offline_expand``, counted)."""
+
     def expand(question: str, style: str) -> str:
         try:
             reply = llm.complete_json(load_prompt(f"traversal_expand_{style}"), f"Question: {question}", _Expansion)
@@ -152,7 +164,7 @@ def offline_schema(question: str, branch_texts: Sequence[str]) -> list[str]:
     counts = Counter(t for text in branch_texts for t in set(content_tokens(text)) if stem(t) not in asked)
     ranked = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     shared = sum(1 for w in ranked if counts[w] >= 2)
-    return ranked[:min(max(shared, SCHEMA_MIN), SCHEMA_MAX)]
+    return ranked[: min(max(shared, SCHEMA_MIN), SCHEMA_MAX)]
 
 
 class _Schema(BaseModel):
@@ -162,11 +174,15 @@ class _Schema(BaseModel):
 def llm_schema(llm: LLMClient, failures: Counter | None = None) -> Callable[[str, Sequence[str]], list[str]]:
     """Schema induction asked of ``llm`` (prompts/traversal_schema.txt), cut to SCHEMA_MAX and
     filled up to SCHEMA_MIN by ``offline_schema`` when it names fewer (or fails, counted)."""
+
     def induce(question: str, branch_texts: Sequence[str]) -> list[str]:
         rows = [(f"branch{i}", "branch", t) for i, t in enumerate(branch_texts)]
         try:
-            reply = llm.complete_json(load_prompt("traversal_schema") + "\n" + DATA_BLOCK_NOTICE,
-                                      f"Question: {question}\n\n{format_messages_as_data(rows)}", _Schema)
+            reply = llm.complete_json(
+                load_prompt("traversal_schema") + "\n" + DATA_BLOCK_NOTICE,
+                f"Question: {question}\n\n{format_messages_as_data(rows)}",
+                _Schema,
+            )
             categories = reply.categories
         except LLMError as exc:
             _count(failures, "schema", exc)
@@ -187,6 +203,7 @@ class RewriteCache:
     """Rewrites keyed by (kind, query, context, action): the same question with the same evidence
     and the same prior action is rewritten once (an LLM is asked once per key). With ``path``, the
     entries persist as JSON lines and are read back on the next run."""
+
     path: Path | None = None
     entries: dict[str, dict] = field(default_factory=dict)
     hits: int = 0
@@ -205,8 +222,9 @@ class RewriteCache:
     def key(kind: str, query: str, context: Sequence[str], action: str | None) -> str:
         return hashlib.sha256(json.dumps([kind, query, list(context), action]).encode()).hexdigest()
 
-    def lookup(self, kind: str, query: str, context: Sequence[str], action: str | None,
-               compute: Callable[[], dict]) -> dict:
+    def lookup(
+        self, kind: str, query: str, context: Sequence[str], action: str | None, compute: Callable[[], dict]
+    ) -> dict:
         key = self.key(kind, query, context, action)
         if key in self.entries:
             self.hits += 1

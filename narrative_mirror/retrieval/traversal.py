@@ -69,7 +69,9 @@ class Tree:
     @classmethod
     def from_chat(cls, chat) -> Tree:
         """A ``ChatIndex``'s tree: its blocks' members and its threads' blocks."""
-        threads = {chat.thread_names[t]: [chat.block_names[b] for b in bs] for t, bs in chat.thread_blocks.items() if bs}
+        threads = {
+            chat.thread_names[t]: [chat.block_names[b] for b in bs] for t, bs in chat.thread_blocks.items() if bs
+        }
         return cls(blocks={b: list(m) for b, m in chat.block_members.items()}, threads=threads)
 
 
@@ -99,6 +101,7 @@ class Variant:
 @dataclass
 class Tools:
     """What a run asks besides the scorer; offline by default. The cache keys every call."""
+
     rewrite: Callable[..., Rewritten] = offline_rewrite
     expand: Callable[[str, str], str] = offline_expand
     schema: Callable[[str, Sequence[str]], list[str]] = offline_schema
@@ -132,40 +135,56 @@ def _ranking(tree: Tree, beam: Sequence[str], leaves: Sequence[str]) -> list[str
     return [x for x in leaves if x in inside] + [x for x in leaves if x not in inside]
 
 
-def run_variant(variant: Variant, question: str, tree: Tree, scorer: Scorer, tools: Tools | None = None,
-                depth: int = 20) -> Run:
+def run_variant(
+    variant: Variant, question: str, tree: Tree, scorer: Scorer, tools: Tools | None = None, depth: int = 20
+) -> Run:
     """``variant`` on ``question``: see the module doc. Rankings are cut to ``depth``."""
     tools = tools or Tools()
     cache, run = tools.cache, Run()
     query0 = question
     if variant.expansion:
-        query0 = cache.lookup(f"expand:{variant.expansion}:{tools.name}", question, [], None,
-                              lambda: {"query": tools.expand(question, variant.expansion)})["query"]
+        query0 = cache.lookup(
+            f"expand:{variant.expansion}:{tools.name}",
+            question,
+            [],
+            None,
+            lambda: {"query": tools.expand(question, variant.expansion)},
+        )["query"]
     query = query0
     leaves = scorer.leaves(query)
     run.queries.append(query)
     run.actions.append(None)
     run.beams.append([])
     run.rankings.append(list(leaves[:depth]))
-    anchors = list(leaves[:variant.anchors]) if variant.flat else []
+    anchors = list(leaves[: variant.anchors]) if variant.flat else []
     if variant.schema:
         hit = scorer.branches(query)[:SCHEMA_BRANCHES]
         descriptions = scorer.branch_texts(hit)
-        run.schema = cache.lookup(f"schema:{tools.name}", question, descriptions, None,
-                                  lambda: {"categories": tools.schema(question, descriptions)})["categories"]
+        run.schema = cache.lookup(
+            f"schema:{tools.name}",
+            question,
+            descriptions,
+            None,
+            lambda: {"categories": tools.schema(question, descriptions)},
+        )["categories"]
         run.schema_candidates = {c: scorer.leaves(f"{question} {c}")[:10] for c in run.schema}
     beam: list[str] = []
     rewritten: Rewritten | None = None
     for number in range(1, variant.iterations):
         action = None
         if variant.rewrite_every > 0 and number % variant.rewrite_every == 0:
-            evidence = scorer.leaf_texts(run.rankings[-1][:variant.leaf])
+            evidence = scorer.leaf_texts(run.rankings[-1][: variant.leaf])
             slate = scorer.branch_texts(beam) if variant.context == "leafslate" else []
             previous = rewritten
-            value = cache.lookup(f"rewrite:{tools.name}", question, [*evidence, *slate, *run.schema],
-                                 previous.action if previous else None,
-                                 lambda e=evidence, s=slate, p=previous:
-                                 dataclasses.asdict(tools.rewrite(question, e, s, run.schema, p)))
+            value = cache.lookup(
+                f"rewrite:{tools.name}",
+                question,
+                [*evidence, *slate, *run.schema],
+                previous.action if previous else None,
+                lambda e=evidence, s=slate, p=previous: dataclasses.asdict(
+                    tools.rewrite(question, e, s, run.schema, p)
+                ),
+            )
             rewritten = Rewritten(**value)
             action = rewritten.action
             query = query_t(query0, rewritten, variant.explore_mode)

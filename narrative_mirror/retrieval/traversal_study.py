@@ -60,12 +60,23 @@ def summary_row(name: str, rankings: Sequence[Sequence[Sequence[str]]], gold: Se
     """A results-table row: iteration 0 and the best iteration (earliest on a tie)."""
     its = per_iteration(rankings, gold)
     best = max(range(len(its)), key=lambda t: (its[t]["ndcg@10"], -t))
-    return {"variant": name, "n": len(gold), "ndcg@10 it0": its[0]["ndcg@10"], "recall@10 it0": its[0]["recall@10"],
-            "best it": best, "ndcg@10 best": its[best]["ndcg@10"], "recall@10 best": its[best]["recall@10"]}
+    return {
+        "variant": name,
+        "n": len(gold),
+        "ndcg@10 it0": its[0]["ndcg@10"],
+        "recall@10 it0": its[0]["recall@10"],
+        "best it": best,
+        "ndcg@10 best": its[best]["ndcg@10"],
+        "recall@10 best": its[best]["recall@10"],
+    }
 
 
-def leave_one_chat_out(rankings: Mapping[str, Sequence[Sequence[Sequence[str]]]], gold: Sequence[Sequence[str]],
-                       chats: Sequence[str], baseline: str = BASELINE) -> dict:
+def leave_one_chat_out(
+    rankings: Mapping[str, Sequence[Sequence[Sequence[str]]]],
+    gold: Sequence[Sequence[str]],
+    chats: Sequence[str],
+    baseline: str = BASELINE,
+) -> dict:
     """For each chat held out: the (variant, iteration) with the best mean nDCG@10 on the other
     chats, and its nDCG@10 on the held-out chat beside ``baseline``'s iteration 0. Returns
     {"folds": [...], "chosen": mean held-out nDCG@10 of the choices, "baseline": the baseline's}."""
@@ -81,18 +92,32 @@ def leave_one_chat_out(rankings: Mapping[str, Sequence[Sequence[Sequence[str]]]]
 
         options = [(name, t) for name, runs in rankings.items() for t in range(max(len(r) for r in runs))]
         name, t = max(options, key=lambda o: (score(*o, train), o[0] == baseline, -o[1]))
-        folds.append({"held_out": held, "chosen": f"{name} @ it {t}", "chosen_ndcg@10": score(name, t, test),
-                      "baseline_ndcg@10": score(baseline, 0, test), "n": len(test)})
+        folds.append(
+            {
+                "held_out": held,
+                "chosen": f"{name} @ it {t}",
+                "chosen_ndcg@10": score(name, t, test),
+                "baseline_ndcg@10": score(baseline, 0, test),
+                "n": len(test),
+            }
+        )
     total = sum(f["n"] for f in folds)
-    return {"folds": folds,
-            "chosen": sum(f["chosen_ndcg@10"] * f["n"] for f in folds) / total,
-            "baseline": sum(f["baseline_ndcg@10"] * f["n"] for f in folds) / total}
+    return {
+        "folds": folds,
+        "chosen": sum(f["chosen_ndcg@10"] * f["n"] for f in folds) / total,
+        "baseline": sum(f["baseline_ndcg@10"] * f["n"] for f in folds) / total,
+    }
 
 
 def format_table(rows: Sequence[dict]) -> str:
     """A markdown table of ``summary_row`` rows."""
-    lines = ["| variant | n | nDCG@10 it0 | R@10 it0 | best it | nDCG@10 best | R@10 best |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| variant | n | nDCG@10 it0 | R@10 it0 | best it | nDCG@10 best | R@10 best |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['variant']} | {r['n']} | {r['ndcg@10 it0']:.1f} | {r['recall@10 it0']:.1f} | {r['best it']} | "
-                     f"{r['ndcg@10 best']:.1f} | {r['recall@10 best']:.1f} |")
+        lines.append(
+            f"| {r['variant']} | {r['n']} | {r['ndcg@10 it0']:.1f} | {r['recall@10 it0']:.1f} | {r['best it']} | "
+            f"{r['ndcg@10 best']:.1f} | {r['recall@10 best']:.1f} |"
+        )
     return "\n".join(lines)

@@ -55,8 +55,11 @@ def dual_path(
     ``thread_ranking`` thread numbers; ``block_of[row]`` is a message's block (-1: none).
     """
     flat = rrf(
-        [[("m", r) for r, _ in leaf_ranking], [("b", b) for b, _ in block_ranking],
-         [("t", t) for t, _ in thread_ranking]],
+        [
+            [("m", r) for r, _ in leaf_ranking],
+            [("b", b) for b, _ in block_ranking],
+            [("t", t) for t, _ in thread_ranking],
+        ],
         k=rrf_k,
     )[:anchors]
     leaves = [node for kind, node in (n for n, _ in flat) if kind == "m"]

@@ -22,7 +22,8 @@ def test_adapt_is_refused_while_the_adaptation_is_off(tmp_path, capsys):
     write_chat(tmp_path / "data", "chat_a", small_chat())
     assert main(["adapt", "--data", str(tmp_path / "data"), "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["problems"] == [
-        "the adaptation is off: embedding.toml [adaptation] enabled = true turns it on"]
+        "the adaptation is off: embedding.toml [adaptation] enabled = true turns it on"
+    ]
 
 
 @pytest.mark.slow

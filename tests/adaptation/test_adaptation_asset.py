@@ -46,8 +46,13 @@ def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkey
         graph = defs.resolve_asset_graph()
         assert FreshnessQuery(instance, graph).needing_run(dg.AssetKey("message_embeddings"), [KEY]) == {}
 
-        trained = _materialize(defs, instance, resources, ["adapted_embedder"],
-                               run_config={"ops": {"adapted_embedder": {"config": {"force": True}}}})
+        trained = _materialize(
+            defs,
+            instance,
+            resources,
+            ["adapted_embedder"],
+            run_config={"ops": {"adapted_embedder": {"config": {"force": True}}}},
+        )
         fingerprint = trained.asset_materializations_for_node("adapted_embedder")[0].metadata["fingerprint"].value
         assert (tmp_path / "nm_home" / "adaptation" / fingerprint / "top_layers.pt").is_file()
         _observe(instance, resources)

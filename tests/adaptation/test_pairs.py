@@ -14,18 +14,33 @@ SENTINEL = "zqxjv-sentinel-4471"
 
 
 def test_pairs_are_a_message_and_the_other_speakers_next_one(tmp_path):
-    chat = realtalk_chat([[("Ana", "hi"), ("Ana", "are you there"), ("Ben", "yes"), ("Ana", "good")],
-                          [("Ben", "new day"), ("Ana", "morning")]])
+    chat = realtalk_chat(
+        [
+            [("Ana", "hi"), ("Ana", "are you there"), ("Ben", "yes"), ("Ana", "good")],
+            [("Ben", "new day"), ("Ana", "morning")],
+        ]
+    )
     messages = load_chat(write_chat(tmp_path, "c", chat)).messages
-    assert chat_pairs(messages) == [("Ana: are you there", "Ben: yes"), ("Ben: yes", "Ana: good"),
-                                    ("Ana: good", "Ben: new day"), ("Ben: new day", "Ana: morning")]
+    assert chat_pairs(messages) == [
+        ("Ana: are you there", "Ben: yes"),
+        ("Ben: yes", "Ana: good"),
+        ("Ana: good", "Ben: new day"),
+        ("Ben: new day", "Ana: morning"),
+    ]
 
 
 def test_reply_links_add_pairs_and_system_lines_are_skipped():
-    frame = pl.DataFrame({
-        "local_id": ["1", "2", "3", "4"], "position": [0, 1, 2, 3], "speaker": ["Ana", "Ben", "Cy", "Cy"],
-        "text": ["lunch?", "joined", "what time", "noon works"], "image_caption": ["", "", "", ""],
-        "reply_to": [None, None, None, "1"], "system": [False, True, False, False]})
+    frame = pl.DataFrame(
+        {
+            "local_id": ["1", "2", "3", "4"],
+            "position": [0, 1, 2, 3],
+            "speaker": ["Ana", "Ben", "Cy", "Cy"],
+            "text": ["lunch?", "joined", "what time", "noon works"],
+            "image_caption": ["", "", "", ""],
+            "reply_to": [None, None, None, "1"],
+            "system": [False, True, False, False],
+        }
+    )
     assert chat_pairs(frame) == [("Ana: lunch?", "Cy: what time"), ("Ana: lunch?", "Cy: noon works")]
 
 
@@ -46,8 +61,19 @@ def test_sampling_is_bounded_and_repeatable():
 
 
 def test_question_pairs_are_the_turns_that_ask(tmp_path):
-    chat = realtalk_chat([[("Ana", "I start at the bakery"), ("Ben", "Which one?"), ("Ana", "Elm Street"),
-                           ("Ben", "nice"), ("Ana", "are you coming?"), ("Ana", "say yes"), ("Ben", "yes")]])
+    chat = realtalk_chat(
+        [
+            [
+                ("Ana", "I start at the bakery"),
+                ("Ben", "Which one?"),
+                ("Ana", "Elm Street"),
+                ("Ben", "nice"),
+                ("Ana", "are you coming?"),
+                ("Ana", "say yes"),
+                ("Ben", "yes"),
+            ]
+        ]
+    )
     messages = load_chat(write_chat(tmp_path, "c", chat)).messages
     assert chat_pairs(messages, ("questions",)) == [("Ben: Which one?", "Ana: Elm Street")]
     assert len(chat_pairs(messages)) == 5 and chat_pairs(messages, ("turns",)) == chat_pairs(messages)

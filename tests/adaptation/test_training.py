@@ -13,8 +13,13 @@ import torch
 from narrative_mirror import settings
 from narrative_mirror.adaptation import store
 from narrative_mirror.adaptation.pairs import home_pairs
-from narrative_mirror.adaptation.training import (AdaptationSettings, LowerStates, encode_cost, train_top_layers,
-                                                   upper_vectors)
+from narrative_mirror.adaptation.training import (
+    AdaptationSettings,
+    LowerStates,
+    encode_cost,
+    train_top_layers,
+    upper_vectors,
+)
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder, fresh_model, message_texts
 
@@ -89,7 +94,9 @@ def test_the_lower_layers_run_once_per_distinct_text(demo_frames):
     distinct = {text for pair in pairs for text in pair}
     assert len(distinct) < 2 * len(pairs)  # texts repeat across pairs
     rows = []
-    hook = model[0].auto_model.encoder.layer[0].register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
+    hook = (
+        model[0].auto_model.encoder.layer[0].register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
+    )
     try:
         _, report = train_top_layers(model, pairs, AdaptationSettings(epochs=2, batch_size=16, patience=2))
     finally:
@@ -109,5 +116,7 @@ def test_training_stops_at_its_compute_budget(demo_frames):
     # lower layers and the held-out checks ~0.82 encodes of the small demo home, each step ~0.3
     assert (bounded.stopped_by, bounded.steps, bounded.epochs_run) == ("budget", 2, 1)
     assert bounded.cost == pytest.approx(1.469, abs=1e-3)
-    _, unbounded = train_top_layers(fresh_model(MODEL, "cpu"), pairs, AdaptationSettings(epochs=2, batch_size=16, patience=5))
+    _, unbounded = train_top_layers(
+        fresh_model(MODEL, "cpu"), pairs, AdaptationSettings(epochs=2, batch_size=16, patience=5)
+    )
     assert (unbounded.stopped_by, unbounded.epochs_run, unbounded.cost) == ("epochs", 2, 0.0) and unbounded.steps > 2

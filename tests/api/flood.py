@@ -16,8 +16,9 @@ import time
 from urllib.parse import urlencode
 
 
-def probe_search(connection: http.client.HTTPConnection, token: str, chat: str,
-                 path: str = "/api/memory/search") -> float:
+def probe_search(
+    connection: http.client.HTTPConnection, token: str, chat: str, path: str = "/api/memory/search"
+) -> float:
     started = time.monotonic()
     query = "?" + urlencode({"q": "rye bread at the bakery", "chat": chat, "k": 3}) if path.endswith("search") else ""
     connection.request("GET", path + query, headers={"Authorization": f"Bearer {token}", "Host": "127.0.0.1"})
@@ -34,8 +35,14 @@ def request_bytes(kind: str, token: str, chat: str, n: int) -> bytes:
         query = urlencode({"q": f"bread and marathon training {n}", "chat": chat, "k": 5})
         return b"GET /api/memory/search?" + query.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth + b"\r\n"
     body = json.dumps({"chat": chat, "question": f"Where does Ana work? ({n})", "profile": "deep"}).encode()
-    return (b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + auth
-            + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (
+        b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        + auth
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
 
 
 def flood(port: int, token: str, chat: str, asks: int, every_s: float, kind: str = "ask") -> list[dict]:
@@ -66,13 +73,19 @@ def flood(port: int, token: str, chat: str, asks: int, every_s: float, kind: str
             del pending[raw]
             head = bytes(received).split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
             headers = dict(line.lower().split(": ", 1) for line in head[1:])
-            results.append({"status": int(head[0].split()[1]), "seconds": time.monotonic() - started,
-                            "retry_after": headers.get("retry-after")})
+            results.append(
+                {
+                    "status": int(head[0].split()[1]),
+                    "seconds": time.monotonic() - started,
+                    "retry_after": headers.get("retry-after"),
+                }
+            )
     return results
 
 
-def main(port: int, flood_token: str, probe_token: str, chat: str, count: int, every_s: float,
-         kind: str = "ask") -> dict:
+def main(
+    port: int, flood_token: str, probe_token: str, chat: str, count: int, every_s: float, kind: str = "ask"
+) -> dict:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     health = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     idle = [probe_search(connection, probe_token, chat) for _ in range(40)]
@@ -86,8 +99,10 @@ def main(port: int, flood_token: str, probe_token: str, chat: str, count: int, e
             into.append(probe_search(client, probe_token, chat, path))
             time.sleep(pause_s)
 
-    threads = [threading.Thread(target=probe, args=(during, connection, "/api/memory/search", 0.0)),
-               threading.Thread(target=probe, args=(health_during, health, "/api/health", 0.05))]
+    threads = [
+        threading.Thread(target=probe, args=(during, connection, "/api/memory/search", 0.0)),
+        threading.Thread(target=probe, args=(health_during, health, "/api/health", 0.05)),
+    ]
     for thread in threads:
         thread.start()
     try:
@@ -96,8 +111,7 @@ def main(port: int, flood_token: str, probe_token: str, chat: str, count: int, e
         done.set()
         for thread in threads:
             thread.join()
-    return {"idle": idle, "during": during, "health_idle": health_idle, "health_during": health_during,
-            "asks": results}
+    return {"idle": idle, "during": during, "health_idle": health_idle, "health_during": health_during, "asks": results}
 
 
 if __name__ == "__main__":

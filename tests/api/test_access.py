@@ -22,7 +22,7 @@ def test_add_token_returns_the_secret_once_and_stores_only_its_hash(tmp_path):
     token = add_token(path, "ana-laptop", ["Chat_1_Emi_Elise", "tiny_*"])
     assert token.startswith(TOKEN_PREFIX) and len(token) > 40
     text = path.read_text()
-    assert token not in text and token[len(TOKEN_PREFIX):] not in text
+    assert token not in text and token[len(TOKEN_PREFIX) :] not in text
     data = json.loads(text)
     assert data["version"] == 1
     (row,) = data["tokens"]
@@ -75,20 +75,36 @@ def test_add_token_validates_name_and_scope(tmp_path):
         ('{"version": 1, "tokens": {}}', "tokens must be a list"),
         ('{"version": 1, "tokens": [], "extra": 1}', r"unknown fields \['extra'\]"),
         ('{"version": 1, "tokens": [{"name": "a", "chats": ["*"]}]}', r"tokens\[0\]\.sha256: missing"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "nm_plaintext", "chats": ["*"]}]}',
-         r"tokens\[0\]\.sha256: must be 64 lowercase hex"),
-        ('{"version": 1, "tokens": [{"name": "a b", "sha256": "' + "0" * 64 + '", "chats": ["*"]}]}',
-         r"tokens\[0\]\.name"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": "*"}]}',
-         r"tokens\[0\]\.chats"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["x/y"]}]}',
-         r"tokens\[0\]\.chats\[0\]"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"], "scope": 1}]}',
-         r"tokens\[0\]: unknown fields \['scope'\]"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"]}, '
-         '{"name": "a", "sha256": "' + "1" * 64 + '", "chats": ["*"]}]}', r"tokens\[1\]\.name"),
-        ('{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"]}, '
-         '{"name": "b", "sha256": "' + "0" * 64 + '", "chats": ["*"]}]}', r"tokens\[1\]\.sha256: the same token"),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "nm_plaintext", "chats": ["*"]}]}',
+            r"tokens\[0\]\.sha256: must be 64 lowercase hex",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a b", "sha256": "' + "0" * 64 + '", "chats": ["*"]}]}',
+            r"tokens\[0\]\.name",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": "*"}]}',
+            r"tokens\[0\]\.chats",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["x/y"]}]}',
+            r"tokens\[0\]\.chats\[0\]",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"], "scope": 1}]}',
+            r"tokens\[0\]: unknown fields \['scope'\]",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"]}, '
+            '{"name": "a", "sha256": "' + "1" * 64 + '", "chats": ["*"]}]}',
+            r"tokens\[1\]\.name",
+        ),
+        (
+            '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "chats": ["*"]}, '
+            '{"name": "b", "sha256": "' + "0" * 64 + '", "chats": ["*"]}]}',
+            r"tokens\[1\]\.sha256: the same token",
+        ),
     ],
 )
 def test_load_names_the_file_and_the_field(tmp_path, content, where):

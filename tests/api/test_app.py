@@ -45,8 +45,17 @@ def stored_event(event_log: EventLog, event_id: str) -> dict:
 
 def test_search_returns_hits_meta_and_evidence(setup):
     client, event_log, _, root = setup
-    response = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "self_rag": 1,
-                                          "user_id": "ana", "session_id": "s1"})
+    response = client.get(
+        SEARCH,
+        params={
+            "q": "rye bread at the bakery",
+            "chat": CHAT,
+            "k": 3,
+            "self_rag": 1,
+            "user_id": "ana",
+            "session_id": "s1",
+        },
+    )
     assert response.status_code == 200
     body = response.json()
     hits, meta = body["hits"], body["meta"]
@@ -60,7 +69,10 @@ def test_search_returns_hits_meta_and_evidence(setup):
     assert body["evidence_path"].startswith("search_runs/")
     search_run = json.loads((root / body["evidence_path"]).read_text())
     assert (search_run["query"], search_run["event_id"], search_run["hits"]) == (
-        "rye bread at the bakery", meta["event_id"], hits)
+        "rye bread at the bakery",
+        meta["event_id"],
+        hits,
+    )
     # ... which names its recall run (pre/post rerank items)
     assert search_run["recall_run"] == meta["recall_run_path"] and meta["recall_run_path"].startswith("recall_runs/")
     record = json.loads((root / meta["recall_run_path"]).read_text())
@@ -82,7 +94,8 @@ def test_a_search_request_may_name_its_variant_and_the_run_file_records_it(setup
     client, _, retriever, root = setup
     body = client.get(SEARCH, params={"q": "rye bread at the bakery", "chat": CHAT, "k": 3, "variant": "bm25"}).json()
     assert [h["id"] for h in body["hits"]] == [
-        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits]
+        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 3, variant="bm25").hits
+    ]
     assert json.loads((root / body["meta"]["recall_run_path"]).read_text())["params"]["variant"] == "bm25"
     refused = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "variant": "best"})
     assert refused.status_code == 400 and "variant" in refused.text
@@ -143,8 +156,10 @@ def test_repeated_parameters_are_rejected(setup):
 
 def test_limits_are_inclusive(setup):
     client = setup[0]
-    response = client.get(SEARCH, params={"q": "x" * 1000, "chat": CHAT, "k": 50, "need_fresh": 1,
-                                          "halflife_days": "0.5", "fresh_weight": "0.9"})
+    response = client.get(
+        SEARCH,
+        params={"q": "x" * 1000, "chat": CHAT, "k": 50, "need_fresh": 1, "halflife_days": "0.5", "fresh_weight": "0.9"},
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["meta"]["count"] == 8  # the whole tiny chat
@@ -161,8 +176,10 @@ def test_wrong_method_and_path_are_json_errors(setup):
 
 def test_ask_returns_the_contract_and_logs_citations(setup):
     client, event_log, retriever, _ = setup
-    response = client.post("/api/ask", json={"chat": CHAT, "question": "How many loaves of rye did Ana bake?",
-                                             "profile": "fast", "user_id": "ben"})
+    response = client.post(
+        "/api/ask",
+        json={"chat": CHAT, "question": "How many loaves of rye did Ana bake?", "profile": "fast", "user_id": "ben"},
+    )
     assert response.status_code == 200
     answer = response.json()
     # One answer shape (contract.answer_json), as `ask --json` prints it: snake_case names, the event id too.
@@ -171,11 +188,17 @@ def test_ask_returns_the_contract_and_logs_citations(setup):
     assert answer["event_id"] == response.headers["X-Retrieval-Event-Id"]
     assert answer["profile"] == "fast"
     evidence_ids = [item["id"] for item in answer["evidence"]]
-    assert all(item["speaker"] == "Ana" or item["text"].startswith(f"{item['speaker']}: ") for item in answer["evidence"])
+    assert all(
+        item["speaker"] == "Ana" or item["text"].startswith(f"{item['speaker']}: ") for item in answer["evidence"]
+    )
     assert "D11:1" in evidence_ids
 
     event = stored_event(event_log, response.headers["X-Retrieval-Event-Id"])
-    assert (event["user_id"], event["query"], event["chat_file"]) == ("local/ben", "How many loaves of rye did Ana bake?", CHAT)
+    assert (event["user_id"], event["query"], event["chat_file"]) == (
+        "local/ben",
+        "How many loaves of rye did Ana bake?",
+        CHAT,
+    )
     assert event["returned_ids"] == [r["id"] for r in answer["trace"]["reranked"]]
     assert event["cited_ids"] == evidence_ids
     # graded per cited id (how well the message bears out its claim), the event's value their mean
@@ -340,8 +363,10 @@ def test_health_lists_served_and_unavailable_chats(setup, tmp_path):
         assert health.status_code == 200
         assert health.json() == {"status": "degraded", "chats": [CHAT], "unavailable": dict(sorted(broken.items()))}
         for chat in broken:
-            responses = [client.post("/api/ask", json={"chat": chat, "question": "Where?"}),
-                         client.get(SEARCH, params={"q": "rye", "chat": chat})]
+            responses = [
+                client.post("/api/ask", json={"chat": chat, "question": "Where?"}),
+                client.get(SEARCH, params={"q": "rye", "chat": chat}),
+            ]
             for response in responses:
                 assert response.status_code == 503 and response.json()["error"]["field"] == "chat"
                 assert chat not in response.text
@@ -352,8 +377,13 @@ def test_health_shows_a_standing_regression_to_the_tokens_of_its_chat(setup, tmp
     from api.access import add_token, load_tokens
     from narrative_mirror import regressions, settings
 
-    regressions.record(settings.state_home(), "qa_eval", CHAT, "run0abcdef", [
-        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    regressions.record(
+        settings.state_home(),
+        "qa_eval",
+        CHAT,
+        "run0abcdef",
+        [{"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}],
+    )
     path = tmp_path / "tokens.json"
     own, other = add_token(path, "own", [CHAT]), add_token(path, "other", [OTHER])
     with app_client(setup[2], tmp_path, tokens=load_tokens(path)) as (client, _, _):
@@ -378,14 +408,16 @@ def test_tokens_scope_every_endpoint(setup, tmp_path):
     def calls(headers: dict, chat: str) -> list:
         return [
             client.get(SEARCH, params={"q": "rye", "chat": chat, "user_id": "tok"}, headers=headers),
-            client.post("/api/ask", json={"chat": chat, "question": "Where?", "profile": "fast", "user_id": "tok"},
-                        headers=headers),
+            client.post(
+                "/api/ask",
+                json={"chat": chat, "question": "Where?", "profile": "fast", "user_id": "tok"},
+                headers=headers,
+            ),
         ]
 
     with app_client(setup[2], tmp_path, tokens=load_tokens(path), unavailable=unavailable) as (client, event_log, app):
         assert app.state.tokens_configured
-        for headers in ({}, bearer("nm_wrong"), {"Authorization": f"Basic {ana}"}, {"Authorization": ana},
-                        bearer("")):
+        for headers in ({}, bearer("nm_wrong"), {"Authorization": f"Basic {ana}"}, {"Authorization": ana}, bearer("")):
             for response in [*calls(headers, CHAT), client.get("/api/health", headers=headers)]:
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"].startswith("Bearer")
@@ -404,9 +436,15 @@ def test_tokens_scope_every_endpoint(setup, tmp_path):
         assert [r.status_code for r in calls(bearer(cy), OTHER)] == [200, 200]
 
         assert client.get("/api/health", headers=bearer(ana)).json() == {
-            "status": "degraded", "chats": [CHAT], "unavailable": {"broken_x": "bad file"}}
+            "status": "degraded",
+            "chats": [CHAT],
+            "unavailable": {"broken_x": "bad file"},
+        }
         assert client.get("/api/health", headers=bearer(cy)).json() == {
-            "status": "degraded", "chats": [OTHER], "unavailable": {"nobody_y": "bad too"}}
+            "status": "degraded",
+            "chats": [OTHER],
+            "unavailable": {"nobody_y": "bad too"},
+        }
 
         from api.access import remove_token
 
@@ -416,7 +454,10 @@ def test_tokens_scope_every_endpoint(setup, tmp_path):
     # Both clients said user "tok": each token's events are its own user ("<token name>/tok").
     assert sorted(logged["user_id"].to_list()) == ["ana/tok", "ana/tok", "cy/tok", "cy/tok"]
     assert sorted(logged.filter(logged["user_id"] == "ana/tok")["chat_file"].to_list()) == [CHAT, CHAT]
-    assert sorted(logged.filter(logged["user_id"] == "cy/tok")["chat_file"].to_list()) == [OTHER, OTHER]  # refusals log nothing
+    assert sorted(logged.filter(logged["user_id"] == "cy/tok")["chat_file"].to_list()) == [
+        OTHER,
+        OTHER,
+    ]  # refusals log nothing
 
 
 def test_serve_refuses_a_public_host_without_tokens(setup, monkeypatch):
@@ -438,14 +479,22 @@ def test_serve_refuses_a_public_host_without_tokens(setup, monkeypatch):
 
 def test_create_app_checks_its_settings(setup):
     retriever, event_log = setup[2], setup[1]
-    for kwargs in ({"deadlines": {"turbo": 1.0}}, {"deadlines": {"fast": 0}}, {"deadlines": {"fast": float("nan")}},
-                   {"llm_workers": 0}, {"llm_queue": -1}, {"search_workers": 0}):
+    for kwargs in (
+        {"deadlines": {"turbo": 1.0}},
+        {"deadlines": {"fast": 0}},
+        {"deadlines": {"fast": float("nan")}},
+        {"llm_workers": 0},
+        {"llm_queue": -1},
+        {"search_workers": 0},
+    ):
         with pytest.raises(ValueError):
             create_app(retriever, event_log, **kwargs)
 
 
 # -- bulkheads and deadlines (a fault LLM server on loopback) ------------------------------------------
-SLACK_S = 3.0  # a loaded 2-core CI machine: thread wake-ups, the offline answer, the test client (a hung LLM costs 30 s)
+SLACK_S = (
+    3.0  # a loaded 2-core CI machine: thread wake-ups, the offline answer, the test client (a hung LLM costs 30 s)
+)
 
 
 def timed_search(client: TestClient, user: str = "probe") -> float:
@@ -464,8 +513,9 @@ def wait_until(condition, timeout_s: float) -> None:
 
 def ask_timed(client: TestClient, user: str, profile: str) -> tuple[float, object]:
     started = time.monotonic()
-    response = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": profile,
-                                             "user_id": user})
+    response = client.post(
+        "/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": profile, "user_id": user}
+    )
     return time.monotonic() - started, response
 
 
@@ -478,13 +528,22 @@ def test_a_hung_llm_costs_each_ask_its_deadline_and_never_slows_searches(setup, 
     with fault_server("hang") as server:
         llm = LLMClient(server.settings(timeout_s=hung_s, max_retries=0))  # blocks its full 30 s
         # one client's 16 asks: the LLM pool's bounds are tested here, not the per-client ones
-        with app_client(setup[2], tmp_path, llm=llm, deadlines=deadlines, llm_workers=4, llm_queue=10,
-                        offline_reserve_s=0.3, ask_limits=AskLimits(running=16, queued=0)) as (client, event_log, app):
+        with app_client(
+            setup[2],
+            tmp_path,
+            llm=llm,
+            deadlines=deadlines,
+            llm_workers=4,
+            llm_queue=10,
+            offline_reserve_s=0.3,
+            ask_limits=AskLimits(running=16, queued=0),
+        ) as (client, event_log, app):
             pool = app.state.api.llm_pool
             idle = [timed_search(client) for _ in range(15)]
             with ThreadPoolExecutor(max_workers=16) as threads:
-                asks = [threads.submit(ask_timed, client, f"hang{i}", "fast" if i % 2 else "balanced")
-                        for i in range(16)]
+                asks = [
+                    threads.submit(ask_timed, client, f"hang{i}", "fast" if i % 2 else "balanced") for i in range(16)
+                ]
                 wait_until(lambda: pool.running == 4 and pool.waiting == 10, first_deadline - 1.0)  # 14 hang, 2 refused
                 during = []
                 while len(during) < 5 and pool.running == 4:  # searches while every LLM worker hangs

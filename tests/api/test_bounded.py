@@ -111,21 +111,33 @@ def test_one_tokens_flood_gets_fast_429s_while_another_tokens_searches_stay_fast
     path = tmp_path / "tokens.json"
     flood, probe = add_token(path, "flood", [CHAT]), add_token(path, "probe", [CHAT])
     limits = AskLimits(running=1, queued=2, retry_after_s=2)
-    app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", tokens=load_tokens(path),
-                     ask_limits=limits, warm_up=lambda: warm_up(retriever, [CHAT]))  # as `serve` starts
+    app = create_app(
+        retriever,
+        EventLog(tmp_path / "events"),
+        runs_root=tmp_path / "runs",
+        tokens=load_tokens(path),
+        ask_limits=limits,
+        warm_up=lambda: warm_up(retriever, [CHAT]),
+    )  # as `serve` starts
     with running_server(app) as (port, _):
         # the clients in their own process (they never hold this interpreter's lock); 200 asks in 4 s
-        out = subprocess.run([sys.executable, str(Path(__file__).with_name("flood.py")), str(port), flood, probe,
-                              CHAT, "200", "0.02"], capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("flood.py")), str(port), flood, probe, CHAT, "200", "0.02"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert out.returncode == 0, out.stderr[-3000:]
     measured = json.loads(out.stdout)
     idle, during, asks = measured["idle"], measured["during"], measured["asks"]
     refused = sorted(a["seconds"] for a in asks if a["status"] == 429)
     answered = sorted(a["seconds"] for a in asks if a["status"] == 200)
-    print(f"429s: median {statistics.median(refused or [0]) * 1000:.0f} ms, max {max(refused or [0]) * 1000:.0f} ms; "
-          f"{len(answered)} answered in up to {answered[-1]:.2f} s; probe search p95 idle {p95(idle) * 1000:.1f} ms, "
-          f"median {statistics.median(idle) * 1000:.1f} ms; during the flood p95 {p95(during) * 1000:.1f} ms, median "
-          f"{statistics.median(during) * 1000:.1f} ms over {len(during)} searches")
+    print(
+        f"429s: median {statistics.median(refused or [0]) * 1000:.0f} ms, max {max(refused or [0]) * 1000:.0f} ms; "
+        f"{len(answered)} answered in up to {answered[-1]:.2f} s; probe search p95 idle {p95(idle) * 1000:.1f} ms, "
+        f"median {statistics.median(idle) * 1000:.1f} ms; during the flood p95 {p95(during) * 1000:.1f} ms, median "
+        f"{statistics.median(during) * 1000:.1f} ms over {len(during)} searches"
+    )
     assert len(answered) + len(refused) == 200
     # the client's slot and queue places, and the places its answered asks freed during the 4 s
     assert limits.running + limits.queued <= len(answered) <= 20 and len(refused) >= 180
@@ -142,19 +154,41 @@ def test_one_tokens_flood_of_searches_gets_429s_while_another_tokens_searches_an
     path = tmp_path / "tokens.json"
     flood, probe = add_token(path, "flood", [CHAT]), add_token(path, "probe", [CHAT])
     limits = SearchLimits(running=2, queued=2, retry_after_s=3)
-    app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", tokens=load_tokens(path),
-                     search_limits=limits, warm_up=lambda: warm_up(retriever, [CHAT]))
+    app = create_app(
+        retriever,
+        EventLog(tmp_path / "events"),
+        runs_root=tmp_path / "runs",
+        tokens=load_tokens(path),
+        search_limits=limits,
+        warm_up=lambda: warm_up(retriever, [CHAT]),
+    )
     with running_server(app) as (port, _):  # 300 searches in 1.5 s, each on its own connection
-        out = subprocess.run([sys.executable, str(Path(__file__).with_name("flood.py")), str(port), flood, probe,
-                              CHAT, "300", "0.005", "search"], capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("flood.py")),
+                str(port),
+                flood,
+                probe,
+                CHAT,
+                "300",
+                "0.005",
+                "search",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert out.returncode == 0, out.stderr[-3000:]
     measured = json.loads(out.stdout)
     searches, idle, during = measured["asks"], measured["idle"], measured["during"]
     statuses = {s["status"] for s in searches}
     refused = [s for s in searches if s["status"] == 429]
-    print(f"{len(refused)} of 300 refused; probe search p95 idle {p95(idle) * 1000:.1f} ms, during {p95(during) * 1000:.1f}"
-          f" ms ({len(during)}); health p95 idle {p95(measured['health_idle']) * 1000:.1f} ms, during "
-          f"{p95(measured['health_during']) * 1000:.1f} ms, max {max(measured['health_during']) * 1000:.1f} ms")
+    print(
+        f"{len(refused)} of 300 refused; probe search p95 idle {p95(idle) * 1000:.1f} ms, during {p95(during) * 1000:.1f}"
+        f" ms ({len(during)}); health p95 idle {p95(measured['health_idle']) * 1000:.1f} ms, during "
+        f"{p95(measured['health_during']) * 1000:.1f} ms, max {max(measured['health_during']) * 1000:.1f} ms"
+    )
     assert statuses == {200, 429} and len(refused) >= 150
     assert {s["retry_after"] for s in refused} == {"3"}
     assert len(during) >= 5 and len(measured["health_during"]) >= 5  # the other token's searches all answered (200)
@@ -191,8 +225,16 @@ def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_ta
         assert limiter.load("flood") == (0, 0)
         return seen
 
-    assert asyncio.run(scenario()) == ["f1 starts", "f2 starts", "p1 starts", "f1 ends", "p1 ends", "f3 starts",
-                                       "f2 ends", "f3 ends"]
+    assert asyncio.run(scenario()) == [
+        "f1 starts",
+        "f2 starts",
+        "p1 starts",
+        "f1 ends",
+        "p1 ends",
+        "f3 starts",
+        "f2 ends",
+        "f3 ends",
+    ]
 
 
 def test_ask_limits_are_checked():
@@ -215,8 +257,9 @@ def test_an_offline_ask_past_its_deadline_is_503_with_retry_after_and_stops(retr
         time.sleep(0.8)  # a step under way when the deadline passed ends; none starts after it
         assert response.status_code == 503, response.text
         assert response.headers["Retry-After"] == "1"
-        assert response.json()["error"]["message"].startswith("the ask did not finish within the deep profile's "
-                                                              "deadline of 0.5 s")
+        assert response.json()["error"]["message"].startswith(
+            "the ask did not finish within the deep profile's deadline of 0.5 s"
+        )
         assert 0.5 <= elapsed < 1.5
         assert len(slow.steps) == steps_at_answer <= 3
         assert app.state.api.asks_stopped["deadline"] == 1
@@ -229,8 +272,10 @@ def ask_on_socket(port: int, body: dict, hang_up_after_s: float | None = None) -
     """Sends an ask; reads its whole answer, or hangs up after ``hang_up_after_s`` without reading."""
     data = json.dumps(body).encode()
     with socket.create_connection(("127.0.0.1", port)) as raw:
-        raw.sendall(b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    b"Connection: close\r\nContent-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+        raw.sendall(
+            b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data
+        )
         if hang_up_after_s is not None:
             time.sleep(hang_up_after_s)
             return b""
@@ -257,13 +302,17 @@ def test_a_client_that_hangs_up_after_half_a_second_stops_its_ask(retriever, tmp
             assert time.monotonic() < deadline, app.state.api.asks_stopped
             time.sleep(0.05)
         time.sleep(1.0)  # a step under way ends; none starts
-    steps = {question: [at for at, _, args in slow.steps if question in args] for question in ("work", "marathon", "bread")}
+    steps = {
+        question: [at for at, _, args in slow.steps if question in args] for question in ("work", "marathon", "bread")
+    }
     print({question: len(at) for question, at in steps.items()})
     assert len(steps["work"]) == 3  # a whole ask: 3 steps
     assert steps["marathon"] == []  # the queued ask whose client left never started
     assert len(steps["bread"]) == 1 and steps["bread"][0] < hung_up  # the running one stopped at its next step
     assert event_log.events(user_id="local/whole").height == 1
-    assert event_log.events(user_id="local/queued").height == 0 and event_log.events(user_id="local/running").height == 0
+    assert (
+        event_log.events(user_id="local/queued").height == 0 and event_log.events(user_id="local/running").height == 0
+    )
 
 
 # -- 4. health and 404s from memory -------------------------------------------------------------------------
@@ -397,24 +446,35 @@ def assert_no_server_path(text: str, *roots: Path) -> None:
 
 
 def test_no_response_carries_a_server_path(retriever, tmp_path):
-    unavailable = {"broken": f"{tmp_path}/data/broken.json: invalid JSON at line 1",
-                   "odd": f"chat file C:\\Users\\ana\\chats\\odd.json has no messages ({tmp_path}/data/odd.json)"}
+    unavailable = {
+        "broken": f"{tmp_path}/data/broken.json: invalid JSON at line 1",
+        "odd": f"chat file C:\\Users\\ana\\chats\\odd.json has no messages ({tmp_path}/data/odd.json)",
+    }
     blocked_runs = tmp_path / "runs_is_a_file"
     blocked_runs.write_text("not a folder")
-    with TestClient(create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs",
-                               unavailable=unavailable), base_url=LOCAL) as client:
+    with TestClient(
+        create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", unavailable=unavailable),
+        base_url=LOCAL,
+    ) as client:
         search = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "k": 2})
         assert search.json()["evidence_path"].startswith("search_runs/")
         assert (tmp_path / search.json()["evidence_path"]).is_file()  # beside runs_root, under its parent
         assert (tmp_path / "runs" / search.json()["meta"]["recall_run_path"].removeprefix("recall_runs/")).is_file()
         health = client.get("/api/health")
-        assert health.json()["unavailable"] == {"broken": "broken.json: invalid JSON at line 1",
-                                                "odd": "chat file odd.json has no messages (odd.json)"}
-        responses = [search, health, client.post(ASK, json=ask_body(profile="fast")),
-                     client.get(SEARCH, params={"q": "rye", "chat": "broken"}),
-                     client.get(SEARCH, params={"q": "rye", "chat": "nothing_here"})]
-    with TestClient(create_app(retriever, EventLog(tmp_path / "events2"), runs_root=blocked_runs / "runs"),
-                    base_url=LOCAL) as client:
+        assert health.json()["unavailable"] == {
+            "broken": "broken.json: invalid JSON at line 1",
+            "odd": "chat file odd.json has no messages (odd.json)",
+        }
+        responses = [
+            search,
+            health,
+            client.post(ASK, json=ask_body(profile="fast")),
+            client.get(SEARCH, params={"q": "rye", "chat": "broken"}),
+            client.get(SEARCH, params={"q": "rye", "chat": "nothing_here"}),
+        ]
+    with TestClient(
+        create_app(retriever, EventLog(tmp_path / "events2"), runs_root=blocked_runs / "runs"), base_url=LOCAL
+    ) as client:
         failed_record = client.get(SEARCH, params={"q": "rye", "chat": CHAT, "k": 2})
         assert failed_record.status_code == 200 and failed_record.json()["evidence_path"] is None
         assert failed_record.json()["meta"]["evidence_error"].startswith("could not write the recall-run record")
@@ -430,8 +490,18 @@ def test_a_failing_requests_path_is_logged_escaped(caplog):
     from api.app import _server_error
 
     hostile = "/api/\x1b]0;owned\x07\u202ekcatta"
-    request = Request({"type": "http", "method": "GET", "path": hostile, "raw_path": hostile.encode("utf-8"),
-                       "query_string": b"", "headers": [], "scheme": "http", "server": ("localhost", 80)})
+    request = Request(
+        {
+            "type": "http",
+            "method": "GET",
+            "path": hostile,
+            "raw_path": hostile.encode("utf-8"),
+            "query_string": b"",
+            "headers": [],
+            "scheme": "http",
+            "server": ("localhost", 80),
+        }
+    )
     caplog.set_level(logging.ERROR)
     response = asyncio.run(_server_error(request, RuntimeError("boom")))
     assert response.status_code == 500

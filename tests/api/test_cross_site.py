@@ -22,8 +22,12 @@ def test_a_cross_site_get_of_an_ask_page_or_a_search_runs_nothing(retriever, tmp
     event_log = EventLog(tmp_path / "events")
     app = create_app(retriever, event_log, runs_root=tmp_path / "runs")  # open API, on loopback
     with TestClient(app, base_url="http://localhost") as client:
-        for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
-                        {"Origin": "http://evil.example"}, {"Origin": "null"}):
+        for headers in (
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+            {"Origin": "http://evil.example"},
+            {"Origin": "null"},
+        ):
             asked = client.get(ASK_PAGE, params=QUESTION, headers=headers)
             assert asked.status_code == 403 and "another site" in asked.json()["error"]["message"]
             searched = client.get("/api/memory/search", params={"q": "rye", "chat": CHAT}, headers=headers)
@@ -35,8 +39,12 @@ def test_a_cross_site_get_of_an_ask_page_or_a_search_runs_nothing(retriever, tmp
         assert event_log.events().height == 0
         assert not (tmp_path / "runs").exists()  # no search ran
         # the browser's own word first: behind a proxy the Origin may name a host other than the Host it forwards
-        for headers in ({"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}, {"Origin": "http://localhost"},
-                        {"Sec-Fetch-Site": "same-origin", "Origin": "https://nm.example.org"}):
+        for headers in (
+            {"Sec-Fetch-Site": "same-origin"},
+            {"Sec-Fetch-Site": "none"},
+            {"Origin": "http://localhost"},
+            {"Sec-Fetch-Site": "same-origin", "Origin": "https://nm.example.org"},
+        ):
             assert client.get(ASK_PAGE, params=QUESTION, headers=headers).status_code == 200
         event_log.flush()
         assert event_log.events().height == 4
@@ -47,15 +55,29 @@ def test_redirects_never_echo_a_foreign_host(retriever, tmp_path):
     add_token(path, "ana", ["*"])
     app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", tokens=load_tokens(path))
     with TestClient(app, base_url="http://evil.example") as client:
-        for target, expected in (("/chats/", "/chats"), ("/api/health/", "/api/health"), ("/", "/chats"),
-                                 ("/chats", "/login?next=%2Fchats")):
+        for target, expected in (
+            ("/chats/", "/chats"),
+            ("/api/health/", "/api/health"),
+            ("/", "/chats"),
+            ("/chats", "/login?next=%2Fchats"),
+        ):
             response = client.get(target, follow_redirects=False)
             assert response.status_code in (303, 307), target
             assert response.headers["location"] == expected
 
 
-@pytest.mark.parametrize("target", ["/\t/evil.example/x", "/\n/evil.example", "/\r\n/evil.example", "/ /evil.example",
-                                    "/\x0b/evil.example", "https:/evil.example", "/\x7f/evil.example"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/\t/evil.example/x",
+        "/\n/evil.example",
+        "/\r\n/evil.example",
+        "/ /evil.example",
+        "/\x0b/evil.example",
+        "https:/evil.example",
+        "/\x7f/evil.example",
+    ],
+)
 def test_sign_in_never_sends_the_browser_to_another_site(target):
     assert safe_target(target) == "/chats"
 

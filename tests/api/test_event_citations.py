@@ -36,16 +36,20 @@ def searched(client, headers) -> str:
 def test_a_client_reports_its_citations_and_they_are_stored(served):
     client, event_log, auth = served
     event_id = searched(client, auth["ana"])
-    response = client.post(f"/api/events/{event_id}/citations", json={"cited_ids": ["D1:2", "D11:1"],
-                                                                      "confidence": [0.9, 0.5]}, headers=auth["ana"])
+    response = client.post(
+        f"/api/events/{event_id}/citations",
+        json={"cited_ids": ["D1:2", "D11:1"], "confidence": [0.9, 0.5]},
+        headers=auth["ana"],
+    )
     assert response.status_code == 200
     assert response.json()["citation_confidence"] == pytest.approx(0.7)
     row = next(r for r in event_log.events().to_dicts() if r["event_id"] == event_id)
     assert (row["cited_ids"], row["cited_confidences"]) == (["D1:2", "D11:1"], [0.9, 0.5])
     assert row["citation_confidence"] == pytest.approx(0.7)
     # One confidence for all, or none (an explicit report counts as certain).
-    assert client.post(f"/api/events/{event_id}/citations", json={"cited_ids": ["D1:2"]},
-                       headers=auth["ana"]).json()["cited_confidences"] == [1.0]
+    assert client.post(f"/api/events/{event_id}/citations", json={"cited_ids": ["D1:2"]}, headers=auth["ana"]).json()[
+        "cited_confidences"
+    ] == [1.0]
 
 
 def test_another_namespace_gets_the_same_404_as_a_missing_event(served):
@@ -61,13 +65,16 @@ def test_another_namespace_gets_the_same_404_as_a_missing_event(served):
     assert (row["cited_ids"], row["citation_confidence"]) == ([], None)  # untouched
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "cited_ids"),
-    ({"cited_ids": "D1:2"}, "cited_ids"),
-    ({"cited_ids": ["D1:2"], "confidence": 1.5}, "confidence"),
-    ({"cited_ids": ["D1:2"], "confidence": [0.5, 0.5]}, "confidence"),
-    ({"cited_ids": ["D1:2"], "extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "cited_ids"),
+        ({"cited_ids": "D1:2"}, "cited_ids"),
+        ({"cited_ids": ["D1:2"], "confidence": 1.5}, "confidence"),
+        ({"cited_ids": ["D1:2"], "confidence": [0.5, 0.5]}, "confidence"),
+        ({"cited_ids": ["D1:2"], "extra": 1}, "extra"),
+    ],
+)
 def test_a_bad_report_is_a_400_naming_the_field(served, body, field):
     client, _, auth = served
     event_id = searched(client, auth["ana"])

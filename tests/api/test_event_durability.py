@@ -35,9 +35,13 @@ def test_kill_9_of_serve_loses_no_acknowledged_event(tmp_path, capsys):
     assert main(["build", "--data", str(data), "--json"]) == 0
     capsys.readouterr()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-c", "from cli.main import run; run()", "serve", "--data", str(data),
-                               "--port", str(port)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from cli.main import run; run()", "serve", "--data", str(data), "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     acknowledged: list[str] = []
     try:
@@ -58,8 +62,9 @@ def test_kill_9_of_serve_loses_no_acknowledged_event(tmp_path, capsys):
                 return response.json()["meta"]["event_id"]
 
             def ask(i: int) -> str:
-                response = client.post("/api/ask", json={"chat": CHAT, "question": "Where does Ana work?",
-                                                         "profile": "fast"})
+                response = client.post(
+                    "/api/ask", json={"chat": CHAT, "question": "Where does Ana work?", "profile": "fast"}
+                )
                 assert response.status_code == 200
                 return response.headers["X-Retrieval-Event-Id"]
 
@@ -88,5 +93,12 @@ def test_kill_9_of_serve_loses_no_acknowledged_event(tmp_path, capsys):
     assert set(acknowledged) <= set(stored)
     spool = Path(os.environ["NM_HOME"]) / "events" / "spool"
     assert list(spool.glob("*.jsonl")) == []
-    print(json.dumps({"acknowledged": len(acknowledged), "stored_before_restart": len(before & set(acknowledged)),
-                      "stored_after": len(stored)}))
+    print(
+        json.dumps(
+            {
+                "acknowledged": len(acknowledged),
+                "stored_before_restart": len(before & set(acknowledged)),
+                "stored_after": len(stored),
+            }
+        )
+    )

@@ -17,9 +17,12 @@ from resources import runtime
 
 CHAT = "tiny"
 SEARCH = "/api/memory/search"
-GONE = {"status": "degraded", "chats": [], "unavailable": {},
-        "problems": ["index: no messages table (the store is missing or was never built)",
-                     f"{CHAT}: no rows in the index"]}
+GONE = {
+    "status": "degraded",
+    "chats": [],
+    "unavailable": {},
+    "problems": ["index: no messages table (the store is missing or was never built)", f"{CHAT}: no rows in the index"],
+}
 
 
 def build(data: Path, capsys) -> dict:
@@ -58,7 +61,9 @@ def test_health_is_degraded_while_the_event_store_refuses_writes_and_ok_once_it_
     not_a_folder.write_text("not a database")
     broken_log = EventLog(not_a_folder)
     retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
-    with TestClient(create_app(retriever, broken_log, runs_root=tmp_path / "runs"), base_url="http://localhost") as client:
+    with TestClient(
+        create_app(retriever, broken_log, runs_root=tmp_path / "runs"), base_url="http://localhost"
+    ) as client:
         assert client.get("/api/health").json()["status"] == "ok"
         search = client.get(SEARCH, params={"q": "bakery", "chat": CHAT})
         assert search.status_code == 200

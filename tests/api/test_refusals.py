@@ -27,10 +27,27 @@ from narrative_mirror.events.writer import EventLog
 SEARCH = "/api/memory/search"
 ASK = "/api/ask"
 LOCAL = "http://localhost"
-LOOPBACK_HOSTS = ("localhost", "localhost:8000", "LocalHost:1", "127.0.0.1", "127.0.0.1:8000", "127.9.8.7",
-                  "[::1]", "[::1]:8000")
-FOREIGN_HOSTS = ("evil.attacker.example", "evil.attacker.example:8000", "127.0.0.1.nip.io", "localhost.evil.example",
-                 "192.168.1.20:8000", "0.0.0.0:8000", "[::2]:8000", "localhost:80@evil.example", "testserver")
+LOOPBACK_HOSTS = (
+    "localhost",
+    "localhost:8000",
+    "LocalHost:1",
+    "127.0.0.1",
+    "127.0.0.1:8000",
+    "127.9.8.7",
+    "[::1]",
+    "[::1]:8000",
+)
+FOREIGN_HOSTS = (
+    "evil.attacker.example",
+    "evil.attacker.example:8000",
+    "127.0.0.1.nip.io",
+    "localhost.evil.example",
+    "192.168.1.20:8000",
+    "0.0.0.0:8000",
+    "[::2]:8000",
+    "localhost:80@evil.example",
+    "testserver",
+)
 SECURITY = {name.lower(): value for name, value in security_headers().items()}
 
 
@@ -62,12 +79,15 @@ def test_an_open_api_refuses_a_foreign_host_and_answers_loopback_ones(retriever,
     with app_client(retriever, tmp_path) as (client, event_log, _):
         for host in FOREIGN_HOSTS:
             headers = {"Host": host}
-            for response in (client.get(SEARCH, params={"q": "rye", "chat": CHAT}, headers=headers),
-                             client.post(ASK, json=ask, headers=headers),
-                             client.get("/api/health", headers=headers),
-                             client.get("/api/nothing", headers=headers),
-                             client.options(ASK, headers={**headers, "Origin": f"http://{host}",
-                                                          "Access-Control-Request-Method": "POST"})):
+            for response in (
+                client.get(SEARCH, params={"q": "rye", "chat": CHAT}, headers=headers),
+                client.post(ASK, json=ask, headers=headers),
+                client.get("/api/health", headers=headers),
+                client.get("/api/nothing", headers=headers),
+                client.options(
+                    ASK, headers={**headers, "Origin": f"http://{host}", "Access-Control-Request-Method": "POST"}
+                ),
+            ):
                 assert_refused_without_chat(response, 403)
                 assert "localhost" in response.json()["error"]["message"]
                 assert_guarded(response)
@@ -83,20 +103,37 @@ def test_an_open_api_refuses_a_foreign_host_and_answers_loopback_ones(retriever,
 def test_with_tokens_any_host_is_served_to_a_token(retriever, tmp_path):
     path = tmp_path / "tokens.json"
     token = add_token(path, "ana", ["*"])
-    with app_client(retriever, tmp_path, base_url="http://evil.attacker.example",
-                    tokens=load_tokens(path)) as (client, _, _):
+    with app_client(retriever, tmp_path, base_url="http://evil.attacker.example", tokens=load_tokens(path)) as (
+        client,
+        _,
+        _,
+    ):
         params = {"q": "rye", "chat": CHAT, "k": 1}
         assert client.get(SEARCH, params=params, headers={"Authorization": f"Bearer {token}"}).status_code == 200
-        assert client.get("/api/health", headers={"Authorization": f"Bearer {token}",
-                                                  "Host": "192.168.1.20:8000"}).status_code == 200
+        assert (
+            client.get(
+                "/api/health", headers={"Authorization": f"Bearer {token}", "Host": "192.168.1.20:8000"}
+            ).status_code
+            == 200
+        )
         refused = client.get(SEARCH, params=params)  # the token, not the Host, protects
         assert refused.status_code == 401 and CHAT not in refused.text
 
 
 # -- bodies: JSON only ------------------------------------------------------------------------------
-@pytest.mark.parametrize("content_type", [None, "text/plain", "text/plain;charset=UTF-8",
-                                          "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-                                          "application/json-seq", "application/jsonp", "text/json"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        None,
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json-seq",
+        "application/jsonp",
+        "text/json",
+    ],
+)
 def test_a_post_that_is_not_json_is_415(retriever, tmp_path, content_type):
     body = json.dumps({"chat": CHAT, "question": "Where does Ana work?", "profile": "fast"})
     with app_client(retriever, tmp_path) as (client, event_log, _):
@@ -119,6 +156,7 @@ def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_
     token = add_token(path, "ana", [CHAT])
     origin = {"Origin": "http://localhost"}  # the page's own origin: a foreign one is refused (test_cross_site)
     with app_client(retriever, tmp_path) as (client, _, app):
+
         @app.get("/api/boom")
         async def boom():  # a bug: Starlette's outermost error layer answers it
             raise RuntimeError("a bug")
@@ -126,15 +164,23 @@ def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_
         @app.get("/page")
         async def page():  # a web page widens the content policy with the one constant
             from fastapi.responses import HTMLResponse
-            return HTMLResponse("<p>hi</p>", headers={"Content-Security-Policy": PAGE_CSP,
-                                                      "Access-Control-Allow-Origin": "*"})
+
+            return HTMLResponse(
+                "<p>hi</p>", headers={"Content-Security-Policy": PAGE_CSP, "Access-Control-Allow-Origin": "*"}
+            )
 
         responses = {
             200: client.get(SEARCH, params={"q": "rye", "chat": CHAT}, headers=origin),
             400: client.get(SEARCH, params={"q": "rye"}, headers=origin),
             404: client.get("/api/nothing", headers=origin),
-            405: client.options(ASK, headers={**origin, "Access-Control-Request-Method": "POST",
-                                              "Access-Control-Request-Headers": "content-type"}),
+            405: client.options(
+                ASK,
+                headers={
+                    **origin,
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "content-type",
+                },
+            ),
             403: client.get(SEARCH, params={"q": "rye", "chat": CHAT}, headers={"Origin": "http://evil.example"}),
             413: client.post(ASK, content=b" " * 20_000, headers={"Content-Type": "application/json"}),
             500: client.get("/api/boom"),
@@ -152,8 +198,9 @@ def test_every_response_carries_the_security_headers_and_no_cors(retriever, tmp_
         unauthorized = client.get("/api/health", headers=origin)
         assert unauthorized.status_code == 401
         assert_guarded(unauthorized)
-        forbidden = client.get(SEARCH, params={"q": "rye", "chat": "other_chat"},
-                               headers={**origin, "Authorization": f"Bearer {token}"})
+        forbidden = client.get(
+            SEARCH, params={"q": "rye", "chat": "other_chat"}, headers={**origin, "Authorization": f"Bearer {token}"}
+        )
         assert forbidden.status_code == 403
         assert_guarded(forbidden)
 
@@ -182,9 +229,12 @@ def test_a_token_file_deleted_while_serving_refuses_until_it_is_back(retriever, 
         assert client.get(SEARCH, params=params, headers=auth).status_code == 200
         for breaks in (path.unlink, lambda: path.write_text("{not json")):
             breaks()
-            for response in (client.get(SEARCH, params=params, headers=auth), client.get("/api/health", headers=auth),
-                             client.post(ASK, json={"chat": CHAT, "question": "Where?"}, headers=auth),
-                             client.get(SEARCH, params=params, headers={"Authorization": "Bearer nm_wrong"})):
+            for response in (
+                client.get(SEARCH, params=params, headers=auth),
+                client.get("/api/health", headers=auth),
+                client.post(ASK, json={"chat": CHAT, "question": "Where?"}, headers=auth),
+                client.get(SEARCH, params=params, headers={"Authorization": "Bearer nm_wrong"}),
+            ):
                 assert_refused_without_chat(response, 503)  # the tokens read before are not trusted
                 assert str(path) not in response.text and str(tmp_path) not in response.text
                 assert_guarded(response)
@@ -210,8 +260,10 @@ def test_a_truncated_body_logs_one_line_and_no_traceback(retriever, tmp_path, ca
         caplog.clear()
         for _ in range(3):
             with socket.create_connection(("127.0.0.1", port)) as raw:
-                raw.sendall(b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                            b"Content-Length: 1000\r\n\r\n" + b'{"chat": "' + CHAT.encode())
+                raw.sendall(
+                    b"POST /api/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 1000\r\n\r\n" + b'{"chat": "' + CHAT.encode()
+                )
                 time.sleep(0.2)  # the server is reading the body when the client goes
             time.sleep(0.3)
     finally:
@@ -221,5 +273,6 @@ def test_a_truncated_body_logs_one_line_and_no_traceback(retriever, tmp_path, ca
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "Traceback" not in text and not any(r.exc_info for r in caplog.records)
     assert [r.getMessage() for r in lines] == [
-        "memory API: POST /api/ask: the client disconnected before sending its whole body"] * 3
+        "memory API: POST /api/ask: the client disconnected before sending its whole body"
+    ] * 3
     assert event_log.events().height == 0

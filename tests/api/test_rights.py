@@ -17,12 +17,34 @@ from cli.main import main
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.live.memory import serving_memory
 
-NOTE = {"id": "n1", "author": "Ana", "text": "The quince tart sold out before noon.", "timestamp": "2025-05-02T11:00:00Z"}
+NOTE = {
+    "id": "n1",
+    "author": "Ana",
+    "text": "The quince tart sold out before noon.",
+    "timestamp": "2025-05-02T11:00:00Z",
+}
 
 
 def cli_token(capsys, path, name: str, rights: str, *extra: str) -> dict:
-    assert main(["token", "add", "--tokens", str(path), "--name", name, "--chat", "tiny_*", "--rights", rights,
-                 *extra, "--json"]) == 0
+    assert (
+        main(
+            [
+                "token",
+                "add",
+                "--tokens",
+                str(path),
+                "--name",
+                name,
+                "--chat",
+                "tiny_*",
+                "--rights",
+                rights,
+                *extra,
+                "--json",
+            ]
+        )
+        == 0
+    )
     return json.loads(capsys.readouterr().out)
 
 
@@ -37,15 +59,19 @@ def test_an_add_only_token_cannot_replace_a_chat_files_chat_and_a_replace_token_
     app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs", tokens=load_tokens(path))
     mount_live(app, app.state.api, serving_memory(tmp_path / "live", retriever))
     with TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as client:
-        refused = client.post(f"/api/chats/{CHAT}/messages", headers=adder,
-                              json={"messages": [NOTE], "replace_file_chat": True})
+        refused = client.post(
+            f"/api/chats/{CHAT}/messages", headers=adder, json={"messages": [NOTE], "replace_file_chat": True}
+        )
         assert refused.status_code == 403 and refused.json()["error"]["field"] == "replace_file_chat"
         assert retriever.store.chat_row_count("messages", CHAT) == file_rows > 1  # nothing was replaced
         assert not (tmp_path / "live" / f"{CHAT}.wins").exists()
-        hits = client.get("/api/memory/search", headers=adder, params={"chat": CHAT, "q": "bakery", "k": 3}).json()["hits"]
+        hits = client.get("/api/memory/search", headers=adder, params={"chat": CHAT, "q": "bakery", "k": 3}).json()[
+            "hits"
+        ]
         assert len(hits) == 3
-        replaced = client.post(f"/api/chats/{CHAT}/messages", headers=replacer,
-                               json={"messages": [NOTE], "replace_file_chat": True})
+        replaced = client.post(
+            f"/api/chats/{CHAT}/messages", headers=replacer, json={"messages": [NOTE], "replace_file_chat": True}
+        )
         assert replaced.status_code == 200 and replaced.json()["stored"] == ["n1"]
     assert retriever.store.chat_row_count("messages", CHAT) == 1
 

@@ -55,7 +55,7 @@ BASE = {
     "narrative_mirror/deep.py": "FACTOR = 2\n",
     "narrative_mirror/unrelated.py": "OTHER = 3\n",
     "assets/__init__.py": "import dagster as dg\n",
-    "assets/common.py": '''
+    "assets/common.py": """
         from narrative_mirror import lib
 
         def _versioned(df):
@@ -63,7 +63,7 @@ BASE = {
 
         def _unused_here():
             return 0
-        ''',
+        """,
     "assets/a.py": '''
         import dagster as dg
         import polars as pl
@@ -113,12 +113,20 @@ def project(tmp_path):
 
 def test_parts_cover_function_helpers_and_reached_library_modules(project):
     assert set(parts(project, "f")) == {
-        "assets.a.f", "assets.a._a", "assets.a._b", "assets.a._A",
-        "narrative_mirror.lib", "narrative_mirror.deep",
+        "assets.a.f",
+        "assets.a._a",
+        "assets.a._b",
+        "assets.a._A",
+        "narrative_mirror.lib",
+        "narrative_mirror.deep",
     }
     assert set(parts(project, "g")) == {
-        "assets.a.g", "assets.a._c", "assets.common._versioned",
-        "narrative_mirror.unrelated", "narrative_mirror.lib", "narrative_mirror.deep",
+        "assets.a.g",
+        "assets.a._c",
+        "assets.common._versioned",
+        "narrative_mirror.unrelated",
+        "narrative_mirror.lib",
+        "narrative_mirror.deep",
     }
     assert len(version(project, "f")) == 16
     int(version(project, "f"), 16)
@@ -126,9 +134,13 @@ def test_parts_cover_function_helpers_and_reached_library_modules(project):
 
 def test_comments_blank_lines_docstrings_formatting_and_decorator_do_not_change_the_version(project):
     before = version(project, "f"), version(project, "g")
-    edit(project, "assets/a.py", '    """Asset f."""\n    return scale(_a(len(messages)))',
-         '    """Asset f, now documented at length."""\n\n    # scale the helper result\n'
-         '    return scale(  _a(len(messages))  )  # why')
+    edit(
+        project,
+        "assets/a.py",
+        '    """Asset f."""\n    return scale(_a(len(messages)))',
+        '    """Asset f, now documented at length."""\n\n    # scale the helper result\n'
+        "    return scale(  _a(len(messages))  )  # why",
+    )
     edit(project, "assets/a.py", '@dg.asset(code_version="1")', '@dg.asset(code_version="2", group_name="x")')
     edit(project, "assets/a.py", "_A = 1\n", "_A = 1  # a constant\n\n\n")
     edit(project, "narrative_mirror/lib.py", '"""Library module."""', '"""Library module, reworded."""\n# comment')
@@ -178,25 +190,28 @@ def test_helper_edit_changes_only_the_assets_that_use_it(project):
 
 
 def test_resources_and_reexported_classes_are_followed(tmp_path):
-    write(tmp_path, {
-        "narrative_mirror/__init__.py": "",
-        "narrative_mirror/storage.py": "ROWS = 1\n",
-        "narrative_mirror/other.py": "X = 1\n",
-        "resources/__init__.py": "from resources.impl import StoreResource\nfrom narrative_mirror import other\n",
-        "resources/impl.py": '''
+    write(
+        tmp_path,
+        {
+            "narrative_mirror/__init__.py": "",
+            "narrative_mirror/storage.py": "ROWS = 1\n",
+            "narrative_mirror/other.py": "X = 1\n",
+            "resources/__init__.py": "from resources.impl import StoreResource\nfrom narrative_mirror import other\n",
+            "resources/impl.py": """
             class StoreResource:
                 def get(self):
                     from narrative_mirror.storage import ROWS
                     return ROWS
-            ''',
-        "assets/__init__.py": "",
-        "assets/a.py": '''
+            """,
+            "assets/__init__.py": "",
+            "assets/a.py": """
             from resources import StoreResource
 
             def f(context, store: StoreResource):
                 return store.get()
-            ''',
-    })
+            """,
+        },
+    )
     assert set(parts(tmp_path, "f")) == {"assets.a.f", "resources.impl.StoreResource", "narrative_mirror.storage"}
     v0 = version(tmp_path, "f")
     edit(tmp_path, "narrative_mirror/storage.py", "ROWS = 1", "ROWS = 2")
@@ -209,7 +224,7 @@ PACKAGES = {
     "narrative_mirror/pkg/__init__.py": "from narrative_mirror.pkg.heavy import H\nfrom narrative_mirror.pkg import mod\n",
     "narrative_mirror/pkg/heavy.py": "H = 1\n",
     "narrative_mirror/pkg/mod.py": "M = 1\n",
-    "narrative_mirror/pkg/rel.py": '''
+    "narrative_mirror/pkg/rel.py": """
         from typing import TYPE_CHECKING
 
         from . import mod
@@ -217,19 +232,19 @@ PACKAGES = {
 
         if TYPE_CHECKING:
             from ..top import T
-        ''',
+        """,
     "narrative_mirror/pkg/by_name.py": "from narrative_mirror.pkg import H\n",
     "narrative_mirror/pkg/by_module.py": "from narrative_mirror.pkg import mod\n",
     "narrative_mirror/pkg/dotted.py": "import narrative_mirror.pkg.mod\n",
     "narrative_mirror/cycle_a.py": "import narrative_mirror.cycle_b\nA = 1\n",
     "narrative_mirror/cycle_b.py": "def b():\n    from narrative_mirror import cycle_a\n    return cycle_a.A\n",
     "assets/__init__.py": "",
-    "assets/a.py": '''
+    "assets/a.py": """
         import narrative_mirror.pkg.mod
 
         def f():
             return narrative_mirror.pkg.mod.M
-        ''',
+        """,
 }
 
 
@@ -240,7 +255,11 @@ def test_package_init_only_when_imported_by_name(tmp_path):
     assert library_closure(nm + "pkg.by_module", root=tmp_path) == {nm + "pkg.by_module", nm + "pkg.mod"}
     # `from pkg import H` (not a module) -> the package __init__, and through it what it imports.
     assert library_closure(nm + "pkg.by_name", root=tmp_path) == {
-        nm + "pkg.by_name", nm + "pkg", nm + "pkg.heavy", nm + "pkg.mod"}
+        nm + "pkg.by_name",
+        nm + "pkg",
+        nm + "pkg.heavy",
+        nm + "pkg.mod",
+    }
     assert set(parts(tmp_path, "f")) == {"assets.a.f", nm + "pkg.mod"}
 
 
@@ -248,13 +267,19 @@ def test_relative_and_type_checking_imports_resolve(tmp_path):
     write(tmp_path, PACKAGES)
     nm = "narrative_mirror."
     assert library_closure(nm + "pkg.rel", root=tmp_path) == {
-        nm + "pkg.rel", nm + "pkg.mod", nm + "pkg.heavy", nm + "top"}
+        nm + "pkg.rel",
+        nm + "pkg.mod",
+        nm + "pkg.heavy",
+        nm + "top",
+    }
 
 
 def test_import_cycle_terminates(tmp_path):
     write(tmp_path, PACKAGES)
     assert library_closure("narrative_mirror.cycle_a", root=tmp_path) == {
-        "narrative_mirror.cycle_a", "narrative_mirror.cycle_b"}
+        "narrative_mirror.cycle_a",
+        "narrative_mirror.cycle_b",
+    }
     write(tmp_path, {"assets/c.py": "from narrative_mirror.cycle_b import b\n\ndef f():\n    return b()\n"})
     before = version(tmp_path, "f", "assets/c.py")
     edit(tmp_path, "narrative_mirror/cycle_a.py", "A = 1", "A = 2")
@@ -262,11 +287,14 @@ def test_import_cycle_terminates(tmp_path):
 
 
 def test_recursive_dagster_helpers_terminate(tmp_path):
-    write(tmp_path, {
-        "assets/__init__.py": "",
-        "assets/a.py": "def _x(n):\n    return _y(n)\n\ndef _y(n):\n    return _x(n - 1) if n else 0\n\n"
-                       "def f():\n    return f() or _x(3)\n",
-    })
+    write(
+        tmp_path,
+        {
+            "assets/__init__.py": "",
+            "assets/a.py": "def _x(n):\n    return _y(n)\n\ndef _y(n):\n    return _x(n - 1) if n else 0\n\n"
+            "def f():\n    return f() or _x(3)\n",
+        },
+    )
     assert set(parts(tmp_path, "f")) == {"assets.a.f", "assets.a._x", "assets.a._y"}
 
 
@@ -278,8 +306,14 @@ def _load(path: Path, name: str):
 
 
 def test_function_objects_resolve_to_their_source(tmp_path):
-    write(tmp_path, {"assets/__init__.py": "", "assets/plain.py": "K = 2\n\ndef f(x):\n    return x * K\n",
-                     "narrative_mirror/__init__.py": ""})
+    write(
+        tmp_path,
+        {
+            "assets/__init__.py": "",
+            "assets/plain.py": "K = 2\n\ndef f(x):\n    return x * K\n",
+            "narrative_mirror/__init__.py": "",
+        },
+    )
     fn = _load(tmp_path / "assets/plain.py", "cv_test_plain").f
     assert code_version_of(fn, root=tmp_path) == code_version_for(tmp_path / "assets/plain.py", "f", root=tmp_path)
     assert set(code_version_parts(fn, root=tmp_path)) == {"assets.plain.f", "assets.plain.K"}

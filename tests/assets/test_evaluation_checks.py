@@ -21,8 +21,14 @@ def test_guarded_metrics_and_tolerances_come_from_the_config():
 
 def test_exact_recall_falling_alone_fails_while_recall_at_10_holds():
     cfg = load_eval_config()
-    check = regression_check("qa_recall_regression", "qa_eval", METRICS,
-                             {"recall@10": 0.71, "exact_recall": 0.40, "precision": 0.45}, BASELINE, cfg)
+    check = regression_check(
+        "qa_recall_regression",
+        "qa_eval",
+        METRICS,
+        {"recall@10": 0.71, "exact_recall": 0.40, "precision": 0.45},
+        BASELINE,
+        cfg,
+    )
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert "exact_recall 0.550 -> 0.400 (drop +0.150" in check.description
     assert check.metadata["drop"].value == -0.01 and check.metadata["drop/exact_recall"].value == 0.15
@@ -31,11 +37,23 @@ def test_exact_recall_falling_alone_fails_while_recall_at_10_holds():
 def test_each_metric_has_its_own_warn_tolerance():
     cfg = load_eval_config()
     # precision drops .025: within its own .03, beyond the default .02 that recall@10 keeps.
-    within = regression_check("qa_recall_regression", "qa_eval", METRICS,
-                              {"recall@10": 0.70, "exact_recall": 0.55, "precision": 0.425}, BASELINE, cfg)
+    within = regression_check(
+        "qa_recall_regression",
+        "qa_eval",
+        METRICS,
+        {"recall@10": 0.70, "exact_recall": 0.55, "precision": 0.425},
+        BASELINE,
+        cfg,
+    )
     assert within.passed
-    beyond = regression_check("qa_recall_regression", "qa_eval", METRICS,
-                              {"recall@10": 0.675, "exact_recall": 0.55, "precision": 0.45}, BASELINE, cfg)
+    beyond = regression_check(
+        "qa_recall_regression",
+        "qa_eval",
+        METRICS,
+        {"recall@10": 0.675, "exact_recall": 0.55, "precision": 0.45},
+        BASELINE,
+        cfg,
+    )
     assert not beyond.passed and beyond.severity == dg.AssetCheckSeverity.WARN
 
 
@@ -49,8 +67,12 @@ def test_no_baseline_passes_and_floors_name_the_metric_under_them():
 
 
 def test_the_adoption_gate_comes_from_evaluation_toml(tmp_path, monkeypatch):
-    row = {"profile": "balanced", "supported_claim_rate": 0.92, "claim_gold_citation_precision": 0.96,
-           "p95_latency_ms": 100.0}
+    row = {
+        "profile": "balanced",
+        "supported_claim_rate": 0.92,
+        "claim_gold_citation_precision": 0.96,
+        "p95_latency_ms": 100.0,
+    }
     assert adoption_gate_check([row]).passed
     text = (settings.DEFAULT_CONFIG_DIR / "evaluation.toml").read_text(encoding="utf-8")
     stricter = text.replace("supported_claim_rate = 0.90", "supported_claim_rate = 0.95")

@@ -40,8 +40,14 @@ class Built:
         self.data, self.instance, self.resources, self.defs = data, instance, resources, defs
 
     def materialize(self, selection, **kwargs):
-        return dg.materialize(list(self.defs.assets), selection=selection, partition_key=KEY, instance=self.instance,
-                              resources=self.resources, **kwargs)
+        return dg.materialize(
+            list(self.defs.assets),
+            selection=selection,
+            partition_key=KEY,
+            instance=self.instance,
+            resources=self.resources,
+            **kwargs,
+        )
 
     def reasons(self) -> dict[str, str]:
         query = FreshnessQuery(self.instance, self.defs.resolve_asset_graph())
@@ -70,8 +76,11 @@ class Built:
         from dagster._time import get_current_datetime
 
         graph = self.defs.resolve_asset_graph()
-        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                              instance=self.instance, asset_graph=graph)
+        view = AssetGraphView(
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=self.instance,
+            asset_graph=graph,
+        )
         return CachingStaleStatusResolver(self.instance, graph, view), StaleStatus.FRESH
 
 
@@ -86,8 +95,9 @@ def built(tmp_path, monkeypatch):
         _observe(instance, resources)
         built = Built(data, instance, resources, defs)
         assert built.materialize([*INGEST, *LAYERS, "qa_eval", "arc_eval"]).success
-        assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
-                              resources=resources).success
+        assert dg.materialize(
+            list(defs.assets), selection=["eval_summary"], instance=instance, resources=resources
+        ).success
         yield built
 
 
@@ -104,9 +114,20 @@ def test_rule_agrees_with_dagsters_unsynced_status(built):
 
     # One hop: the new messages make their direct readers unsynced, exactly as Dagster says.
     assert built.materialize(["messages"]).success
-    assert set(built.reasons()) == built.oracle() == {
-        "gold_qa", "arc_cases", "message_embeddings", "l1_topics", "l15_signals", "l2_threads", "lancedb_index",
-        "qa_eval"}
+    assert (
+        set(built.reasons())
+        == built.oracle()
+        == {
+            "gold_qa",
+            "arc_cases",
+            "message_embeddings",
+            "l1_topics",
+            "l15_signals",
+            "l2_threads",
+            "lancedb_index",
+            "qa_eval",
+        }
+    )
 
     # The file back as it was: nothing left to do for the chat file's readers.
     chat.write_text(chat.read_text().replace("sourdough", "rye bread"))
@@ -134,16 +155,18 @@ def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path,
     assert _requested(defs, instance)[0] == {"qa_eval", "arc_eval"}
     assert built.materialize(["qa_eval", "arc_eval"]).success
     assert _requested(defs, instance)[0] == {"eval_summary"}
-    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
-                          resources=built.resources).success
+    assert dg.materialize(
+        list(defs.assets), selection=["eval_summary"], instance=instance, resources=built.resources
+    ).success
 
     # An agent prompt: the evaluations again, not L1/L2.
     _override(cfg, "agent_planner", r"\A", "Plan carefully.\n", prompt=True)
     _observe(instance, built.resources)
     assert _requested(defs, instance)[0] == {"qa_eval", "arc_eval"}
     assert built.materialize(["qa_eval", "arc_eval"]).success
-    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
-                          resources=built.resources).success
+    assert dg.materialize(
+        list(defs.assets), selection=["eval_summary"], instance=instance, resources=built.resources
+    ).success
 
     # The story segmentation prompt: only arc mode reads it, so only the ARC evaluation.
     _override(cfg, "agent_segment", r"\A", "Keep phases short.\n", prompt=True)
@@ -151,8 +174,9 @@ def test_config_and_prompt_changes_request_only_what_reads_them(built, tmp_path,
     assert _requested(defs, instance)[0] == {"arc_eval"}
     assert set(built.reasons()) == built.oracle() == {"arc_eval"}
     assert built.materialize(["arc_eval"]).success
-    assert dg.materialize(list(defs.assets), selection=["eval_summary"], instance=instance,
-                          resources=built.resources).success
+    assert dg.materialize(
+        list(defs.assets), selection=["eval_summary"], instance=instance, resources=built.resources
+    ).success
 
     # The adaptation's training settings while it is off: the vectors do not change, nothing runs.
     _override(cfg, "embedding", r"^pair_cap = \d+", "pair_cap = 500")

@@ -36,7 +36,10 @@ def test_ingest_assets_materialize_one_partition(tmp_path):
         assert mat.partition == "chat_a"
         assert mat.metadata["unresolved_evidence"].value == 1
         checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
-        assert {name: c.passed for name, c in checks.items()} == {"unresolved_gold_share": False, "gold_oddities": False}
+        assert {name: c.passed for name, c in checks.items()} == {
+            "unresolved_gold_share": False,
+            "gold_oddities": False,
+        }
         assert {c.severity for c in checks.values()} == {dg.AssetCheckSeverity.WARN}
         assert mat.metadata["gold_oddities"].value == {"chat_a/q001": ["not in the chat: D9:9"]}
         assert result.asset_value("arc_cases").height == 0
@@ -76,8 +79,15 @@ def test_split_asset_assigns_each_chat_file_and_flags_unknown(tmp_path):
         instance.add_dynamic_partitions("chat_files", keys)
         rows = []
         for key in keys:
-            result = dg.materialize([*SOURCES, split], partition_key=key, instance=instance,
-                                    resources=default_resources(nm_home=str(tmp_path / "home")))
+            result = dg.materialize(
+                [*SOURCES, split],
+                partition_key=key,
+                instance=instance,
+                resources=default_resources(nm_home=str(tmp_path / "home")),
+            )
             rows += result.asset_value("split").rows()
-        assert rows == [("Chat_1_Emi_Elise", "train", True), ("Chat_9_Fahim_Akib", "test", True),
-                        ("mine", "train", False)]
+        assert rows == [
+            ("Chat_1_Emi_Elise", "train", True),
+            ("Chat_9_Fahim_Akib", "test", True),
+            ("mine", "train", False),
+        ]

@@ -22,8 +22,11 @@ AFTER_TOPICS = ["l1_topics", "l15_signals", "l2_threads", "lancedb_index"]
 
 def evaluate(instance, data: Path):
     resources = default_resources(data_dir=str(data))
-    with dg.build_sensor_context(instance=instance, definitions=build_definitions(resources),
-                                 resources={"lancedb": resources["lancedb"], "state": resources["state"]}) as context:
+    with dg.build_sensor_context(
+        instance=instance,
+        definitions=build_definitions(resources),
+        resources={"lancedb": resources["lancedb"], "state": resources["state"]},
+    ) as context:
         return integrity_sensor(context)
 
 
@@ -44,7 +47,9 @@ def test_the_sensor_requests_the_rebuild_of_what_is_damaged(tmp_path, capsys):
         [request] = evaluate(instance, data)
         assert request.partition_key == CHAT
         assert [k.to_user_string() for k in request.asset_selection] == AFTER_TOPICS
-        assert request.tags["narrative_mirror/repair"] == "l1_topics output not a whole parquet file (no PAR1 at its end)"
+        assert (
+            request.tags["narrative_mirror/repair"] == "l1_topics output not a whole parquet file (no PAR1 at its end)"
+        )
         assert topics.with_name(f"{CHAT}.parquet.corrupt").exists() and not topics.exists()
 
         IndexStore(str(home / "lancedb")).drop("messages")  # the index lost the chat's rows

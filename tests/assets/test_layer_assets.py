@@ -16,8 +16,13 @@ KEY = "chat_a"
 
 
 def _build(instance, tmp_path, selection=None):
-    return dg.materialize(ALL, selection=selection, partition_key=KEY, instance=instance,
-                          resources=default_resources(data_dir=str(tmp_path / "data"), nm_home=str(tmp_path / "home")))
+    return dg.materialize(
+        ALL,
+        selection=selection,
+        partition_key=KEY,
+        instance=instance,
+        resources=default_resources(data_dir=str(tmp_path / "data"), nm_home=str(tmp_path / "home")),
+    )
 
 
 @pytest.fixture
@@ -90,12 +95,18 @@ def test_an_export_with_system_lines_passes_the_index_check(tmp_path):
     (key,), _ = find_folder_chats(data, ImportOptions(machine_tz="UTC"))
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("chat_files", [key])
-        result = dg.materialize(ALL, partition_key=key, instance=instance, raise_on_error=False,
-                                resources=default_resources(data_dir=str(data), nm_home=str(tmp_path / "home")))
+        result = dg.materialize(
+            ALL,
+            partition_key=key,
+            instance=instance,
+            raise_on_error=False,
+            resources=default_resources(data_dir=str(data), nm_home=str(tmp_path / "home")),
+        )
         messages = result.asset_value("messages")
         system = int(messages["system"].sum())
         check = instance.get_latest_asset_check_evaluation_record(
-            dg.AssetCheckKey(dg.AssetKey("lancedb_index"), "vectors_for_every_message"))
+            dg.AssetCheckKey(dg.AssetKey("lancedb_index"), "vectors_for_every_message")
+        )
         assert result.success and system >= 2  # the encryption notice, the security code (and a deletion)
         assert check.event.dagster_event.event_specific_data.passed
         assert _latest_metadata(instance, "lancedb_index")["messages_rows"] == messages.height - system

@@ -7,6 +7,7 @@ from datetime import datetime
 
 import dagster as dg
 import pytest
+from slack_stub import FailingSlack
 
 from assets.evaluation.assets import EVAL_ASSETS
 from assets.evaluation.baseline import CHECKS_PASSED, pin_latest
@@ -18,7 +19,6 @@ from assets.sources.assets import SOURCES
 from narrative_mirror import baselines, settings
 from narrative_mirror import regressions as standing_regressions
 from resources.dagster_resources import AlertsResource, default_resources
-from slack_stub import FailingSlack
 
 ALL = [*SOURCES, *INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS, *EVAL_ASSETS]
 TRAIN_KEY = "demo_garden_Mara_Theo"
@@ -50,18 +50,27 @@ def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
 
 @pytest.mark.slow
 def test_a_regressed_config_keeps_failing_and_alerting_until_recall_recovers_or_the_baseline_is_pinned(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     home = tmp_path / "home"
     resources = default_resources(nm_home=str(home))
     pins = baselines.pins_path(home)
     with FailingSlack() as slack, dg.instance_for_test() as instance:
-        alerts = AlertsResource(state=resources["state"], slack_token="xoxb-test", slack_channel="#eval",
-                                slack_api_url=slack.url)
+        alerts = AlertsResource(
+            state=resources["state"], slack_token="xoxb-test", slack_channel="#eval", slack_api_url=slack.url
+        )
         resources = {**resources, "alerts": alerts}
 
         def run(names, tags=None):
-            return dg.materialize(ALL, selection=names, partition_key=TRAIN_KEY, instance=instance, tags=tags,
-                                  resources=resources, raise_on_error=False)
+            return dg.materialize(
+                ALL,
+                selection=names,
+                partition_key=TRAIN_KEY,
+                instance=instance,
+                tags=tags,
+                resources=resources,
+                raise_on_error=False,
+            )
 
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
         first = run([*BUILD, "qa_eval", "arc_eval"])
@@ -93,12 +102,18 @@ def test_a_regressed_config_keeps_failing_and_alerting_until_recall_recovers_or_
             failed.append(worse)
 
         # The nightly schedule's run of the same config fails the same way and alerts as the schedule.
-        (request,) = list(nightly_train_eval(dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 25, 3))))
+        (request,) = list(
+            nightly_train_eval(
+                dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 25, 3))
+            )
+        )
         job = dg.Definitions(assets=ALL, jobs=[train_eval_job], resources=resources).resolve_job_def("train_eval_job")
         scheduled = job.execute_in_process(
-            instance=instance, partition_key=request.partition_key, raise_on_error=False,
-            tags={**request.tags, "dagster/schedule_name": nightly_train_eval.name})
+            instance=instance,
+            partition_key=request.partition_key,
+            raise_on_error=False,
+            tags={**request.tags, "dagster/schedule_name": nightly_train_eval.name},
+        )
         assert not scheduled.success
         assert not _checks(scheduled)["qa_recall_regression"].passed
         failed.append(scheduled)

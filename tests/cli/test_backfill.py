@@ -5,8 +5,8 @@ import json
 import dagster as dg
 import pytest
 
-from jobs.instance import dagster_home
 from cli.main import main
+from jobs.instance import dagster_home
 
 
 @pytest.mark.e2e

@@ -50,7 +50,12 @@ def test_the_corpus_builds_on_the_first_run_and_every_chat_is_served_by_its_read
     home = Path(os.environ["NM_HOME"])
     for chat in expected:
         row = rows[chat.key]
-        assert (chat.name in row["name"], row["format"], row["built"], row["why_not"]) == (True, chat.format, True, None)
+        assert (chat.name in row["name"], row["format"], row["built"], row["why_not"]) == (
+            True,
+            chat.format,
+            True,
+            None,
+        )
         assert set(chat.people) <= set(row["participants"]), row  # real names (Slack: users.json's)
         assert row["first"] == ("2024-06-12" if chat.format == "slack" else "2024-06-13")  # Slack: joins the day before
         # Served: the index holds every message but the system lines, and the blocking check agreed.
@@ -93,8 +98,9 @@ def test_the_docs_commands_run_as_written_on_a_whatsapp_zip_a_telegram_export_an
 
 def _serve(argv: list[str], env: dict, keys: list[str]) -> None:
     port = free_port()
-    proc = subprocess.Popen([*CLI, *argv, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [*CLI, *argv, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         deadline = time.time() + 240
         while True:

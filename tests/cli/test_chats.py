@@ -26,8 +26,10 @@ def test_chats_lists_the_packaged_demo_without_a_data_folder(capsys):
     out = _chats(capsys, [])
     assert (out["data"], out["arcs"]) == (str(settings.DEMO_DATA_DIR), str(settings.DEMO_ARCS_DIR))
     assert out["warnings"] == [] and out["problems"] == []
-    assert [(c["chat"], c["participants"], c["messages"], c["questions"], c["first"], c["last"], c["built"], c["why_not"])
-            for c in out["chats"]] == [
+    assert [
+        (c["chat"], c["participants"], c["messages"], c["questions"], c["first"], c["last"], c["built"], c["why_not"])
+        for c in out["chats"]
+    ] == [
         ("demo_garden_Mara_Theo", ["Mara", "Theo"], 95, 18, "2024-04-02", "2024-04-28", False, NEVER),
         ("demo_harbor_Lena_Sam", ["Lena", "Sam"], 86, 18, "2024-06-03", "2024-06-30", False, NEVER),
         ("demo_marathon_Ines_Kofi", ["Ines", "Kofi"], 86, 18, "2024-05-02", "2024-05-26", False, NEVER),
@@ -46,14 +48,19 @@ def test_why_a_chat_is_not_built_names_what_changed_or_what_is_wrong(tmp_path, c
     rows = {c["chat"]: c for c in _chats(capsys, ["--data", str(data)])["chats"]}
     assert rows["good"]["why_not"] == "the chat file changed since it was built: the next command rebuilds it"
     assert rows["good"]["messages"] == 8 and rows["good"]["built"] is False
-    assert rows["broken"]["why_not"] == "cannot be read: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"
+    assert (
+        rows["broken"]["why_not"]
+        == "cannot be read: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"
+    )
 
 
 def test_a_data_folder_without_its_arcs_says_so_in_one_line(tmp_path, capsys):
     copy = tmp_path / "chats"
     shutil.copytree(settings.DEMO_DATA_DIR, copy)  # copied without its chats_arcs sibling
-    line = (f"no ARC cases for {copy}: no *.arcs.json in it and no chats_arcs folder beside it "
-            "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases")
+    line = (
+        f"no ARC cases for {copy}: no *.arcs.json in it and no chats_arcs folder beside it "
+        "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases"
+    )
     out = _chats(capsys, ["--data", str(copy)])
     assert out["arcs"] is None and out["warnings"] == [line]
     # Every command that reads the folder says it too (here ingest: no ARC case read).
@@ -79,8 +86,10 @@ def test_chats_lists_every_chat_of_every_export_by_readable_key_name_people_and_
     data = tmp_path / "data"
     data.mkdir()
     expected = [whatsapp_ios_zip(data), telegram(data), *slack(data)]
-    late = [("Aroha", datetime(2024, 6, 13, 20, 0, tzinfo=UTC), "Kia ora from Auckland", None),
-            ("Tama", datetime(2024, 6, 13, 21, 0, tzinfo=UTC), "Morning!", None)]
+    late = [
+        ("Aroha", datetime(2024, 6, 13, 20, 0, tzinfo=UTC), "Kia ora from Auckland", None),
+        ("Tama", datetime(2024, 6, 13, 21, 0, tzinfo=UTC), "Morning!", None),
+    ]
     (data / "nz").mkdir()
     writers.telegram(late, data / "nz", tz="Pacific/Auckland", title="Whānau", chat_id=99)
     out = _chats(capsys, ["--data", str(data)])
@@ -93,5 +102,10 @@ def test_chats_lists_every_chat_of_every_export_by_readable_key_name_people_and_
     assert rows["whatsapp_family_trip"]["participants"] == ["Ana Ruiz", "Ben Okafor", "Chloé Martin", "Dev Patel"]
     # 20:00 and 21:00 UTC on the 13th are the morning of the 14th in Auckland, where it was written.
     nz = rows["telegram_whanau"]
-    assert (nz["name"], nz["messages"], nz["first"], nz["last"], nz["tz"]) == ("Whānau", 2, "2024-06-14", "2024-06-14",
-                                                                             "UTC+12:00")
+    assert (nz["name"], nz["messages"], nz["first"], nz["last"], nz["tz"]) == (
+        "Whānau",
+        2,
+        "2024-06-14",
+        "2024-06-14",
+        "UTC+12:00",
+    )

@@ -16,8 +16,11 @@ from narrative_mirror import experiments, settings
 from resources import environment
 
 GARDEN = "demo_garden_Mara_Theo"  # a train chat file
-DATA_QUALITY = {("l1_topics", "every_message_in_one_block"), ("l2_threads", "no_empty_thread"),
-                ("lancedb_index", "vectors_for_every_message")}
+DATA_QUALITY = {
+    ("l1_topics", "every_message_in_one_block"),
+    ("l2_threads", "no_empty_thread"),
+    ("lancedb_index", "vectors_for_every_message"),
+}
 
 
 @pytest.fixture
@@ -36,15 +39,24 @@ def _eval(capsys, data) -> tuple[dict, str]:
 
 
 def _summary_log() -> list[dict]:
-    return [r for r in experiments.read(environment.nm_home() / "experiments" / "experiments.jsonl")
-            if r["kind"] == "summary"]
+    return [
+        r
+        for r in experiments.read(environment.nm_home() / "experiments" / "experiments.jsonl")
+        if r["kind"] == "summary"
+    ]
 
 
 def test_every_check_of_the_definitions_has_a_description():
-    specs = [spec for asset in build_definitions().assets if isinstance(asset, dg.AssetsDefinition)
-             for spec in asset.check_specs]
+    specs = [
+        spec
+        for asset in build_definitions().assets
+        if isinstance(asset, dg.AssetsDefinition)
+        for spec in asset.check_specs
+    ]
     assert {(s.asset_key.to_user_string(), s.name) for s in specs} >= DATA_QUALITY | {
-        ("qa_eval", "qa_recall_regression"), ("arc_eval", "arc_recall_floor")}
+        ("qa_eval", "qa_recall_regression"),
+        ("arc_eval", "arc_recall_floor"),
+    }
     assert [s.name for s in specs if not s.description] == []
 
 
@@ -63,10 +75,14 @@ def test_the_ui_reads_named_jobs_checks_tables_and_one_log_row_per_change(data, 
         per_category = qa["per_category"]
         assert isinstance(per_category, dg.TableMetadataValue)
         assert per_category.records[0].data["category"] == "all" and per_category.records[0].data["questions"] == 18
-        assert all(v is None or v == round(v, 3) for r in per_category.records for v in r.data.values()
-                   if isinstance(v, float))
-        summary = instance.fetch_materializations(dg.AssetKey("eval_summary"), limit=1).records[0] \
+        assert all(
+            v is None or v == round(v, 3) for r in per_category.records for v in r.data.values() if isinstance(v, float)
+        )
+        summary = (
+            instance.fetch_materializations(dg.AssetKey("eval_summary"), limit=1)
+            .records[0]
             .asset_materialization.metadata
+        )
         assert isinstance(summary["train/per_category"], dg.TableMetadataValue)
         log_table = summary["experiment_log"]
         assert isinstance(log_table, dg.TableMetadataValue) and len(log_table.records) == 1
@@ -83,16 +99,21 @@ def test_the_ui_reads_named_jobs_checks_tables_and_one_log_row_per_change(data, 
     # `eval` says up to date, and the summary still counts the chat file under the current config.
     (tmp_path / "config" / "prompts").mkdir(parents=True)
     (tmp_path / "config" / "prompts" / "block_summary.txt").write_text(
-        settings.load_prompt("block_summary") + "\nName the people involved.\n")
+        settings.load_prompt("block_summary") + "\nName the people involved.\n"
+    )
     monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path / "config"))
     edited, err = _eval(capsys, data)
     assert f"{GARDEN}: evaluation up to date" in err
     assert edited["fingerprint"] == first["fingerprint"] and edited["recall@10"] == first["recall@10"]
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
-        summary = instance.fetch_materializations(dg.AssetKey("eval_summary"), limit=1).records[0] \
+        summary = (
+            instance.fetch_materializations(dg.AssetKey("eval_summary"), limit=1)
+            .records[0]
             .asset_materialization.metadata
+        )
         assert summary["outdated_partitions"].value == [] and summary["train/recall@10"].value == round(
-            first["recall@10"], 3)
+            first["recall@10"], 3
+        )
         assert "__ephemeral_asset_job__" not in {r.job_name for r in instance.get_runs()}
     assert len(_summary_log()) == 1
 
@@ -102,7 +123,8 @@ def test_the_ui_reads_named_jobs_checks_tables_and_one_log_row_per_change(data, 
     assert pinned["pinned"] == [f"qa_eval/{GARDEN}", f"arc_eval/{GARDEN}"]
     pins = json.loads(open(pinned["pins_file"]).read())
     assert set(pins) == {"qa_eval", "arc_eval"} and pins["qa_eval"][GARDEN]["metrics"]["recall@10"] == pytest.approx(
-        first["recall@10"], abs=1e-3)
+        first["recall@10"], abs=1e-3
+    )
     assert main(["baseline", "show", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)["per_file"]
     assert shown[f"qa_eval/{GARDEN}"]["recall@10"] == round(first["recall@10"], 3)

@@ -14,7 +14,8 @@ import pytest
 from assets.evaluation.run_config import recorded_profile
 from cli.main import main
 from jobs.instance import dagster_home
-from narrative_mirror import settings, split as split_lib
+from narrative_mirror import settings
+from narrative_mirror import split as split_lib
 from narrative_mirror.keys import find_chat_files
 
 EVALUATIONS = ("qa_eval", "arc_eval")
@@ -58,7 +59,8 @@ def _evaluations(train: list[str]) -> dict[tuple[str, str], tuple[int, str | Non
         for asset in EVALUATIONS:
             for key in train:
                 record = instance.fetch_materializations(
-                    dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[key]), limit=1).records[0]
+                    dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[key]), limit=1
+                ).records[0]
                 latest[(asset, key)] = (record.storage_id, recorded_profile(instance, asset, key))
         return latest
 
@@ -97,8 +99,13 @@ def test_a_standing_regression_fails_every_eval_until_the_baseline_is_pinned(dat
     home = Path(os.environ["NM_HOME"])
     # As qa_eval records a failed check (tests/assets/test_regression_baseline.py): nothing changed
     # since, so this eval runs nothing, and still says so and fails.
-    regressions.record(home, "qa_eval", train[0], "run0abcdef", [
-        {"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}])
+    regressions.record(
+        home,
+        "qa_eval",
+        train[0],
+        "run0abcdef",
+        [{"check": "qa_recall_regression", "severity": "ERROR", "description": "exact_recall 0.600 -> 0.400"}],
+    )
     assert main(["eval", "--data", str(data), "--split", "train", "--json"]) == 1
     out = capsys.readouterr()
     assert f"standing regression of qa_eval on {train[0]} since run run0abcd" in out.err

@@ -25,8 +25,15 @@ T0 = datetime(2024, 5, 13, 7, 0, tzinfo=UTC)
 
 def _messages(n: int) -> list:
     topics = ["the garden", "a bike ride", "the new job", "dinner plans", "the cat", "a book"]
-    return [("Ana" if i % 2 == 0 else "Ben", T0 + timedelta(minutes=11 * i),
-             f"message {i}: thinking about {topics[i % len(topics)]} again, part {i}", None) for i in range(n)]
+    return [
+        (
+            "Ana" if i % 2 == 0 else "Ben",
+            T0 + timedelta(minutes=11 * i),
+            f"message {i}: thinking about {topics[i % len(topics)]} again, part {i}",
+            None,
+        )
+        for i in range(n)
+    ]
 
 
 def _build(capsys, data: Path, *flags: str) -> tuple[int, dict]:
@@ -40,8 +47,15 @@ def _runs(partition: str) -> int:
 
 
 def _realtalk(path: Path, texts: list[str], speaker_2: int = 5) -> Path:
-    messages = [{"dia_id": f"D1:{i + 1}", "speaker": "Ana" if i % 2 == 0 else "Ben", "clean_text": text,
-                 "date_time": f"01.03.2024, 10:{i:02d}:00"} for i, text in enumerate(texts)]
+    messages = [
+        {
+            "dia_id": f"D1:{i + 1}",
+            "speaker": "Ana" if i % 2 == 0 else "Ben",
+            "clean_text": text,
+            "date_time": f"01.03.2024, 10:{i:02d}:00",
+        }
+        for i, text in enumerate(texts)
+    ]
     if speaker_2 != 5:
         messages[1]["speaker"] = speaker_2  # not a string: the chat file is broken
     path.write_text(json.dumps({"name": {"speaker_1": "Ana", "speaker_2": "Ben"}, "session_1": messages}))
@@ -72,8 +86,10 @@ def test_bad_exports_and_a_broken_file_are_reported_every_time_but_run_once(tmp_
     # Every date with both fields <= 12: WhatsApp's day order cannot be told from the file.
     writers.whatsapp_ios([("Ana", datetime(2024, 3, 5, 8, tzinfo=UTC), "hi", None)], data, tz="UTC", title="Amb")
     broken = _realtalk(data / "old_chat.json", ["one", "two", "three"], speaker_2=7)
-    ambiguous = (f"{data / 'WhatsApp Chat - Amb' / '_chat.txt'}: line 1: 05/03/2024 could be 5 March or "
-                 "3 May 2024; pass --day-first or --month-first")
+    ambiguous = (
+        f"{data / 'WhatsApp Chat - Amb' / '_chat.txt'}: line 1: 05/03/2024 could be 5 March or "
+        "3 May 2024; pass --day-first or --month-first"
+    )
     broken_line = "old_chat.json: session_1[1].speaker is int; expected a string"
 
     code, first = _build(capsys, data)
@@ -107,7 +123,8 @@ def test_two_data_folders_on_one_home_keep_a_shared_chat_apart(tmp_path, capsys)
     assert code == 2
     assert out["problems"] == [
         f"{second / 'shared_chat.json'}: chat 'shared_chat' is built on this NM_HOME from {first}, whose copy "
-        "differs: not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)"]
+        "differs: not rebuilt from this folder (give this folder its own NM_HOME, or rename one of the two)"
+    ]
     assert out["built"] == 1 and "discord_general" in out["per_file"]
     assert _runs("shared_chat") == runs
     assert _build(capsys, first)[1]["per_file"]["shared_chat"]["ran"] == []  # still fresh for the first folder
@@ -119,5 +136,6 @@ def test_two_data_folders_on_one_home_keep_a_shared_chat_apart(tmp_path, capsys)
 def test_an_unknown_zone_is_a_bad_argument_named_in_one_line(tmp_path, capsys):
     code, out = _build(capsys, tmp_path, "--tz", "Mars/Olympus_Mons")
     assert code == 2
-    assert out["problems"] == ["--tz 'Mars/Olympus_Mons': not a time zone name (e.g. Europe/Berlin, "
-                               "America/New_York, UTC)"]
+    assert out["problems"] == [
+        "--tz 'Mars/Olympus_Mons': not a time zone name (e.g. Europe/Berlin, America/New_York, UTC)"
+    ]

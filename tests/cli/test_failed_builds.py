@@ -16,8 +16,12 @@ from jobs.instance import dagster_home
 
 
 def _failing_check(message_ids, rows):
-    return dg.AssetCheckResult(check_name="vectors_for_every_message", passed=False,
-                               severity=dg.AssetCheckSeverity.ERROR, description="1 messages without a row")
+    return dg.AssetCheckResult(
+        check_name="vectors_for_every_message",
+        passed=False,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="1 messages without a row",
+    )
 
 
 def _runs() -> int:

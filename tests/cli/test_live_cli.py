@@ -10,10 +10,18 @@ from cli.main import main
 from narrative_mirror.index_store import IndexStore
 
 LINES = [
-    {"id": "a1", "author": "Ines", "text": "The Lisbon half marathon starts at the Vasco da Gama bridge.",
-     "timestamp": "2025-03-01T08:00:00Z"},
-    {"author": "Kofi", "text": "Then we take the early ferry from Barreiro.", "timestamp": "2025-03-01T08:01:00Z",
-     "reply_to": "a1"},
+    {
+        "id": "a1",
+        "author": "Ines",
+        "text": "The Lisbon half marathon starts at the Vasco da Gama bridge.",
+        "timestamp": "2025-03-01T08:00:00Z",
+    },
+    {
+        "author": "Kofi",
+        "text": "Then we take the early ferry from Barreiro.",
+        "timestamp": "2025-03-01T08:01:00Z",
+        "reply_to": "a1",
+    },
 ]
 
 
@@ -31,7 +39,8 @@ def test_add_reads_json_lines_and_a_resend_stores_nothing(tmp_path, capsys, embe
     assert (again["added"], again["duplicates"], again["ids"]) == (0, 2, ["a1", "L1"])
     store = IndexStore(str(tmp_path / "nm_home" / "lancedb"))
     assert [mid for mid, _ in store.full_text_search("messages", "run_Ines_Kofi", "ferry Barreiro", 5)] == [
-        "run_Ines_Kofi/L1"]
+        "run_Ines_Kofi/L1"
+    ]
     log = tmp_path / "nm_home" / "live" / "run_Ines_Kofi.jsonl"
     assert len(log.read_text().splitlines()) == 2 and oct(os.stat(log).st_mode & 0o777) == "0o600"
     assert main(["forget", "--chat", "run_Ines_Kofi", "--id", "L1", "--json"]) == 0
@@ -53,8 +62,24 @@ def test_add_refuses_a_bad_line_before_storing_anything(tmp_path, capsys):
 
 def test_token_add_with_rights(tmp_path, capsys):
     path = tmp_path / "tokens.json"
-    assert main(["token", "add", "--tokens", str(path), "--name", "app", "--chat", "team_*",
-                 "--rights", "read,add", "--json"]) == 0
+    assert (
+        main(
+            [
+                "token",
+                "add",
+                "--tokens",
+                str(path),
+                "--name",
+                "app",
+                "--chat",
+                "team_*",
+                "--rights",
+                "read,add",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["rights"] == ["read", "add"]
     assert main(["token", "add", "--tokens", str(path), "--name", "old", "--chat", "*", "--json"]) == 0
     capsys.readouterr()

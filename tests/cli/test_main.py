@@ -32,8 +32,9 @@ def test_ingest_realtalk_reports_the_corpus_counts(realtalk_dir, capsys):
 
 
 def test_bad_data_folder_exits_2_with_a_clear_message(tmp_path):
-    proc = subprocess.run([*CLI, "ingest", "--data", str(tmp_path / "missing"), "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [*CLI, "ingest", "--data", str(tmp_path / "missing"), "--json"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
     assert "does not exist" in json.loads(proc.stdout)["problems"][0]
@@ -47,8 +48,10 @@ def _broken_corpus(folder: Path, outside: Path) -> dict[str, str]:
     chat["session_1"][1]["dia_id"] = chat["session_1"][0]["dia_id"]
     files = {
         "truncated": (good[: len(good) // 2], "invalid JSON"),
-        "wrong_types": (good.replace('"clean_text": "The one on Elm Street"', '"clean_text": 7'),
-                        "session_1[2].clean_text is int"),
+        "wrong_types": (
+            good.replace('"clean_text": "The one on Elm Street"', '"clean_text": 7'),
+            "session_1[2].clean_text is int",
+        ),
         "nulls": (good.replace('"date_time": "01.03.2024, 09:02:00"', '"date_time": null'), "date_time: missing"),
         "empty": ("", "empty file"),
         "deep": (deep, "nested too deeply"),
@@ -59,7 +62,11 @@ def _broken_corpus(folder: Path, outside: Path) -> dict[str, str]:
     (folder / "latin1.json").write_bytes(good.replace("Elm", "Ölm").encode("latin-1"))
     (outside / "secret.json").write_text(good)
     (folder / "escape.json").symlink_to(outside / "secret.json")
-    return {**{name: words for name, (_, words) in files.items()}, "latin1": "not UTF-8", "escape": "outside the data folder"}
+    return {
+        **{name: words for name, (_, words) in files.items()},
+        "latin1": "not UTF-8",
+        "escape": "outside the data folder",
+    }
 
 
 @pytest.mark.slow
@@ -134,12 +141,17 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
     tokens = tmp_path / "tokens.json"
     token = _json_run(["token", "add", "--tokens", str(tokens), "--name", "ci", "--chat", "*", "--json"])["token"]
     port = free_port()
-    proc = subprocess.Popen([*CLI, "serve", "--data", str(data), "--tokens", str(tokens), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--data", str(data), "--tokens", str(tokens), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def get(path, auth=True):
-        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                         headers={"Authorization": f"Bearer {token}"} if auth else {})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"} if auth else {}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
@@ -168,9 +180,11 @@ def test_serve_starts_with_the_chats_that_built_and_says_which_did_not(tmp_path)
     assert f"serving 1 of 2 chat files (good); not serving broken on http://127.0.0.1:{port}" in err
     assert err.count(f"warning: no ARC cases for {data}: ") == 1  # a folder without its arcs says so
     assert [line for line in err.splitlines() if line.startswith("not serving ")] == [
-        "not serving broken: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"]
+        "not serving broken: broken.json: invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"
+    ]
     assert proc.returncode == 0 and out.splitlines()[-1] == (
-        f"serve: stopped; it served 1 chat files on http://127.0.0.1:{port} (1 not served: broken)")
+        f"serve: stopped; it served 1 chat files on http://127.0.0.1:{port} (1 not served: broken)"
+    )
 
 
 def _json_run(argv) -> dict:

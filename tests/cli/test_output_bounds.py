@@ -28,13 +28,20 @@ def test_an_error_line_quoting_2_mb_is_cut_and_says_its_length(tmp_path, capsys)
     [problem] = json.loads(captured.out)["problems"]
     assert len(problem) < MAX_LINE_CHARS + 100 and len(captured.err) < MAX_LINE_CHARS + 200
     body = json.loads(error_response(400, "q", f"no chat {HUGE}").body)
-    assert len(body["error"]["message"]) < MAX_LINE_CHARS + 100 and "2,000,008 characters in all" in body["error"]["message"]
+    assert (
+        len(body["error"]["message"]) < MAX_LINE_CHARS + 100
+        and "2,000,008 characters in all" in body["error"]["message"]
+    )
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    command = subprocess.Popen([str(SCRIPT), "token", "add", "--tokens", str(tmp_path / "t.json"), "--name", "ana",
-                                "--chat", "a"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    command = subprocess.Popen(
+        [str(SCRIPT), "token", "add", "--tokens", str(tmp_path / "t.json"), "--name", "ana", "--chat", "a"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     command.stdout.close()  # as `| head -1` does once it has its line
     err = command.stderr.read().decode()
     assert command.wait(timeout=120) == EXIT_BROKEN_PIPE

@@ -85,8 +85,10 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
     ]
     chats_after = json.loads(runs[-1][1])
     assert [(c["chat"], c["built"], c["why_not"]) for c in chats_after["chats"]] == [
-        ("demo_garden_Mara_Theo", True, None), ("demo_harbor_Lena_Sam", True, None),
-        ("demo_marathon_Ines_Kofi", True, None)]
+        ("demo_garden_Mara_Theo", True, None),
+        ("demo_harbor_Lena_Sam", True, None),
+        ("demo_marathon_Ines_Kofi", True, None),
+    ]
 
     answer = json.loads(next(out for line, out in runs if "--json" in line and " ask " in line))
     assert {"answer", "evidence", "unknowns", "route", "profile", "claims", "event_id"} <= set(answer)
@@ -103,8 +105,14 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
 
     # The Python block, as written, on the home the commands built.
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    python = subprocess.run([sys.executable, "-c", block_under(readme, "Python", "python")], cwd=clone,
-                            env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    python = subprocess.run(
+        [sys.executable, "-c", block_under(readme, "Python", "python")],
+        cwd=clone,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert python.returncode == 0, python.stderr[-3000:]
     printed_json = python.stdout.splitlines()[1]
     assert printed_json.startswith("{'question': 'Where did the wood") and "'evidence': [" in printed_json
@@ -113,8 +121,14 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
     http = [line for line in block_under(readme, "HTTP", "bash").replace("\\\n", " ").splitlines() if line.strip()]
     assert http[0].startswith("$NM serve --port 8000 &")
     port = free_port()
-    server = subprocess.Popen(["bash", "-c", f"exec .venv/bin/narrative-mirror serve --port {port}"], cwd=clone, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec .venv/bin/narrative-mirror serve --port {port}"],
+        cwd=clone,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 300
         while True:
@@ -124,8 +138,12 @@ def test_the_first_page_commands_run_as_written_from_a_clone(tmp_path):
             except OSError:
                 assert server.poll() is None and time.time() < deadline, server.stderr.read()[-3000:]
                 time.sleep(0.5)
-        search, ask = (subprocess.run(["bash", "-c", line.replace(":8000", f":{port}")], capture_output=True,
-                                      text=True, timeout=300) for line in http[1:])
+        search, ask = (
+            subprocess.run(
+                ["bash", "-c", line.replace(":8000", f":{port}")], capture_output=True, text=True, timeout=300
+            )
+            for line in http[1:]
+        )
         assert search.returncode == 0 and json.loads(search.stdout)["hits"], search.stdout[-2000:]
         assert ask.returncode == 0 and {"answer", "evidence"} <= set(json.loads(ask.stdout)), ask.stdout[-2000:]
     finally:

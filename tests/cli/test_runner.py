@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from jobs.instance import dagster_home
+from assets.sources.jobs import source_files_sensor
 from cli.main import main
 from definitions import build_definitions
-from assets.sources.jobs import source_files_sensor
+from jobs.instance import dagster_home
 from narrative_mirror import settings
 from resources.dagster_resources import default_resources
 
@@ -65,8 +65,9 @@ def _daemon_tick(instance, data) -> tuple[list, list, dict[str | None, list[str]
     requested: dict[str | None, list[str]] = {}
     for result in automation.results:
         if result.true_subset.size:
-            partitions = (result.true_subset.expensively_compute_partition_keys()
-                          if result.true_subset.is_partitioned else [None])
+            partitions = (
+                result.true_subset.expensively_compute_partition_keys() if result.true_subset.is_partitioned else [None]
+            )
             for partition in partitions:
                 requested.setdefault(partition, []).append(result.key.to_user_string())
     return sensor.run_requests, sensor.asset_events, requested
@@ -99,7 +100,12 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
     # answer accuracy and seed 002's answer KPIs, overall and per category (5 = unanswerable)
     for stats in (evaluated, evaluated["per_split"]["train"], *evaluated["per_category"].values()):
         assert 0 <= stats["answer_f1"] <= 1 and 0 <= stats["unknown_rate"] <= 1 and stats["p95_latency_ms"] > 0
-        assert {"supported_claim_rate", "claim_gold_citation_precision", "corrective_trigger_rate", "mean_llm_calls"} <= set(stats)
+        assert {
+            "supported_claim_rate",
+            "claim_gold_citation_precision",
+            "corrective_trigger_rate",
+            "mean_llm_calls",
+        } <= set(stats)
     assert evaluated["per_category"]["5"]["abstention_accuracy"] is not None
     assert evaluated["per_category"]["1"]["abstention_accuracy"] is None
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
@@ -116,8 +122,13 @@ def test_after_the_cli_the_daemon_has_nothing_to_do_and_after_it_the_cli_neither
                 break
             for partition, selection in requested.items():
                 done |= {(partition, name) for name in selection}
-                assert dg.materialize(assets, selection=selection, partition_key=partition, instance=instance,
-                                      resources=default_resources(data_dir=str(data))).success
+                assert dg.materialize(
+                    assets,
+                    selection=selection,
+                    partition_key=partition,
+                    instance=instance,
+                    resources=default_resources(data_dir=str(data)),
+                ).success
         assert requested == {}
         garden = "demo_garden_Mara_Theo"
         assert {(garden, "messages"), (garden, "lancedb_index"), (garden, "qa_eval"), (None, "eval_summary")} <= done
@@ -135,7 +146,9 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     result = _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
     assert main(["eval", "--data", str(data), "--split", "train"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    table = list(itertools.takewhile(lambda line: line.startswith("|"), printed[printed.index("train, per category:") + 1:]))
+    table = list(
+        itertools.takewhile(lambda line: line.startswith("|"), printed[printed.index("train, per category:") + 1 :])
+    )
     assert table[0].startswith("| category | questions | ") and len(table) == 2 + len(result["per_category"])
     assert main(["trace", "--data", str(data), "--chat", HARBOR, "Where was Lena's dad operated on?"]) == 0
     printed = capsys.readouterr()
@@ -144,7 +157,7 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     nodes = [line for line in printed.err.splitlines() if line.split("]")[0] in ("[planner", "[verification")]
     assert nodes[0].startswith("[planner] route=direct") and nodes[-1].startswith("[verification] ")
     assert lines[0].split("|")[1].strip().startswith("candidates (") and lines[2].split()[:2] == ["1", "|"]
-    searches = lines[lines.index("route direct; searches:") + 1:]
+    searches = lines[lines.index("route direct; searches:") + 1 :]
     assert searches[0].startswith('  question   "Where was Lena\'s dad operated on?": found ')
     assert main(["experiments"]) == 0
     table = capsys.readouterr().out.splitlines()
@@ -152,7 +165,10 @@ def test_what_a_person_reads_trace_experiments_and_the_protocol(data, capsys):
     assert "train/answer_f1" in table[0] and len(table) == 2 + 1 + 1
     protocol = _json(capsys, ["protocol", "--data", str(data), "--json"])
     assert [row["profile"] for row in protocol["profiles"]] == ["fast", "balanced", "deep"]
-    assert protocol["adoption_gate"]["severity"] == "WARN" and "supported_claim_rate" in protocol["adoption_gate"]["description"]
+    assert (
+        protocol["adoption_gate"]["severity"] == "WARN"
+        and "supported_claim_rate" in protocol["adoption_gate"]["description"]
+    )
 
 
 @pytest.mark.slow
@@ -166,23 +182,35 @@ def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_p
     fusion.write_text(fusion.read_text() + "\nUNUSED_KNOB = 1\n")
     prompt = copy / "narrative_mirror" / "prompts" / "agent_generator.txt"
     prompt.write_text("Answer in one sentence.\n" + prompt.read_text())
-    script = ("import sys, warnings; warnings.filterwarnings('ignore')\n"
-              "from cli.runner import Runner\n"
-              f"with Runner(data_dir={str(data)!r}, progress=lambda m: None) as r:\n"
-              f"    keys = [k for k in r.register() if k != {HARBOR!r}]  # the test chat was not evaluated\n"
-              "    plan = r.plan(['messages', 'message_embeddings', 'l1_topics', 'l2_threads', 'lancedb_index',"
-              " 'qa_eval', 'arc_eval'], keys)\n"
-              "    print(sorted({k.to_user_string() for ks in plan.values() for k in ks}))\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=copy, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(copy)}, timeout=300)
+    script = (
+        "import sys, warnings; warnings.filterwarnings('ignore')\n"
+        "from cli.runner import Runner\n"
+        f"with Runner(data_dir={str(data)!r}, progress=lambda m: None) as r:\n"
+        f"    keys = [k for k in r.register() if k != {HARBOR!r}]  # the test chat was not evaluated\n"
+        "    plan = r.plan(['messages', 'message_embeddings', 'l1_topics', 'l2_threads', 'lancedb_index',"
+        " 'qa_eval', 'arc_eval'], keys)\n"
+        "    print(sorted({k.to_user_string() for ks in plan.values() for k in ks}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "['arc_eval', 'qa_eval']"
 
 
 @pytest.mark.slow
 def test_two_builds_at_once_on_a_fresh_home_both_succeed_and_build_each_chat_once(data):
-    procs = [subprocess.Popen([*CLI, "build", "--data", str(data), "--json"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [*CLI, "build", "--data", str(data), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
     assert sorted(json.loads(out)["encoded_messages"] for out, _ in outs)[0] == 0  # the second found it done
@@ -193,8 +221,13 @@ def test_two_builds_at_once_on_a_fresh_home_both_succeed_and_build_each_chat_onc
 
 @pytest.mark.e2e
 def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
-    proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "build", "--data", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         for line in proc.stderr:  # progress: the first run starts right after its line
             if line.startswith("[1/3]"):
@@ -209,7 +242,9 @@ def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
     assert "was interrupted (its process is gone): marked failed" in capsys.readouterr().err
     with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
         (killed,) = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
-        assert "interrupted" in next(e.message for e in instance.all_logs(killed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE))
+        assert "interrupted" in next(
+            e.message for e in instance.all_logs(killed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        )
         assert not instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
         for key in ("demo_garden_Mara_Theo", HARBOR, "demo_marathon_Ines_Kofi"):
             assert _materializations(instance, "lancedb_index", key) == 1
@@ -218,10 +253,12 @@ def test_a_killed_build_is_marked_failed_and_its_work_redone(data, capsys):
 @pytest.mark.slow
 def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
     assert main(["build", "--data", str(data)]) == 0
-    script = ("import sys\n"
-              "from cli.main import main\n"
-              f"code = main(['ask', '--data', {str(data)!r}, '--chat', {HARBOR!r}, '--json', 'Where was the surgery?'])\n"
-              "print('dagster' in sys.modules, code)\n")
+    script = (
+        "import sys\n"
+        "from cli.main import main\n"
+        f"code = main(['ask', '--data', {str(data)!r}, '--chat', {HARBOR!r}, '--json', 'Where was the surgery?'])\n"
+        "print('dagster' in sys.modules, code)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.stdout.strip().splitlines()[-1] == "False 0", proc.stderr[-2000:]
     # An edit sends the next question through Dagster, which says what it rebuilds.
@@ -235,8 +272,9 @@ def test_a_question_on_fresh_memory_does_not_start_dagster(data, capsys):
 
 @pytest.mark.e2e
 def test_sigterm_stops_a_build_marks_its_run_canceled_and_starts_no_other(data):
-    proc = subprocess.Popen([*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CLI, "build", "--data", str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     lines = []
     for line in proc.stderr:
         lines.append(line)

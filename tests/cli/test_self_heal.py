@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from chat_factory import small_chat, write_chat
+
 from cli.main import main
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.storage import frame_problem
@@ -51,8 +51,15 @@ def test_a_deleted_index_is_rebuilt_by_the_next_build_and_ask_answers(data, caps
     shutil_rmtree(home() / "lancedb")
     rc, out, err = run(capsys, ["build", "--data", str(data)])
     assert rc == 0
-    assert out["repairs"] == [{"chat": CHAT, "asset": "lancedb_index", "table": None,
-                               "reason": "lancedb rows missing (0 of 8 in messages)", "action": "rebuilt"}]
+    assert out["repairs"] == [
+        {
+            "chat": CHAT,
+            "asset": "lancedb_index",
+            "table": None,
+            "reason": "lancedb rows missing (0 of 8 in messages)",
+            "action": "rebuilt",
+        }
+    ]
     assert "tiny: lancedb rows missing (0 of 8 in messages): rebuilding the index" in err
     assert "up to date" not in err
     assert out["per_file"][CHAT]["ran"] == ["lancedb_index"]
@@ -90,12 +97,19 @@ def test_a_truncated_embeddings_parquet_is_set_aside_and_rebuilt(data, capsys):
         f.truncate(size // 2)
     rc, out, err = run(capsys, ["build", "--data", str(data)])
     assert rc == 0
-    assert out["repairs"] == [{
-        "chat": CHAT, "asset": "message_embeddings", "table": None,
-        "reason": "message_embeddings output not a whole parquet file (no PAR1 at its end)",
-        "action": "set aside as tiny.parquet.corrupt; rebuilt"}]
-    assert "tiny: message_embeddings output not a whole parquet file (no PAR1 at its end): " \
-           "rebuilding message_embeddings and what follows it" in err
+    assert out["repairs"] == [
+        {
+            "chat": CHAT,
+            "asset": "message_embeddings",
+            "table": None,
+            "reason": "message_embeddings output not a whole parquet file (no PAR1 at its end)",
+            "action": "set aside as tiny.parquet.corrupt; rebuilt",
+        }
+    ]
+    assert (
+        "tiny: message_embeddings output not a whole parquet file (no PAR1 at its end): "
+        "rebuilding message_embeddings and what follows it" in err
+    )
     assert "up to date" not in err
     assert sorted(out["per_file"][CHAT]["ran"]) == LAYERS_AFTER_EMBEDDINGS
     assert out["encoded_messages"] == 8
@@ -114,7 +128,7 @@ def test_build_repair_reads_everything_and_reports_what_it_repaired(data, capsys
     # and a table without its full-text index.
     path = home() / "storage" / "l1_topics" / f"{CHAT}.parquet"
     raw = bytearray(path.read_bytes())
-    raw[4:len(raw) // 2] = b"\xff" * (len(raw) // 2 - 4)
+    raw[4 : len(raw) // 2] = b"\xff" * (len(raw) // 2 - 4)
     path.write_bytes(bytes(raw))
     store = IndexStore(str(home() / "lancedb"))
     table = store._db.open_table("messages")
@@ -127,8 +141,13 @@ def test_build_repair_reads_everything_and_reports_what_it_repaired(data, capsys
     assert parquet["chat"] == CHAT and parquet["asset"] == "l1_topics"
     assert parquet["reason"].startswith("l1_topics output unreadable (")
     assert parquet["action"] == "set aside as tiny.parquet.corrupt; rebuilt"
-    assert fts == {"chat": None, "asset": "lancedb_index", "table": "messages",
-                   "reason": "lancedb table messages full-text index missing", "action": "full-text index created"}
+    assert fts == {
+        "chat": None,
+        "asset": "lancedb_index",
+        "table": "messages",
+        "reason": "lancedb table messages full-text index missing",
+        "action": "full-text index created",
+    }
     assert "lancedb table messages full-text index missing: creating it" in err
     assert sorted(out["per_file"][CHAT]["ran"]) == ["l15_signals", "l1_topics", "l2_threads", "lancedb_index"]
     assert store.missing_text_indexes() == []

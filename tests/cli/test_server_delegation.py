@@ -11,25 +11,31 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from loopback import free_port
 
 from cli.command_server import CommandServer, Served, server_info
-from cli.main import served_commands
-from cli.main import main
+from cli.main import main, served_commands
 from cli.server_client import STATE_NAME, call_server, check_socket, socket_path
 from resources import environment, runtime
 
 LINES = [
-    {"id": "a1", "author": "Ines", "text": "The Lisbon half marathon starts at the Vasco da Gama bridge.",
-     "timestamp": "2025-03-01T08:00:00Z"},
+    {
+        "id": "a1",
+        "author": "Ines",
+        "text": "The Lisbon half marathon starts at the Vasco da Gama bridge.",
+        "timestamp": "2025-03-01T08:00:00Z",
+    },
     {"author": "Kofi", "text": "Then we take the early ferry from Barreiro.", "timestamp": "2025-03-01T08:01:00Z"},
 ]
 
 
 def _start(served: Served) -> CommandServer:
-    server = CommandServer(environment.nm_home(), served, server_info("http://127.0.0.1:0", environment.data_dir(),
-                                                                      None, [], {}), *served_commands())
+    server = CommandServer(
+        environment.nm_home(),
+        served,
+        server_info("http://127.0.0.1:0", environment.data_dir(), None, [], {}),
+        *served_commands(),
+    )
     server.start()
     return server
 
@@ -127,8 +133,20 @@ def test_a_socket_of_another_user_is_refused(tmp_path):
         os.chmod(path, 0o600)
         check_socket(path)  # the user's own, 0600: accepted
         st = os.lstat(path)
-        foreign = os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, os.getuid() + 1, st.st_gid,
-                                  st.st_size, st.st_atime, st.st_mtime, st.st_ctime))
+        foreign = os.stat_result(
+            (
+                st.st_mode,
+                st.st_ino,
+                st.st_dev,
+                st.st_nlink,
+                os.getuid() + 1,
+                st.st_gid,
+                st.st_size,
+                st.st_atime,
+                st.st_mtime,
+                st.st_ctime,
+            )
+        )
         with pytest.raises(PermissionError, match="owned by uid"):
             check_socket(path, foreign)
     plain = tmp_path / "plain"
@@ -163,8 +181,9 @@ def _cli(env: dict, *argv: str) -> tuple[int, dict, str]:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "cli.main", *argv, "--json"], env=env, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *argv, "--json"], env=env, capture_output=True, text=True, timeout=900
+    )
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
@@ -196,7 +215,9 @@ def test_a_real_server_answers_the_cli_as_a_local_run_does(tmp_path):
         with open(chat, "a", encoding="utf-8") as handle:
             handle.write("\n")
         code, _, err = _cli(env, *question)
-        assert code == 0 and "demo_marathon_Ines_Kofi" in err and _cli(env, "serve", "status")[1]["answered"] == {"ask": 1}
+        assert (
+            code == 0 and "demo_marathon_Ines_Kofi" in err and _cli(env, "serve", "status")[1]["answered"] == {"ask": 1}
+        )
     finally:
         stopped = _cli(env, "serve", "stop")
     assert stopped[0] == 0 and stopped[1]["stopped"] == started["pid"]

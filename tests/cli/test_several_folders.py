@@ -24,9 +24,11 @@ def test_all_over_another_folder_leaves_out_the_chat_built_from_the_first_and_sa
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 0 and out["chats"] == ["mine"] and "--chat" not in captured.err
-    assert out["warnings"] == [f"shared left out: {other / 'shared.json'}: chat 'shared' is built on this NM_HOME "
-                               f"from {first}, whose copy differs: not rebuilt from this folder (give this folder "
-                               "its own NM_HOME, or rename one of the two)"]
+    assert out["warnings"] == [
+        f"shared left out: {other / 'shared.json'}: chat 'shared' is built on this NM_HOME "
+        f"from {first}, whose copy differs: not rebuilt from this folder (give this folder "
+        "its own NM_HOME, or rename one of the two)"
+    ]
     # Asked for by name, it is that line, as bad input (exit 2).
     assert main(["search", "--data", str(other), "--chat", "shared", "bakery"]) == 2
     assert f"is built on this NM_HOME from {first}" in capsys.readouterr().err

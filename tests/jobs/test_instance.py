@@ -55,5 +55,4 @@ def test_event_log_keeps_few_run_shards_open_and_reopens_evicted_ones(tmp_path, 
         storage = instance.event_log_storage
         assert len(storage._engines) <= 1 + 2  # the index shard + two run shards
         for run_id in run_ids:  # evicted shards open again on demand
-            assert any(e.dagster_event_type == dg.DagsterEventType.RUN_SUCCESS
-                       for e in instance.all_logs(run_id))
+            assert any(e.dagster_event_type == dg.DagsterEventType.RUN_SUCCESS for e in instance.all_logs(run_id))

@@ -12,14 +12,26 @@ from narrative_mirror.live.redaction import MARKER, Redactor, is_sqlite, redact_
 WORD = "qvzmarrow"
 
 
-@dg.asset(partitions_def=dg.StaticPartitionsDefinition(["notes_Ada"]),
-          check_specs=[dg.AssetCheckSpec("every_message_in_one_block", asset="messages")])
+@dg.asset(
+    partitions_def=dg.StaticPartitionsDefinition(["notes_Ada"]),
+    check_specs=[dg.AssetCheckSpec("every_message_in_one_block", asset="messages")],
+)
 def messages(context):
     context.log.info(f"looked for the {WORD} tin in ['q7', 'q8']")
-    yield dg.Output(1, metadata={"preview": dg.MetadataValue.md(f"| query |\n| where is the {WORD} tin |"),
-                                 "label": dg.MetadataValue.text(WORD), "asked": 2, "speakers": "Ada, messages"})
-    yield dg.AssetCheckResult(check_name="every_message_in_one_block", passed=False,
-                              description="1 in no block, e.g. ['q7']; notes_Ada/q7 twice")
+    yield dg.Output(
+        1,
+        metadata={
+            "preview": dg.MetadataValue.md(f"| query |\n| where is the {WORD} tin |"),
+            "label": dg.MetadataValue.text(WORD),
+            "asked": 2,
+            "speakers": "Ada, messages",
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name="every_message_in_one_block",
+        passed=False,
+        description="1 in no block, e.g. ['q7']; notes_Ada/q7 twice",
+    )
 
 
 def holding(folder, needle: bytes) -> list[str]:
@@ -49,6 +61,7 @@ def test_dagster_records_lose_the_words_and_ids_and_stay_readable(tmp_path):
         logs = [e.user_message for e in instance.all_logs(event.run_id) if "tin in" in (e.user_message or "")]
         assert logs == [f"looked for the {MARKER} tin in ['{MARKER}', 'q8']"]
         check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-            [dg.AssetCheckKey(dg.AssetKey("messages"), "every_message_in_one_block")])
+            [dg.AssetCheckKey(dg.AssetKey("messages"), "every_message_in_one_block")]
+        )
         description = next(iter(check.values())).event.dagster_event.event_specific_data.description
         assert description == f"1 in no block, e.g. ['{MARKER}']; notes_Ada/{MARKER} twice"

@@ -59,8 +59,12 @@ def test_forget_leaves_no_byte_of_the_sentinel(tmp_path, embedder, monkeypatch, 
     data = tmp_path / "data"
     data.mkdir()
     batch = tmp_path / "batch.jsonl"
-    batch.write_text("".join(json.dumps({"id": i, "author": a, "text": t, "timestamp": f"2025-03-01T08:0{n}:00Z"})
-                             + "\n" for n, (i, a, t) in enumerate(MESSAGES)))
+    batch.write_text(
+        "".join(
+            json.dumps({"id": i, "author": a, "text": t, "timestamp": f"2025-03-01T08:0{n}:00Z"}) + "\n"
+            for n, (i, a, t) in enumerate(MESSAGES)
+        )
+    )
     assert main(["add", "--chat", CHAT, "--file", str(batch), "--json"]) == 0
     assert main(["build", "--data", str(data), "--json"]) == 0  # L1/L1.5/L2 and the index, through Dagster
     built = json.loads(capsys.readouterr().out.splitlines()[-1])
@@ -71,8 +75,12 @@ def test_forget_leaves_no_byte_of_the_sentinel(tmp_path, embedder, monkeypatch, 
     stranger = {"Authorization": f"Bearer {add_token(tokens, 'stranger', ['other_*'], ['read', 'add', 'forget'])}"}
     store = IndexStore(str(home / "lancedb"))
     retriever = Retriever(store, embedder)
-    app = create_app(retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"),
-                     runs_root=home / "recall_runs", tokens=load_tokens(tokens))
+    app = create_app(
+        retriever,
+        EventLog(store.uri, spool_dir=home / "events" / "spool"),
+        runs_root=home / "recall_runs",
+        tokens=load_tokens(tokens),
+    )
     mount_live(app, app.state.api, LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate))
     question = f'Who wrote "{SENTINEL}"?'
     with TestClient(app, base_url="http://localhost") as client:
@@ -90,7 +98,9 @@ def test_forget_leaves_no_byte_of_the_sentinel(tmp_path, embedder, monkeypatch, 
         refused = client.delete(f"/api/chats/{CHAT}/messages/m4", headers=stranger)
         assert (refused.status_code, refused.json()["error"]["field"]) == (403, "chat")
         assert client.delete(f"/api/chats/{CHAT}", headers=stranger).status_code == 403
-        assert client.delete(f"/api/chats/{CHAT}/messages", params={"author": "Ada"}, headers=stranger).status_code == 403
+        assert (
+            client.delete(f"/api/chats/{CHAT}/messages", params={"author": "Ada"}, headers=stranger).status_code == 403
+        )
         response = client.delete(f"/api/chats/{CHAT}/messages/m4", headers=owner)
         assert response.status_code == 200, response.text
         report = response.json()
@@ -98,21 +108,34 @@ def test_forget_leaves_no_byte_of_the_sentinel(tmp_path, embedder, monkeypatch, 
         assert holders(home) == []
         removed = report["removed"]
         assert removed["live_log"] == {"messages": 1}
-        assert removed["index"]["messages_rows"] == 1 and removed["index"]["blocks_rows"] == built["per_file"][CHAT]["blocks"]
+        assert (
+            removed["index"]["messages_rows"] == 1
+            and removed["index"]["blocks_rows"] == built["per_file"][CHAT]["blocks"]
+        )
         # the search's and the ask's events; the search's recall-run file (an ask writes none)
         assert removed["events"]["events_redacted"] == 2 and removed["recall_runs"]["files_redacted"] == 1
         # the chat's layers are deleted for the next build to redo; its vectors lose m4's row only
         assert (removed["layers"]["files_deleted"], removed["layers"]["rows_removed"]) == (7, 1)
         assert not list((home / "live" / "forgetting").glob("*.json"))  # the journal is gone
-        answers = [client.get("/api/memory/search", params={"chat": CHAT, "q": SENTINEL, "k": 7}, headers=owner),
-                   client.get("/api/memory/search", params={"chat": CHAT, "q": "qvzplover", "k": 7, "variant": "bm25"},
-                              headers=owner),
-                   client.post("/api/ask", json={"chat": CHAT, "question": "Where is the brass key for locker seven?",
-                                                 "profile": "fast"}, headers=owner),
-                   client.get(f"/chats/{CHAT}", headers=owner)]
+        answers = [
+            client.get("/api/memory/search", params={"chat": CHAT, "q": SENTINEL, "k": 7}, headers=owner),
+            client.get(
+                "/api/memory/search", params={"chat": CHAT, "q": "qvzplover", "k": 7, "variant": "bm25"}, headers=owner
+            ),
+            client.post(
+                "/api/ask",
+                json={"chat": CHAT, "question": "Where is the brass key for locker seven?", "profile": "fast"},
+                headers=owner,
+            ),
+            client.get(f"/chats/{CHAT}", headers=owner),
+        ]
         assert [r.status_code for r in answers] == [200, 200, 200, 200]
-        shown = [json.dumps(answers[0].json()["hits"]), json.dumps(answers[1].json()["hits"]), answers[2].text,
-                 answers[3].text]  # a search answer repeats its query: its hits are what it found
+        shown = [
+            json.dumps(answers[0].json()["hits"]),
+            json.dumps(answers[1].json()["hits"]),
+            answers[2].text,
+            answers[3].text,
+        ]  # a search answer repeats its query: its hits are what it found
         assert [UNIQUE.decode() in text.lower() for text in shown] == [False] * 4
         assert "m4" not in [h["id"] for h in answers[0].json()["hits"]] and answers[1].json()["hits"] == []
         assert client.delete(f"/api/chats/{CHAT}/messages/m4", headers=owner).status_code == 404

@@ -49,10 +49,14 @@ def holders(home: Path) -> list[str]:
 
 def home_with_the_sentinel(home: Path, embedder) -> IndexStore:
     store = IndexStore(str(home / "lancedb"))
-    LiveMemory(home / "live", store, embedder).add(CHAT, [
-        {"id": "d1", "author": "Ada", "text": "Lunch with Bo at the harbour.", "timestamp": "2025-04-01T12:00:00Z"},
-        {"id": "d2", "author": "Ada", "text": SENTINEL, "timestamp": "2025-04-01T13:00:00Z"},
-        {"id": "d3", "author": "Ada", "text": "Swimming at six.", "timestamp": "2025-04-01T14:00:00Z"}])
+    LiveMemory(home / "live", store, embedder).add(
+        CHAT,
+        [
+            {"id": "d1", "author": "Ada", "text": "Lunch with Bo at the harbour.", "timestamp": "2025-04-01T12:00:00Z"},
+            {"id": "d2", "author": "Ada", "text": SENTINEL, "timestamp": "2025-04-01T13:00:00Z"},
+            {"id": "d3", "author": "Ada", "text": "Swimming at six.", "timestamp": "2025-04-01T14:00:00Z"},
+        ],
+    )
     events = EventLog(store.uri, spool_dir=home / "events" / "spool")
     events.log(RetrievalEvent("local/ada", CHAT, f"what did I say about {SENTINEL}", ["d2"], "hybrid"))
     events.close()
@@ -74,8 +78,13 @@ def test_a_forget_killed_between_steps_is_finished_by_the_next_start(stop, resta
     home = Path(os.environ["NM_HOME"])
     store = home_with_the_sentinel(home, embedder)
     assert len(holders(home)) >= 7
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(home), stop], cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER, str(home), stop],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        timeout=120,
+    )
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
     journals = list((home / "live" / "forgetting").glob("*.json"))
     assert len(journals) == 1
@@ -88,7 +97,9 @@ def test_a_forget_killed_between_steps_is_finished_by_the_next_start(stop, resta
         assert main(["token", "add", "--tokens", str(tmp_path / "t.json"), "--name", "x", "--chat", "*", "--json"]) == 0
     else:  # a serving app finishes it before it takes requests
         retriever = Retriever(store, embedder)
-        app = create_app(retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"), runs_root=home / "recall_runs")
+        app = create_app(
+            retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"), runs_root=home / "recall_runs"
+        )
         mount_live(app, app.state.api, LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate))
         with TestClient(app, base_url="http://localhost") as client:
             hits = client.get("/api/memory/search", params={"chat": CHAT, "q": "bike lock combination", "k": 3})

@@ -22,7 +22,12 @@ from narrative_mirror.retrieval.engine import Retriever
 
 TRIP = [
     {"id": "t1", "author": "Ada", "text": "Booked the train to Porto for Friday.", "timestamp": "2025-05-01T09:00:00Z"},
-    {"id": "t2", "author": "Bo", "text": "I will pack the tent and the stove.", "timestamp": "2025-05-01T10:00:00+02:00"},
+    {
+        "id": "t2",
+        "author": "Bo",
+        "text": "I will pack the tent and the stove.",
+        "timestamp": "2025-05-01T10:00:00+02:00",
+    },
     {"id": "t3", "author": "Bo", "text": "Found the ferry times for Sunday.", "timestamp": "2025-05-02T09:00:00Z"},
     {"id": "t4", "author": "Ada", "text": "Remember the sunscreen this time.", "timestamp": "2025-05-03T09:00:00Z"},
 ]
@@ -31,8 +36,12 @@ TRIP = [
 def app_over(home: Path, embedder, tokens=None):
     store = IndexStore(str(home / "lancedb"))
     retriever = Retriever(store, embedder)
-    app = create_app(retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"),
-                     runs_root=home / "recall_runs", tokens=tokens)
+    app = create_app(
+        retriever,
+        EventLog(store.uri, spool_dir=home / "events" / "spool"),
+        runs_root=home / "recall_runs",
+        tokens=tokens,
+    )
     mount_live(app, app.state.api, LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate))
     return app, store
 
@@ -46,26 +55,45 @@ def test_forget_by_author_and_time_range_then_the_whole_chat(embedder, tmp_path)
     with TestClient(app, base_url="http://localhost") as client:
         assert client.post("/api/chats/trip_Ada_Bo/messages", json={"messages": TRIP}, headers=owner).status_code == 200
         # Bo's messages from 1 May 08:00 UTC (t2 was written at 10:00+02:00) up to 2 May 09:00, excluded
-        by_range = client.delete("/api/chats/trip_Ada_Bo/messages", headers=owner, params={
-            "author": "Bo", "since": "2025-05-01T08:00:00Z", "until": "2025-05-02T09:00:00Z"})
+        by_range = client.delete(
+            "/api/chats/trip_Ada_Bo/messages",
+            headers=owner,
+            params={"author": "Bo", "since": "2025-05-01T08:00:00Z", "until": "2025-05-02T09:00:00Z"},
+        )
         assert by_range.status_code == 200, by_range.text
         assert (by_range.json()["ids"], by_range.json()["selection"]) == (
-            ["t2"], {"author": "Bo", "since": "2025-05-01T08:00:00Z", "until": "2025-05-02T09:00:00Z"})
+            ["t2"],
+            {"author": "Bo", "since": "2025-05-01T08:00:00Z", "until": "2025-05-02T09:00:00Z"},
+        )
         by_author = client.delete("/api/chats/trip_Ada_Bo/messages", params={"author": "Ada"}, headers=owner)
         assert by_author.json()["ids"] == ["t1", "t4"]
         assert [m["local_id"] for m in store.messages_for("trip_Ada_Bo").to_dicts()] == ["t3"]
-        refusals = [client.delete("/api/chats/trip_Ada_Bo", headers=reader),
-                    client.delete("/api/chats/other_chat", headers=owner),
-                    client.delete("/api/chats/no_such_chat/messages/x", headers=owner),
-                    client.delete("/api/chats/no_such_chat/messages", params={"since": "soon"}, headers=owner)]
+        refusals = [
+            client.delete("/api/chats/trip_Ada_Bo", headers=reader),
+            client.delete("/api/chats/other_chat", headers=owner),
+            client.delete("/api/chats/no_such_chat/messages/x", headers=owner),
+            client.delete("/api/chats/no_such_chat/messages", params={"since": "soon"}, headers=owner),
+        ]
         assert {(r.status_code, r.text) for r in refusals} == {
-            (403, '{"error":{"field":"chat","message":"this API token may not forget messages of that chat"}}')}
-        bad = [client.delete("/api/chats/trip_Ada_Bo/messages", headers=owner),
-               client.delete("/api/chats/trip_Ada_Bo/messages", params={"since": "soon"}, headers=owner),
-               client.delete("/api/chats/trip_Ada_Bo/messages", params={"since": "2025-05-02T00:00:00Z",
-                                                                        "until": "2025-05-01T00:00:00Z"}, headers=owner)]
-        assert [(r.status_code, r.json()["error"]["field"]) for r in bad] == [(400, "author"), (400, "since"), (400, "until")]
-        assert client.delete("/api/chats/trip_Ada_Bo/messages", params={"author": "Cy"}, headers=owner).status_code == 404
+            (403, '{"error":{"field":"chat","message":"this API token may not forget messages of that chat"}}')
+        }
+        bad = [
+            client.delete("/api/chats/trip_Ada_Bo/messages", headers=owner),
+            client.delete("/api/chats/trip_Ada_Bo/messages", params={"since": "soon"}, headers=owner),
+            client.delete(
+                "/api/chats/trip_Ada_Bo/messages",
+                params={"since": "2025-05-02T00:00:00Z", "until": "2025-05-01T00:00:00Z"},
+                headers=owner,
+            ),
+        ]
+        assert [(r.status_code, r.json()["error"]["field"]) for r in bad] == [
+            (400, "author"),
+            (400, "since"),
+            (400, "until"),
+        ]
+        assert (
+            client.delete("/api/chats/trip_Ada_Bo/messages", params={"author": "Cy"}, headers=owner).status_code == 404
+        )
         whole = client.delete("/api/chats/trip_Ada_Bo", headers=owner)
         assert whole.status_code == 200 and whole.json()["removed"]["live_log"] == {"messages": 1, "log_deleted": 1}
         assert client.delete("/api/chats/trip_Ada_Bo", headers=owner).status_code == 404
@@ -99,7 +127,10 @@ def test_redaction_replaces_texts_and_whole_distinctive_words_only():
     words = distinctive_words(["Share the vault code k7qz with nobody"], ["Nobody likes the vault", "see you"])
     assert words == ["code", "k7qz", "share"]  # "with", "the" are stop words; "vault", "nobody" are kept ones'
     redactor = Redactor(['He said "go" at noon, twice'], words)
-    assert redactor.redact("unresolved_gold_share: SHARE the k7qz!") == "unresolved_gold_share: [forgotten] the [forgotten]!"
+    assert (
+        redactor.redact("unresolved_gold_share: SHARE the k7qz!")
+        == "unresolved_gold_share: [forgotten] the [forgotten]!"
+    )
     assert redactor.redact(json.dumps({"q": 'He said "go" at noon, twice'})) == '{"q": "[forgotten]"}'
     assert redactor.redact("k7qz", words=False) == "k7qz"  # SQLite rows: whole texts only
     spool = b'{"query": "the k7qz code"}\n'

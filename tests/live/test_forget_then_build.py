@@ -80,8 +80,12 @@ def built_home(tmp_path_factory, embedder) -> tuple[Path, Path]:
     data.mkdir()
     shutil.copy(settings.DEMO_DATA_DIR / f"{FILE_CHAT}.json", data)
     batch = root / "batch.jsonl"
-    batch.write_text("".join(json.dumps({"id": i, "author": a, "text": t, "timestamp": f"2025-03-01T08:0{n}:00Z"})
-                             + "\n" for n, (i, a, t) in enumerate(MESSAGES)))
+    batch.write_text(
+        "".join(
+            json.dumps({"id": i, "author": a, "text": t, "timestamp": f"2025-03-01T08:0{n}:00Z"}) + "\n"
+            for n, (i, a, t) in enumerate(MESSAGES)
+        )
+    )
     with pytest.MonkeyPatch.context() as patch:
         use_embedder(patch, embedder)
         patch.setenv("NM_HOME", str(home))
@@ -103,14 +107,21 @@ def serving(home: Path, embedder) -> dict:
     """Health and a search per chat of an app over ``home`` (as a restarted ``serve`` would be)."""
     store = IndexStore(str(home / "lancedb"))
     retriever = Retriever(store, embedder)
-    app = create_app(retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"), runs_root=home / "recall_runs")
+    app = create_app(
+        retriever, EventLog(store.uri, spool_dir=home / "events" / "spool"), runs_root=home / "recall_runs"
+    )
     mount_live(app, app.state.api, LiveMemory(home / "live", store, embedder, on_indexed=retriever.invalidate))
     with TestClient(app, base_url="http://localhost") as client:
         health = client.get("/api/health").json()
-        searches = {chat: client.get("/api/memory/search", params={"chat": chat, "q": "dinner tonight", "k": 3})
-                    for chat in (CHAT, FILE_CHAT)}
-    return {"health": health, "status": {c: r.status_code for c, r in searches.items()},
-            "ids": {c: [h["id"] for h in r.json()["hits"]] for c, r in searches.items() if r.status_code == 200}}
+        searches = {
+            chat: client.get("/api/memory/search", params={"chat": chat, "q": "dinner tonight", "k": 3})
+            for chat in (CHAT, FILE_CHAT)
+        }
+    return {
+        "health": health,
+        "status": {c: r.status_code for c, r in searches.items()},
+        "ids": {c: [h["id"] for h in r.json()["hits"]] for c, r in searches.items() if r.status_code == 200},
+    }
 
 
 def test_the_build_after_forgetting_one_message_succeeds_and_settles(built_home, home, embedder, capsys):
@@ -131,11 +142,14 @@ def test_the_build_after_forgetting_one_message_succeeds_and_settles(built_home,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how, left", [
-    (["--author", "Bo"], ["m1", "m3", "m4", "m6"]),
-    (["--since", "2025-03-01T08:01:00Z", "--until", "2025-03-01T08:05:00Z"], ["m1", "m6", "m7"]),
-    (["--all"], None),
-])
+@pytest.mark.parametrize(
+    "how, left",
+    [
+        (["--author", "Bo"], ["m1", "m3", "m4", "m6"]),
+        (["--since", "2025-03-01T08:01:00Z", "--until", "2025-03-01T08:05:00Z"], ["m1", "m6", "m7"]),
+        (["--all"], None),
+    ],
+)
 def test_the_build_after_any_forget_succeeds(how, left, built_home, home, embedder, capsys):
     assert main(["forget", "--chat", CHAT, *how, "--json"]) == 0
     report = build(built_home[0], capsys)
@@ -152,8 +166,13 @@ def test_the_build_after_any_forget_succeeds(how, left, built_home, home, embedd
 
 @pytest.mark.slow
 def test_the_build_after_a_killed_forget_finishes_it_and_succeeds(built_home, home, embedder, capsys):
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(home)], cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER, str(home)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        timeout=120,
+    )
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
     assert list((home / "live" / "forgetting").glob("*.json"))  # left half done: layers untouched
     report = build(built_home[0], capsys)  # the command finishes the forget first
@@ -167,8 +186,11 @@ def holders(home: Path, word: bytes) -> list[str]:
     """Files under ``home`` (Dagster's SQLite files and logs included) holding ``word``, any case:
     raw bytes, UTF-16, and the rows of parquet files and LanceDB tables (compressed on disk)."""
     db = lancedb.connect(str(home / "lancedb"))
-    found = [f"lancedb/{name} (rows)" for name in db.table_names()
-             if word.decode() in str(db.open_table(name).to_arrow().to_pylist()).lower()]
+    found = [
+        f"lancedb/{name} (rows)"
+        for name in db.table_names()
+        if word.decode() in str(db.open_table(name).to_arrow().to_pylist()).lower()
+    ]
     for path in sorted(p for p in home.rglob("*") if p.is_file()):
         data = path.read_bytes()
         if word in data.lower() or word.decode().encode("utf-16-le") in data.lower():
@@ -184,8 +206,11 @@ def test_forget_leaves_no_word_in_dagster_or_in_a_client_chosen_field(built_home
     store = IndexStore(str(home / "lancedb"))
     events = EventLog(store.uri, spool_dir=home / "events" / "spool", embedder=embedder)
     for _ in range(2):  # the same question again: a follow-up, listed by the stats asset
-        events.log(RetrievalEvent("local/ada", CHAT, "where is the qvzplover bench?", ["m4", "m6"], "hybrid",
-                                  session_id="qvzplover-hunt"))
+        events.log(
+            RetrievalEvent(
+                "local/ada", CHAT, "where is the qvzplover bench?", ["m4", "m6"], "hybrid", session_id="qvzplover-hunt"
+            )
+        )
     events.close()
     with Runner(built_home[0], progress=lambda line: None) as runner:
         assert not runner.materialize(["retrieval_event_stats"], None, force=True).failed
@@ -196,13 +221,20 @@ def test_forget_leaves_no_word_in_dagster_or_in_a_client_chosen_field(built_home
     assert holders(home, b"qvzplover") == []
     stored = lancedb.connect(str(home / "lancedb")).open_table("retrieval_events").to_arrow().to_pylist()
     assert [(e["session_id"], e["query"], e["returned_ids"]) for e in stored] == [
-        ("[forgotten]-hunt", "where is the [forgotten] [forgotten]?", ["[forgotten]", "m6"])] * 2
+        ("[forgotten]-hunt", "where is the [forgotten] [forgotten]?", ["[forgotten]", "m6"])
+    ] * 2
     with Runner(built_home[0], progress=lambda line: None) as runner:  # Dagster still reads its records
         record = runner.instance.get_latest_materialization_event(dg.AssetKey("retrieval_event_stats"))
         metadata = {k: v.value for k, v in record.asset_materialization.metadata.items()}
-        sources = {chat: runner.instance.fetch_materializations(dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey("messages"), asset_partitions=[chat]), limit=1).records[0]
-            .asset_materialization.metadata["source"].value for chat in (CHAT, FILE_CHAT)}
+        sources = {
+            chat: runner.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey("messages"), asset_partitions=[chat]), limit=1
+            )
+            .records[0]
+            .asset_materialization.metadata["source"]
+            .value
+            for chat in (CHAT, FILE_CHAT)
+        }
     assert (metadata["followed_up_queries"], metadata["export"]) == (1, "exports/retrieval_training_examples.jsonl")
     # files named relative to their folder (NM_HOME, the data folder), never by absolute path
     assert sources == {CHAT: "live/notes_Ada_Bo.jsonl", FILE_CHAT: f"{FILE_CHAT}.json"}

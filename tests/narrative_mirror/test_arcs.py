@@ -14,8 +14,10 @@ REALTALK_ARCS_DIR = Path("/work/shared/datasets/realtalk_arcs")
 @pytest.fixture
 def chat(tmp_path):
     ids = ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
-    messages = [{"clean_text": f"m{i}", "speaker": "A", "date_time": "01.03.2024, 10:00:00", "dia_id": local_id}
-                for i, local_id in enumerate(ids)]
+    messages = [
+        {"clean_text": f"m{i}", "speaker": "A", "date_time": "01.03.2024, 10:00:00", "dia_id": local_id}
+        for i, local_id in enumerate(ids)
+    ]
     path = tmp_path / "Tiny.json"
     path.write_text(json.dumps({"session_1": messages[:3], "session_2": messages[3:]}), encoding="utf-8")
     return load_chat(path)
@@ -26,9 +28,13 @@ def phase(name, *evidence, summary="s"):
 
 
 def case(case_id="Tiny/arc-01", phases=None, **fields):
-    return {"id": case_id, "query": "How did it go?", "subject": "A",
-            "phases": [phase("start", "D1:3", "D1:1"), phase("end", "D 2:2")] if phases is None else phases,
-            **fields}
+    return {
+        "id": case_id,
+        "query": "How did it go?",
+        "subject": "A",
+        "phases": [phase("start", "D1:3", "D1:1"), phase("end", "D 2:2")] if phases is None else phases,
+        **fields,
+    }
 
 
 def write_arcs(tmp_path, data) -> Path:
@@ -38,32 +44,66 @@ def write_arcs(tmp_path, data) -> Path:
 
 
 def test_load_arc_cases(tmp_path, chat):
-    path = write_arcs(tmp_path, {"chat": "Tiny", "cases": [case(), case("Tiny/arc-02", [phase("only", "D2:1", summary="x")])]})
+    path = write_arcs(
+        tmp_path, {"chat": "Tiny", "cases": [case(), case("Tiny/arc-02", [phase("only", "D2:1", summary="x")])]}
+    )
     frame = load_arc_cases(path, chat.messages)
     assert dict(frame.schema) == schema.ARC_CASES
     assert frame.to_dicts() == [
-        {"case_id": "Tiny/arc-01", "chat_file": "Tiny", "query": "How did it go?", "subject": "A",
-         "phase_names": ["start", "end"], "phase_summaries": ["s", "s"],
-         "phase_evidence": [["D1:1", "D1:3"], ["D2:2"]]},  # file order; whitespace normalized
-        {"case_id": "Tiny/arc-02", "chat_file": "Tiny", "query": "How did it go?", "subject": "A",
-         "phase_names": ["only"], "phase_summaries": ["x"], "phase_evidence": [["D2:1"]]},
+        {
+            "case_id": "Tiny/arc-01",
+            "chat_file": "Tiny",
+            "query": "How did it go?",
+            "subject": "A",
+            "phase_names": ["start", "end"],
+            "phase_summaries": ["s", "s"],
+            "phase_evidence": [["D1:1", "D1:3"], ["D2:2"]],
+        },  # file order; whitespace normalized
+        {
+            "case_id": "Tiny/arc-02",
+            "chat_file": "Tiny",
+            "query": "How did it go?",
+            "subject": "A",
+            "phase_names": ["only"],
+            "phase_summaries": ["x"],
+            "phase_evidence": [["D2:1"]],
+        },
     ]
 
 
 BAD_ARCS = [
-    ("id missing from chat", {"chat": "Tiny", "cases": [case(phases=[phase("p", "D1:1", "D9:9")])]},
-     r"Tiny\.arcs\.json: case Tiny/arc-01: phase 'p': evidence id 'D9:9' is not in chat Tiny"),
-    ("no phases", {"chat": "Tiny", "cases": [case(phases=[])]},
-     r"Tiny\.arcs\.json: case Tiny/arc-01: phases must be a non-empty list"),
-    ("phase without evidence", {"chat": "Tiny", "cases": [case(phases=[phase("p")])]},
-     r"case Tiny/arc-01: phase 'p': evidence must be a non-empty list"),
-    ("id in two phases", {"chat": "Tiny", "cases": [case(phases=[phase("a", "D1:1"), phase("b", "D1:2", "D1:1")])]},
-     r"case Tiny/arc-01: evidence id 'D1:1' is in phase 'a' and phase 'b'"),
+    (
+        "id missing from chat",
+        {"chat": "Tiny", "cases": [case(phases=[phase("p", "D1:1", "D9:9")])]},
+        r"Tiny\.arcs\.json: case Tiny/arc-01: phase 'p': evidence id 'D9:9' is not in chat Tiny",
+    ),
+    (
+        "no phases",
+        {"chat": "Tiny", "cases": [case(phases=[])]},
+        r"Tiny\.arcs\.json: case Tiny/arc-01: phases must be a non-empty list",
+    ),
+    (
+        "phase without evidence",
+        {"chat": "Tiny", "cases": [case(phases=[phase("p")])]},
+        r"case Tiny/arc-01: phase 'p': evidence must be a non-empty list",
+    ),
+    (
+        "id in two phases",
+        {"chat": "Tiny", "cases": [case(phases=[phase("a", "D1:1"), phase("b", "D1:2", "D1:1")])]},
+        r"case Tiny/arc-01: evidence id 'D1:1' is in phase 'a' and phase 'b'",
+    ),
     ("duplicate case id", {"chat": "Tiny", "cases": [case(), case()]}, r"case id 'Tiny/arc-01' used twice"),
-    ("case without id", {"chat": "Tiny", "cases": [{"query": "q", "subject": "A", "phases": []}]},
-     r"Tiny\.arcs\.json: cases\[0\]\.id missing"),
+    (
+        "case without id",
+        {"chat": "Tiny", "cases": [{"query": "q", "subject": "A", "phases": []}]},
+        r"Tiny\.arcs\.json: cases\[0\]\.id missing",
+    ),
     ("empty query", {"chat": "Tiny", "cases": [case(query=" ")]}, r"case Tiny/arc-01: query missing or empty"),
-    ("other chat", {"chat": "Other", "cases": [case()]}, r"written for chat 'Other' but the messages are of \['Tiny'\]"),
+    (
+        "other chat",
+        {"chat": "Other", "cases": [case()]},
+        r"written for chat 'Other' but the messages are of \['Tiny'\]",
+    ),
     ("cases not a list", {"chat": "Tiny", "cases": {}}, r"Tiny\.arcs\.json: expected an object with a 'cases' list"),
     ("malformed JSON", '{"chat": "Tiny", ', r"Tiny\.arcs\.json: invalid JSON"),
 ]

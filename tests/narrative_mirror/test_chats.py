@@ -13,8 +13,15 @@ REALTALK_DIR = Path("/work/shared/datasets/realtalk")
 
 
 def realtalk_message(dia_id, text, speaker="Ana", date_time="01.03.2024, 10:00:00", **extra):
-    return {"clean_text": text, "speaker": speaker, "date_time": date_time, "img_file": [], "img_url": [],
-            "dia_id": dia_id, **extra}
+    return {
+        "clean_text": text,
+        "speaker": speaker,
+        "date_time": date_time,
+        "img_file": [],
+        "img_url": [],
+        "dia_id": dia_id,
+        **extra,
+    }
 
 
 def write_json(tmp_path: Path, name: str, data) -> Path:
@@ -34,8 +41,9 @@ def test_realtalk_file_order_ids_times_images(tmp_path):
             realtalk_message("D1:2", "look", "Ben", "01.03.2024, 10:01:30", img_file=["p.jpg"], blip_caption="a dog"),
         ],
         "session_2": [
-            realtalk_message("D 1:3", "still day one", "Ana", "01.03.2024, 23:59:59",
-                             img_url=["https://example.org/x.jpg"]),
+            realtalk_message(
+                "D 1:3", "still day one", "Ana", "01.03.2024, 23:59:59", img_url=["https://example.org/x.jpg"]
+            )
         ],
         "session_1_date_time": "01.03.2024, 10:00:00",
         "events_session_1": {"agent_a": []},
@@ -67,8 +75,11 @@ def test_chat_file_argument_overrides_stem(tmp_path):
 
 def test_empty_session_skipped_with_note_and_long_text_truncated(tmp_path):
     long_text = "a" * (MAX_TEXT_CHARS + 5)
-    data = {"session_1": [realtalk_message("D1:1", long_text)], "session_2": [],
-            "session_3": [realtalk_message("D2:1", "ok")]}
+    data = {
+        "session_1": [realtalk_message("D1:1", long_text)],
+        "session_2": [],
+        "session_3": [realtalk_message("D2:1", "ok")],
+    }
     chat = load_chat(write_json(tmp_path, "c.json", data))
     assert chat.messages["local_id"].to_list() == ["D1:1", "D2:1"]
     assert chat.messages["session"].to_list() == [1, 3]
@@ -87,8 +98,13 @@ LOCOMO = {
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel!"},
-            {"speaker": "Mel", "dia_id": "D1:2", "text": "Look at this", "img_url": ["https://example.org/p.jpg"],
-             "blip_caption": "a photo of a cake"},
+            {
+                "speaker": "Mel",
+                "dia_id": "D1:2",
+                "text": "Look at this",
+                "img_url": ["https://example.org/p.jpg"],
+                "blip_caption": "a photo of a cake",
+            },
         ],
         "session_2_date_time": "10:37 am on 27 June, 2023",
         "session_2": [{"speaker": "Mel", "dia_id": "D2:1", "text": "Back from the trip"}],
@@ -108,8 +124,11 @@ def test_locomo_format(tmp_path):
     assert m["local_id"].to_list() == ["D1:1", "D1:2", "D2:1"]
     assert m["session"].to_list() == [1, 1, 2]
     # One time per session: every message of the session gets it.
-    assert m["timestamp"].to_list() == [datetime(2023, 5, 8, 13, 56), datetime(2023, 5, 8, 13, 56),
-                                        datetime(2023, 6, 27, 10, 37)]
+    assert m["timestamp"].to_list() == [
+        datetime(2023, 5, 8, 13, 56),
+        datetime(2023, 5, 8, 13, 56),
+        datetime(2023, 6, 27, 10, 37),
+    ]
     assert m["image_urls"].to_list() == [[], ["https://example.org/p.jpg"], []]
     assert m["image_caption"].to_list() == ["", "a photo of a cake", ""]
     assert len(chat.qa) == 2
@@ -122,31 +141,64 @@ def _message_list(*messages):
 BAD_CHATS = [
     ("malformed JSON", b'{"session_1": [', r"bad\.json: invalid JSON at line 1 column 16"),
     ("empty file", b"  \n", r"bad\.json: empty file"),
-    ("not UTF-8", b'{"session_1": [{"clean_text": "caf\xe9"}]}', r"bad\.json: not UTF-8 text \(byte 0xe9 at offset 34\)"),
+    (
+        "not UTF-8",
+        b'{"session_1": [{"clean_text": "caf\xe9"}]}',
+        r"bad\.json: not UTF-8 text \(byte 0xe9 at offset 34\)",
+    ),
     ("top-level list", [LOCOMO, LOCOMO], r"bad\.json: top level is a list of 2 items"),
     ("no session key", {"name": {"speaker_1": "A"}, "qa": []}, r"bad\.json: unknown chat format.*expected RealTalk"),
     ("session not a list", {"session_1": {"dia_id": "D1:1"}}, r"bad\.json: session_1 is dict; expected a list"),
     ("message not an object", _message_list("hi"), r"bad\.json: session_1\[0\] is str; expected an object"),
-    ("text not a string", _message_list(realtalk_message("D1:1", 5)),
-     r"bad\.json: session_1\[0\]\.clean_text is int; expected a string"),
-    ("missing text", _message_list({"speaker": "A", "dia_id": "D1:1", "date_time": "01.03.2024, 10:00:00"}),
-     r"bad\.json: session_1\[0\]\.clean_text missing"),
-    ("missing dia_id", _message_list({"speaker": "A", "clean_text": "x", "date_time": "01.03.2024, 10:00:00"}),
-     r"bad\.json: session_1\[0\]\.dia_id missing"),
-    ("duplicate dia_id", {"session_1": [realtalk_message("D1:1", "a"), realtalk_message("D1:2", "b")],
-                          "session_2": [realtalk_message("D 1:1", "c")]},
-     r"bad\.json: duplicate dia_id 'D1:1' at session_1\[0\] \(position 0\) and session_2\[0\] \(position 2\)"),
-    ("unparseable date", _message_list(realtalk_message("D1:1", "a", date_time="31.02.2023, 10:00:00")),
-     r"bad\.json: session_1\[0\]\.date_time: cannot parse '31\.02\.2023, 10:00:00' \(expected DD\.MM\.YYYY, HH:MM:SS\)"),
-    ("image list of numbers", _message_list(realtalk_message("D1:1", "a", img_url=[1])),
-     r"bad\.json: session_1\[0\]\.img_url must be a list of strings"),
+    (
+        "text not a string",
+        _message_list(realtalk_message("D1:1", 5)),
+        r"bad\.json: session_1\[0\]\.clean_text is int; expected a string",
+    ),
+    (
+        "missing text",
+        _message_list({"speaker": "A", "dia_id": "D1:1", "date_time": "01.03.2024, 10:00:00"}),
+        r"bad\.json: session_1\[0\]\.clean_text missing",
+    ),
+    (
+        "missing dia_id",
+        _message_list({"speaker": "A", "clean_text": "x", "date_time": "01.03.2024, 10:00:00"}),
+        r"bad\.json: session_1\[0\]\.dia_id missing",
+    ),
+    (
+        "duplicate dia_id",
+        {
+            "session_1": [realtalk_message("D1:1", "a"), realtalk_message("D1:2", "b")],
+            "session_2": [realtalk_message("D 1:1", "c")],
+        },
+        r"bad\.json: duplicate dia_id 'D1:1' at session_1\[0\] \(position 0\) and session_2\[0\] \(position 2\)",
+    ),
+    (
+        "unparseable date",
+        _message_list(realtalk_message("D1:1", "a", date_time="31.02.2023, 10:00:00")),
+        r"bad\.json: session_1\[0\]\.date_time: cannot parse '31\.02\.2023, 10:00:00' \(expected DD\.MM\.YYYY, HH:MM:SS\)",
+    ),
+    (
+        "image list of numbers",
+        _message_list(realtalk_message("D1:1", "a", img_url=[1])),
+        r"bad\.json: session_1\[0\]\.img_url must be a list of strings",
+    ),
     ("every session empty", {"session_1": [], "session_2": []}, r"bad\.json: every session is empty"),
-    ("qa not a list", {"session_1": [realtalk_message("D1:1", "a")], "qa": {"question": "?"}},
-     r"bad\.json: qa must be a list of objects"),
-    ("LoCoMo bad session date", {"conversation": {**LOCOMO["conversation"], "session_2_date_time": "yesterday"}},
-     r"bad\.json: conversation\.session_2_date_time: cannot parse 'yesterday' \(expected like '1:56 pm on 8 May, 2023'\)"),
-    ("LoCoMo without sessions", {"conversation": {"speaker_a": "A", "speaker_b": "B"}},
-     r"bad\.json: conversation\.session_N keys missing"),
+    (
+        "qa not a list",
+        {"session_1": [realtalk_message("D1:1", "a")], "qa": {"question": "?"}},
+        r"bad\.json: qa must be a list of objects",
+    ),
+    (
+        "LoCoMo bad session date",
+        {"conversation": {**LOCOMO["conversation"], "session_2_date_time": "yesterday"}},
+        r"bad\.json: conversation\.session_2_date_time: cannot parse 'yesterday' \(expected like '1:56 pm on 8 May, 2023'\)",
+    ),
+    (
+        "LoCoMo without sessions",
+        {"conversation": {"speaker_a": "A", "speaker_b": "B"}},
+        r"bad\.json: conversation\.session_N keys missing",
+    ),
     ("nested too deeply", b"[" * 100_000 + b"]" * 100_000, r"bad\.json: JSON nested too deeply to read"),
     ("a null message", _message_list(None), r"bad\.json: session_1\[0\] is NoneType; expected an object"),
 ]

@@ -32,16 +32,23 @@ def test_numbers_names_and_words_grade_partial_support():
 
 def test_yes_is_read_with_its_question_and_scores_between_the_extremes(embedder):
     rye = CitedMessage("Yes, rye and sourdough, every morning at five.", SAID)
-    per_id = cited_confidences([("Yes", ["D1:3"])], {"D1:3": rye}, question="Do they bake rye bread there?",
-                               intent="yes_no", embedder=embedder)
-    off_topic = cited_confidences([("Yes", ["D1:4"])], {"D1:4": MARATHON}, question="Do they bake rye bread there?",
-                                  intent="yes_no", embedder=embedder)
+    per_id = cited_confidences(
+        [("Yes", ["D1:3"])], {"D1:3": rye}, question="Do they bake rye bread there?", intent="yes_no", embedder=embedder
+    )
+    off_topic = cited_confidences(
+        [("Yes", ["D1:4"])],
+        {"D1:4": MARATHON},
+        question="Do they bake rye bread there?",
+        intent="yes_no",
+        embedder=embedder,
+    )
     assert 0.0 < off_topic["D1:4"] < per_id["D1:3"] < 1.0
 
 
 def test_each_cited_id_takes_its_best_claim_and_unreadable_ids_score_zero():
-    per_id = cited_confidences([("forty loaves", ["D11:1"]), ("Ana baked twelve croissants", ["D11:1", "D9:9"])],
-                               {"D11:1": LOAVES})
+    per_id = cited_confidences(
+        [("forty loaves", ["D11:1"]), ("Ana baked twelve croissants", ["D11:1", "D9:9"])], {"D11:1": LOAVES}
+    )
     assert list(per_id) == ["D11:1", "D9:9"]
     assert per_id["D11:1"] == pytest.approx(1.0)
     assert per_id["D9:9"] == 0.0

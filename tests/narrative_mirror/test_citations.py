@@ -12,7 +12,9 @@ SAVE_LOAF = ("D11:2", "Save me a loaf of that rye bread!")
 
 
 def test_agent_evidence_ids_are_taken_as_given():
-    cited, confidence = detect_citations("Ana works at a bakery.", [JOB, MARATHON], evidence_ids=["D1:1", "D9:9", "D1:1"])
+    cited, confidence = detect_citations(
+        "Ana works at a bakery.", [JOB, MARATHON], evidence_ids=["D1:1", "D9:9", "D1:1"]
+    )
     # The agent's ids are taken as given (deduplicated), even one retrieval did not return.
     assert cited == ["D1:1", "D9:9"]
     assert confidence == 1.0  # no claims given: nothing to read a confidence from
@@ -27,9 +29,13 @@ def test_seed_001_confidence_is_read_from_the_claims_never_a_constant():
     assert half[1] == pytest.approx(2 / 4)
     # The mean over claims; a claim's best cited message counts; a message outside ``returned``
     # is read from ``texts``; a claim citing nothing readable scores 0.
-    _, mean = detect_citations("x", [JOB], ["D1:1", "D11:1", "D7:7"], claims=[
-        ("rye loaves", ["D1:1", "D11:1"]), ("Elm Street", ["D1:1"]), ("marathon", ["D7:7"])],
-        texts={"D11:1": LOAVES[1]})
+    _, mean = detect_citations(
+        "x",
+        [JOB],
+        ["D1:1", "D11:1", "D7:7"],
+        claims=[("rye loaves", ["D1:1", "D11:1"]), ("Elm Street", ["D1:1"]), ("marathon", ["D7:7"])],
+        texts={"D11:1": LOAVES[1]},
+    )
     assert mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
 
 

@@ -14,8 +14,9 @@ def texts(n):
 
 
 def plain_encode(embedder, items):
-    return embedder.model.encode(items, batch_size=embedder.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+    return embedder.model.encode(
+        items, batch_size=embedder.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
 
 
 def test_chunked_encode_matches_one_encode_call_in_input_order(embedder):
@@ -45,11 +46,21 @@ def test_unknown_model_is_refused_without_download():
 
 
 def test_message_texts_join_speaker_text_and_caption():
-    messages = pl.DataFrame({
-        "message_id": ["c/D1:1", "c/D1:2"], "chat_file": ["c", "c"], "local_id": ["D1:1", "D1:2"],
-        "position": [0, 1], "session": [1, 1], "speaker": ["Ann", "Ben"], "text": ["Look!", "Nice"],
-        "timestamp": [None, None], "image_urls": [["x.jpg"], []], "image_caption": ["a red kite", ""],
-    }, schema=schema.MESSAGES)
+    messages = pl.DataFrame(
+        {
+            "message_id": ["c/D1:1", "c/D1:2"],
+            "chat_file": ["c", "c"],
+            "local_id": ["D1:1", "D1:2"],
+            "position": [0, 1],
+            "session": [1, 1],
+            "speaker": ["Ann", "Ben"],
+            "text": ["Look!", "Nice"],
+            "timestamp": [None, None],
+            "image_urls": [["x.jpg"], []],
+            "image_caption": ["a red kite", ""],
+        },
+        schema=schema.MESSAGES,
+    )
     assert message_texts(messages) == ["Ann: Look! [image: a red kite]", "Ben: Nice"]
     assert message_search_text("Ben", "Nice") == "Ben: Nice"
 

@@ -13,10 +13,21 @@ from narrative_mirror import embedding
 from narrative_mirror.embedding import Embedder, choose_threads
 
 
-@pytest.mark.parametrize(("cores", "busy", "threads"), [
-    (2, 0.0, 2), (2, 0.3, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 4.5, 1),  # oversubscribed: one thread
-    (16, 0.0, 16), (16, 4.2, 12), (16, 40.0, 1), (1, 0.0, 1), (4, -1.0, 4),
-])
+@pytest.mark.parametrize(
+    ("cores", "busy", "threads"),
+    [
+        (2, 0.0, 2),
+        (2, 0.3, 2),
+        (2, 0.6, 1),
+        (2, 1.0, 1),
+        (2, 4.5, 1),  # oversubscribed: one thread
+        (16, 0.0, 16),
+        (16, 4.2, 12),
+        (16, 40.0, 1),
+        (1, 0.0, 1),
+        (4, -1.0, 4),
+    ],
+)
 def test_threads_are_the_free_cores_never_more_than_the_cores(cores, busy, threads):
     assert choose_threads(cores, busy) == threads
 
@@ -69,8 +80,11 @@ def test_the_fingerprint_names_the_onnx_backend_and_torch_keeps_its_key(tmp_path
 
 @pytest.mark.slow  # exports the model (about a minute on a busy 2-core machine)
 def test_onnx_fp32_vectors_are_torchs_and_int8_stay_close(embedder, tmp_path):
-    texts = ["Ines: The Lisbon half marathon starts at the Vasco da Gama bridge.", "Kofi: ok",
-             "Mara: " + "the tomatoes need more sun than the balcony gets " * 30] + [f"line {i}" for i in range(30)]
+    texts = [
+        "Ines: The Lisbon half marathon starts at the Vasco da Gama bridge.",
+        "Kofi: ok",
+        "Mara: " + "the tomatoes need more sun than the balcony gets " * 30,
+    ] + [f"line {i}" for i in range(30)]
     reference = embedder.encode(texts)
     fp32 = Embedder(backend="onnx-fp32", onnx_cache=str(tmp_path)).encode(texts)
     int8 = Embedder(backend="onnx-int8", onnx_cache=str(tmp_path)).encode(texts)

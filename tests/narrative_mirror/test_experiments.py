@@ -5,8 +5,17 @@ adds no row."""
 from narrative_mirror import experiments
 from narrative_mirror.evaluation import changed_parts
 
-BASE = {"embedder": "m:384", "llm": "offline", "profile": "balanced", "mode": "agent", "retrieval.toml": "aaa",
-        "prompts/agent_planner.txt": "p1", "code:qa_eval": "c1", "code:arc_eval": "c2", "fingerprint": "f1"}
+BASE = {
+    "embedder": "m:384",
+    "llm": "offline",
+    "profile": "balanced",
+    "mode": "agent",
+    "retrieval.toml": "aaa",
+    "prompts/agent_planner.txt": "p1",
+    "code:qa_eval": "c1",
+    "code:arc_eval": "c2",
+    "fingerprint": "f1",
+}
 
 
 def test_changed_names_every_differing_part_code_versions_included():
@@ -22,16 +31,23 @@ def test_one_row_per_change_not_per_rerun(tmp_path):
     log = tmp_path / "experiments.jsonl"
     metrics = {"train": {"recall@10": 0.7}}
     first = experiments.append_if_changed("summary", BASE, metrics, path=log, included={"train": ["a"]})
-    same = experiments.append_if_changed("summary", BASE, {"train": {"recall@10": 0.7}}, path=log,
-                                         included={"train": ["a"]})
+    same = experiments.append_if_changed(
+        "summary", BASE, {"train": {"recall@10": 0.7}}, path=log, included={"train": ["a"]}
+    )
     assert same["experiment_id"] == first["experiment_id"] and len(experiments.read(log)) == 1
     # Same config, other figures (the data or index moved): a row that says so.
-    moved = experiments.append_if_changed("summary", BASE, {"train": {"recall@10": 0.6}}, path=log,
-                                          included={"train": ["a"]})
+    moved = experiments.append_if_changed(
+        "summary", BASE, {"train": {"recall@10": 0.6}}, path=log, included={"train": ["a"]}
+    )
     assert moved["changed"] == ["data or index (same config)"]
     # Another code version: a row naming it.
-    code = experiments.append_if_changed("summary", {**BASE, "code:arc_eval": "c3", "fingerprint": "f3"},
-                                         {"train": {"recall@10": 0.6}}, path=log, included={"train": ["a"]})
+    code = experiments.append_if_changed(
+        "summary",
+        {**BASE, "code:arc_eval": "c3", "fingerprint": "f3"},
+        {"train": {"recall@10": 0.6}},
+        path=log,
+        included={"train": ["a"]},
+    )
     assert code["changed"] == ["code:arc_eval"]
     # Another kind's rows are another series: a test evaluation compares with its own previous row.
     test = experiments.append("test_eval", BASE, {"test": {"recall@10": 0.5}}, path=log, partition="b", asset="qa_eval")
@@ -52,21 +68,27 @@ def test_changed_names_the_setting_with_its_old_and_new_value(tmp_path, monkeypa
     assert n == 1
     (overrides / "retrieval.toml").write_text(text)
     monkeypatch.setenv("NM_CONFIG_DIR", str(overrides))
-    record = experiments.append("summary", {**BASE, "retrieval.toml": "bbb", "fingerprint": "f2"},
-                                {"train": {"recall@10": 0.7}}, path=log)
+    record = experiments.append(
+        "summary", {**BASE, "retrieval.toml": "bbb", "fingerprint": "f2"}, {"train": {"recall@10": 0.7}}, path=log
+    )
     assert record["changed"] == ["retrieval.toml rrf_k: 60 -> 40"]
     # A comment-only edit changes the file's hash and no setting: the file is named.
     (overrides / "retrieval.toml").write_text("# tuned\n" + text)
-    comment = experiments.append("summary", {**BASE, "retrieval.toml": "ccc", "fingerprint": "f3"},
-                                 {"train": {"recall@10": 0.7}}, path=log)
+    comment = experiments.append(
+        "summary", {**BASE, "retrieval.toml": "ccc", "fingerprint": "f3"}, {"train": {"recall@10": 0.7}}, path=log
+    )
     assert comment["changed"] == ["retrieval.toml"]
 
 
 def test_a_summary_row_holds_both_splits_exact_recall_side_by_side(tmp_path):
     log = tmp_path / "experiments.jsonl"
     experiments.append("summary", BASE, {"train": {"exact_recall": 0.31, "recall@10": 0.7}}, path=log)
-    experiments.append("summary", {**BASE, "fingerprint": "f2"},
-                       {"train": {"exact_recall": 0.33}, "test": {"exact_recall": 0.21}}, path=log)
+    experiments.append(
+        "summary",
+        {**BASE, "fingerprint": "f2"},
+        {"train": {"exact_recall": 0.33}, "test": {"exact_recall": 0.21}},
+        path=log,
+    )
     train_only, both = experiments.flat_rows(experiments.read(log))
     assert (train_only["train/exact_recall"], train_only["test/exact_recall"]) == (0.31, None)
     assert (both["train/exact_recall"], both["test/exact_recall"]) == (0.33, 0.21)

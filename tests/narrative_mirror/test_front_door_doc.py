@@ -11,8 +11,8 @@ from pathlib import Path
 from memory_api_chat import CHAT, build_retriever
 
 from narrative_mirror import Home, Memory
-from narrative_mirror.events.table import find_event
 from narrative_mirror.across_chats import searched_label
+from narrative_mirror.events.table import find_event
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,9 +27,21 @@ def test_the_documented_example_runs_on_a_built_home(tmp_path, embedder):
     assert len(block.strip().splitlines()) <= 12
     home = Home.at(tmp_path / ".narrative-mirror")
     build_retriever(home.lancedb, embedder)
-    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                         env={"HOME": str(tmp_path), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1",
-                              "TRANSFORMERS_OFFLINE": "1", "NM_DEVICE": "cpu", "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", block],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(REPO),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "NM_DEVICE": "cpu",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert lines[0].startswith(f"{CHAT} ") and "rye" in lines[0]  # the best hit for "rye bread"

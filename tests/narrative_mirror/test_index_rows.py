@@ -12,7 +12,11 @@ def test_message_rows_text_signals_and_vectors():
     rows = message_rows(messages, embeddings, signals)
     assert rows.num_rows == 4
     assert rows.column("text").to_pylist() == [
-        "A: hello there", "B: look at my bike [image: a red bike]", "A: nice bike", "B: thanks"]
+        "A: hello there",
+        "B: look at my bike [image: a red bike]",
+        "A: nice bike",
+        "B: thanks",
+    ]
     assert rows.column("raw_text").to_pylist() == TEXTS
     assert rows.column("block_id").to_pylist() == ["chat_a/S1/B0", "chat_a/S1/B0", "chat_a/S1/B1", "chat_a/S1/B1"]
     assert rows.column("refs").to_pylist() == [0.0, 0.0, 0.5, 0.0]

@@ -54,8 +54,9 @@ def test_failed_replace_keeps_previous_rows(tmp_path):
     rows = message_rows(messages, embeddings)
 
     # wrong vector dimension: refused before writing
-    wide = message_rows(messages, embeddings.with_columns(
-        pl.col("vector").list.concat(pl.lit([0.0], pl.List(pl.Float32)))))
+    wide = message_rows(
+        messages, embeddings.with_columns(pl.col("vector").list.concat(pl.lit([0.0], pl.List(pl.Float32))))
+    )
     with pytest.raises(ValueError, match=r"schema differs.*column 'vector'"):
         store.replace_partition("messages", "chat_a", wide)
     # duplicate ids: LanceDB rejects the merge mid-write
@@ -80,13 +81,17 @@ def test_full_text_search_sees_every_write_without_rebuilding_the_index(tmp_path
     index_chat(store, "chat_b", ["bikes everywhere", "no"])
     assert store.health()["messages"]["unindexed_rows"] == 2  # a write leaves the index alone: O(rows written)
     assert [mid for mid, _ in store.full_text_search("messages", "chat_a", "bike", 10)] == [
-        "chat_a/D1:3", "chat_a/D1:2"]
+        "chat_a/D1:3",
+        "chat_a/D1:2",
+    ]
     index_chat(store, "chat_a", ["a unicycle", "hello there"])
     # only message 2's image caption still mentions a bike
     assert [mid for mid, _ in store.full_text_search("messages", "chat_a", "bike", 10)] == ["chat_a/D1:2"]
     assert [mid for mid, _ in store.full_text_search("messages", "chat_a", "unicycle", 10)] == ["chat_a/D1:1"]
     assert [mid for mid, _ in store.full_text_search("messages", "chat_b", "bike", 10)] == [
-        "chat_b/D1:1", "chat_b/D1:2"]  # text, then image caption
+        "chat_b/D1:1",
+        "chat_b/D1:2",
+    ]  # text, then image caption
 
 
 def test_maintenance_compacts_indexes_and_drops_old_versions_keeping_every_row(tmp_path):
@@ -106,8 +111,9 @@ def test_maintenance_compacts_indexes_and_drops_old_versions_keeping_every_row(t
     assert report["after"]["messages"] == after and report["before"]["messages"] == before
     assert after["fragments"] == 1 and after["versions"] < before["versions"] and after["unindexed_rows"] == 0
     assert after["rows"] == before["rows"] == 24
-    assert {c: [mid for mid, _ in store.full_text_search("messages", c, "bikes unicycle", 10)]
-            for c in store.chat_files()} == {c: [mid for mid, _ in hits] for c, hits in found.items()}
+    assert {
+        c: [mid for mid, _ in store.full_text_search("messages", c, "bikes unicycle", 10)] for c in store.chat_files()
+    } == {c: [mid for mid, _ in hits] for c, hits in found.items()}
     assert all(store.messages_for(c).equals(frame) for c, frame in frames.items())
 
 

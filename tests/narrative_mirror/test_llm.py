@@ -5,7 +5,6 @@ import time
 
 import pytest
 from llm_servers import FAULT_USAGE, fault_server, llama_server
-
 from pydantic import BaseModel
 
 from narrative_mirror.llm import (
@@ -34,6 +33,7 @@ class Answer(BaseModel):
 
 class Scored(BaseModel):
     score: Number
+
 
 # --- JSON parsing ------------------------------------------------------------------------------
 
@@ -175,11 +175,7 @@ def test_flaky_server_succeeds_on_retry():
 
 
 @pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (None, "no JSON object"),
-        ({"other": 1}, "field answer: Field required"),
-    ],
+    ("content", "message"), [(None, "no JSON object"), ({"other": 1}, "field answer: Field required")]
 )
 def test_malformed_answer(content, message):
     with fault_server("malformed", content=content) as server:
@@ -192,8 +188,7 @@ def test_malformed_answer(content, message):
 
 
 @pytest.mark.parametrize(
-    "body",
-    [None, '{"choices": "x", "usage": {"prompt_tokens": "many"}}', '{"choices": [{"message": null}]}', "[1, 2]"],
+    "body", [None, '{"choices": "x", "usage": {"prompt_tokens": "many"}}', '{"choices": [{"message": null}]}', "[1, 2]"]
 )
 def test_non_completion_body_is_malformed(body):
     with fault_server("bad_body", content=body) as server:

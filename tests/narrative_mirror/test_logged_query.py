@@ -40,8 +40,9 @@ def test_an_answer_s_citations_are_graded_and_its_query_vector_kept(logged, embe
 
 def test_an_abstention_cites_nothing_and_has_no_confidence(logged):
     retriever, event_log = logged
-    answer, event_id = ask_logged(retriever, CHAT, "What is the name of Ben's grandmother's cat?", "fast", None,
-                                  "agent", event_log)
+    answer, event_id = ask_logged(
+        retriever, CHAT, "What is the name of Ben's grandmother's cat?", "fast", None, "agent", event_log
+    )
     assert answer.abstained
     event = stored(event_log, event_id)
     assert (event["cited_ids"], event["citation_confidence"]) == ([], None)

@@ -27,8 +27,12 @@ def retriever(embedder, tmp_path_factory):
     blocks = build_topic_blocks(messages, vectors, config)
     signals = compute_signals(messages, blocks, config)
     embeddings = pl.DataFrame(
-        {"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-         "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": [v.tolist() for v in vectors],
+        },
         schema=schema.MESSAGE_EMBEDDINGS,
     )
     store = IndexStore(str(tmp_path_factory.mktemp("lancedb")))
@@ -41,13 +45,17 @@ def test_ask_returns_the_output_contract(retriever):
     answer = ask(retriever, CHAT, "Where does Ana work?", profile="fast")
     assert isinstance(answer, AgentAnswer) and answer.profile == "fast" and answer.mode == "agent"
     dumped = answer_json(answer)
-    assert {"answer", "evidence", "unknowns", "route", "rounds", "calls", "stop_reason", "degraded", "trace"} <= set(dumped)
+    assert {"answer", "evidence", "unknowns", "route", "rounds", "calls", "stop_reason", "degraded", "trace"} <= set(
+        dumped
+    )
     assert not {"Answer", "Evidence", "Unknowns"} & set(dumped)  # one shape: the snake_case names
     assert {"D1:1", "D1:3"} & set(answer.selected_ids)  # "new job at the bakery" / "on Elm Street"
     assert all(set(item) == {"id", "text", "point", "speaker", "timestamp", "chat"} for item in dumped["evidence"])
     assert {item["chat"] for item in dumped["evidence"]} == {CHAT}
-    assert all(item["text"].startswith(f"{item['speaker']}: ") and item["timestamp"].startswith("20")
-               for item in dumped["evidence"])
+    assert all(
+        item["text"].startswith(f"{item['speaker']}: ") and item["timestamp"].startswith("20")
+        for item in dumped["evidence"]
+    )
     assert AgentAnswer.model_validate(dumped) == answer
 
 

@@ -16,12 +16,18 @@ NOW_MS = int(NOW.timestamp() * 1000)
 
 
 def test_run_goes_to_the_utc_date_folder_of_the_home(tmp_path):
-    path = write_run("rye", {"k": 1}, [{"score": 1.0}], [{"score": 1.0}], root=Home(tmp_path / "nm_home").recall_runs,
-                     now=NOW)
+    path = write_run(
+        "rye", {"k": 1}, [{"score": 1.0}], [{"score": 1.0}], root=Home(tmp_path / "nm_home").recall_runs, now=NOW
+    )
     assert path == tmp_path / "nm_home" / "recall_runs" / "20250825" / f"run_{NOW_MS}.json"
     record = json.loads(path.read_text())
-    assert record == {"query": "rye", "params": {"k": 1}, "pre_items": [{"score": 1.0}],
-                      "post_items": [{"score": 1.0}], "ts": "2025-08-25T23:30:00.250Z"}
+    assert record == {
+        "query": "rye",
+        "params": {"k": 1},
+        "pre_items": [{"score": 1.0}],
+        "post_items": [{"score": 1.0}],
+        "ts": "2025-08-25T23:30:00.250Z",
+    }
 
 
 def test_runs_in_the_same_millisecond_never_overwrite(tmp_path):
@@ -65,11 +71,17 @@ def write_record(path, record) -> None:
 
 def test_compare_run_exact_lift(tmp_path):
     path = tmp_path / "run.json"
-    write_record(path, {
-        "pre_items": [{"score": 1.0}, {"score": 0.8}, {"score": 0.6}, {"score": 5.0}],
-        "post_items": [{"score": 1.0, "rerank": {"new_score": 0.9}}, {"score": 0.6, "rerank": {"new_score": 1.2}},
-                       {"score": 0.3}],
-    })
+    write_record(
+        path,
+        {
+            "pre_items": [{"score": 1.0}, {"score": 0.8}, {"score": 0.6}, {"score": 5.0}],
+            "post_items": [
+                {"score": 1.0, "rerank": {"new_score": 0.9}},
+                {"score": 0.6, "rerank": {"new_score": 1.2}},
+                {"score": 0.3},
+            ],
+        },
+    )
     result = compare_run(path)
     assert result["avg_pre"] == pytest.approx(0.8)  # only the top 3 count
     assert result["avg_post"] == pytest.approx((0.9 + 1.2 + 0.3) / 3)
@@ -106,14 +118,38 @@ def test_compare_run_of_a_broken_file(tmp_path):
 
 
 def test_run_item_cuts_the_text_and_needs_hybrid_reasons():
-    reasons = {"kw": 1.0, "recency": 0.5, "refs": 0.0, "tier_weight": 1 / 3, "hybrid_score": 1.3,
-               "rubric": 0.65, "new_score": 1.105}
-    hit = Hit(local_id="D1:1", message_id="c/D1:1", position=7, session=1, speaker="Ana", text="x" * 500,
-              timestamp=datetime(2024, 3, 1, 9, 0), score=1.105, reasons=reasons, block_id="c/S1/B0")
+    reasons = {
+        "kw": 1.0,
+        "recency": 0.5,
+        "refs": 0.0,
+        "tier_weight": 1 / 3,
+        "hybrid_score": 1.3,
+        "rubric": 0.65,
+        "new_score": 1.105,
+    }
+    hit = Hit(
+        local_id="D1:1",
+        message_id="c/D1:1",
+        position=7,
+        session=1,
+        speaker="Ana",
+        text="x" * 500,
+        timestamp=datetime(2024, 3, 1, 9, 0),
+        score=1.105,
+        reasons=reasons,
+        block_id="c/S1/B0",
+    )
     item = run_item(hit, "c", 1, with_rerank=True)
     assert item == {
-        "id": "D1:1", "tier": 1, "score": 1.3, "ts": "2024-03-01T09:00:00", "scope_id": "c/S1/B0",
-        "text": "x" * 400, "path": "c", "line_from": 7, "line_to": 7,
+        "id": "D1:1",
+        "tier": 1,
+        "score": 1.3,
+        "ts": "2024-03-01T09:00:00",
+        "scope_id": "c/S1/B0",
+        "text": "x" * 400,
+        "path": "c",
+        "line_from": 7,
+        "line_to": 7,
         "reasons": {"kw": 1.0, "recency": 0.5, "refs": 0.0, "tier_weight": 1 / 3},
         "rerank": {"rubric": 0.65, "new_score": 1.105},
     }
@@ -132,13 +168,22 @@ def expected_tier_and_refs() -> dict[str, tuple[int, float]]:
 
 
 def test_recorded_search_without_self_rag(retriever, tmp_path):
-    recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 3, root=tmp_path,
-                               variant="hybrid_expand_rerank")
+    recorded = recorded_search(
+        retriever, CHAT, "rye bread at the bakery", 3, root=tmp_path, variant="hybrid_expand_rerank"
+    )
     record = json.loads(recorded.run_path.read_text())
     assert recorded.run_path.parent.parent == tmp_path
     assert record["query"] == "rye bread at the bakery"
-    assert record["params"] == {"chat": CHAT, "k": 3, "need_fresh": 0, "half_life_days": 7.0, "fresh_weight": 0.9,
-                                "self_rag": 0, "tiers": None, "variant": "hybrid_expand_rerank"}
+    assert record["params"] == {
+        "chat": CHAT,
+        "k": 3,
+        "need_fresh": 0,
+        "half_life_days": 7.0,
+        "fresh_weight": 0.9,
+        "self_rag": 0,
+        "tiers": None,
+        "variant": "hybrid_expand_rerank",
+    }
     pre, post = record["pre_items"], record["post_items"]
     assert len(pre) == 3 and pre == post  # no Self-RAG: same items, same order, no rerank field
     assert [item["id"] for item in post] == [h.local_id for h in recorded.result.hits]
@@ -151,19 +196,33 @@ def test_recorded_search_without_self_rag(retriever, tmp_path):
         assert item["reasons"]["recency"] == pytest.approx(1 / (1 + age_days / 7.0))
         assert (item["path"], item["line_from"], item["line_to"]) == (CHAT, hit.position, hit.position)
         assert item["scope_id"] == hit.block_id and item["text"] == hit.text
-        assert item["score"] == pytest.approx(item["reasons"]["kw"] + 0.6 * item["reasons"]["recency"]
-                                              + 0.4 * refs + 0.2 * tier / 3)
+        assert item["score"] == pytest.approx(
+            item["reasons"]["kw"] + 0.6 * item["reasons"]["recency"] + 0.4 * refs + 0.2 * tier / 3
+        )
     assert [item["score"] for item in pre] == sorted((item["score"] for item in pre), reverse=True)
     assert compare_run(recorded.run_path)["lift"] == 0.0
 
 
 def test_recorded_search_with_fresh_weight_and_self_rag(retriever, tmp_path):
-    recorded = recorded_search(retriever, CHAT, "rye bread at the bakery", 4, need_fresh=True, half_life_days=1.0,
-                               fresh_weight=2.0, self_rag=True, root=tmp_path,
-                               variant="hybrid_expand_rerank")
+    recorded = recorded_search(
+        retriever,
+        CHAT,
+        "rye bread at the bakery",
+        4,
+        need_fresh=True,
+        half_life_days=1.0,
+        fresh_weight=2.0,
+        self_rag=True,
+        root=tmp_path,
+        variant="hybrid_expand_rerank",
+    )
     record = json.loads(recorded.run_path.read_text())
-    assert (record["params"]["need_fresh"], record["params"]["half_life_days"],
-            record["params"]["fresh_weight"], record["params"]["self_rag"]) == (1, 1.0, 2.0, 1)
+    assert (
+        record["params"]["need_fresh"],
+        record["params"]["half_life_days"],
+        record["params"]["fresh_weight"],
+        record["params"]["self_rag"],
+    ) == (1, 1.0, 2.0, 1)
     last = START + timedelta(days=10, minutes=len(MESSAGES) - 1)
     by_id = {h.local_id: h for h in recorded.result.hits}
     for item in record["post_items"]:
@@ -198,7 +257,8 @@ def test_a_search_ranks_with_the_default_variant_unless_the_request_names_anothe
     # Another variant, named by the request, ranks and is recorded instead.
     bm25 = recorded_search(retriever, CHAT, "rye bread at the bakery", 4, root=tmp_path, variant="bm25")
     assert [h.local_id for h in bm25.result.hits] == [
-        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 4, variant="bm25").hits]
+        h.local_id for h in retriever.search(CHAT, "rye bread at the bakery", 4, variant="bm25").hits
+    ]
     assert json.loads(bm25.run_path.read_text())["params"]["variant"] == "bm25"
 
 
@@ -217,5 +277,7 @@ def test_a_run_without_its_folder_is_refused_not_written_to_a_default():
 
 
 def test_run_timestamps_are_utc_z(tmp_path):
-    stamp = json.loads(write_run("q", {}, [], [], root=tmp_path, now=datetime(2024, 1, 1, 0, 0, tzinfo=UTC)).read_text())["ts"]
+    stamp = json.loads(
+        write_run("q", {}, [], [], root=tmp_path, now=datetime(2024, 1, 1, 0, 0, tzinfo=UTC)).read_text()
+    )["ts"]
     assert stamp == "2024-01-01T00:00:00.000Z"

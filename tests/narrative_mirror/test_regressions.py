@@ -11,8 +11,13 @@ FAILED = [{"check": "qa_recall_regression", "severity": "ERROR", "description": 
 def test_failed_checks_stand_until_a_passing_evaluation_or_a_pin(tmp_path):
     assert regressions.read(tmp_path) == {}
     regressions.record(tmp_path, "qa_eval", "chat_a", "run1abcdef", FAILED)
-    regressions.record(tmp_path, "arc_eval", "chat_a", "run2abcdef",
-                       [{"check": "arc_recall_regression", "severity": "WARN", "description": "drop 0.03"}])
+    regressions.record(
+        tmp_path,
+        "arc_eval",
+        "chat_a",
+        "run2abcdef",
+        [{"check": "arc_recall_regression", "severity": "WARN", "description": "drop 0.03"}],
+    )
     standing = regressions.read(tmp_path)
     assert set(standing) == {"qa_eval/chat_a", "arc_eval/chat_a"}
     assert regressions.is_error(standing["qa_eval/chat_a"]) and not regressions.is_error(standing["arc_eval/chat_a"])

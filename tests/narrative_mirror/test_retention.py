@@ -39,11 +39,14 @@ def test_the_default_keeps_any_age_and_the_last_2000_runs_and_bad_settings_are_r
     assert load_retention() == Retention(None, None, DEFAULT_KEEP_RUNS) and DEFAULT_KEEP_RUNS == 2000
     assert load_retention({}) == load_retention()  # a retention.toml without keep_last still bounds the runs
     assert load_retention({"recall_runs": {"keep_days": 30, "keep_last": 5}}) == Retention(30, None, 5)
-    for config, field in (({"recall_runs": {"keep_days": 0}}, "keep_days"), ({"runs": {}}, "unknown sections"),
-                          ({"recall_runs": {"keep_last": 0}}, "keep_last"),
-                          ({"retrieval_events": {"keep_last": 3}}, "unknown keys"),
-                          ({"retrieval_events": {"keep_days": "30"}}, "keep_days"),
-                          ({"retrieval_events": {"days": 3}}, "unknown keys")):
+    for config, field in (
+        ({"recall_runs": {"keep_days": 0}}, "keep_days"),
+        ({"runs": {}}, "unknown sections"),
+        ({"recall_runs": {"keep_last": 0}}, "keep_last"),
+        ({"retrieval_events": {"keep_last": 3}}, "unknown keys"),
+        ({"retrieval_events": {"keep_days": "30"}}, "keep_days"),
+        ({"retrieval_events": {"days": 3}}, "unknown keys"),
+    ):
         with pytest.raises(ValueError, match=field):
             load_retention(config)
 
@@ -51,9 +54,16 @@ def test_the_default_keeps_any_age_and_the_last_2000_runs_and_bad_settings_are_r
 def test_prune_removes_what_is_older_than_the_setting(tmp_path):
     fill(tmp_path)
     assert prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention()) == {
-        "recall_runs": {"keep_days": None, "keep_last": DEFAULT_KEEP_RUNS, "removed_files": 0, "removed_bytes": 0,
-                        "removed_folders": 0, "kept_files": 3},
-        "retrieval_events": {"keep_days": None, "removed": 0}}
+        "recall_runs": {
+            "keep_days": None,
+            "keep_last": DEFAULT_KEEP_RUNS,
+            "removed_files": 0,
+            "removed_bytes": 0,
+            "removed_folders": 0,
+            "kept_files": 3,
+        },
+        "retrieval_events": {"keep_days": None, "removed": 0},
+    }
     report = prune(tmp_path / "recall_runs", str(tmp_path / "lancedb"), Retention(30, 90), now=NOW)
     assert report["recall_runs"]["removed_files"] == 2 and report["recall_runs"]["removed_folders"] == 1
     assert report["recall_runs"]["removed_bytes"] > 0
@@ -84,7 +94,8 @@ def test_the_maintain_job_prunes_on_a_real_instance(tmp_path, monkeypatch):
     state = StateResource(home=str(home))
     with dg_instance(tmp_path) as instance:
         result = maintain_job.execute_in_process(
-            instance=instance, resources={"lancedb": LanceDBResource(state=state), "state": state})
+            instance=instance, resources={"lancedb": LanceDBResource(state=state), "state": state}
+        )
     assert result.success
     report = result.output_for_node("prune_by_age")
     assert report["retrieval_events"] == {"keep_days": 90, "removed": 3}

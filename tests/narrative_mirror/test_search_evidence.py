@@ -51,16 +51,24 @@ def test_tiers_filter_the_search(retriever, tmp_path):
     assert top.params["tiers"] == [3]
     low = recorded_search(retriever, CHAT, "rye bread at the bakery", 3, root=tmp_path, tiers=[0, 1])
     assert low.result.hits and {tiers[h.local_id] for h in low.result.hits} <= {0, 1}
-    assert {tiers[h.local_id] for h in recorded_search(retriever, CHAT, "rye", 8, root=tmp_path).result.hits} \
-        == {0, 1, 2, 3}  # no filter: every tier
+    assert {tiers[h.local_id] for h in recorded_search(retriever, CHAT, "rye", 8, root=tmp_path).result.hits} == {
+        0,
+        1,
+        2,
+        3,
+    }  # no filter: every tier
 
 
 def test_a_search_run_and_the_day_s_recall_cards(retriever, tmp_path):
     runs = tmp_path / "recall_runs"
     recorded = recorded_search(retriever, CHAT, "rye bread", 3, root=runs)
     hits = [{"id": h.local_id, "text": h.text, "score": h.score} for h in recorded.result.hits]
-    paths = [record_search(q, CHAT, recorded.params, f"ev{n}", hits, retriever.chat(CHAT).tiers, recorded.run_path,
-                           root=runs) for n, q in enumerate(["rye bread", "marathon"])]
+    paths = [
+        record_search(
+            q, CHAT, recorded.params, f"ev{n}", hits, retriever.chat(CHAT).tiers, recorded.run_path, root=runs
+        )
+        for n, q in enumerate(["rye bread", "marathon"])
+    ]
     run = json.loads(paths[0].read_text())
     assert paths[0].parent.parent == tmp_path / "search_runs" and paths[0].parent.name.isdigit()
     assert (run["query"], run["event_id"], run["hits"]) == ("rye bread", "ev0", hits)

@@ -4,8 +4,14 @@ from narrative_mirror import split
 
 
 def test_realtalk_default_split_is_chat_1_to_7_train_8_to_10_test():
-    keys = ["Chat_1_Emi_Elise", "Chat_7_Nebraas_Vanessa", "Chat_8_Akib_Muhhamed",
-            "Chat_9_Fahim_Akib", "Chat_10_Fahim_Muhhamed", "Chat_2_Kevin_Elise"]
+    keys = [
+        "Chat_1_Emi_Elise",
+        "Chat_7_Nebraas_Vanessa",
+        "Chat_8_Akib_Muhhamed",
+        "Chat_9_Fahim_Akib",
+        "Chat_10_Fahim_Muhhamed",
+        "Chat_2_Kevin_Elise",
+    ]
     assert split.keys_in("test", keys) == ["Chat_10_Fahim_Muhhamed", "Chat_8_Akib_Muhhamed", "Chat_9_Fahim_Akib"]
     assert split.keys_in("train", keys) == ["Chat_1_Emi_Elise", "Chat_2_Kevin_Elise", "Chat_7_Nebraas_Vanessa"]
 

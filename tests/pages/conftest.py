@@ -16,7 +16,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from inspector_browser import CHROMEDRIVER, CHROMIUM, GARDEN, HOSTILE, LAUNCH_FLAGS, Browser, Served, LoopbackServer, hostile_chat
+from inspector_browser import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    GARDEN,
+    HOSTILE,
+    LAUNCH_FLAGS,
+    Browser,
+    LoopbackServer,
+    Served,
+    hostile_chat,
+)
 
 
 @pytest.fixture(scope="session")
@@ -51,10 +61,10 @@ def servers(built_home, embedder, tmp_path_factory):
     """(open inspector, inspector with tokens), both serving ``built_home``."""
     from api.access import add_token, load_tokens
     from api.app import create_app
+    from narrative_mirror import settings
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.index_store import IndexStore
     from narrative_mirror.retrieval.engine import Retriever
-    from narrative_mirror import settings
 
     retriever = Retriever(IndexStore(str(built_home / "lancedb")), embedder, settings.load_config("retrieval"))
     assert retriever.chat_files() == sorted([GARDEN, HOSTILE])
@@ -63,8 +73,9 @@ def servers(built_home, embedder, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NM_HOME", str(built_home))
         open_app = create_app(retriever, EventLog(built_home / "lancedb", embedder=embedder))
-        token_app = create_app(retriever, EventLog(built_home / "lancedb", embedder=embedder),
-                               tokens=load_tokens(token_file))
+        token_app = create_app(
+            retriever, EventLog(built_home / "lancedb", embedder=embedder), tokens=load_tokens(token_file)
+        )
     with LoopbackServer(open_app) as open_base, LoopbackServer(token_app) as token_base:
         yield Served(open_base, built_home, retriever), Served(token_base, built_home, retriever, token)
 

@@ -58,8 +58,14 @@ def test_chats_page_and_a_message_link(servers, browser):
     browser.visit(f"{site.base}/chats")
     row = browser.one("a.chat-link[href='/chats/demo_garden_Mara_Theo']").find_element(By.XPATH, "../..")
     cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
-    assert cells[:6] == [GARDEN, "Mara, Theo", str(messages.height), str(messages["session"].n_unique()),
-                         "2 Apr 2024", messages["timestamp"].max().strftime("%-d %b %Y")]
+    assert cells[:6] == [
+        GARDEN,
+        "Mara, Theo",
+        str(messages.height),
+        str(messages["session"].n_unique()),
+        "2 Apr 2024",
+        messages["timestamp"].max().strftime("%-d %b %Y"),
+    ]
     assert cells[6] == f"{blocks.height} blocks, 0 threads"
     browser.screenshot("chats")
     settled(browser)
@@ -91,15 +97,22 @@ def test_ask_highlights_the_evidence_in_the_transcript(servers, browser):
     browser.one("form.ask button").click()
     # the click returns before the answered page has loaded on a loaded machine
     wait_for(lambda: "?q=" in browser.driver.current_url, seconds=60)
-    assert browser.driver.current_url == f"{site.base}/chats/{GARDEN}/ask?q={quote(QUESTION, safe='').replace('%20', '+')}&profile=balanced"
+    assert (
+        browser.driver.current_url
+        == f"{site.base}/chats/{GARDEN}/ask?q={quote(QUESTION, safe='').replace('%20', '+')}&profile=balanced"
+    )
     assert browser.one("#answer").text == expected["answer"]
-    assert ids(browser.css(".evidence .msg.hl")) == sorted(evidence, key=lambda i: (int(i[1:].split(':')[0]), int(i.split(':')[1])))
+    assert ids(browser.css(".evidence .msg.hl")) == sorted(
+        evidence, key=lambda i: (int(i[1:].split(":")[0]), int(i.split(":")[1]))
+    )
     claims = browser.css("li.claim")
     assert [c.get_attribute("class").split()[-1] for c in claims] == [
-        "supported" if c["supported"] else "unsupported" for c in expected["claims"]]
+        "supported" if c["supported"] else "unsupported" for c in expected["claims"]
+    ]
     # the green badge only for a claim whose own messages state what the question asks
     assert [c.find_element(By.CSS_SELECTOR, ".badge").text == "verified" for c in claims] == [
-        c["verified"] for c in expected["claims"]]
+        c["verified"] for c in expected["claims"]
+    ]
     assert [u.text for u in browser.css(".unknowns li")] == expected["unknowns"]
     browser.screenshot("ask")
     settled(browser)
@@ -116,8 +129,13 @@ def test_evaluation_question_shows_gold_and_missed(servers, browser):
     browser.visit(f"{site.base}/evaluation")
     row = browser.one(f"a.eval-chat[href='/evaluation/{GARDEN}']").find_element(By.XPATH, "../..")
     cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
-    assert cells[:5] == [GARDEN, "train", str(qa.height), f"{qa['recall@10'].mean():.3f}",
-                         f"{qa['exact_recall'].mean():.3f}"]
+    assert cells[:5] == [
+        GARDEN,
+        "train",
+        str(qa.height),
+        f"{qa['recall@10'].mean():.3f}",
+        f"{qa['exact_recall'].mean():.3f}",
+    ]
     # the log's one train summary, and one point per evaluated chat at that record
     assert len(browser.css("#recall-plot g.series")) == 3
     assert len(browser.css("#recall-plot circle")) == 3
@@ -131,7 +149,9 @@ def test_evaluation_question_shows_gold_and_missed(servers, browser):
     browser.one("form.filters button").click()
     wait_for(lambda: "lost=ranked_too_low" in browser.driver.current_url, seconds=30)
     too_low = qa.filter(pl.col("lost_ranked_too_low").list.len() > 0)
-    assert [r.text for r in browser.css("tr.question a.qlink")] == [q.rpartition("/")[2] for q in too_low["question_id"]]
+    assert [r.text for r in browser.css("tr.question a.qlink")] == [
+        q.rpartition("/")[2] for q in too_low["question_id"]
+    ]
     settled(browser)
 
     Select(browser.one("select[name=category]")).select_by_value("2")
@@ -145,10 +165,14 @@ def test_evaluation_question_shows_gold_and_missed(servers, browser):
     first = too_low.row(0, named=True)
     browser.visit(f"{site.base}/evaluation/{GARDEN}?lost=ranked_too_low")
     browser.css("tr.question a.qlink")[0].click()
-    outcomes = {r.get_attribute("data-id"): r.find_element(By.CSS_SELECTOR, ".outcome").text
-                for r in browser.css("tr.gold-row")}
-    lost = {g: stage.replace("_", " ") for stage in ("never_candidate", "ranked_too_low", "dropped_at_selection")
-            for g in first[f"lost_{stage}"]}
+    outcomes = {
+        r.get_attribute("data-id"): r.find_element(By.CSS_SELECTOR, ".outcome").text for r in browser.css("tr.gold-row")
+    }
+    lost = {
+        g: stage.replace("_", " ")
+        for stage in ("never_candidate", "ranked_too_low", "dropped_at_selection")
+        for g in first[f"lost_{stage}"]
+    }
     assert outcomes == {g: lost.get(g, "found") for g in first["gold_ids"]}
     assert [a.text for a in browser.css("#missed a.missed-id")] == list(lost)
     assert sorted(ids(browser.css(".excerpt .msg.gold"))) == sorted(first["gold_ids"])
@@ -189,8 +213,12 @@ def test_tokens_refuse_a_chat_outside_the_scope(servers, browser):
     assert browser.driver.execute_script("return document.cookie") == ""  # HttpOnly: no script reads it
     browser.visit(f"{guarded.base}/chats")
     assert [a.text for a in browser.css("a.chat-link")] == [GARDEN]
-    for refused in (f"/chats/{HOSTILE}", f"/chats/{HOSTILE}/ask?q=cake", f"/evaluation/{HOSTILE}",
-                    "/chats/demo_no_such_chat"):
+    for refused in (
+        f"/chats/{HOSTILE}",
+        f"/chats/{HOSTILE}/ask?q=cake",
+        f"/evaluation/{HOSTILE}",
+        "/chats/demo_no_such_chat",
+    ):
         browser.visit(guarded.base + refused)
         assert browser.one("h1.refused").text == "403"
         assert "hostile" not in browser.driver.page_source.lower().replace(refused.lower(), "")
@@ -211,8 +239,13 @@ def test_sign_in_sends_the_browser_back_to_this_site_only(servers, browser):
     browser.visit(f"{guarded.base}/login?next=%2F%09%2Fevil.example%2Fx")  # a tab: the browser would drop it
     assert browser.one("#login").get_attribute("data-next") == "/chats"
     where = "return sameSitePath(arguments[0])"  # inspector.js, in the browser's own URL parser
-    for hostile in ("/\t/evil.example/x", "//evil.example/x", "/\\evil.example", "https://evil.example/x",
-                    "javascript:alert(1)"):
+    for hostile in (
+        "/\t/evil.example/x",
+        "//evil.example/x",
+        "/\\evil.example",
+        "https://evil.example/x",
+        "javascript:alert(1)",
+    ):
         assert browser.driver.execute_script(where, hostile) == "/chats", hostile
     assert browser.driver.execute_script(where, f"/chats/{GARDEN}?hl=a#m") == f"/chats/{GARDEN}?hl=a#m"
 
@@ -224,7 +257,7 @@ def test_script_in_chat_text_is_shown_not_run(servers, browser):
     assert SCRIPT_TEXT in texts and IMG_TEXT in texts
     assert browser.driver.execute_script("return window.__nmPwned === undefined")
     with pytest.raises(NoAlertPresentException):
-        browser.driver.switch_to.alert.text
+        _ = browser.driver.switch_to.alert.text
     settled(browser)
 
 

@@ -33,9 +33,14 @@ for (const row of document.querySelectorAll('.transcript .msg')) {
 return {boxes, scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth};
 """
 
+
 def overlaps(a: dict, b: dict) -> bool:
-    return a["left"] < b["right"] - 0.5 and b["left"] < a["right"] - 0.5 and a["top"] < b["bottom"] - 0.5 \
+    return (
+        a["left"] < b["right"] - 0.5
+        and b["left"] < a["right"] - 0.5
+        and a["top"] < b["bottom"] - 0.5
         and b["top"] < a["bottom"] - 0.5
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +68,12 @@ def test_no_row_overlaps_at_any_id_or_name_length(export_site, browser, width):
         parts = row["parts"]
         assert len(parts) >= 3, row  # id, time, text (and the author on people's rows)
         for i, a in enumerate(parts):
-            assert row["row"]["left"] - 0.5 <= a["left"] and a["right"] <= row["row"]["right"] + 0.5, (width, row["id"], a)
-            for b in parts[i + 1:]:
+            assert row["row"]["left"] - 0.5 <= a["left"] and a["right"] <= row["row"]["right"] + 0.5, (
+                width,
+                row["id"],
+                a,
+            )
+            for b in parts[i + 1 :]:
                 assert not overlaps(a, b), (width, row["id"], a, b)
     assert measured["scroll"] <= measured["width"]  # nothing pushes the page sideways
     assert len(measured["boxes"]) == 15  # every line, the system lines too
@@ -77,14 +86,21 @@ def test_transcript_shows_system_lines_attachments_edits_in_the_chat_zone(export
     browser.visit(f"{base}/chats/{chat}")
     system = browser.css(".transcript .msg.system")
     assert [s.find_element(By.CSS_SELECTOR, ".text").text for s in system][3:] == [
-        "João 🇵🇹 Silva added Tia Rosa", "Tia Rosa left", "Missed voice call"]
+        "João 🇵🇹 Silva added Tia Rosa",
+        "Tia Rosa left",
+        "Missed voice call",
+    ]
     assert len(system) == SYSTEM_LINES and all(not s.find_elements(By.CSS_SELECTOR, ".who") for s in system)
     assert "end-to-end encrypted" in system[0].text
     assert system[0].find_element(By.CSS_SELECTOR, ".text").value_of_css_property("text-align") == "center"
     photo = browser.one(".transcript .attachment.photo")
     assert photo.text == f"photo {PHOTO}"
     assert [a.find_element(By.CSS_SELECTOR, ".badge").text for a in browser.css(".transcript .attachment")] == [
-        "photo", "document", "audio", "sticker"]
+        "photo",
+        "document",
+        "audio",
+        "sticker",
+    ]
     edited = browser.one(".transcript .msg .badge.edited").find_element(By.XPATH, "../..")
     assert edited.find_element(By.CSS_SELECTOR, ".body").text == EDITED
     first = browser.css(".transcript .msg:not(.system)")[0]
@@ -97,8 +113,11 @@ def test_transcript_shows_system_lines_attachments_edits_in_the_chat_zone(export
 
 def test_answer_json_times_carry_the_chat_offset(export_site):
     base, chat = export_site
-    answer = httpx.post(f"{base}/api/ask", json={"chat": chat, "question": "Who is bringing the car to Lagos?",
-                                                 "profile": "fast"}, timeout=120).json()
+    answer = httpx.post(
+        f"{base}/api/ask",
+        json={"chat": chat, "question": "Who is bringing the car to Lagos?", "profile": "fast"},
+        timeout=120,
+    ).json()
     assert answer["evidence"] and answer["time_zones"] == [ZONE]
     assert all(e["timestamp"].endswith("+01:00") for e in answer["evidence"])
     assert "2024-03-13T20:05:00+01:00" in [e["timestamp"] for e in answer["evidence"]]

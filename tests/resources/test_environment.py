@@ -78,9 +78,17 @@ def test_a_process_that_never_hands_its_folders_over_has_no_state_folder(monkeyp
     assert settings.config_path("split") == settings.DEFAULT_CONFIG_DIR / "split.toml"
 
 
-@pytest.mark.parametrize(("allow", "endpoint", "expected"), [
-    ("", "", False), ("", "http://127.0.0.1:9000", True), ("", "https://s3.example", False),
-    ("false", "http://127.0.0.1:9000", False), ("1", "", True), ("TRUE", "", True)])
+@pytest.mark.parametrize(
+    ("allow", "endpoint", "expected"),
+    [
+        ("", "", False),
+        ("", "http://127.0.0.1:9000", True),
+        ("", "https://s3.example", False),
+        ("false", "http://127.0.0.1:9000", False),
+        ("1", "", True),
+        ("TRUE", "", True),
+    ],
+)
 def test_s3_allow_http(monkeypatch, allow, endpoint, expected):
     for name, value in (("AWS_ALLOW_HTTP", allow), ("AWS_ENDPOINT_URL", endpoint)):
         if value:

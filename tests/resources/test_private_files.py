@@ -45,7 +45,8 @@ def test_files_under_nm_home_are_private(tmp_path):
     paths = [home, *home.rglob("*")]
     kinds = {p.suffix for p in paths if p.is_file()}
     assert {".lance", ".parquet", ".json", ".log"} <= kinds, kinds
-    open_to_others = {str(p.relative_to(home)): oct(stat.S_IMODE(p.stat().st_mode)) for p in paths
-                      if p.stat().st_mode & 0o077}
+    open_to_others = {
+        str(p.relative_to(home)): oct(stat.S_IMODE(p.stat().st_mode)) for p in paths if p.stat().st_mode & 0o077
+    }
     assert open_to_others == {}
     assert stat.S_IMODE(home.stat().st_mode) == 0o700

@@ -55,12 +55,20 @@ def rows(chat: str, round_: int) -> pa.Table:
     n = BASE + round_
     vectors = np.random.default_rng(round_).random((n, DIM), dtype=np.float32)
     data = {
-        "message_id": [f"{chat}/m{i}" for i in range(n)], "chat_file": [chat] * n,
-        "local_id": [f"m{i}" for i in range(n)], "position": list(range(n)), "session": [1] * n,
-        "speaker": ["a"] * n, "raw_text": [f"round {round_}"] * n,
+        "message_id": [f"{chat}/m{i}" for i in range(n)],
+        "chat_file": [chat] * n,
+        "local_id": [f"m{i}" for i in range(n)],
+        "position": list(range(n)),
+        "session": [1] * n,
+        "speaker": ["a"] * n,
+        "raw_text": [f"round {round_}"] * n,
         "text": [f"a: round {round_} message {i} of {chat}" for i in range(n)],
-        "timestamp": [None] * n, "block_id": [None] * n, "refs": [0.0] * n, "importance_tier": [0] * n,
-        "entities": [[] for _ in range(n)], "temporal": [[] for _ in range(n)],
+        "timestamp": [None] * n,
+        "block_id": [None] * n,
+        "refs": [0.0] * n,
+        "importance_tier": [0] * n,
+        "entities": [[] for _ in range(n)],
+        "temporal": [[] for _ in range(n)],
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
         "reply_to": [None] * n,
     }
@@ -84,8 +92,9 @@ def main() -> None:
             (sync / f"ready_{k}_{chat}").touch()
             wait_for(sync / f"go_{k}")
             store.replace_partition("messages", chat, rows(chat, 1))
-        print(json.dumps({"chat": chat, "stores": len(uris), "conflicts_redone": conflicts,
-                          "overwrites_undone": undone}))
+        print(
+            json.dumps({"chat": chat, "stores": len(uris), "conflicts_redone": conflicts, "overwrites_undone": undone})
+        )
     elif mode == "rounds":
         uri, chat, rounds, go = sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
         store = IndexStore(uri)

@@ -44,8 +44,14 @@ def clean_env(**settings: str) -> dict[str, str]:
 
 def cli(args: list[str], env: dict[str, str], timeout_s: float = 300) -> dict:
     """``narrative-mirror ARGS --json`` in ``env``; its JSON output (the command must succeed)."""
-    proc = subprocess.run([str(BIN / "narrative-mirror"), *args, "--json"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout_s)
+    proc = subprocess.run(
+        [str(BIN / "narrative-mirror"), *args, "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return json.loads(proc.stdout)
 
@@ -53,8 +59,17 @@ def cli(args: list[str], env: dict[str, str], timeout_s: float = 300) -> dict:
 def materialize(env: dict[str, str], runs: list[list[str]], timeout_s: float = 300) -> None:
     """``dagster asset materialize ARGS`` for every ARGS of ``runs``, all at once (one run each, as
     the daemon launches them), in ``env``; every one must succeed within ``timeout_s``."""
-    procs = [subprocess.Popen([str(BIN / "dagster"), "asset", "materialize", *args], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args in runs]
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "dagster"), "asset", "materialize", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for args in runs
+    ]
     deadline = time.monotonic() + timeout_s
     failed = []
     for proc in procs:
@@ -104,7 +119,7 @@ def _from_env_file() -> dict[str, str]:
     found = {}
     for line in proc.stdout.splitlines():
         if line.startswith("export ") and "=" in line:
-            key, value = line[len("export "):].split("=", 1)
+            key, value = line[len("export ") :].split("=", 1)
             found[key] = value.strip().strip("'")
     return found
 
@@ -116,8 +131,11 @@ def find_services() -> Services:
         values = {k: values[k] or from_file.get(k, "") for k in SERVICE_VARS}
     missing = [k for k, v in values.items() if not v]
     if missing:
-        pytest.fail(f"servers of the `services` tests are not running ({', '.join(missing)} unknown): "
-                    "run `bash scripts/test.sh -m services`, or `bash scripts/services.sh start` first", pytrace=False)
+        pytest.fail(
+            f"servers of the `services` tests are not running ({', '.join(missing)} unknown): "
+            "run `bash scripts/test.sh -m services`, or `bash scripts/services.sh start` first",
+            pytrace=False,
+        )
     found = Services(values["NM_TEST_PG_URL"], values["NM_TEST_REDIS_URL"], values["NM_TEST_S3_ENDPOINT"])
     _check_answering(found)
     return found
@@ -172,9 +190,13 @@ def drop_database(services: Services, url: str) -> None:
 def s3_client(services: Services):
     import boto3
 
-    return boto3.client("s3", endpoint_url=services.s3_endpoint, region_name=S3_KEYS["AWS_REGION"],
-                        aws_access_key_id=S3_KEYS["AWS_ACCESS_KEY_ID"],
-                        aws_secret_access_key=S3_KEYS["AWS_SECRET_ACCESS_KEY"])
+    return boto3.client(
+        "s3",
+        endpoint_url=services.s3_endpoint,
+        region_name=S3_KEYS["AWS_REGION"],
+        aws_access_key_id=S3_KEYS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+    )
 
 
 def create_bucket(services: Services) -> str:
@@ -185,8 +207,12 @@ def create_bucket(services: Services) -> str:
 
 def s3_env(services: Services, bucket: str, prefix: str = "index") -> dict[str, str]:
     """The settings that put the LanceDB index on the test S3 server."""
-    return {"NM_LANCEDB_URI": f"s3://{bucket}/{prefix}", "AWS_ENDPOINT_URL": services.s3_endpoint,
-            "AWS_ALLOW_HTTP": "true", **S3_KEYS}
+    return {
+        "NM_LANCEDB_URI": f"s3://{bucket}/{prefix}",
+        "AWS_ENDPOINT_URL": services.s3_endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        **S3_KEYS,
+    }
 
 
 def demo_copy(target: Path, names: list[str] | None = None) -> Path:
@@ -209,9 +235,16 @@ class Workers:
         self.logs = [logs / f"worker{i}.log" for i in range(1, count + 1)]
         for i, log in enumerate(self.logs, 1):
             with log.open("w") as out:
-                self.procs.append(subprocess.Popen(
-                    ["bash", str(REPO / "scripts" / "worker.sh"), f"nm-test-{i}"], cwd=REPO, env=env,
-                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+                self.procs.append(
+                    subprocess.Popen(
+                        ["bash", str(REPO / "scripts" / "worker.sh"), f"nm-test-{i}"],
+                        cwd=REPO,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
         deadline = time.monotonic() + ready_timeout_s
         while not all(" ready." in log.read_text() for log in self.logs):
             dead = [p.args for p in self.procs if p.poll() is not None]

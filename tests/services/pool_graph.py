@@ -24,6 +24,7 @@ def pooled_b() -> int:
 
 defs = dg.Definitions(
     assets=[pooled_a, pooled_b],
-    executor=celery_executor.configured({"broker": {"env": "NM_CELERY_BROKER_URL"},
-                                         "backend": {"env": "NM_CELERY_BROKER_URL"}}),
+    executor=celery_executor.configured(
+        {"broker": {"env": "NM_CELERY_BROKER_URL"}, "backend": {"env": "NM_CELERY_BROKER_URL"}}
+    ),
 )

@@ -25,8 +25,17 @@ from nm_services import (
 pytestmark = [pytest.mark.services, pytest.mark.timeout(480)]
 
 CHATS = ["demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"]
-MEMORY = ["messages", "gold_qa", "arc_cases", "split", "message_embeddings", "l1_topics", "l15_signals",
-          "l2_threads", "lancedb_index"]
+MEMORY = [
+    "messages",
+    "gold_qa",
+    "arc_cases",
+    "split",
+    "message_embeddings",
+    "l1_topics",
+    "l15_signals",
+    "l2_threads",
+    "lancedb_index",
+]
 BROKER_DB = 1  # the workers' Redis database, emptied first
 RUN_TIMEOUT_S = 300
 
@@ -48,9 +57,14 @@ def cluster(services, tmp_path_factory):
     broker = f"{services.redis_url.rsplit('/', 1)[0]}/{BROKER_DB}"
     redis.Redis.from_url(broker).flushdb()
     home = root / "home"
-    env = clean_env(NM_HOME=str(home), DAGSTER_HOME=str(home / "dagster"),
-                    NM_DATA_DIR=str(demo_copy(root / "data", CHATS)), NM_DAGSTER_PG_URL=database,
-                    NM_CELERY_BROKER_URL=broker, **s3_env(services, bucket))
+    env = clean_env(
+        NM_HOME=str(home),
+        DAGSTER_HOME=str(home / "dagster"),
+        NM_DATA_DIR=str(demo_copy(root / "data", CHATS)),
+        NM_DAGSTER_PG_URL=database,
+        NM_CELERY_BROKER_URL=broker,
+        **s3_env(services, bucket),
+    )
     with instance_of(env) as instance:
         instance.add_dynamic_partitions("chat_files", CHATS)
     workers = Workers(env, root)
@@ -71,10 +85,13 @@ def _materialize(cluster: Cluster, runs: list[list[str]]) -> None:
 def _step_events(instance, run_id: str) -> list:
     import dagster as dg
 
-    return [r.event_log_entry for r in instance.get_records_for_run(run_id, limit=10_000).records
-            if r.event_log_entry.dagster_event is not None
-            and r.event_log_entry.dagster_event.event_type in (dg.DagsterEventType.STEP_START,
-                                                               dg.DagsterEventType.STEP_SUCCESS)]
+    return [
+        r.event_log_entry
+        for r in instance.get_records_for_run(run_id, limit=10_000).records
+        if r.event_log_entry.dagster_event is not None
+        and r.event_log_entry.dagster_event.event_type
+        in (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS)
+    ]
 
 
 def test_two_chats_built_by_two_workers_each_partition_once(cluster):
@@ -94,19 +111,30 @@ def test_two_chats_built_by_two_workers_each_partition_once(cluster):
         for asset in MEMORY:
             for chat in CHATS:
                 records = instance.fetch_materializations(
-                    dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[chat]), limit=10).records
+                    dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[chat]), limit=10
+                ).records
                 assert len(records) == 1, (asset, chat, len(records))
         # Every step ran in a worker process, and both workers took steps.
-        starts = [e for run in runs for e in _step_events(instance, run.run_id)
-                  if e.dagster_event.event_type == dg.DagsterEventType.STEP_START]
+        starts = [
+            e
+            for run in runs
+            for e in _step_events(instance, run.run_id)
+            if e.dagster_event.event_type == dg.DagsterEventType.STEP_START
+        ]
         assert len(starts) == len(MEMORY) * len(CHATS)
         by_pid = Counter(e.dagster_event.pid for e in starts)
         assert set(by_pid) == cluster.workers.pids, (by_pid, cluster.workers.pids)
 
     # One index on the object store holds both chats, each message once; nothing local.
     with pytest.MonkeyPatch.context() as mp:
-        for key in ("NM_LANCEDB_URI", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
-                    "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        for key in (
+            "NM_LANCEDB_URI",
+            "AWS_ENDPOINT_URL",
+            "AWS_ALLOW_HTTP",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_REGION",
+        ):
             mp.setenv(key, cluster.env[key])
         resource = lancedb_resource(StateResource(home=str(cluster.home)))
         store = resource.get()

@@ -21,8 +21,10 @@ WRITER = Path(__file__).with_name("lancedb_writer.py")
 WRITERS = 4
 ROUNDS = 4
 RACES = 3  # stores whose tables the writers all create at once
-CONFLICT = RuntimeError("lance error: Retryable commit conflict for version 5: This Rewrite transaction was "
-                        "preempted by concurrent transaction Update at version 5. Please retry.")
+CONFLICT = RuntimeError(
+    "lance error: Retryable commit conflict for version 5: This Rewrite transaction was "
+    "preempted by concurrent transaction Update at version 5. Please retry."
+)
 
 
 @pytest.fixture
@@ -63,8 +65,9 @@ def test_other_errors_are_not_retried_and_retries_are_bounded(no_wait):
 
 
 def _spawn(args: list[str], env: dict[str, str] | None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(WRITER), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _report(proc: subprocess.Popen) -> dict:
@@ -87,8 +90,9 @@ def race_first_writes(uris: list[str], work: Path, env: dict[str, str] | None) -
         for k in range(len(uris)):
             deadline = time.monotonic() + 120
             while not all((work / f"ready_{k}_{chat}").exists() for chat in chats):
-                assert time.monotonic() < deadline and all(p.poll() in (None, 0) for p in procs), \
-                    [p.communicate()[1][-2000:] for p in procs if p.poll() not in (None, 0)]
+                assert time.monotonic() < deadline and all(p.poll() in (None, 0) for p in procs), [
+                    p.communicate()[1][-2000:] for p in procs if p.poll() not in (None, 0)
+                ]
                 time.sleep(0.01)
             (work / f"go_{k}").touch()
         return [_report(p) for p in procs]
@@ -137,9 +141,12 @@ def check_both(uris: list[str], last: str, work: Path, env: dict[str, str] | Non
     rewritten = rewrite_while_compacting(last, work / "rounds", env)
     check_every_chat_once(IndexStore(last, storage_options=options), ROUNDS)
     assert rewritten[-1]["maintained"] >= 1
-    return {"creation race": [r["conflicts_redone"] for r in raced],
-            "creates undone": [r["overwrites_undone"] for r in raced],
-            "rewrites": [r["conflicts_redone"] for r in rewritten[:-1]], "compaction": rewritten[-1]["conflicts_redone"]}
+    return {
+        "creation race": [r["conflicts_redone"] for r in raced],
+        "creates undone": [r["overwrites_undone"] for r in raced],
+        "rewrites": [r["conflicts_redone"] for r in rewritten[:-1]],
+        "compaction": rewritten[-1]["conflicts_redone"],
+    }
 
 
 @pytest.mark.timeout(300)
@@ -158,9 +165,13 @@ def test_parallel_writers_on_the_s3_compatible_server(tmp_path, services, s3_buc
 
     settings = s3_env(services, s3_bucket)
     base = settings.pop("NM_LANCEDB_URI")
-    options = {"aws_endpoint": services.s3_endpoint, "allow_http": "true",
-               "aws_access_key_id": settings["AWS_ACCESS_KEY_ID"],
-               "aws_secret_access_key": settings["AWS_SECRET_ACCESS_KEY"], "aws_region": settings["AWS_REGION"]}
+    options = {
+        "aws_endpoint": services.s3_endpoint,
+        "allow_http": "true",
+        "aws_access_key_id": settings["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": settings["AWS_SECRET_ACCESS_KEY"],
+        "aws_region": settings["AWS_REGION"],
+    }
     # The writers get the object store's settings the standard way (LanceDB reads AWS_*).
     env = {**os.environ, **settings}
     uris = [f"{base}/store{k}" for k in range(RACES)]
@@ -176,8 +187,9 @@ def test_an_overwrite_by_a_late_create_is_undone(tmp_path):
     store = IndexStore(str(tmp_path / "lancedb"))
     store.replace_partition("messages", "chat_0", rows("chat_0", 1))
     store.replace_partition("messages", "chat_1", rows("chat_1", 1))
-    late = lancedb.connect(str(tmp_path / "lancedb")).create_table("messages", schema=rows("x", 1).schema,
-                                                                   mode="overwrite")
+    late = lancedb.connect(str(tmp_path / "lancedb")).create_table(
+        "messages", schema=rows("x", 1).schema, mode="overwrite"
+    )
     assert late.count_rows() == 0
     store._undo_overwrite("messages", late.version)
     check = IndexStore(str(tmp_path / "lancedb"))

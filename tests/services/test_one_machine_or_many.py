@@ -10,13 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from jobs.instance import (
-    INSTANCE_YAML,
-    PREVIOUS_DEFAULT_YAML,
-    _previous_path_yaml,
-    dagster_home,
-    generated_by_us,
-)
+from jobs.instance import INSTANCE_YAML, PREVIOUS_DEFAULT_YAML, _previous_path_yaml, dagster_home, generated_by_us
 from jobs.instance_storage import (
     NarrativeMirrorInstance,
     PooledSqliteEventLogStorage,
@@ -124,8 +118,10 @@ def test_the_postgres_url_setting_selects_postgres_and_is_never_written(tmp_path
     monkeypatch.setenv("NM_DAGSTER_PG_URL", "postgresql://nm:secret@db.internal:5432/nm")
     pg = NarrativeMirrorInstance.config_defaults(base)
     assert pg["storage"].class_name == "DagsterPostgresStorage" and pg["storage"].module_name == "jobs.instance_storage"
-    assert all("NM_DAGSTER_PG_URL" in pg[k].config_yaml and "secret" not in pg[k].config_yaml
-               for k in ("storage", "run_storage", "event_log_storage", "schedule_storage"))
+    assert all(
+        "NM_DAGSTER_PG_URL" in pg[k].config_yaml and "secret" not in pg[k].config_yaml
+        for k in ("storage", "run_storage", "event_log_storage", "schedule_storage")
+    )
     assert pg["compute_logs"].config_yaml == sqlite_compute_logs(base)
     monkeypatch.delenv("NM_DAGSTER_PG_URL")
     assert NarrativeMirrorInstance.config_defaults(base)["storage"].class_name == "CompositeStorage"
@@ -148,16 +144,25 @@ def test_the_index_resource_defaults_to_nm_home_and_takes_object_storage_from_th
     assert local.resolved_uri() == str(tmp_path / "home" / "lancedb") and local.storage_options() is None
     assert local.get().uri == local.resolved_uri()
 
-    for key, value in {"NM_LANCEDB_URI": "s3://team-bucket/nm", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
-                       "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}.items():
+    for key, value in {
+        "NM_LANCEDB_URI": "s3://team-bucket/nm",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "id",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+    }.items():
         monkeypatch.setenv(key, value)
     remote = default_resources()["lancedb"]
     assert remote.resolved_uri() == "s3://team-bucket/nm"
     # The keys are environment references: resolved where the step runs, never stored with a run.
     assert isinstance(remote.secret_access_key, dg.EnvVar) and isinstance(remote.access_key_id, dg.EnvVar)
-    assert _options_in_a_run(remote) == {"aws_endpoint": "http://127.0.0.1:9000", "aws_region": "eu-west-1",
-                                         "aws_access_key_id": "id", "aws_secret_access_key": "secret",
-                                         "allow_http": "true"}
+    assert _options_in_a_run(remote) == {
+        "aws_endpoint": "http://127.0.0.1:9000",
+        "aws_region": "eu-west-1",
+        "aws_access_key_id": "id",
+        "aws_secret_access_key": "secret",
+        "allow_http": "true",
+    }
     monkeypatch.setenv("AWS_ALLOW_HTTP", "false")
     assert "allow_http" not in _options_in_a_run(default_resources()["lancedb"])
 
@@ -183,4 +188,6 @@ def test_the_broker_setting_selects_the_celery_executor(monkeypatch):
     assert default.name == "multi_or_in_process_executor"
     monkeypatch.setenv("NM_CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
     defs = build_definitions(default_resources())
-    assert {defs.resolve_job_def(j).executor_def.name for j in ("ingest_job", "build_job", "train_eval_job")} == {"celery"}
+    assert {defs.resolve_job_def(j).executor_def.name for j in ("ingest_job", "build_job", "train_eval_job")} == {
+        "celery"
+    }

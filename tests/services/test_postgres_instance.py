@@ -32,7 +32,10 @@ def test_demo_chats_built_and_evaluated_on_a_postgres_instance(tmp_path, pg_data
     runs = _count(pg_database, "SELECT count(*) FROM runs WHERE status = 'SUCCESS'")
     assert runs >= 3
     assert _count(pg_database, "SELECT count(*) FROM runs WHERE status <> 'SUCCESS'") == 0
-    assert _count(pg_database, "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'") > 3 * 9
+    assert (
+        _count(pg_database, "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
+        > 3 * 9
+    )
     assert not list(home.rglob("*.db")), list(home.rglob("*.db"))
     assert "postgres" not in (home / "dagster" / "dagster.yaml").read_text()  # no URL, no password written
 

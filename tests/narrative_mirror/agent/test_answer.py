@@ -16,9 +16,17 @@ from narrative_mirror.retrieval.records import ChatMessage
 
 def message(local_id, position, text, terms=(), speaker="Ana", day=None):
     return EvidenceMessage(
-        ChatMessage(local_id=local_id, message_id=f"c/{local_id}", position=position, session=1, speaker=speaker,
-                    text=text, timestamp=day or datetime(2024, 3, 1 + position)),
-        grade=0.9, match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
+        ChatMessage(
+            local_id=local_id,
+            message_id=f"c/{local_id}",
+            position=position,
+            session=1,
+            speaker=speaker,
+            text=text,
+            timestamp=day or datetime(2024, 3, 1 + position),
+        ),
+        grade=0.9,
+        match=FacetMatch(frozenset(terms), 1.0 if terms else 0.0, True),
     )
 
 
@@ -28,8 +36,10 @@ def test_support_is_the_share_of_claim_words_in_the_cited_messages():
 
 
 def test_verify_keeps_supported_claims_and_explains_each_rejection():
-    evidence = {"D1:3": message("D1:3", 2, "Cherry tomatoes, the seller said they grow fast."),
-                "D8:1": message("D8:1", 7, "The seedlings sprouted.")}
+    evidence = {
+        "D1:3": message("D1:3", 2, "Cherry tomatoes, the seller said they grow fast."),
+        "D8:1": message("D8:1", 7, "The seedlings sprouted."),
+    }
     relevant = {"D1:3": 0.6, "D8:1": 0.5}
     claims = [
         Claim("Ana bought cherry tomatoes", ["D1:3"]),
@@ -56,22 +66,30 @@ def test_verify_needs_the_slot_the_question_asks_for_and_a_message_about_the_que
     assert verify([when], evidence, "when", {"D4:2": 0.5}) == ([when], [])
     wrong_slot = Claim("the city hospital", ["D4:2"], kind="phrase")
     assert verify([wrong_slot], evidence, "when", {"D4:2": 0.5})[1] == [
-        "Unverified (does not give what a 'when' question asks for): the city hospital"]
+        "Unverified (does not give what a 'when' question asks for): the city hospital"
+    ]
     off_topic = verify([when], evidence, "when", {"D4:2": RELEVANCE_MIN - 0.01})[1]
-    assert off_topic == [f"Unverified (['D4:2'] not about the question: similarity {RELEVANCE_MIN - 0.01:.2f}): 11 June 2024"]
+    assert off_topic == [
+        f"Unverified (['D4:2'] not about the question: similarity {RELEVANCE_MIN - 0.01:.2f}): 11 June 2024"
+    ]
 
 
 def test_verify_needs_evidence_about_what_the_question_asks():
     """When no evidence message mentions any of the question's topic terms, the search found
     something else: "What is the name of Ben's dog?" in a chat without one abstains."""
+
     def evidence(question_terms_found):  # the matches of D1:5 depend on the question asked
-        return {"D1:5": message("D1:5", 4, "Wow, where do you run?", terms=question_terms_found),
-                "D1:6": message("D1:6", 5, "Along the river path.", speaker="Ben")}
+        return {
+            "D1:5": message("D1:5", 4, "Wow, where do you run?", terms=question_terms_found),
+            "D1:6": message("D1:6", 5, "Along the river path.", speaker="Ben"),
+        }
+
     river = Claim("Along the river path", ["D1:6"], kind="place")
     # the cited reply does not say "run", the question it answers does
     assert verify([river], evidence({"run"}), "where", {"D1:6": 0.4}, topic=["run"]) == ([river], [])
     assert verify([river], evidence(set()), "what", {"D1:6": 0.4}, topic=["name", "dog"])[1] == [
-        "Unverified (no evidence message mentions name, dog): Along the river path"]
+        "Unverified (no evidence message mentions name, dog): Along the river path"
+    ]
 
 
 def test_offline_answer_is_the_slot_span_and_abstains_when_nothing_fills_it():
@@ -94,12 +112,14 @@ def test_a_list_of_names_is_verified_name_by_name_and_the_topic_by_the_question_
     microsoft = {"D7:4": message("D7:4", 0, "I have been at Microsoft for three months now")}
     claim = [Claim("for three months", ["D7:4"], kind="quantity")]
     assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"])[0] == []
-    assert verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"],
-                  subjects=["Microsoft"])[0] == claim
+    assert (
+        verify(claim, microsoft, "how_many", {"D7:4": 0.5}, topic=["long", "interning"], subjects=["Microsoft"])[0]
+        == claim
+    )
 
 
 def test_a_claim_is_verified_only_when_its_own_messages_state_what_is_asked():
-    """"Where do we meet?" is answered by its reply (verified, through the question it answers); a
+    """ "Where do we meet?" is answered by its reply (verified, through the question it answers); a
     place taken from a message about lunch passes the checks of the answer (another evidence
     message is about meeting) but its message does not state where they meet: no badge."""
     asked = message("D1:1", 0, "Where do we meet on Friday?", terms={"meet"})

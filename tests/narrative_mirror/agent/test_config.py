@@ -36,15 +36,39 @@ def fresh_config():
 def test_the_code_uses_the_values_of_agent_toml():
     toml = packaged()
     selection, narrative_cfg = toml["selection"], toml["narrative"]
-    assert (state.SELECT_RELATIVE_SCORE, state.SELECT_MIN_GRADE, state.COVER_MIN_GRADE, state.VARIANT_WEIGHT,
-            state.SPAN_BLOCK_RELATIVE, search_nodes.LEAF_CONTEXT) == (
-        selection["relative_score"], selection["min_grade"], selection["cover_min_grade"],
-        selection["variant_weight"], selection["span_block_relative"], selection["leaf_context"])
+    assert (
+        state.SELECT_RELATIVE_SCORE,
+        state.SELECT_MIN_GRADE,
+        state.COVER_MIN_GRADE,
+        state.VARIANT_WEIGHT,
+        state.SPAN_BLOCK_RELATIVE,
+        search_nodes.LEAF_CONTEXT,
+    ) == (
+        selection["relative_score"],
+        selection["min_grade"],
+        selection["cover_min_grade"],
+        selection["variant_weight"],
+        selection["span_block_relative"],
+        selection["leaf_context"],
+    )
     assert (grading.SCORE_WEIGHT, grading.TARGET_WEIGHT, grading.MUST_HAVE_MIN_GRADE) == tuple(toml["grading"].values())
-    assert (answer.SUPPORT_MIN, answer.RELEVANCE_MIN, slots.SPAN_WORDS, answer.LOOK_AT, answer.LIST_MESSAGES,
-            slots.ASKING_PENALTY) == tuple(toml["answer"].values())
-    assert (narrative.MIN_IDS, narrative.MAX_IDS, narrative.MAX_PHASES, narrative.PHASE_GAP.total_seconds() / 3600,
-            narrative.STORY_IDS, narrative.PREVIEW, narrative.SOFT_MAX_IDS) == tuple(narrative_cfg.values())
+    assert (
+        answer.SUPPORT_MIN,
+        answer.RELEVANCE_MIN,
+        slots.SPAN_WORDS,
+        answer.LOOK_AT,
+        answer.LIST_MESSAGES,
+        slots.ASKING_PENALTY,
+    ) == tuple(toml["answer"].values())
+    assert (
+        narrative.MIN_IDS,
+        narrative.MAX_IDS,
+        narrative.MAX_PHASES,
+        narrative.PHASE_GAP.total_seconds() / 3600,
+        narrative.STORY_IDS,
+        narrative.PREVIEW,
+        narrative.SOFT_MAX_IDS,
+    ) == tuple(narrative_cfg.values())
     assert list(profiles()) == list(toml["profiles"])
     for name, values in toml["profiles"].items():
         assert {key: getattr(profiles()[name], key) for key in values} == values
@@ -52,8 +76,11 @@ def test_the_code_uses_the_values_of_agent_toml():
 
 def test_an_override_folder_changes_what_the_agent_does(tmp_path):
     text = (settings.DEFAULT_CONFIG_DIR / "agent.toml").read_text(encoding="utf-8")
-    changed = (text.replace("max_ids = 15", "max_ids = 5").replace("relevance_min = 0.15", "relevance_min = 0.3")
-               .replace("max_calls = 8\n", "max_calls = 6\n", 1))
+    changed = (
+        text.replace("max_ids = 15", "max_ids = 5")
+        .replace("relevance_min = 0.15", "relevance_min = 0.3")
+        .replace("max_calls = 8\n", "max_calls = 6\n", 1)
+    )
     assert changed.count("\n") == text.count("\n") and changed != text
     (tmp_path / "agent.toml").write_text(changed, encoding="utf-8")
     # The library takes the override folder from resources/ (the one door to the environment).
@@ -72,6 +99,7 @@ picked = narrative.select_phase_ids([block], {m.local_id: 1.0 - m.position / 100
                                     [m.local_id for m in members])
 print(len(picked), answer.OFFLINE_VERIFIER.rsplit(" ", 1)[-1], profiles()["fast"].max_calls)
 """
+
     def run(config_dir: Path | None) -> str:
         env = {k: v for k, v in os.environ.items() if k != "NM_CONFIG_DIR"}
         env["PYTHONPATH"] = str(ROOT)
@@ -85,8 +113,9 @@ print(len(picked), answer.OFFLINE_VERIFIER.rsplit(" ", 1)[-1], profiles()["fast"
     assert run(tmp_path) == ["5", "0.3", "6"]
 
 
-@pytest.mark.parametrize("section, key", [("selection", "min_grade"), ("narrative", "story_ids"),
-                                          ("profiles.balanced", "deadline_s")])
+@pytest.mark.parametrize(
+    "section, key", [("selection", "min_grade"), ("narrative", "story_ids"), ("profiles.balanced", "deadline_s")]
+)
 def test_a_missing_setting_fails_naming_it(section, key):
     config = packaged()
     table = config
@@ -138,22 +167,41 @@ def test_a_changed_agent_toml_applies_to_the_next_call_without_a_restart(tmp_pat
     monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
     sentence = "we finally painted the old garden shed a bright sunny yellow with tiny blue flowers everywhere"
     question = "What did they do?"
-    members = [ChatMessage(local_id=f"D1:{i}", message_id=f"c/D1:{i}", position=i, session=1, speaker="Ana",
-                           text=f"message {i}", timestamp=datetime(2024, 3, 1, 9, i)) for i in range(20)]
+    members = [
+        ChatMessage(
+            local_id=f"D1:{i}",
+            message_id=f"c/D1:{i}",
+            position=i,
+            session=1,
+            speaker="Ana",
+            text=f"message {i}",
+            timestamp=datetime(2024, 3, 1, 9, i),
+        )
+        for i in range(20)
+    ]
     block = narrative.Block("b1", members)
     scores = {m.local_id: 1.0 - m.position / 100 for m in members}
 
     def observed() -> tuple:
         span = slots.phrase_span(sentence, question)
         picked = narrative.select_phase_ids([block], scores, [m.local_id for m in members])
-        return (len(span.split()), len(picked), get_profile("fast").max_calls, answer.offline_verifier().rsplit(" ", 1)[-1],
-                state.VARIANT_WEIGHT)
+        return (
+            len(span.split()),
+            len(picked),
+            get_profile("fast").max_calls,
+            answer.offline_verifier().rsplit(" ", 1)[-1],
+            state.VARIANT_WEIGHT,
+        )
 
     rewrite(tmp_path / "agent.toml", text)
     assert observed() == (10, 15, 8, "0.15", 0.4)
-    changed = (text.replace("span_words = 10", "span_words = 4").replace("max_ids = 15", "max_ids = 6")
-               .replace("relevance_min = 0.15", "relevance_min = 0.3").replace("max_calls = 8\n", "max_calls = 6\n", 1)
-               .replace("variant_weight = 0.4", "variant_weight = 0.5"))
+    changed = (
+        text.replace("span_words = 10", "span_words = 4")
+        .replace("max_ids = 15", "max_ids = 6")
+        .replace("relevance_min = 0.15", "relevance_min = 0.3")
+        .replace("max_calls = 8\n", "max_calls = 6\n", 1)
+        .replace("variant_weight = 0.4", "variant_weight = 0.5")
+    )
     assert changed.count("\n") == text.count("\n") and changed != text
     rewrite(tmp_path / "agent.toml", changed)
     assert observed() == (4, 6, 6, "0.3", 0.5)

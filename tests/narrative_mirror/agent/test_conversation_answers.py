@@ -13,16 +13,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from index_frames import index_messages
 
-from narrative_mirror.agent.exchange_values import amounts
 from narrative_mirror.agent.answer import NO_ANSWER
+from narrative_mirror.agent.exchange_values import amounts
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
-from index_frames import index_messages
 
 SET = Path(__file__).resolve().parents[2] / "answer_sets" / "own_chats"
 CABIN, FLAT, LAUNCH, FOOTBALL = "whatsapp_lake_cabin", "telegram_flat_3b", "slack_launch-team", "discord_five-a-side"
@@ -42,7 +42,8 @@ def chats(tmp_path_factory, embedder):
     frames = {}
     for key, source in found.items():
         messages = load_export_chat(source, options).messages.with_columns(
-            pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id"))
+            pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
+        )
         index_messages(store, messages, embedder.encode(message_texts(messages)))
         frames[key] = messages.filter(~pl.col("system"))
     return Retriever(store, embedder), frames
@@ -61,7 +62,8 @@ def test_who_answers_the_person_doing_it_never_a_place(chats):
     found = ask(retriever, CABIN, "Who found the cabin?")  # "... I found a place on Lake Windermere"
     assert found.answer == "Priya" and not found.abstained
     assert [(c.text, c.ids, c.supported) for c in found.claims] == [
-        ("Priya", [said(frames, CABIN, "ok so who's actually in")], True)]
+        ("Priya", [said(frames, CABIN, "ok so who's actually in")], True)
+    ]
     named = ask(retriever, FOOTBALL, "Who scored four goals?")  # Nora: "Chris is unreal, 4 goals"
     assert named.answer == "Chris"
 
@@ -75,7 +77,10 @@ def test_a_message_asking_it_is_answered_by_its_reply(chats):
     assert ball.evidence[0].id == said(frames, FOOTBALL, "I'll bring mine")
     lift = ask(retriever, FOOTBALL, "Who gave Ivan a lift?")  # Ivan asks "Can someone give me a lift?", Bea replies
     assert lift.answer == "Bea"
-    assert lift.claims[0].ids == [said(frames, FOOTBALL, "I'll pick you up"), said(frames, FOOTBALL, "Can someone give me a lift")]
+    assert lift.claims[0].ids == [
+        said(frames, FOOTBALL, "I'll pick you up"),
+        said(frames, FOOTBALL, "Can someone give me a lift"),
+    ]
     bike = ask(retriever, FLAT, "Why is there a bike in the hallway?")  # asked by Lena, explained in Omar's reply
     assert bike.answer == "It's my cousin's, he left it when he moved to Leipzig" and bike.claims[0].supported
 
@@ -100,7 +105,9 @@ def test_times_shares_and_reasons_are_typed_values_of_the_conversation(chats):
     # "If there's 5 of us that's 50 each", then Chris joins: "250 split 6 ways is about 42 each"
     league = ask(retriever, FOOTBALL, "How much is the summer league per person?")
     assert league.answer == "42 each"
-    reason = ask(retriever, FLAT, "Why were there dishes in the sink overnight?")  # "guilty, sorry, I was on a deadline"
+    reason = ask(
+        retriever, FLAT, "Why were there dishes in the sink overnight?"
+    )  # "guilty, sorry, I was on a deadline"
     assert reason.answer == "guilty, sorry, I was on a deadline"
 
 
@@ -118,7 +125,9 @@ def test_a_later_message_changes_the_plan(chats):
 @slow
 def test_slack_who_answers_the_author_not_the_user_mentioned(chats):
     retriever, frames = chats
-    fixed = ask(retriever, LAUNCH, "Who fixed the discount code bug?")  # Raj: "Fixed in PR #482, @Felix can you verify?"
+    fixed = ask(
+        retriever, LAUNCH, "Who fixed the discount code bug?"
+    )  # Raj: "Fixed in PR #482, @Felix can you verify?"
     assert fixed.answer == "Raj"
     demo = ask(retriever, LAUNCH, "Who is demoing the new checkout at the retro?")  # Dana: "@Felix will demo ..."
     assert demo.answer == "Felix"

@@ -3,10 +3,10 @@
 import pytest
 
 from narrative_mirror.agent.answer import NO_ANSWER
-from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.contract import Facets
-from narrative_mirror.agent.state import Run
+from narrative_mirror.agent.narrative import MAX_IDS, MIN_IDS
 from narrative_mirror.agent.profiles import Profile, profiles
+from narrative_mirror.agent.state import Run
 from narrative_mirror.query import arc, ask
 
 QUESTIONS = ["Where does Ben run?", "What are some things Ben did for his knee?"]
@@ -114,8 +114,11 @@ def test_stop_when_the_call_budget_is_spent(retriever, chat_file):
 
 
 def test_a_chat_message_addressing_an_ai_is_flagged_and_never_steers_the_run(retriever, chat_file, injected_chat_file):
-    runs = [("Did Ana harvest the tomatoes?", "balanced"), ("Where does Ben run?", "balanced"),
-            ("What happened to the tomatoes?", "fast")]
+    runs = [
+        ("Did Ana harvest the tomatoes?", "balanced"),
+        ("Where does Ben run?", "balanced"),
+        ("What happened to the tomatoes?", "fast"),
+    ]
     for question, profile in runs:
         clean = ask(retriever, chat_file, question, profile=profile)
         injected = ask(retriever, injected_chat_file, question, profile=profile)
@@ -123,14 +126,20 @@ def test_a_chat_message_addressing_an_ai_is_flagged_and_never_steers_the_run(ret
         assert injected.flagged_ids == (["X1"] if "X1" in {r.id for r in injected.trace.reranked} else [])
         assert clean.flagged_ids == [] and ("tomato" not in question or injected.flagged_ids == ["X1"])
         assert (injected.route, injected.rounds, injected.calls, injected.stop_reason) == (
-            clean.route, clean.rounds, clean.calls, clean.stop_reason)
+            clean.route,
+            clean.rounds,
+            clean.calls,
+            clean.stop_reason,
+        )
         assert "X1" not in injected.selected_ids
         assert "died" not in injected.answer and "delete_all" not in injected.answer
     # Where the evidence lies away from the injected message, the answer is exactly the same.
     # (Next to it, its mere presence as a document can shift the retriever's ranks a little.)
     for question, profile in runs[:2]:
-        assert ask(retriever, injected_chat_file, question, profile=profile).answer == ask(
-            retriever, chat_file, question, profile=profile).answer
+        assert (
+            ask(retriever, injected_chat_file, question, profile=profile).answer
+            == ask(retriever, chat_file, question, profile=profile).answer
+        )
     # Found and graded (it is data), but never evidence.
     injected = ask(retriever, injected_chat_file, "What happened to the tomatoes?", profile="deep")
     assert "X1" in {r.id for r in injected.trace.reranked} and "X1" not in injected.selected_ids
@@ -142,7 +151,9 @@ def test_arc_phases_are_chronological_bounded_and_drawn_from_whole_blocks(retrie
     p = profiles()[profile]
     assert result.route == "global" and result.phases
     assert all(MIN_IDS <= len(phase.evidence) <= MAX_IDS for phase in result.phases)
-    position = {m.local_id: m.position for m in retriever.messages(chat_file, [i for ph in result.phases for i in ph.evidence])}
+    position = {
+        m.local_id: m.position for m in retriever.messages(chat_file, [i for ph in result.phases for i in ph.evidence])
+    }
     firsts = [position[phase.evidence[0]] for phase in result.phases]
     assert firsts == sorted(firsts)
     ids = [i for phase in result.phases for i in phase.evidence]
@@ -193,7 +204,8 @@ def test_global_route_searches_the_blocks_and_its_evidence_spans_the_story(retri
     assert answer.route == "global"
     blocks = [s for s in answer.trace.searches if s.kind == "blocks"]
     assert len(blocks) == 1 and blocks[0].found == [
-        b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=profiles()[profile].max_evidence_fetches)]
+        b.block_id for b in retriever.search_blocks(chat_file, GARDEN_STORY, k=profiles()[profile].max_evidence_fetches)
+    ]
     # The three garden blocks lead the block search; the best message of each is evidence, so
     # the answer spans the story (planted, sprouted, harvested), not only its best message.
     assert answer.selected_ids == ["D1:1", "D8:1", "D20:1"]
@@ -221,16 +233,35 @@ def _search(scored):
 
     from narrative_mirror.retrieval.records import Hit, RankTrace, SearchResult
 
-    hits = [Hit(local_id=lid, message_id=f"c/{lid}", position=i, session=1, speaker="Ana", text="t",
-                timestamp=datetime(2024, 1, 1), score=score) for i, (lid, score) in enumerate(scored)]
-    return SearchResult(hits=hits, trace=RankTrace([(h.local_id, h.score) for h in hits], []),
-                        query_info={}, timings_ms={})
+    hits = [
+        Hit(
+            local_id=lid,
+            message_id=f"c/{lid}",
+            position=i,
+            session=1,
+            speaker="Ana",
+            text="t",
+            timestamp=datetime(2024, 1, 1),
+            score=score,
+        )
+        for i, (lid, score) in enumerate(scored)
+    ]
+    return SearchResult(
+        hits=hits, trace=RankTrace([(h.local_id, h.score) for h in hits], []), query_info={}, timings_ms={}
+    )
 
 
 @pytest.mark.parametrize("task, variant_weight", [("ask", 0.4), ("arc", 1.0)])
 def test_variant_hits_count_less_than_the_questions_own_for_point_questions(task, variant_weight):
-    run = Run(retriever=None, chat_file="c", question="q", profile=profiles()["balanced"], llm=None, task=task,
-              facets=Facets(intent="what"))
+    run = Run(
+        retriever=None,
+        chat_file="c",
+        question="q",
+        profile=profiles()["balanced"],
+        llm=None,
+        task=task,
+        facets=Facets(intent="what"),
+    )
     run.add_result(_search([("A", 0.5), ("B", 0.25)]))  # the question's own search
     run.add_result(_search([("C", 0.5), ("B", 0.5)]))  # a variant's
     relative = {lid: item.relative for lid, item in run.pool.items()}
@@ -275,8 +306,10 @@ def test_the_graph_state_is_the_working_memory_checkpointed_step_by_step(retriev
 
     question = "Did Ana harvest the tomatoes?"
     graph = build_graph(checkpointer=InMemorySaver())
-    config = {"configurable": {"retriever": retriever, "profile": profiles()["balanced"], "llm": None, "thread_id": "t1"},
-              "recursion_limit": 30}
+    config = {
+        "configurable": {"retriever": retriever, "profile": profiles()["balanced"], "llm": None, "thread_id": "t1"},
+        "recursion_limit": 30,
+    }
     final = graph.invoke({"chat_file": chat_file, "question": question, "task": "ask"}, config)
     plain = ask(retriever, chat_file, question)
     assert final["result"].selected_ids == plain.selected_ids and final["result"].answer == plain.answer

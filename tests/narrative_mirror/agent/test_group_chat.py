@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from index_frames import index_messages
 
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
@@ -18,7 +19,6 @@ from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
-from index_frames import index_messages
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "discord_offsite_group.json"
 
@@ -36,9 +36,10 @@ def group(tmp_path_factory, embedder):
     options = ImportOptions(machine_tz="UTC")
     chats, problems = find_folder_chats(folder, options)
     assert problems == [] and len(chats) == 1
-    (key, source), = chats.items()
+    ((key, source),) = chats.items()
     messages = load_export_chat(source, options).messages.with_columns(
-        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id"))
+        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
+    )
     vectors = embedder.encode(message_texts(messages))
     store = IndexStore(str(tmp_path_factory.mktemp("home") / "lancedb"))
     index_messages(store, messages, vectors)
@@ -57,11 +58,14 @@ def test_the_export_reaches_the_index_with_its_reply_links(group):
     assert [chat.local_ids[r] for r in chat.linked_rows(chat.row_of[msg(30)])] == [msg(29), msg(31)]
 
 
-@pytest.mark.parametrize(("question", "author", "said", "context"), [
-    ("Who suggested the offsite in Porto?", "Chloe", 3, [4, 5]),
-    ("Who offered to book the hotel?", "Esther", 10, [11]),
-    ("Who will present the roadmap?", "Ana", 33, [32]),
-])
+@pytest.mark.parametrize(
+    ("question", "author", "said", "context"),
+    [
+        ("Who suggested the offsite in Porto?", "Chloe", 3, [4, 5]),
+        ("Who offered to book the hotel?", "Esther", 10, [11]),
+        ("Who will present the roadmap?", "Ana", 33, [32]),
+    ],
+)
 def test_who_said_it_answers_the_author_of_the_message(group, question, author, said, context):
     retriever, key, _ = group
     answer = ask(retriever, key, question)
@@ -70,14 +74,27 @@ def test_who_said_it_answers_the_author_of_the_message(group, question, author, 
     assert [e.id for e in answer.evidence] == [msg(n) for n in [said, *context]]
 
 
-@pytest.mark.parametrize(("question", "answer_text", "reply", "asked", "context"), [
-    ("What did Bruno answer to Ana about the budget?",
-     "About 4,000 euros for travel and the hotel, meals come on top.", 8, 7, [9]),
-    ("What did Farid reply to Chloe about the flights?",
-     "Lisbon to Porto is 45 euros by train, Berlin flights are around 120 each.", 18, 17, [19]),
-    ("Who replied to Dmitri about the login bug?", "Esther", 13, 12, []),
-    ("Who answered Chloe about the boat tour?", "Bruno", 31, 30, [29]),  # 30 answers 29: the chain
-])
+@pytest.mark.parametrize(
+    ("question", "answer_text", "reply", "asked", "context"),
+    [
+        (
+            "What did Bruno answer to Ana about the budget?",
+            "About 4,000 euros for travel and the hotel, meals come on top.",
+            8,
+            7,
+            [9],
+        ),
+        (
+            "What did Farid reply to Chloe about the flights?",
+            "Lisbon to Porto is 45 euros by train, Berlin flights are around 120 each.",
+            18,
+            17,
+            [19],
+        ),
+        ("Who replied to Dmitri about the login bug?", "Esther", 13, 12, []),
+        ("Who answered Chloe about the boat tour?", "Bruno", 31, 30, [29]),  # 30 answers 29: the chain
+    ],
+)
 def test_reply_questions_follow_the_reply_links(group, question, answer_text, reply, asked, context):
     retriever, key, _ = group
     answer = ask(retriever, key, question)

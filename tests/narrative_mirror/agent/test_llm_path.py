@@ -15,14 +15,20 @@ from narrative_mirror.query import arc, ask
 QUESTION = "What kind of tomatoes did Ana buy?"
 # One reply that satisfies every node's contract (the fault server answers every call alike).
 REPLY = {
-    "route": "direct", "intent": "what", "target": ["Ana"], "artifact": ["tomatoes", "buy"], "time": None,
+    "route": "direct",
+    "intent": "what",
+    "target": ["Ana"],
+    "artifact": ["tomatoes", "buy"],
+    "time": None,
     "queries": ["cherry tomatoes seller"],
     "grades": [{"id": "D1:3", "grade": 0.95}, {"id": "D1:1", "grade": 0.9}, {"id": "X1", "grade": 1.0}],
     "answer": "Ana bought cherry tomato seeds.",
     "claims": [{"text": "Ana bought cherry tomatoes", "ids": ["D1:3"]}],
     "unknowns": [],
-    "phases": [{"name": "seeds", "summary": "Ana buys seeds", "evidence": ["D1:1", "D1:3"]},
-               {"name": "harvest", "summary": "Ana harvests", "evidence": ["D20:1", "D20:3"]}],
+    "phases": [
+        {"name": "seeds", "summary": "Ana buys seeds", "evidence": ["D1:1", "D1:3"]},
+        {"name": "harvest", "summary": "Ana harvests", "evidence": ["D20:1", "D20:3"]},
+    ],
     "checks": [{"claim": 1, "question": "Which tomatoes?", "answer": "cherry tomatoes", "verdict": "supported"}],
 }
 
@@ -40,7 +46,7 @@ def assert_chat_text_only_inside_data_blocks(requests, texts):
         outside = user
         while DATA_BEGIN in outside:
             start = outside.index(DATA_BEGIN)
-            outside = outside[:start] + outside[outside.index(DATA_END, start) + len(DATA_END):]
+            outside = outside[:start] + outside[outside.index(DATA_END, start) + len(DATA_END) :]
         for text in texts:
             assert json.dumps(text)[1:-1] not in outside and text not in outside
         if outside != user:
@@ -68,9 +74,13 @@ def test_every_node_uses_the_llm_within_budget(retriever, chat_file):
 
 
 def test_unverified_llm_claims_become_unknowns(retriever, chat_file):
-    reply = REPLY | {"answer": "Ana bought roses in Paris.",
-                     "claims": [{"text": "Ana bought roses in Paris", "ids": ["D1:3"]},
-                                {"text": "Ana bought cherry tomatoes", "ids": ["D1:3"]}]}
+    reply = REPLY | {
+        "answer": "Ana bought roses in Paris.",
+        "claims": [
+            {"text": "Ana bought roses in Paris", "ids": ["D1:3"]},
+            {"text": "Ana bought cherry tomatoes", "ids": ["D1:3"]},
+        ],
+    }
     with fault_server("ok_json", content=reply) as server:
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
     assert answer.answer == "Ana bought cherry tomatoes"
@@ -79,9 +89,11 @@ def test_unverified_llm_claims_become_unknowns(retriever, chat_file):
 
 @pytest.mark.parametrize(
     "mode, kind, settings",
-    [("slow", "timeout", {"timeout_s": 0.3, "max_retries": 0}),
-     ("http_500", "http", {"max_retries": 1}),
-     ("malformed", "malformed", {})],
+    [
+        ("slow", "timeout", {"timeout_s": 0.3, "max_retries": 0}),
+        ("http_500", "http", {"max_retries": 1}),
+        ("malformed", "malformed", {}),
+    ],
 )
 def test_llm_failure_falls_back_to_the_offline_path_and_says_so(retriever, chat_file, mode, kind, settings):
     offline = ask(retriever, chat_file, QUESTION, profile="balanced")
@@ -136,13 +148,19 @@ def test_injection_reaches_the_llm_only_as_data_and_changes_nothing(retriever, c
     runs = {}
     for name in (chat_file, injected_chat_file):
         with fault_server("ok_json", content=REPLY) as server:
-            runs[name] = ask(retriever, name, "Did Ana harvest the tomatoes?", profile="balanced",
-                             llm=LLMClient(server.settings()))
+            runs[name] = ask(
+                retriever, name, "Did Ana harvest the tomatoes?", profile="balanced", llm=LLMClient(server.settings())
+            )
             requests = server.chat_requests
         assert_chat_text_only_inside_data_blocks(requests, chat_texts(retriever, name))
     clean, injected = runs[chat_file], runs[injected_chat_file]
     assert (injected.route, injected.rounds, injected.calls, injected.llm_calls, injected.answer) == (
-        clean.route, clean.rounds, clean.calls, clean.llm_calls, clean.answer)
+        clean.route,
+        clean.rounds,
+        clean.calls,
+        clean.llm_calls,
+        clean.answer,
+    )
     # The LLM graded X1 1.0; a flagged message keeps at most its offline grade and is never evidence.
     grades = {r.id: r.score for r in injected.trace.reranked}
     assert grades["X1"] < 1.0 and "X1" not in injected.selected_ids and injected.flagged_ids == ["X1"]
@@ -150,8 +168,13 @@ def test_injection_reaches_the_llm_only_as_data_and_changes_nothing(retriever, c
 
 def test_arc_with_the_llm_segmenter_holds_the_bounds(retriever, chat_file):
     with fault_server("ok_json", content=REPLY) as server:
-        result = arc(retriever, chat_file, "How did Ana's tomato garden develop?", profile="balanced",
-                     llm=LLMClient(server.settings()))
+        result = arc(
+            retriever,
+            chat_file,
+            "How did Ana's tomato garden develop?",
+            profile="balanced",
+            llm=LLMClient(server.settings()),
+        )
         segment_prompt = server.chat_requests[-1]["messages"][1]["content"]
     assert not result.degraded and [p.name for p in result.phases] == ["seeds", "harvest"]
     assert all(MIN_IDS <= len(p.evidence) <= MAX_IDS for p in result.phases)
@@ -190,13 +213,15 @@ def test_an_injected_order_moves_neither_route_nor_evidence_with_a_real_llm(retr
 
 
 def test_a_claim_the_llm_check_contradicts_moves_to_unknowns(retriever, chat_file):
-    reply = REPLY | {"checks": [{"claim": 1, "question": "Which tomatoes did Ana buy?", "answer": "roma",
-                                 "verdict": "contradicted"}]}
+    reply = REPLY | {
+        "checks": [{"claim": 1, "question": "Which tomatoes did Ana buy?", "answer": "roma", "verdict": "contradicted"}]
+    }
     with fault_server("ok_json", content=reply) as server:
         answer = ask(retriever, chat_file, QUESTION, profile="fast", llm=LLMClient(server.settings()))
     assert answer.abstained and answer.answer == "Not found in this chat."
-    assert answer.claims[0].note == ("Unverified (LLM check: contradicted: Which tomatoes did Ana buy? -> roma): "
-                                     "Ana bought cherry tomatoes")
+    assert answer.claims[0].note == (
+        "Unverified (LLM check: contradicted: Which tomatoes did Ana buy? -> roma): Ana bought cherry tomatoes"
+    )
     assert answer.claims[0].note in answer.unknowns and answer.verifier.startswith("LLM chain-of-verification")
 
 
@@ -204,7 +229,14 @@ def test_a_claim_the_llm_check_contradicts_moves_to_unknowns(retriever, chat_fil
 def test_real_llm_verification_leaves_a_contradicted_claim_out(retriever, chat_file):
     """The verification step with SmolLM2 as the verifier: the offline checks stop a claim its
     message contradicts whatever the small model says, and the LLM check runs on the rest."""
-    from narrative_mirror.agent.answer import LLM_VERIFIER, OFFLINE_VERIFIER, Claim, EvidenceMessage, check_claims, llm_verify
+    from narrative_mirror.agent.answer import (
+        LLM_VERIFIER,
+        OFFLINE_VERIFIER,
+        Claim,
+        EvidenceMessage,
+        check_claims,
+        llm_verify,
+    )
     from narrative_mirror.agent.grading import FacetMatch
     from narrative_mirror.llm import LLMError
 
@@ -216,12 +248,15 @@ def test_real_llm_verification_leaves_a_contradicted_claim_out(retriever, chat_f
 
     hits = {h.local_id: h for h in retriever.messages(chat_file, ["D1:3", "D20:1"])}
     evidence = {i: EvidenceMessage(h, 0.9, FacetMatch(frozenset(), 0.0, True)) for i, h in hits.items()}
-    claims = [Claim("Ana bought roses in Paris", ["D1:3"]),
-              Claim("Ana harvested the first cherry tomatoes from the balcony", ["D20:1"])]
+    claims = [
+        Claim("Ana bought roses in Paris", ["D1:3"]),
+        Claim("Ana harvested the first cherry tomatoes from the balcony", ["D20:1"]),
+    ]
     with llama_server(timeout_s=60) as settings:
         llm = LLMClient(settings)
-        verified, notes, verifier = check_claims(claims, evidence, "what", {"D1:3": 0.5, "D20:1": 0.5},
-                                                 llm_check=lambda kept: checked_by(llm, kept))
+        verified, notes, verifier = check_claims(
+            claims, evidence, "what", {"D1:3": 0.5, "D20:1": 0.5}, llm_check=lambda kept: checked_by(llm, kept)
+        )
     assert notes[0] == "Unverified (not what ['D1:3'] says): Ana bought roses in Paris"
     assert claims[0] not in verified
     assert llm.calls == 1  # one verification call, for the claim that passed the offline checks

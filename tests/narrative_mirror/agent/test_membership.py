@@ -15,29 +15,48 @@ from narrative_mirror.agent.membership import parse_question, read_event
 
 LRM = "\u200e"
 # A WhatsApp iOS group export: system lines carry the group's title as author and a left-to-right mark.
-WHATSAPP = "\n".join([
-    f"[13/05/2024, 09:00:00] Family Trip: {LRM}Ana created group “Family Trip”",
-    f"[13/05/2024, 09:00:05] Family Trip: {LRM}Messages and calls are end-to-end encrypted.",
-    "[13/05/2024, 09:01:00] Ana: Who wants to plan the trip to the lake in June?",
-    "[13/05/2024, 09:03:00] Cleo: Me! I can book the cabin by the water.",
-    f"[15/05/2024, 18:20:00] Family Trip: {LRM}Ana added Ben",
-    "[15/05/2024, 18:21:00] Ben: Thanks for adding me, I will bring the kayak.",
-    "[16/05/2024, 10:00:00] Cleo: The cabin is booked for the second weekend of June.",
-    f"[18/05/2024, 20:15:00] Family Trip: {LRM}Cleo added Dina and Eli",
-    "[18/05/2024, 20:16:00] Dina: Hi all, I can drive two people to the lake.",
-    f"[21/05/2024, 08:00:00] Family Trip: {LRM}Eli left",
-    "[21/05/2024, 08:05:00] Ana: Shame Eli can't come, we will miss his grill.",
-]) + "\n"
+WHATSAPP = (
+    "\n".join(
+        [
+            f"[13/05/2024, 09:00:00] Family Trip: {LRM}Ana created group “Family Trip”",
+            f"[13/05/2024, 09:00:05] Family Trip: {LRM}Messages and calls are end-to-end encrypted.",
+            "[13/05/2024, 09:01:00] Ana: Who wants to plan the trip to the lake in June?",
+            "[13/05/2024, 09:03:00] Cleo: Me! I can book the cabin by the water.",
+            f"[15/05/2024, 18:20:00] Family Trip: {LRM}Ana added Ben",
+            "[15/05/2024, 18:21:00] Ben: Thanks for adding me, I will bring the kayak.",
+            "[16/05/2024, 10:00:00] Cleo: The cabin is booked for the second weekend of June.",
+            f"[18/05/2024, 20:15:00] Family Trip: {LRM}Cleo added Dina and Eli",
+            "[18/05/2024, 20:16:00] Dina: Hi all, I can drive two people to the lake.",
+            f"[21/05/2024, 08:00:00] Family Trip: {LRM}Eli left",
+            "[21/05/2024, 08:05:00] Ana: Shame Eli can't come, we will miss his grill.",
+        ]
+    )
+    + "\n"
+)
 
 
 def _telegram(folder: Path) -> None:
     def service(i, day, actor, action, **extra):
-        return {"id": i, "type": "service", "date": f"2024-05-{day:02d}T10:00:00", "actor": actor,
-                "actor_id": f"user{ord(actor[0])}", "action": action, "text": "", **extra}
+        return {
+            "id": i,
+            "type": "service",
+            "date": f"2024-05-{day:02d}T10:00:00",
+            "actor": actor,
+            "actor_id": f"user{ord(actor[0])}",
+            "action": action,
+            "text": "",
+            **extra,
+        }
 
     def message(i, day, author, text):
-        return {"id": i, "type": "message", "date": f"2024-05-{day:02d}T11:{i:02d}:00", "from": author,
-                "from_id": f"user{ord(author[0])}", "text": text}
+        return {
+            "id": i,
+            "type": "message",
+            "date": f"2024-05-{day:02d}T11:{i:02d}:00",
+            "from": author,
+            "from_id": f"user{ord(author[0])}",
+            "text": text,
+        }
 
     messages = [
         service(1, 2, "Olga", "create_group", title="Choir"),
@@ -48,8 +67,9 @@ def _telegram(folder: Path) -> None:
         service(6, 12, "Olga", "remove_members", members=["Pavel"]),
         message(7, 12, "Olga", "We need a new bass singer for the concert."),
     ]
-    folder.joinpath("result.json").write_text(json.dumps(
-        {"name": "Choir", "type": "private_group", "id": 77, "messages": messages}), encoding="utf-8")
+    folder.joinpath("result.json").write_text(
+        json.dumps({"name": "Choir", "type": "private_group", "id": 77, "messages": messages}), encoding="utf-8"
+    )
 
 
 # (chat key prefix, question, answer, the system line given as evidence)
@@ -88,34 +108,40 @@ def test_membership_questions_are_answered_from_system_lines(tmp_path, capsys):
     assert ordinary["evidence"] and not [e for e in ordinary["evidence"] if e["text"] in {a[3] for a in ASKED}]
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("When did Ben join the group?", ("join", "Ben", "when")),
-    ("when was Dina Moreno added?", ("join", "Dina Moreno", "when")),
-    ("Who added Eli to the chat?", ("join", "Eli", "who")),
-    ("When did Eli leave?", ("leave", "Eli", "when")),
-    ("Who removed Pavel from the group?", ("leave", "Pavel", "who")),
-    ("Who created the group?", ("create", "", "who")),
-    ("When did Ben join the choir rehearsal as a bass?", ("join", "Ben", "when")),
-    ("Who added salt to the soup at Ana's?", ("join", "salt", "who")),
-    ("When did Ana harvest the tomatoes?", None),
-    ("Where does Ben run?", None),
-])
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("When did Ben join the group?", ("join", "Ben", "when")),
+        ("when was Dina Moreno added?", ("join", "Dina Moreno", "when")),
+        ("Who added Eli to the chat?", ("join", "Eli", "who")),
+        ("When did Eli leave?", ("leave", "Eli", "when")),
+        ("Who removed Pavel from the group?", ("leave", "Pavel", "who")),
+        ("Who created the group?", ("create", "", "who")),
+        ("When did Ben join the choir rehearsal as a bass?", ("join", "Ben", "when")),
+        ("Who added salt to the soup at Ana's?", ("join", "salt", "who")),
+        ("When did Ana harvest the tomatoes?", None),
+        ("Where does Ben run?", None),
+    ],
+)
 def test_membership_questions_are_recognized(question, expected):
     found = parse_question(question)
     assert (found.kind, found.person, found.wants) == expected if expected else found is None
 
 
-@pytest.mark.parametrize("speaker, text, expected", [
-    ("", "Ana added Ben", ("join", ("Ben",), "Ana")),
-    ("", "Cleo added Dina and Eli", ("join", ("Dina", "Eli"), "Cleo")),
-    ("", "Eli left", ("leave", ("Eli",), "")),
-    ("", "Dee joined using this group's invite link", ("join", ("Dee",), "")),
-    ("Olga", "Olga added Pavel, Rita", ("join", ("Pavel", "Rita"), "Olga")),
-    ("Rita", "Rita joined the group via invite link from Olga", ("join", ("Rita",), "")),
-    ("Pavel", "Pavel left the group", ("leave", ("Pavel",), "")),
-    ("Olga", "Olga created the group «Choir»", ("create", (), "Olga")),
-    ("", "Messages and calls are end-to-end encrypted.", None),
-])
+@pytest.mark.parametrize(
+    "speaker, text, expected",
+    [
+        ("", "Ana added Ben", ("join", ("Ben",), "Ana")),
+        ("", "Cleo added Dina and Eli", ("join", ("Dina", "Eli"), "Cleo")),
+        ("", "Eli left", ("leave", ("Eli",), "")),
+        ("", "Dee joined using this group's invite link", ("join", ("Dee",), "")),
+        ("Olga", "Olga added Pavel, Rita", ("join", ("Pavel", "Rita"), "Olga")),
+        ("Rita", "Rita joined the group via invite link from Olga", ("join", ("Rita",), "")),
+        ("Pavel", "Pavel left the group", ("leave", ("Pavel",), "")),
+        ("Olga", "Olga created the group «Choir»", ("create", (), "Olga")),
+        ("", "Messages and calls are end-to-end encrypted.", None),
+    ],
+)
 def test_system_lines_are_read_as_events(speaker, text, expected):
     event = read_event({"speaker": speaker, "text": text})
     assert (event.kind, event.people, event.actor) == expected if expected else event is None

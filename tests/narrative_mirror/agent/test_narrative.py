@@ -15,12 +15,21 @@ T0 = datetime(2024, 3, 1, 9, 0)
 
 def block(name: str, day: int, n: int, first_position: int, hour: int = 9) -> Block:
     start = T0 + timedelta(days=day - 1, hours=hour - 9)
-    return Block(name, [
-        ChatMessage(local_id=f"{name}:{i}", message_id=f"c/{name}:{i}", position=first_position + i, session=1,
-                    speaker="Ana" if i % 2 == 0 else "Ben", text=f"{name} message {i}",
-                    timestamp=start + timedelta(minutes=i))
-        for i in range(n)
-    ])
+    return Block(
+        name,
+        [
+            ChatMessage(
+                local_id=f"{name}:{i}",
+                message_id=f"c/{name}:{i}",
+                position=first_position + i,
+                session=1,
+                speaker="Ana" if i % 2 == 0 else "Ben",
+                text=f"{name} message {i}",
+                timestamp=start + timedelta(minutes=i),
+            )
+            for i in range(n)
+        ],
+    )
 
 
 def ids(group):
@@ -65,7 +74,7 @@ def test_selection_is_cut_to_the_maximum_keeping_every_block():
     scores = {f"A:{i}": 0.99 - i / 100 for i in range(30)} | {"B:0": 0.2}
     picked = narrative.select_phase_ids([big, small], scores, [f"A:{i}" for i in range(30)])
     assert len(picked) == MAX_IDS
-    assert "B:0" in picked and picked[:MAX_IDS - 1] == [f"A:{i}" for i in range(MAX_IDS - 1)]
+    assert "B:0" in picked and picked[: MAX_IDS - 1] == [f"A:{i}" for i in range(MAX_IDS - 1)]
 
 
 def test_offline_segmentation_orders_phases_in_time_and_holds_the_bounds():
@@ -81,10 +90,24 @@ def test_offline_segmentation_orders_phases_in_time_and_holds_the_bounds():
 
 
 def test_an_offline_phase_is_titled_with_its_date_and_a_sentence_of_its_own_messages():
-    said = ["Morning!", "I went over on my ankle at football. Dr. Brandt thinks the ankle is sprained",
-            "Is the ankle sprained?", "Yes, the ankle is the size of a grapefruit"]
-    members = [ChatMessage(local_id=f"D2:{i}", message_id=f"c/D2:{i}", position=i, session=2, speaker="Theo",
-                           text=text, timestamp=T0 + timedelta(days=3, minutes=i)) for i, text in enumerate(said)]
+    said = [
+        "Morning!",
+        "I went over on my ankle at football. Dr. Brandt thinks the ankle is sprained",
+        "Is the ankle sprained?",
+        "Yes, the ankle is the size of a grapefruit",
+    ]
+    members = [
+        ChatMessage(
+            local_id=f"D2:{i}",
+            message_id=f"c/D2:{i}",
+            position=i,
+            session=2,
+            speaker="Theo",
+            text=text,
+            timestamp=T0 + timedelta(days=3, minutes=i),
+        )
+        for i, text in enumerate(said)
+    ]
     name, summary = narrative.describe(members, {"D2:3": 0.9}, ["Theo"])
     # The sentence whose words recur most in the phase ("ankle", "sprained"; ties: the earlier one),
     # whole: "Dr." ends no sentence. Not a keyword list.
@@ -94,12 +117,14 @@ def test_an_offline_phase_is_titled_with_its_date_and_a_sentence_of_its_own_mess
 
 def test_llm_segmentation_is_held_to_the_blocks_and_the_bounds():
     a, b, c = block("A", 1, 6, 0), block("B", 5, 20, 6), block("C", 9, 5, 26)
-    reply = {"phases": [
-        {"name": "late", "summary": "C part", "evidence": ["C:0", "C:1", "C:2", "C:3"]},
-        {"name": "middle", "summary": "all of B", "evidence": [f"B:{i}" for i in range(20)]},
-        {"name": "early", "summary": "A part", "evidence": ["A:2", "Z:9", "C:1"]},  # Z:9 unknown, C:1 taken
-        {"name": "empty", "summary": "nothing known", "evidence": ["nope"]},
-    ]}
+    reply = {
+        "phases": [
+            {"name": "late", "summary": "C part", "evidence": ["C:0", "C:1", "C:2", "C:3"]},
+            {"name": "middle", "summary": "all of B", "evidence": [f"B:{i}" for i in range(20)]},
+            {"name": "early", "summary": "A part", "evidence": ["A:2", "Z:9", "C:1"]},  # Z:9 unknown, C:1 taken
+            {"name": "empty", "summary": "nothing known", "evidence": ["nope"]},
+        ]
+    }
     scores = {f"B:{i}": 1 - i / 40 for i in range(20)}
     with fault_server("ok_json", content=reply) as server:
         phases = narrative.segment_llm(LLMClient(server.settings()), "How did it go?", [c, a, b], scores)
@@ -116,7 +141,7 @@ def test_llm_segmentation_is_held_to_the_blocks_and_the_bounds():
     # The LLM saw every id of every block, and message text only inside the data block.
     user = request["messages"][1]["content"]
     assert all(f"'{m.local_id}'" in user for blk in (a, b, c) for m in blk.members)
-    data = user[user.index(DATA_BEGIN):user.index(DATA_END)]
+    data = user[user.index(DATA_BEGIN) : user.index(DATA_END)]
     assert "B message 0" in data and "B message 0" not in user.replace(data, "")
 
 

@@ -27,20 +27,25 @@ def test_offline_routes_follow_the_question_form(question, route, intent):
     assert (got_route, facets.intent) == (route, intent)
 
 
-@pytest.mark.parametrize("question, intent", [
-    ("What helps Paola when she's tired?", "what"),  # "when" opens a clause, not the question
-    ("Can Vanessa be considered a pacific person when she faces aggression?", "yes_no"),
-    ("What do the locations where Kate spends her holidays have in common?", "what"),
-    ("Since when has Moon been in different families?", "when"),
-    ("In which country did Elise ski?", "where"),
-])
+@pytest.mark.parametrize(
+    "question, intent",
+    [
+        ("What helps Paola when she's tired?", "what"),  # "when" opens a clause, not the question
+        ("Can Vanessa be considered a pacific person when she faces aggression?", "yes_no"),
+        ("What do the locations where Kate spends her holidays have in common?", "what"),
+        ("Since when has Moon been in different families?", "when"),
+        ("In which country did Elise ski?", "where"),
+    ],
+)
 def test_when_and_where_ask_only_when_they_open_the_question(question, intent):
     assert question_intent(question) == intent
 
 
 def test_offline_facets_split_targets_artifact_and_time():
     _, facets, _ = plan_offline("Which place did Elise visit in the first week of 2024?")
-    assert facets == Facets(intent="where", target=["Elise"], artifact=["place", "visit"], time="in the first week of 2024")
+    assert facets == Facets(
+        intent="where", target=["Elise"], artifact=["place", "visit"], time="in the first week of 2024"
+    )
     _, facets, _ = plan_offline("When did Kate visit Art Basel?")
     assert facets.target == ["Kate", "Art Basel"] and facets.artifact == ["visit"] and facets.time is None
     _, facets, _ = plan_offline("How did Elise's flu develop?")

@@ -5,8 +5,16 @@ from narrative_mirror.agent.profiles import DEFAULT_PROFILE, Profile, get_profil
 
 def test_profile_budgets_and_thresholds_are_the_designed_ones():
     table = {
-        name: (p.max_rounds, p.first_search, p.max_evidence_fetches, p.max_calls, p.rewrite_candidates,
-               p.min_top5_relevance, p.min_must_have_hits, p.arc_blocks)
+        name: (
+            p.max_rounds,
+            p.first_search,
+            p.max_evidence_fetches,
+            p.max_calls,
+            p.rewrite_candidates,
+            p.min_top5_relevance,
+            p.min_must_have_hits,
+            p.arc_blocks,
+        )
         for name, p in profiles().items()
     }
     assert table == {

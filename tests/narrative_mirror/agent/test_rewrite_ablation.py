@@ -42,5 +42,6 @@ def test_ablation_ranks_every_question_under_every_context(retriever, chat_file,
     assert set(result) == {(c, variant) for c in CONTEXTS}
     assert all(len(rankings) == 2 and all(len(r) == 5 for r in rankings) for rankings in result.values())
     # Without context the query is the question itself: the same ranking as a plain search.
-    assert result[("none", variant)][1] == [h.local_id for h in retriever.search(
-        chat_file, "Did Ana harvest the tomatoes?", k=5, variant=variant).hits]
+    assert result[("none", variant)][1] == [
+        h.local_id for h in retriever.search(chat_file, "Did Ana harvest the tomatoes?", k=5, variant=variant).hits
+    ]

@@ -3,10 +3,18 @@ import pytest
 from narrative_mirror.agent.text import stem
 
 
-@pytest.mark.parametrize("words", [
-    ("remedies", "remedy"), ("hiking", "hike", "hikes"), ("operation", "operations", "operated", "operating"),
-    ("discussion", "discussed"), ("question", "questions"), ("nation", "nations"), ("Kate's", "Kate"),
-])
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("remedies", "remedy"),
+        ("hiking", "hike", "hikes"),
+        ("operation", "operations", "operated", "operating"),
+        ("discussion", "discussed"),
+        ("question", "questions"),
+        ("nation", "nations"),
+        ("Kate's", "Kate"),
+    ],
+)
 def test_forms_of_one_word_share_a_stem(words):
     assert len({stem(w) for w in words}) == 1, {w: stem(w) for w in words}
 

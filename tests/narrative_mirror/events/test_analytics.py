@@ -20,12 +20,31 @@ def stats_frame() -> pl.DataFrame:
         ("tree", ["h", "i"], [], 1.0, False, 40.0),
     ]
     return pl.DataFrame(
-        [{"event_id": f"e{i}", "chat_file": "c", "query": f"q{i}", "method": m, "returned_ids": r, "cited_ids": c,
-          "citation_confidence": conf, "satisfied": s, "latency_ms": lat}
-         for i, (m, r, c, conf, s, lat) in enumerate(rows)],
-        schema={"event_id": pl.String, "chat_file": pl.String, "query": pl.String, "method": pl.String,
-                "returned_ids": pl.List(pl.String), "cited_ids": pl.List(pl.String),
-                "citation_confidence": pl.Float64, "satisfied": pl.Boolean, "latency_ms": pl.Float64},
+        [
+            {
+                "event_id": f"e{i}",
+                "chat_file": "c",
+                "query": f"q{i}",
+                "method": m,
+                "returned_ids": r,
+                "cited_ids": c,
+                "citation_confidence": conf,
+                "satisfied": s,
+                "latency_ms": lat,
+            }
+            for i, (m, r, c, conf, s, lat) in enumerate(rows)
+        ],
+        schema={
+            "event_id": pl.String,
+            "chat_file": pl.String,
+            "query": pl.String,
+            "method": pl.String,
+            "returned_ids": pl.List(pl.String),
+            "cited_ids": pl.List(pl.String),
+            "citation_confidence": pl.Float64,
+            "satisfied": pl.Boolean,
+            "latency_ms": pl.Float64,
+        },
     )
 
 
@@ -61,9 +80,18 @@ def test_export_training_examples(tmp_path):
     path = tmp_path / "out" / "examples.jsonl"
     assert export_training_examples(stats_frame(), path) == 3
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert lines[0] == {"event_id": "e0", "chat_file": "c", "query": "q0", "returned": ["a", "b", "c", "d"],
-                        "cited": ["a"], "not_cited": ["b", "c", "d"], "citation_confidence": 1.0,
-                        "cited_confidence": {}, "satisfied": False, "follow_up_of": None}
+    assert lines[0] == {
+        "event_id": "e0",
+        "chat_file": "c",
+        "query": "q0",
+        "returned": ["a", "b", "c", "d"],
+        "cited": ["a"],
+        "not_cited": ["b", "c", "d"],
+        "citation_confidence": 1.0,
+        "cited_confidence": {},
+        "satisfied": False,
+        "follow_up_of": None,
+    }
     assert [(x["cited"], x["not_cited"]) for x in lines[1:]] == [(["e", "f"], []), ([], ["h", "i"])]
     assert [p.name for p in path.parent.iterdir()] == ["examples.jsonl"]
 

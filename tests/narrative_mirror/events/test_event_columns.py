@@ -24,8 +24,16 @@ def test_an_older_table_is_upgraded_and_its_rows_kept(tmp_path):
 
     log = EventLog(uri)
     try:
-        new_id = log.log(event("new question", at=T0 + timedelta(seconds=1), cited_ids=["D1:1", "D1:2"],
-                               citation_confidence=0.6, cited_confidences=[0.8, 0.4], query_vector=[0.5, -0.25]))
+        new_id = log.log(
+            event(
+                "new question",
+                at=T0 + timedelta(seconds=1),
+                cited_ids=["D1:1", "D1:2"],
+                citation_confidence=0.6,
+                cited_confidences=[0.8, 0.4],
+                query_vector=[0.5, -0.25],
+            )
+        )
         rows = {r["query"]: r for r in log.events().to_dicts()}
     finally:
         log.close()

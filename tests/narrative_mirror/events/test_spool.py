@@ -49,8 +49,14 @@ def wait_until(condition, timeout: float = 20.0) -> None:
 
 def test_acknowledged_events_survive_kill_9_exactly_once(tmp_path):
     uri = tmp_path / "lancedb"
-    proc = subprocess.run([sys.executable, "-c", CRASH, str(uri)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH, str(uri)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == -9, proc.stderr
     ids = json.loads(proc.stdout)
     assert len(list((tmp_path / "lancedb.spool").glob("*.jsonl"))) == 1  # left behind

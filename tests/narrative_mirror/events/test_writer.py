@@ -13,9 +13,18 @@ from narrative_mirror.events.writer import EventLog
 
 def test_logged_event_is_stored_with_every_field(events_log):
     at = datetime(2026, 1, 5, 13, 30, tzinfo=timezone(timedelta(hours=1)))  # 12:30 UTC
-    event_id = events_log.log(event(
-        "rye bread", user="ana", at=at, session_id="s1", threshold=0.75,
-        counts_per_source={"bm25": 2, "dense": 1}, latency_ms=12.5, tokens_in_context=40))
+    event_id = events_log.log(
+        event(
+            "rye bread",
+            user="ana",
+            at=at,
+            session_id="s1",
+            threshold=0.75,
+            counts_per_source={"bm25": 2, "dense": 1},
+            latency_ms=12.5,
+            tokens_in_context=40,
+        )
+    )
     rows = events_log.events().to_dicts()
     assert len(rows) == 1
     row = rows[0]

@@ -19,13 +19,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import polars as pl
 import writers
+from index_frames import index_messages
 
 from narrative_mirror.chats import Chat
 from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
 from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.gold import gold_qa_frame
 from narrative_mirror.retrieval.engine import Retriever
-from index_frames import index_messages
 
 FORMATS: dict[str, Callable] = {
     "whatsapp_android_12h": lambda m, folder, tz: writers.whatsapp_android(m, folder, tz=tz, title="Chat", hour12=True),
@@ -92,13 +92,16 @@ def index(store, chat: Chat, key: str, vectors: TextVectors) -> None:
     """The chat's layers and index rows under partition ``key`` (as the asset graph builds them)."""
     from narrative_mirror.embedding import message_texts
 
-    messages = chat.messages.with_columns(pl.lit(key).alias("chat_file"),
-                                          (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id"))
+    messages = chat.messages.with_columns(
+        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
+    )
     matrix = vectors.encode(message_texts(messages))
     index_messages(store, messages, matrix)
 
 
-def recall_by_text(retriever: Retriever, key: str, chat: Chat, questions: list[tuple[str, set[str]]], k: int = 10) -> float:
+def recall_by_text(
+    retriever: Retriever, key: str, chat: Chat, questions: list[tuple[str, set[str]]], k: int = 10
+) -> float:
     """Mean recall@k over ``questions`` (question, gold texts), a hit counted by its text."""
     text_of = dict(zip(chat.messages["local_id"].to_list(), map(normalized, chat.messages["text"].to_list())))
     recalls = []

@@ -20,8 +20,13 @@ def _one(path, **kwargs):
     return conversations[0], list(conversations[0].messages())
 
 
-WHATSAPP_FILES = ["test_ddmmyy_24hrs.txt", "test_mmddyy_24hrs.txt", "test_[mmddyy]_24hrs.txt",
-                  "test_mmddyyyy_12hrs.txt", "test_yyyymmdd_24hrs.txt"]
+WHATSAPP_FILES = [
+    "test_ddmmyy_24hrs.txt",
+    "test_mmddyy_24hrs.txt",
+    "test_[mmddyy]_24hrs.txt",
+    "test_mmddyyyy_12hrs.txt",
+    "test_yyyymmdd_24hrs.txt",
+]
 # Europe/Berlin local times of the files (CET in winter, CEST in June) as UTC.
 WHATSAPP_EXPECTED = [
     ("John Doe", "2019-01-01T10:25", "Lorem ipsum dolor sit amet.", False),
@@ -45,7 +50,11 @@ def test_whatsapp_fixture(chat_miner_dir, name):
     assert got == [(a, _utc(t), text, s) for a, t, text, s in WHATSAPP_EXPECTED]
     assert all(m.tz == "Europe/Berlin" and m.tz_source == "--tz" and m.reply_to is None for m in messages)
     assert conversation.participants == ("John Doe", "Jahn Doe", "John-John Doe", "John Doe 🤓", "🤓")
-    assert (conversation.tz, conversation.tz_source, conversation.source_format) == ("Europe/Berlin", "--tz", "whatsapp")
+    assert (conversation.tz, conversation.tz_source, conversation.source_format) == (
+        "Europe/Berlin",
+        "--tz",
+        "whatsapp",
+    )
     assert len({m.local_id for m in messages}) == 9
     target = json.loads((chat_miner_dir / "whatsapp" / "target.json").read_text(encoding="utf-8"))
     assert {t["author"] for t in target} <= set(conversation.participants)
@@ -53,8 +62,7 @@ def test_whatsapp_fixture(chat_miner_dir, name):
 
 def test_whatsapp_fixtures_give_the_same_ids_whatever_the_date_layout(chat_miner_dir):
     ids = [
-        [m.local_id for m in _one(chat_miner_dir / "whatsapp" / name, tz="Europe/Berlin")[1]]
-        for name in WHATSAPP_FILES
+        [m.local_id for m in _one(chat_miner_dir / "whatsapp" / name, tz="Europe/Berlin")[1]] for name in WHATSAPP_FILES
     ]
     assert all(i == ids[0] for i in ids)
 

@@ -12,26 +12,76 @@ from narrative_mirror.exports import Attachment, ExportFormatError, detect, read
 
 def _message(id_, kind, when, name, content, **extra):
     author = {"id": f"a{name}", "name": name.lower(), "nickname": name, "isBot": extra.pop("bot", False)}
-    return {"id": id_, "type": kind, "timestamp": when, "timestampEdited": extra.pop("edited", None),
-            "isPinned": False, "content": content, "author": author, "attachments": extra.pop("attachments", []),
-            "embeds": [], "stickers": extra.pop("stickers", []), "reactions": [], "mentions": [], **extra}
+    return {
+        "id": id_,
+        "type": kind,
+        "timestamp": when,
+        "timestampEdited": extra.pop("edited", None),
+        "isPinned": False,
+        "content": content,
+        "author": author,
+        "attachments": extra.pop("attachments", []),
+        "embeds": [],
+        "stickers": extra.pop("stickers", []),
+        "reactions": [],
+        "mentions": [],
+        **extra,
+    }
 
 
 EXPORT = {
     "guild": {"id": "1", "name": "Makers"},
-    "channel": {"id": "55", "type": "GuildPublicThread", "categoryId": "50", "category": "projects", "name": "robot arm"},
+    "channel": {
+        "id": "55",
+        "type": "GuildPublicThread",
+        "categoryId": "50",
+        "category": "projects",
+        "name": "robot arm",
+    },
     "messages": [
         _message("100", "GuildMemberJoin", "2024-02-01T09:00:00+01:00", "Ann", ""),
-        _message("101", "Default", "2024-02-01T09:01:00.500+01:00", "Ann", "servo arrived",
-                 attachments=[{"id": "9", "url": "https://cdn/x/servo.jpg", "fileName": "servo.jpg", "fileSizeBytes": 10}]),
-        _message("102", "Reply", "2024-02-01T09:02:00+01:00", "Bob", "nice!", edited="2024-02-01T09:03:00+01:00",
-                 reference={"messageId": "101", "channelId": "55", "guildId": "1"}),
-        _message("103", "Default", "2024-02-01T08:05:00+00:00", "Helper", "reminder set", bot=True,
-                 stickers=[{"id": "3", "name": "wave", "format": "Png"}]),
-        _message("104", "ChannelPinnedMessage", "2024-02-01T09:06:00+01:00", "Ann", "",
-                 reference={"messageId": "101", "channelId": "55"}),
-        _message("105", "Reply", "2024-02-01T09:07:00+01:00", "Bob", "from elsewhere",
-                 reference={"messageId": "999", "channelId": "77"}),
+        _message(
+            "101",
+            "Default",
+            "2024-02-01T09:01:00.500+01:00",
+            "Ann",
+            "servo arrived",
+            attachments=[{"id": "9", "url": "https://cdn/x/servo.jpg", "fileName": "servo.jpg", "fileSizeBytes": 10}],
+        ),
+        _message(
+            "102",
+            "Reply",
+            "2024-02-01T09:02:00+01:00",
+            "Bob",
+            "nice!",
+            edited="2024-02-01T09:03:00+01:00",
+            reference={"messageId": "101", "channelId": "55", "guildId": "1"},
+        ),
+        _message(
+            "103",
+            "Default",
+            "2024-02-01T08:05:00+00:00",
+            "Helper",
+            "reminder set",
+            bot=True,
+            stickers=[{"id": "3", "name": "wave", "format": "Png"}],
+        ),
+        _message(
+            "104",
+            "ChannelPinnedMessage",
+            "2024-02-01T09:06:00+01:00",
+            "Ann",
+            "",
+            reference={"messageId": "101", "channelId": "55"},
+        ),
+        _message(
+            "105",
+            "Reply",
+            "2024-02-01T09:07:00+01:00",
+            "Bob",
+            "from elsewhere",
+            reference={"messageId": "999", "channelId": "77"},
+        ),
     ],
     "messageCount": 6,
 }
@@ -80,7 +130,9 @@ def test_a_bad_message_is_one_warning_naming_the_json_path_and_the_rest_is_read(
     for item in broken["messages"]:
         item.pop("author", None)
     path.write_text(json.dumps(broken), encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"c.json: messages\[0\]\.author: missing"):  # no message read: not a chat
+    with pytest.raises(
+        ExportFormatError, match=r"c.json: messages\[0\]\.author: missing"
+    ):  # no message read: not a chat
         _read(path, format="discord")
     path.write_text(json.dumps(EXPORT)[:200], encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"c.json: line 1: invalid JSON at column \d+"):
@@ -92,4 +144,5 @@ def test_a_bad_message_is_one_warning_naming_the_json_path_and_the_rest_is_read(
     conversation, messages = _read(path, format="discord")
     assert len(messages) == 5 and conversation.warnings == [
         f"{path}: messages[1].attachments: expected list, found 3 (message id 101 left out; the rest of the channel"
-        " is read)"]
+        " is read)"
+    ]

@@ -24,7 +24,11 @@ def _messages(n: int, start: datetime = T0, pause_after: int | None = None) -> l
     """``n`` messages of two people 5 minutes apart (+ 6 hours after message ``pause_after``)."""
     out = []
     for i in range(n):
-        moment = start + timedelta(minutes=5 * i) + (timedelta(hours=6) if pause_after is not None and i > pause_after else timedelta())
+        moment = (
+            start
+            + timedelta(minutes=5 * i)
+            + (timedelta(hours=6) if pause_after is not None and i > pause_after else timedelta())
+        )
         out.append(("Ana" if i % 2 == 0 else "Ben Ode", moment, f"note {i}: the bike needs a new chain", None))
     return out
 
@@ -50,7 +54,9 @@ def test_a_mixed_folder_gives_one_partition_per_conversation_with_safe_stable_ke
     assert {k: c.version for k, c in again.items()} == {k: c.version for k, c in chats.items()}
 
 
-def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are_not_parsed_again(tmp_path, monkeypatch):
+def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are_not_parsed_again(
+    tmp_path, monkeypatch
+):
     data = tmp_path / "chats"
     data.mkdir()
     cache = tmp_path / "cache"
@@ -62,7 +68,8 @@ def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are
     real_parse = folder_module._parse
     monkeypatch.setattr(folder_module, "_parse", lambda path, *a: parsed.append(path.name) or real_parse(path, *a))
     assert {k: c.version for k, c in find_folder_chats(data, BERLIN, cache)[0].items()} == {
-        k: c.version for k, c in first.items()}
+        k: c.version for k, c in first.items()
+    }
     assert parsed == []
     writers.telegram(_messages(7), data, tz="Europe/Berlin")
     second, _ = find_folder_chats(data, BERLIN, cache)
@@ -74,8 +81,10 @@ def test_a_longer_export_changes_only_its_conversation_and_unchanged_exports_are
     assert tokyo["telegram_chat"].version != second["telegram_chat"].version
     # Another session gap (layers.toml [sessions]): new versions of the exports, none of chat files.
     shutil.copy(settings.DEMO_DATA_DIR / "demo_garden_Mara_Theo.json", data)
-    gaps = [find_folder_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
-            for h in (4.0, 2.0)]
+    gaps = [
+        find_folder_chats(data, ImportOptions(tz="Europe/Berlin", machine_tz="UTC", session_gap_hours=h), cache)[0]
+        for h in (4.0, 2.0)
+    ]
     assert gaps[0]["telegram_chat"].version != gaps[1]["telegram_chat"].version
     assert gaps[0]["demo_garden_Mara_Theo"].version == gaps[1]["demo_garden_Mara_Theo"].version
 
@@ -93,7 +102,7 @@ def test_bad_exports_are_one_line_each_naming_file_and_place_and_the_good_chats_
     assert sorted(chats) == ["discord_general", "slack_general"]
     assert problems == [
         f"{data / 'WhatsApp Chat - Amb' / '_chat.txt'}: line 1: 05/03/2024 could be 5 March or 3 May 2024; "
-        "pass --day-first or --month-first",
+        "pass --day-first or --month-first"
     ]
     # The order given: it builds.
     chats, problems = find_folder_chats(data, ImportOptions(day_first=True, machine_tz="UTC"))
@@ -108,7 +117,12 @@ def test_a_conversation_becomes_the_message_record_of_every_format(tmp_path):
     chat = load_export_chat(source, BERLIN)
     frame = chat.messages
     assert dict(frame.schema) == schema.MESSAGE_RECORD
-    assert (chat.format, chat.tz, chat.tz_source, chat.speakers) == ("telegram", "UTC+01:00", "file", ["Ana", "Ben Ode"])
+    assert (chat.format, chat.tz, chat.tz_source, chat.speakers) == (
+        "telegram",
+        "UTC+01:00",
+        "file",
+        ["Ana", "Ben Ode"],
+    )
     assert frame["local_id"].to_list() == ["1", "2", "3", "4", "5", "6"]
     assert frame["message_id"][0] == "telegram_chat/1"
     assert frame["reply_to"].to_list() == [None, None, None, None, "2", None]
@@ -121,10 +135,13 @@ def test_a_conversation_becomes_the_message_record_of_every_format(tmp_path):
 
 def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_of_the_index(tmp_path):
     path = tmp_path / "WhatsApp Chat with Ben.txt"
-    path.write_text("14/03/2024, 09:00 - Messages and calls are end-to-end encrypted.\n"
-                    "14/03/2024, 09:01 - Ana: hi Ben\nsecond line\n"
-                    "14/03/2024, 09:02 - Ben: <Media omitted>\n"
-                    "14/03/2024, 09:03 - Ben: fixed it <This message was edited>\n", encoding="utf-8")
+    path.write_text(
+        "14/03/2024, 09:00 - Messages and calls are end-to-end encrypted.\n"
+        "14/03/2024, 09:01 - Ana: hi Ben\nsecond line\n"
+        "14/03/2024, 09:02 - Ben: <Media omitted>\n"
+        "14/03/2024, 09:03 - Ben: fixed it <This message was edited>\n",
+        encoding="utf-8",
+    )
     options = ImportOptions(tz="America/New_York", machine_tz="UTC")
     source = find_folder_chats(tmp_path, options)[0]["whatsapp_ben"]
     frame = load_export_chat(source, options).messages
@@ -140,25 +157,65 @@ def test_whatsapp_local_times_read_in_the_given_zone_and_system_lines_kept_out_o
 
     from narrative_mirror.index_rows import build_rows, message_rows
 
-    vectors = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
-                            "local_id": frame["local_id"], "vector": [[1.0, 0.0]] * 4}, schema=schema.MESSAGE_EMBEDDINGS)
+    vectors = pl.DataFrame(
+        {
+            "message_id": frame["message_id"],
+            "chat_file": frame["chat_file"],
+            "local_id": frame["local_id"],
+            "vector": [[1.0, 0.0]] * 4,
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     assert message_rows(frame, vectors)["local_id"].to_pylist() == frame["local_id"].to_list()[1:]
     ids = frame["local_id"].to_list()
-    blocks = pl.DataFrame([{"block_id": "b0", "chat_file": "whatsapp_ben", "session": 1, "block_index": 0,
-                            "first_position": 0, "last_position": 3, "message_ids": ids,
-                            "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][3],
-                            "speakers": ["Ana", "Ben"], "keywords": [], "label": "", "summary": ""},
-                           {"block_id": "b1", "chat_file": "whatsapp_ben", "session": 1, "block_index": 1,
-                            "first_position": 0, "last_position": 0, "message_ids": ids[:1],
-                            "start_time": frame["timestamp"][0], "end_time": frame["timestamp"][0],
-                            "speakers": [], "keywords": [], "label": "", "summary": ""}], schema=schema.BLOCKS)
+    blocks = pl.DataFrame(
+        [
+            {
+                "block_id": "b0",
+                "chat_file": "whatsapp_ben",
+                "session": 1,
+                "block_index": 0,
+                "first_position": 0,
+                "last_position": 3,
+                "message_ids": ids,
+                "start_time": frame["timestamp"][0],
+                "end_time": frame["timestamp"][3],
+                "speakers": ["Ana", "Ben"],
+                "keywords": [],
+                "label": "",
+                "summary": "",
+            },
+            {
+                "block_id": "b1",
+                "chat_file": "whatsapp_ben",
+                "session": 1,
+                "block_index": 1,
+                "first_position": 0,
+                "last_position": 0,
+                "message_ids": ids[:1],
+                "start_time": frame["timestamp"][0],
+                "end_time": frame["timestamp"][0],
+                "speakers": [],
+                "keywords": [],
+                "label": "",
+                "summary": "",
+            },
+        ],
+        schema=schema.BLOCKS,
+    )
     rows = build_rows(frame, vectors, blocks=blocks)
     assert rows["blocks"].to_pydict()["message_ids"] == [ids[1:]]  # the block of only a system line: gone
 
 
 def test_sessions_by_gap_with_slack_days_and_threads():
-    t = [datetime(2024, 1, 1, 9), datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 16), datetime(2024, 1, 1, 23),
-         datetime(2024, 1, 2, 0, 30), datetime(2024, 1, 2, 1)]
+    t = [
+        datetime(2024, 1, 1, 9),
+        datetime(2024, 1, 1, 10),
+        datetime(2024, 1, 1, 16),
+        datetime(2024, 1, 1, 23),
+        datetime(2024, 1, 2, 0, 30),
+        datetime(2024, 1, 2, 1),
+    ]
     gap = timedelta(hours=4)
     assert sessions_by_gap(t, gap) == [1, 1, 2, 3, 3, 3]
     days = [m.date() for m in t]
@@ -176,11 +233,13 @@ def test_reading_options_are_remembered_per_folder(tmp_path):
     assert remembered_options(home, data, None, "UTC") == ImportOptions(machine_tz="UTC")
     given = ImportOptions(format="whatsapp", tz="Europe/Berlin", day_first=True)
     assert remembered_options(home, data, given, "UTC") == ImportOptions("whatsapp", "Europe/Berlin", True, "UTC")
-    assert remembered_options(home, data, None, "Asia/Tokyo") == ImportOptions("whatsapp", "Europe/Berlin", True,
-                                                                                 "Asia/Tokyo")
+    assert remembered_options(home, data, None, "Asia/Tokyo") == ImportOptions(
+        "whatsapp", "Europe/Berlin", True, "Asia/Tokyo"
+    )
     assert remembered_options(home, tmp_path, None, "UTC") == ImportOptions(machine_tz="UTC")
     assert json.loads((home / "imports" / "options.json").read_text()) == {
-        str(data.resolve()): {"format": "whatsapp", "tz": "Europe/Berlin", "day_first": True}}
+        str(data.resolve()): {"format": "whatsapp", "tz": "Europe/Berlin", "day_first": True}
+    }
 
 
 def test_a_folder_no_reader_recognizes_is_not_a_chat_nor_a_problem(tmp_path):

@@ -51,8 +51,7 @@ def _slack(folder: Path, days: dict[str, list[dict]]) -> Path:
 def _slack_zip(path: Path, members: dict[str, bytes | str]) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("users.json", json.dumps([{"id": "U1", "name": "ann"}]))
-        archive.writestr("channels.json", json.dumps([{"id": "C1", "name": "general"},
-                                                      {"id": "C2", "name": "random"}]))
+        archive.writestr("channels.json", json.dumps([{"id": "C1", "name": "general"}, {"id": "C2", "name": "random"}]))
         for name, content in members.items():
             archive.writestr(name, content)
     return path
@@ -70,7 +69,9 @@ def small_limits(tmp_path, monkeypatch):
     config.mkdir()
     (config / "exports.toml").write_text(
         "[limits]\nmax_member_bytes = 100_000\nmax_total_bytes = 150_000\nmax_ratio = 50\n"
-        "max_members = 20\nmax_message_chars = 1_000\n", encoding="utf-8")
+        "max_members = 20\nmax_message_chars = 1_000\n",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("NM_CONFIG_DIR", str(config))
     return read_limits()
 
@@ -88,8 +89,10 @@ def test_links_out_of_the_data_folder_are_refused_at_any_depth_and_the_rest_buil
     found, problems = _find(data)
     secret = (outside / "secret.json").resolve()
     # The channel that would read the linked file is refused, naming the link and its target.
-    assert problems == [f"{absolute}: links to {secret}, outside the data folder: refused",
-                        f"{relative}: links to {secret}, outside the data folder: refused"]
+    assert problems == [
+        f"{absolute}: links to {secret}, outside the data folder: refused",
+        f"{relative}: links to {secret}, outside the data folder: refused",
+    ]
     assert found == {"whatsapp_good"}
 
 
@@ -100,17 +103,21 @@ def test_a_channel_folder_linked_out_of_the_export_refuses_the_export(tmp_path):
     slack = _slack(data / "slack", {f"random/{DAY}": _day("hi")})
     (slack / "general").symlink_to(outside / "general", target_is_directory=True)
     found, problems = _find(data)
-    assert problems == [f"{slack / 'general'}: links to {(outside / 'general').resolve()}, "
-                        "outside the data folder: refused"]
+    assert problems == [
+        f"{slack / 'general'}: links to {(outside / 'general').resolve()}, outside the data folder: refused"
+    ]
     assert found == {"whatsapp_good"}
 
 
-@pytest.mark.parametrize("target, why", [
-    ("/proc/self/environ", "links to {resolved}, a system file: refused"),
-    ("/dev/zero", "links to /dev/zero, a system file: refused"),
-    ("loop", "a link loop: refused"),
-    ("missing.txt", "a broken link: refused"),
-])
+@pytest.mark.parametrize(
+    "target, why",
+    [
+        ("/proc/self/environ", "links to {resolved}, a system file: refused"),
+        ("/dev/zero", "links to /dev/zero, a system file: refused"),
+        ("loop", "a link loop: refused"),
+        ("missing.txt", "a broken link: refused"),
+    ],
+)
 def test_a_whatsapp_chat_file_linked_to_a_system_file_or_nowhere_is_refused(tmp_path, target, why):
     data = _data(tmp_path)
     chat = data / "WhatsApp Chat - Bad" / "_chat.txt"
@@ -131,23 +138,26 @@ def test_fifos_are_refused_never_opened(tmp_path):
     os.mkfifo(chat)
     os.mkfifo(data / "pipe.txt")  # opening either for reading would block forever
     found, problems = _find(data)
-    assert problems == [f"{chat}: is a FIFO, not a regular file: refused",
-                        f"{data / 'pipe.txt'}: is a FIFO, not a regular file: refused"]
+    assert problems == [
+        f"{chat}: is a FIFO, not a regular file: refused",
+        f"{data / 'pipe.txt'}: is a FIFO, not a regular file: refused",
+    ]
     assert found == {"whatsapp_good"}
 
 
 def test_zip_members_that_are_links_or_leave_the_archive_are_refused(tmp_path):
     data = _data(tmp_path)
     link = zipfile.ZipInfo("_chat.txt")
-    link.external_attr = (0o120777 << 16)  # a symlink entry: its content is the target's path
+    link.external_attr = 0o120777 << 16  # a symlink entry: its content is the target's path
     with zipfile.ZipFile(data / "WhatsApp Chat - Link.zip", "w") as archive:
         archive.writestr(link, "/etc/passwd")
     with zipfile.ZipFile(data / "WhatsApp Chat - Slip.zip", "w") as archive:
         archive.writestr("../_chat.txt", GOOD_WHATSAPP)
     found, problems = _find(data)
-    assert problems == [f"{data / 'WhatsApp Chat - Link.zip'}!_chat.txt: is a symbolic link in the archive: refused",
-                        f"{data / 'WhatsApp Chat - Slip.zip'}!../_chat.txt: a member name that leaves the "
-                        "archive: refused"]
+    assert problems == [
+        f"{data / 'WhatsApp Chat - Link.zip'}!_chat.txt: is a symbolic link in the archive: refused",
+        f"{data / 'WhatsApp Chat - Slip.zip'}!../_chat.txt: a member name that leaves the archive: refused",
+    ]
     assert found == {"whatsapp_good"}
 
 
@@ -157,32 +167,41 @@ def test_zip_bombs_are_refused_by_ratio_member_size_total_and_entries(tmp_path, 
     _slack_zip(data / "ratio.zip", {f"general/{DAY}.json": json.dumps(_day(" " * 90_000))})
     noise = os.urandom(60_000).hex()  # incompressible: trips the size limits, not the ratio
     _slack_zip(data / "member.zip", {f"general/{DAY}.json": json.dumps(_day(noise + noise))})
-    many = [_day(noise[i:i + 900], f"{1704186000 + i}.000100")[0] for i in range(0, 90_000, 900)]
+    many = [_day(noise[i : i + 900], f"{1704186000 + i}.000100")[0] for i in range(0, 90_000, 900)]
     _slack_zip(data / "total.zip", {f"general/{DAY}.json": json.dumps(many), f"random/{DAY}.json": json.dumps(many)})
     _slack_zip(data / "entries.zip", {f"c{n}/{DAY}.json": json.dumps(_day("hi")) for n in range(20)})
     lying = bytearray((data / "entries.zip").read_bytes())  # its end record claims 1 entry, not 22
     lying[-14:-10] = struct.pack("<2H", 1, 1)
     (data / "lying.zip").write_bytes(bytes(lying))
     found, problems = _find(data)
-    assert problems.pop(1).startswith(f"{data / 'lying.zip'}: over the limit max_members = 20 (exports.toml "
-                                      "[limits]): 22 entries")
+    assert problems.pop(1).startswith(
+        f"{data / 'lying.zip'}: over the limit max_members = 20 (exports.toml [limits]): 22 entries"
+    )
     assert len(problems) == 4, problems
-    assert problems[0].startswith(f"{data / 'entries.zip'}: over the limit max_members = 20 (exports.toml [limits]): "
-                                  "22 entries")
-    assert problems[1].startswith(f"{data / 'member.zip'}!general/{DAY}.json: over the limit max_member_bytes "
-                                  "= 100,000 (exports.toml [limits]): ")
-    assert problems[2].startswith(f"{data / 'ratio.zip'}!general/{DAY}.json: over the limit max_ratio = 50 "
-                                  "(exports.toml [limits]): 90,")
-    assert problems[3] == (f"{data / 'total.zip'}: over the limit max_total_bytes = 150,000 (exports.toml "
-                           "[limits]): unpacks to more than 150,000 bytes")
+    assert problems[0].startswith(
+        f"{data / 'entries.zip'}: over the limit max_members = 20 (exports.toml [limits]): 22 entries"
+    )
+    assert problems[1].startswith(
+        f"{data / 'member.zip'}!general/{DAY}.json: over the limit max_member_bytes = 100,000 (exports.toml [limits]): "
+    )
+    assert problems[2].startswith(
+        f"{data / 'ratio.zip'}!general/{DAY}.json: over the limit max_ratio = 50 (exports.toml [limits]): 90,"
+    )
+    assert problems[3] == (
+        f"{data / 'total.zip'}: over the limit max_total_bytes = 150,000 (exports.toml "
+        "[limits]): unpacks to more than 150,000 bytes"
+    )
     # the channel read before the total ran out is a chat; nothing of the others is
     assert found == {"whatsapp_good", "slack_general"}
 
 
 def test_unpacked_bytes_are_counted_as_they_come_not_taken_from_headers(small_limits):
     packed = LimitedReader(io.BytesIO(b" " * 60_000), "bomb.zip!a.json", small_limits, compressed=1_000)
-    with pytest.raises(ExportRefused, match=r"bomb.zip!a.json: over the limit max_ratio = 50 .*: unpacks to more "
-                                            r"than 50 times its 1,000 compressed bytes"):
+    with pytest.raises(
+        ExportRefused,
+        match=r"bomb.zip!a.json: over the limit max_ratio = 50 .*: unpacks to more "
+        r"than 50 times its 1,000 compressed bytes",
+    ):
         packed.read()
     plain = LimitedReader(io.BytesIO(b"x" * 200_000), "big.json", small_limits)
     assert len(plain.read(50_000)) == 50_000
@@ -202,8 +221,29 @@ def _deflated_zip(path: Path, members: dict[str, tuple[bytes, int]]) -> Path:
             crc = zlib.crc32(block, crc)
         size, raw = len(block) * count, name.encode()
         header = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(data), size, len(raw), 0)
-        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(data), size,
-                               len(raw), 0, 0, 0, 0, 0, len(local)) + raw
+        central += (
+            struct.pack(
+                "<4s6H3L5H2L",
+                b"PK\x01\x02",
+                20,
+                20,
+                0,
+                8,
+                0,
+                0,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0,
+                len(local),
+            )
+            + raw
+        )
         local += header + raw + data
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central), len(local), 0)
     path.write_bytes(local + central + end)
@@ -220,8 +260,8 @@ def test_a_default_sized_bomb_is_refused_before_it_is_unpacked(tmp_path):
         assert archive.read("users.json") == b"[]" and archive.getinfo(f"general/{DAY}.json").file_size == 1 << 30
     found, problems = _find(data)
     assert len(problems) == 1 and problems[0].startswith(
-        f"{bomb}!general/{DAY}.json: over the limit max_ratio = 300 (exports.toml [limits]): "
-        "1,073,741,824 bytes from ")
+        f"{bomb}!general/{DAY}.json: over the limit max_ratio = 300 (exports.toml [limits]): 1,073,741,824 bytes from "
+    )
     assert found == {"whatsapp_good"}
 
 
@@ -245,8 +285,9 @@ def test_utf16_whatsapp_with_a_bom_is_read_and_bad_encodings_are_named(tmp_path)
     data = _data(tmp_path)
     (data / "WhatsApp Chat with Sixteen.txt").write_bytes(GOOD_WHATSAPP.encode("utf-16"))
     (data / "WhatsApp Chat with NoBom.txt").write_bytes(GOOD_WHATSAPP.encode("utf-16-le"))
-    (data / "WhatsApp Chat with Latin.txt").write_bytes((GOOD_WHATSAPP + "13/01/2024, 09:09 - Ann: Grüße\n")
-                                                        .encode("latin-1"))
+    (data / "WhatsApp Chat with Latin.txt").write_bytes(
+        (GOOD_WHATSAPP + "13/01/2024, 09:09 - Ann: Grüße\n").encode("latin-1")
+    )
     found, problems = _find(data)
     assert found == {"whatsapp_good", "whatsapp_sixteen"}
 
@@ -269,8 +310,10 @@ def test_slack_day_files_without_channels_or_users_json_are_a_problem_not_skippe
     (slack / "users.json").unlink()
     (slack / "channels.json").unlink()
     found, problems = _find(data)
-    assert problems == [f"{slack}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
-                        "users.json: not readable as an export"]
+    assert problems == [
+        f"{slack}: holds Slack day files (YYYY-MM-DD.json) but neither channels.json nor "
+        "users.json: not readable as an export"
+    ]
     assert found == {"whatsapp_good"}
 
 
@@ -297,9 +340,11 @@ def test_build_exits_2_naming_the_refused_files_keeps_what_was_stored_and_builds
     linked = f"{chat}: links to {(outside / 'secret.txt').resolve()}, outside the data folder: refused"
     out = json.loads(second.stdout)
     bomb, link = sorted(out["problems"], key=lambda line: "Linked" in line)
-    assert link == linked and bomb.startswith(f"{archive}!_chat.txt: over the limit max_ratio = 300 (exports.toml "
-                                         "[limits]): 1,073,741,824 bytes from ")
+    assert link == linked and bomb.startswith(
+        f"{archive}!_chat.txt: over the limit max_ratio = 300 (exports.toml [limits]): 1,073,741,824 bytes from "
+    )
     assert sorted(x for x in second.stderr.splitlines() if "_chat.txt" in x) == sorted(
-        f"narrative-mirror build: {line}" for line in out["problems"])
+        f"narrative-mirror build: {line}" for line in out["problems"]
+    )
     assert list(out["per_file"]) == ["whatsapp_good"] and out["per_file"]["whatsapp_good"]["messages"] == 2
     assert stored == {p: p.read_bytes() for p in stored}  # what the zip's chat built before is kept as it was

@@ -18,22 +18,38 @@ def _escaped(text):
 def _write_thread(folder, files):
     folder.mkdir(parents=True)
     for number, messages in enumerate(files, start=1):
-        data = {"participants": [{"name": _escaped("Zoë")}, {"name": "Max"}], "messages": messages,
-                "title": _escaped("Zoë & Max 💬"), "thread_path": f"inbox/{folder.name}"}
+        data = {
+            "participants": [{"name": _escaped("Zoë")}, {"name": "Max"}],
+            "messages": messages,
+            "title": _escaped("Zoë & Max 💬"),
+            "thread_path": f"inbox/{folder.name}",
+        }
         (folder / f"message_{number}.json").write_text(json.dumps(data, ensure_ascii=True), encoding="ascii")
 
 
 NEWEST = [
-    {"sender_name": "Max", "timestamp_ms": 1700000300000, "content": _escaped("très bien 👍"),
-     "photos": [{"uri": "messages/inbox/zoemax_1/photos/p1.jpg", "creation_timestamp": 1700000300}]},
+    {
+        "sender_name": "Max",
+        "timestamp_ms": 1700000300000,
+        "content": _escaped("très bien 👍"),
+        "photos": [{"uri": "messages/inbox/zoemax_1/photos/p1.jpg", "creation_timestamp": 1700000300}],
+    },
     {"sender_name": _escaped("Zoë"), "timestamp_ms": 1700000200000, "content": "ça va?", "is_unsent": False},
     {"sender_name": "Max", "timestamp_ms": 1700000150000, "is_unsent": True},
 ]
 OLDEST = [
-    {"sender_name": "Max", "timestamp_ms": 1700000100000, "content": "salut",
-     "share": {"link": "https://example.org", "share_text": "look"}},
-    {"sender_name": _escaped("Zoë"), "timestamp_ms": 1700000000000, "content": _escaped("Zoë added Max"),
-     "type": "Subscribe"},
+    {
+        "sender_name": "Max",
+        "timestamp_ms": 1700000100000,
+        "content": "salut",
+        "share": {"link": "https://example.org", "share_text": "look"},
+    },
+    {
+        "sender_name": _escaped("Zoë"),
+        "timestamp_ms": 1700000000000,
+        "content": _escaped("Zoë added Max"),
+        "type": "Subscribe",
+    },
 ]
 
 
@@ -63,8 +79,10 @@ def test_inbox_tree_and_zip_yield_one_conversation_per_thread(tmp_path):
     progress = []
     conversations = list(read_export(tmp_path / "facebook", on_progress=lambda *p: progress.append(p)))
     # Both threads are named "Zoë & Max 💬": one key at the reader, set apart by their thread ids.
-    assert [(c.key, c.native_id) for c in conversations] == [("messenger_zoe_max", "old_2"),
-                                                            ("messenger_zoe_max", "zoemax_1")]
+    assert [(c.key, c.native_id) for c in conversations] == [
+        ("messenger_zoe_max", "old_2"),
+        ("messenger_zoe_max", "zoemax_1"),
+    ]
     assert [p[:2] for p in progress] == [(1, 2), (2, 2)]
     archive = shutil.make_archive(str(tmp_path / "dyi"), "zip", root_dir=tmp_path / "facebook")
     assert detect(archive) == "messenger"
@@ -74,9 +92,16 @@ def test_inbox_tree_and_zip_yield_one_conversation_per_thread(tmp_path):
 
 def test_a_bad_message_is_one_warning_and_the_rest_of_the_thread_is_read(tmp_path):
     folder = tmp_path / "t_1"
-    _write_thread(folder, [[{"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"},
-                            {"timestamp_ms": 1700000100000, "content": "who?"},
-                            {"sender_name": "Max", "timestamp_ms": "soon", "content": "when?"}]])
+    _write_thread(
+        folder,
+        [
+            [
+                {"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"},
+                {"timestamp_ms": 1700000100000, "content": "who?"},
+                {"sender_name": "Max", "timestamp_ms": "soon", "content": "when?"},
+            ]
+        ],
+    )
     [conversation] = list(read_export(folder, format="messenger"))
     assert [m.text for m in conversation.messages()] == ["hi"]
     label = folder / "message_1.json"

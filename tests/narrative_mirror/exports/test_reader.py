@@ -62,8 +62,9 @@ def test_round_trip_keeps_authors_texts_times_and_replies(tmp_path, writer):
     assert [m.timestamp for m in messages] == expected_times
     assert set(conversation.participants) == set(PEOPLE)
     by_index = [m.local_id for m in messages]
-    links = [messages.index(next(x for x in messages if x.local_id == m.reply_to)) if m.reply_to else None
-             for m in messages]
+    links = [
+        messages.index(next(x for x in messages if x.local_id == m.reply_to)) if m.reply_to else None for m in messages
+    ]
     if writer.startswith("whatsapp") or writer == "messenger":
         assert links == [None] * 30  # these formats carry no replies
     elif writer == "signal":
@@ -89,12 +90,17 @@ def test_ids_are_stable_across_a_longer_re_export(tmp_path, writer):
 def test_detection_errors_are_clear(tmp_path):
     odd = tmp_path / "notes.txt"
     odd.write_text("shopping list\nmilk\n", encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"notes.txt: cannot tell the export format: the first line "
-                                                 r"'shopping list' is no known chat layout; pass the format"):
+    with pytest.raises(
+        ExportFormatError,
+        match=r"notes.txt: cannot tell the export format: the first line "
+        r"'shopping list' is no known chat layout; pass the format",
+    ):
         detect(odd)
     unknown_json = tmp_path / "x.json"
     unknown_json.write_text('{"hello": 1}', encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"x.json: cannot tell the export format: a JSON object with keys \['hello'\]"):
+    with pytest.raises(
+        ExportFormatError, match=r"x.json: cannot tell the export format: a JSON object with keys \['hello'\]"
+    ):
         read_export(unknown_json)  # raised when called, before any conversation is read
     with pytest.raises(ExportFormatError, match=r"missing: no such file or folder"):
         detect(tmp_path / "missing")
@@ -122,7 +128,8 @@ def test_conversation_keys_are_valid_distinct_and_stable(name):
 
 def test_conversation_keys_are_a_slug_of_the_chats_own_name():
     assert [conversation_key("whatsapp", n) for n in ("Family Trip", "Family 🎉 Trip!", "family_trip")] == [
-        "whatsapp_family_trip"] * 3
+        "whatsapp_family_trip"
+    ] * 3
     assert conversation_key("slack", "trip-planning") == "slack_trip-planning"
     # Nothing readable left: a short hash of the exact name, different per name.
     assert conversation_key("telegram", "🎉") != conversation_key("telegram", "🎄")

@@ -19,7 +19,10 @@ def test_chat_1_as_a_whatsapp_export_retrieves_as_the_native_json(realtalk_dir, 
     assert exported.messages["speaker"].to_list() == chat.messages["speaker"].to_list()
     assert exported.messages["session"].to_list() == chat.messages["session"].to_list()
     # Minutes survive the 12-hour clock (seconds are not in the format).
-    assert exported.messages["timestamp"].dt.truncate("1m").to_list() == chat.messages["timestamp"].dt.truncate("1m").to_list()
+    assert (
+        exported.messages["timestamp"].dt.truncate("1m").to_list()
+        == chat.messages["timestamp"].dt.truncate("1m").to_list()
+    )
 
     vectors = rx.TextVectors(embedder)
     store = IndexStore(str(tmp_path / "lancedb"))

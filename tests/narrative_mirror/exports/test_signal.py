@@ -22,8 +22,13 @@ ROWS = [
     {"date": "2024-06-01 10:02:00", "sender": "Cy", "body": "ok", "quote": ""},
     {"date": "2024-06-01 10:03:00", "sender": "Ann", "body": "yes!", "quote": "dinner at 8?"},
     {"date": "2024-06-01 10:04:00", "sender": "Bob", "body": "which one?", "quote": "ok"},
-    {"date": "2024-06-01 10:05:00", "sender": "Cy", "body": "", "quote": "gone",
-     "attachments": [{"name": "pic.jpg", "path": "media/pic.jpg"}]},
+    {
+        "date": "2024-06-01 10:05:00",
+        "sender": "Cy",
+        "body": "",
+        "quote": "gone",
+        "attachments": [{"name": "pic.jpg", "path": "media/pic.jpg"}],
+    },
 ]
 
 
@@ -32,7 +37,11 @@ def test_quotes_resolve_only_to_a_single_earlier_message(tmp_path):
     assert detect(path) == "signal"
     [conversation] = list(read_export(path, tz="Europe/Madrid"))
     messages = list(conversation.messages())
-    assert (conversation.key, conversation.title, conversation.tz) == ("signal_dinner_club", "Dinner club", "Europe/Madrid")
+    assert (conversation.key, conversation.title, conversation.tz) == (
+        "signal_dinner_club",
+        "Dinner club",
+        "Europe/Madrid",
+    )
     assert [m.reply_to for m in messages] == [None, None, None, messages[1].local_id, None, None]
     assert messages[0].timestamp == datetime(2024, 6, 1, 8, tzinfo=UTC)
     assert messages[5].attachments == (Attachment("photo", "pic.jpg", None),)
@@ -47,16 +56,18 @@ def test_text_layout_continuations_and_errors(tmp_path):
     path.write_text("[2024-06-01, 10:00] Ann: a\n[2024-13-01, 10:01] Bob: b\n", encoding="utf-8")
     [conversation] = list(read_export(path, tz="UTC"))
     assert [m.text for m in conversation.messages()] == ["a"]
-    assert conversation.warnings == [f"{path}: line 2: bad date '2024-13-01 10:01' (message line 2 left out; the rest"
-                                     " of the chat is read)"]
+    assert conversation.warnings == [
+        f"{path}: line 2: bad date '2024-13-01 10:01' (message line 2 left out; the rest of the chat is read)"
+    ]
     path.write_text("[2024-13-01, 10:01] Bob: b\n", encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"chat.txt: line 1: bad date '2024-13-01 10:01'"):
         list(read_export(path, tz="UTC"))
     bad = _rows(tmp_path / "x" / "data.json", [ROWS[0], {"date": "2024-06-01 10:00:00", "body": "no sender"}])
     [conversation] = list(read_export(bad, format="signal", tz="UTC"))
     assert [m.text for m in conversation.messages()] == ["ok"]
-    assert conversation.warnings == [f"{bad}: line 2.sender: missing (message line 2 left out; the rest of the chat"
-                                     " is read)"]
+    assert conversation.warnings == [
+        f"{bad}: line 2.sender: missing (message line 2 left out; the rest of the chat is read)"
+    ]
     bad = _rows(tmp_path / "y" / "data.json", [{"date": "soon", "sender": "Ann", "body": "x"}])
     with pytest.raises(ExportFormatError, match=r"data.json: line 1\.date: bad date 'soon'"):
         list(read_export(bad, format="signal", tz="UTC"))

@@ -11,29 +11,67 @@ import pytest
 from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
 
 USERS = [
-    {"id": "U1", "name": "ann", "real_name": "Ann Lee", "tz": "Europe/Paris",
-     "profile": {"display_name": "annie", "real_name": "Ann Lee"}},
+    {
+        "id": "U1",
+        "name": "ann",
+        "real_name": "Ann Lee",
+        "tz": "Europe/Paris",
+        "profile": {"display_name": "annie", "real_name": "Ann Lee"},
+    },
     {"id": "U2", "name": "bob", "real_name": "Bob Ray", "tz": "America/Chicago", "profile": {"display_name": ""}},
     {"id": "B1", "name": "deploybot", "is_bot": True, "profile": {"real_name": "Deploy Bot"}},
 ]
-CHANNELS = [{"id": "C1", "name": "general", "members": ["U1", "U2"]},
-            {"id": "C2", "name": "random", "members": ["U1"]}]
+CHANNELS = [{"id": "C1", "name": "general", "members": ["U1", "U2"]}, {"id": "C2", "name": "random", "members": ["U1"]}]
 DAY_1 = [
-    {"type": "message", "subtype": "channel_join", "user": "U2", "text": "<@U2> has joined the channel",
-     "ts": "1700000000.000100"},
-    {"type": "message", "user": "U1", "text": "Hi <@U2>, see <#C2|random> and <https://x.org/a?b=1&amp;c=2|the doc> &amp; <https://y.org>",
-     "ts": "1700000100.000200", "thread_ts": "1700000100.000200", "reply_count": 1},
-    {"type": "message", "user": "U2", "text": "&lt;3 thanks <!here>", "ts": "1700000200.000300",
-     "thread_ts": "1700000100.000200", "parent_user_id": "U1", "edited": {"user": "U2", "ts": "1700000300.000000"}},
-    {"type": "message", "subtype": "bot_message", "bot_id": "B9", "username": "CI", "text": "build green",
-     "ts": "1700000400.000000"},
+    {
+        "type": "message",
+        "subtype": "channel_join",
+        "user": "U2",
+        "text": "<@U2> has joined the channel",
+        "ts": "1700000000.000100",
+    },
+    {
+        "type": "message",
+        "user": "U1",
+        "text": "Hi <@U2>, see <#C2|random> and <https://x.org/a?b=1&amp;c=2|the doc> &amp; <https://y.org>",
+        "ts": "1700000100.000200",
+        "thread_ts": "1700000100.000200",
+        "reply_count": 1,
+    },
+    {
+        "type": "message",
+        "user": "U2",
+        "text": "&lt;3 thanks <!here>",
+        "ts": "1700000200.000300",
+        "thread_ts": "1700000100.000200",
+        "parent_user_id": "U1",
+        "edited": {"user": "U2", "ts": "1700000300.000000"},
+    },
+    {
+        "type": "message",
+        "subtype": "bot_message",
+        "bot_id": "B9",
+        "username": "CI",
+        "text": "build green",
+        "ts": "1700000400.000000",
+    },
     {"type": "message", "subtype": "message_deleted", "ts": "1700000500.000000", "deleted_ts": "1700000100.000200"},
-    {"type": "message", "subtype": "file_share", "user": "U1", "text": "the plan", "ts": "1700000600.000000",
-     "files": [{"id": "F1", "name": "plan.pdf", "title": "Plan", "mimetype": "application/pdf"},
-               {"id": "F2", "name": "map.png", "mimetype": "image/png"}]},
+    {
+        "type": "message",
+        "subtype": "file_share",
+        "user": "U1",
+        "text": "the plan",
+        "ts": "1700000600.000000",
+        "files": [
+            {"id": "F1", "name": "plan.pdf", "title": "Plan", "mimetype": "application/pdf"},
+            {"id": "F2", "name": "map.png", "mimetype": "image/png"},
+        ],
+    },
 ]
-DAY_2 = [{"type": "message", "user": "U1", "text": "next day", "ts": "1700090000.000000"},
-         {"type": "message", "user": "B1", "text": "deployed", "ts": "1700090001.000000"}]
+DAY_2 = [
+    {"type": "message", "user": "U1", "text": "next day", "ts": "1700090000.000000"},
+    {"type": "message", "user": "B1", "text": "deployed", "ts": "1700090001.000000"},
+]
 
 
 def _write(root):
@@ -43,8 +81,9 @@ def _write(root):
     (root / "channels.json").write_text(json.dumps(CHANNELS), encoding="utf-8")
     (root / "general" / "2023-11-14.json").write_text(json.dumps(DAY_1), encoding="utf-8")
     (root / "general" / "2023-11-15.json").write_text(json.dumps(list(reversed(DAY_2))), encoding="utf-8")
-    (root / "random" / "2023-11-14.json").write_text(json.dumps([
-        {"type": "message", "user": "U1", "text": "lonely", "ts": "1700000000.000001"}]), encoding="utf-8")
+    (root / "random" / "2023-11-14.json").write_text(
+        json.dumps([{"type": "message", "user": "U1", "text": "lonely", "ts": "1700000000.000001"}]), encoding="utf-8"
+    )
     return root
 
 
@@ -62,7 +101,15 @@ def test_channels_threads_markup_subtypes_and_bots(tmp_path):
     assert (general.tz, general.tz_source) == ("Europe/Paris", "file")  # members tie: the first
     assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
         ("1700000000.000100", "Bob Ray", "@Bob Ray has joined the channel", True, False, None, False),
-        ("1700000100.000200", "Ann Lee", "Hi @Bob Ray, see #random and the doc & https://y.org", False, False, None, False),
+        (
+            "1700000100.000200",
+            "Ann Lee",
+            "Hi @Bob Ray, see #random and the doc & https://y.org",
+            False,
+            False,
+            None,
+            False,
+        ),
         ("1700000200.000300", "Bob Ray", "<3 thanks @here", False, False, "1700000100.000200", True),
         ("1700000400.000000", "CI", "build green", False, True, None, False),
         ("1700000600.000000", "Ann Lee", "the plan", False, False, None, False),
@@ -97,13 +144,17 @@ def test_messages_are_read_lazily_one_day_file_at_a_time(tmp_path):
 def test_an_unreadable_message_is_one_warning_and_the_rest_of_the_channel_is_read(tmp_path):
     root = _write(tmp_path / "ws")
     day = root / "random" / "2023-11-14.json"
-    day.write_text(json.dumps([
-        {"type": "message", "user": "U1", "text": "no ts"},
-        {"user": "U1", "text": "x", "ts": "soon"},
-        {"text": "nobody", "ts": "1700000001.000000"},
-        "not a message",
-        {"type": "message", "user": "U2", "text": "still here", "ts": "1700000002.000000"},
-    ]))
+    day.write_text(
+        json.dumps(
+            [
+                {"type": "message", "user": "U1", "text": "no ts"},
+                {"user": "U1", "text": "x", "ts": "soon"},
+                {"text": "nobody", "ts": "1700000001.000000"},
+                "not a message",
+                {"type": "message", "user": "U2", "text": "still here", "ts": "1700000002.000000"},
+            ]
+        )
+    )
     [_, random] = list(read_export(root))
     assert [(m.author, m.text) for m in random.messages()] == [("Bob Ray", "still here")]
     assert random.warnings == [
@@ -121,8 +172,9 @@ def test_direct_messages_are_titled_by_their_members(tmp_path):
     root = _write(tmp_path / "ws")
     (root / "dms.json").write_text(json.dumps([{"id": "D9", "members": ["U1", "U2"]}]), encoding="utf-8")
     (root / "D9").mkdir()
-    (root / "D9" / "2023-11-16.json").write_text(json.dumps([
-        {"type": "message", "user": "U2", "text": "psst", "ts": "1700100000.000000"}]), encoding="utf-8")
+    (root / "D9" / "2023-11-16.json").write_text(
+        json.dumps([{"type": "message", "user": "U2", "text": "psst", "ts": "1700100000.000000"}]), encoding="utf-8"
+    )
     conversations = {c.key: c for c in read_export(root)}
     dm = conversations["slack_ann_lee_bob_ray"]
     assert (dm.title, dm.participants) == ("Ann Lee, Bob Ray", ("Ann Lee", "Bob Ray"))

@@ -28,10 +28,16 @@ def test_slack_rows_show_the_channel_zone_not_the_machine_zone(tmp_path):
     chat = _frame(root)
     first = chat.messages.row(0, named=True)
     assert (first["timestamp"], first["utc_time"], first["tz"], first["tz_source"]) == (
-        datetime(2024, 3, 12, 11, 1, 0, 1), datetime(2024, 3, 12, 10, 1, 0, 1, tzinfo=UTC), "Europe/Berlin", "file")
+        datetime(2024, 3, 12, 11, 1, 0, 1),
+        datetime(2024, 3, 12, 10, 1, 0, 1, tzinfo=UTC),
+        "Europe/Berlin",
+        "file",
+    )
     assert (chat.tz, chat.tz_source) == ("Europe/Berlin", "file")
-    assert chat.notes == [f"{root / 'ops' / '2024-03-13.json'}: [0].ts: bad timestamp 'never' "
-                          "(message ts never left out; the rest of the channel is read)"]
+    assert chat.notes == [
+        f"{root / 'ops' / '2024-03-13.json'}: [0].ts: bad timestamp 'never' "
+        "(message ts never left out; the rest of the channel is read)"
+    ]
 
 
 def test_telegram_rows_show_the_date_the_export_wrote(tmp_path):
@@ -48,14 +54,30 @@ def test_whatsapp_rows_show_the_given_zone(tmp_path):
     path.write_text("12/03/2024, 09:20 - Bo: hi\n", encoding="utf-8")
     row = _frame(path, ImportOptions(tz="America/New_York", day_first=True)).messages.row(0, named=True)
     assert (row["timestamp"], row["utc_time"], row["tz"], row["tz_source"]) == (
-        datetime(2024, 3, 12, 9, 20), datetime(2024, 3, 12, 13, 20, tzinfo=UTC), "America/New_York", "--tz")
+        datetime(2024, 3, 12, 9, 20),
+        datetime(2024, 3, 12, 13, 20, tzinfo=UTC),
+        "America/New_York",
+        "--tz",
+    )
 
 
 def test_messenger_epochs_are_shown_in_the_given_or_machine_zone(tmp_path):
     thread = tmp_path / "inbox" / "max_1"
     thread.mkdir(parents=True)
-    (thread / "message_1.json").write_text(json.dumps({"participants": [{"name": "Max"}], "title": "Max", "messages": [
-        {"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"}]}), encoding="utf-8")
+    (thread / "message_1.json").write_text(
+        json.dumps(
+            {
+                "participants": [{"name": "Max"}],
+                "title": "Max",
+                "messages": [{"sender_name": "Max", "timestamp_ms": 1700000000000, "content": "hi"}],
+            }
+        ),
+        encoding="utf-8",
+    )
     row = _frame(thread / "message_1.json").messages.row(0, named=True)
     assert (row["timestamp"], row["utc_time"], row["tz"], row["tz_source"]) == (
-        datetime(2023, 11, 15, 7, 13, 20), datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), "Asia/Tokyo", "machine")
+        datetime(2023, 11, 15, 7, 13, 20),
+        datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC),
+        "Asia/Tokyo",
+        "machine",
+    )

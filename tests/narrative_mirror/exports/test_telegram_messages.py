@@ -16,40 +16,123 @@ def _message(id_, date, unixtime, **fields):
 
 
 def _service(id_, date, unixtime, actor, action, **fields):
-    return {"id": id_, "type": "service", "date": date, "date_unixtime": str(unixtime), "actor": actor,
-            "actor_id": "user1", "action": action, "text": "", **fields}
+    return {
+        "id": id_,
+        "type": "service",
+        "date": date,
+        "date_unixtime": str(unixtime),
+        "actor": actor,
+        "actor_id": "user1",
+        "action": action,
+        "text": "",
+        **fields,
+    }
 
 
 # Berlin: 2024-03-30 is UTC+1, 2024-04-02 is UTC+2 (summer time began 31 March).
-CHAT = {"name": "Family", "type": "private_group", "id": 42, "messages": [
-    _service(1, "2024-03-30T09:00:00", 1711785600, "Ann", "create_group", title="Family", members=["Bob"]),
-    _service(2, "2024-03-30T09:01:00", 1711785660, "Ann", "invite_members", members=["Cy", "Dee"]),
-    _message(3, "2024-03-30T09:02:00", 1711785720, **{"from": "Bob", "from_id": "user2",
-             "forwarded_from": "City News", "text": ["Road closed: ", {"type": "text_link", "text": "details",
-                                                                      "href": "https://news.example/r"}]}),
-    _message(4, "2024-03-30T09:03:00", 1711785780, **{"from": "Cy", "from_id": "user3", "saved_from": "Ann",
-             "text": "", "text_entities": [{"type": "plain", "text": "old "},
-                                           {"type": "link", "text": "https://a.example"}]}),
-    _message(5, "2024-04-02T18:00:00", 1712073600, **{"from": "Dee", "from_id": "user4", "text": "",
-             "reply_to_message_id": 3, "edited": "2024-04-02T18:01:00", "edited_unixtime": "1712073660",
-             "file": "stickers/sticker.webp", "media_type": "sticker", "sticker_emoji": "😂"}),
-    _message(6, "2024-04-02T18:01:00", 1712073660, **{"from": "Bob", "from_id": "user2", "text": "the plan",
-             "file": "(File not included. Change data exporting settings to download.)",
-             "file_name": "plan.pdf", "mime_type": "application/pdf"}),
-    _message(7, "2024-04-02T18:02:00", 1712073720, **{"from": "Ann", "from_id": "user1", "text": "",
-             "photo": "photos/photo_3@02-04-2024_18-02-00.jpg", "width": 800, "height": 600}),
-    _service(8, "2024-04-02T18:03:00", 1712073780, "Ann", "pin_message", message_id=6),
-    _service(9, "2024-04-02T18:04:00", 1712073840, "Dee", "remove_members", members=["Dee"]),
-    _service(10, "2024-04-02T18:05:00", 1712073900, "Ann", "remove_members", members=["Cy"]),
-    _service(11, "2024-04-02T18:06:00", 1712073960, "Eve", "join_group_by_link", inviter="Ann"),
-    _service(12, "2024-04-02T18:07:00", 1712074020, "Bob", "phone_call", duration_seconds=65),
-    _service(13, "2024-04-02T18:08:00", 1712074080, "Bob", "phone_call", discard_reason="missed"),
-    _service(14, "2024-04-02T18:09:00", 1712074140, "Ann", "edit_group_title", title="Family ❤"),
-    _message(15, "2024-04-02T18:10:00", 1712074200, **{"from": "Cy", "from_id": "user3", "text": "",
-             "poll": {"question": "Dinner at 8?", "closed": False, "answers": []}}),
-    _message(16, "2024-04-02T18:11:00", 1712074260, **{"from": "Cy", "from_id": "user3", "text": "",
-             "location_information": {"latitude": 52.52, "longitude": 13.405}}),
-]}
+CHAT = {
+    "name": "Family",
+    "type": "private_group",
+    "id": 42,
+    "messages": [
+        _service(1, "2024-03-30T09:00:00", 1711785600, "Ann", "create_group", title="Family", members=["Bob"]),
+        _service(2, "2024-03-30T09:01:00", 1711785660, "Ann", "invite_members", members=["Cy", "Dee"]),
+        _message(
+            3,
+            "2024-03-30T09:02:00",
+            1711785720,
+            **{
+                "from": "Bob",
+                "from_id": "user2",
+                "forwarded_from": "City News",
+                "text": ["Road closed: ", {"type": "text_link", "text": "details", "href": "https://news.example/r"}],
+            },
+        ),
+        _message(
+            4,
+            "2024-03-30T09:03:00",
+            1711785780,
+            **{
+                "from": "Cy",
+                "from_id": "user3",
+                "saved_from": "Ann",
+                "text": "",
+                "text_entities": [{"type": "plain", "text": "old "}, {"type": "link", "text": "https://a.example"}],
+            },
+        ),
+        _message(
+            5,
+            "2024-04-02T18:00:00",
+            1712073600,
+            **{
+                "from": "Dee",
+                "from_id": "user4",
+                "text": "",
+                "reply_to_message_id": 3,
+                "edited": "2024-04-02T18:01:00",
+                "edited_unixtime": "1712073660",
+                "file": "stickers/sticker.webp",
+                "media_type": "sticker",
+                "sticker_emoji": "😂",
+            },
+        ),
+        _message(
+            6,
+            "2024-04-02T18:01:00",
+            1712073660,
+            **{
+                "from": "Bob",
+                "from_id": "user2",
+                "text": "the plan",
+                "file": "(File not included. Change data exporting settings to download.)",
+                "file_name": "plan.pdf",
+                "mime_type": "application/pdf",
+            },
+        ),
+        _message(
+            7,
+            "2024-04-02T18:02:00",
+            1712073720,
+            **{
+                "from": "Ann",
+                "from_id": "user1",
+                "text": "",
+                "photo": "photos/photo_3@02-04-2024_18-02-00.jpg",
+                "width": 800,
+                "height": 600,
+            },
+        ),
+        _service(8, "2024-04-02T18:03:00", 1712073780, "Ann", "pin_message", message_id=6),
+        _service(9, "2024-04-02T18:04:00", 1712073840, "Dee", "remove_members", members=["Dee"]),
+        _service(10, "2024-04-02T18:05:00", 1712073900, "Ann", "remove_members", members=["Cy"]),
+        _service(11, "2024-04-02T18:06:00", 1712073960, "Eve", "join_group_by_link", inviter="Ann"),
+        _service(12, "2024-04-02T18:07:00", 1712074020, "Bob", "phone_call", duration_seconds=65),
+        _service(13, "2024-04-02T18:08:00", 1712074080, "Bob", "phone_call", discard_reason="missed"),
+        _service(14, "2024-04-02T18:09:00", 1712074140, "Ann", "edit_group_title", title="Family ❤"),
+        _message(
+            15,
+            "2024-04-02T18:10:00",
+            1712074200,
+            **{
+                "from": "Cy",
+                "from_id": "user3",
+                "text": "",
+                "poll": {"question": "Dinner at 8?", "closed": False, "answers": []},
+            },
+        ),
+        _message(
+            16,
+            "2024-04-02T18:11:00",
+            1712074260,
+            **{
+                "from": "Cy",
+                "from_id": "user3",
+                "text": "",
+                "location_information": {"latitude": 52.52, "longitude": 13.405},
+            },
+        ),
+    ],
+}
 
 
 def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
@@ -81,8 +164,10 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         (Attachment("document", "plan.pdf", "the plan"),),
         (Attachment("photo", "photo_3@02-04-2024_18-02-00.jpg", None),),
     ]
-    assert [m.attachments for m in messages[14:]] == [(Attachment("poll", "", "Dinner at 8?"),),
-                                                      (Attachment("location", "", "52.52 13.405"),)]
+    assert [m.attachments for m in messages[14:]] == [
+        (Attachment("poll", "", "Dinner at 8?"),),
+        (Attachment("location", "", "52.52 13.405"),),
+    ]
     assert chat.participants == ("Bob", "Cy", "Dee", "Ann")
 
 
@@ -111,8 +196,14 @@ def test_reading_time_grows_linearly_with_a_text_length(tmp_path):
     seconds = []
     for megabytes in (3, 12):
         path = tmp_path / f"{megabytes}.json"
-        chat = {"name": "Big", "type": "personal_chat", "id": 1, "messages": [
-            _message(1, "2024-01-01T10:00:00", 1704099600, **{"from": "Ann", "text": "x" * (megabytes * 10**6)})]}
+        chat = {
+            "name": "Big",
+            "type": "personal_chat",
+            "id": 1,
+            "messages": [
+                _message(1, "2024-01-01T10:00:00", 1704099600, **{"from": "Ann", "text": "x" * (megabytes * 10**6)})
+            ],
+        }
         path.write_text(json.dumps(chat), encoding="utf-8")
         seconds.append(_read_seconds(path))
     # Linear: 4x the text, about 4x the time; the quadratic reader took 16x (0.25 s -> 4 s).

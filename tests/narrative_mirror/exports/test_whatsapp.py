@@ -33,19 +33,25 @@ def test_android_12h_media_captions_edits_and_system_lines(tmp_path):
         "6/13/23, 12:05 AM - Bob: IMG-20230613-WA0001.jpg (file attached)\n"
         "look at this\n"
         "6/14/23, 12:01 PM - Ann: fine thanks <This message was edited>\n"
-        "6/14/23, 12:02 PM - Ann created group \"Trip\"\n",
+        '6/14/23, 12:02 PM - Ann created group "Trip"\n',
         encoding="utf-8",
     )
     assert detect(path) == "whatsapp"
     conversation, messages = _read(path, tz="UTC")
     assert conversation.title == "Bob" and conversation.key == "whatsapp_bob"
     assert [(m.author, m.timestamp, m.text, m.system, m.edited) for m in messages] == [
-        ("", _utc(2023, 6, 13, 19, 35), "Messages and calls are end-to-end encrypted. No one outside of this chat can read them.", True, False),
+        (
+            "",
+            _utc(2023, 6, 13, 19, 35),
+            "Messages and calls are end-to-end encrypted. No one outside of this chat can read them.",
+            True,
+            False,
+        ),
         ("Ann", _utc(2023, 6, 13, 19, 35), "hi Bob\nhow are you?\n", False, False),
         ("Bob", _utc(2023, 6, 13, 19, 36), "", False, False),
         ("Bob", _utc(2023, 6, 13, 0, 5), "look at this", False, False),
         ("Ann", _utc(2023, 6, 14, 12, 1), "fine thanks", False, True),
-        ("", _utc(2023, 6, 14, 12, 2), "Ann created group \"Trip\"", True, False),
+        ("", _utc(2023, 6, 14, 12, 2), 'Ann created group "Trip"', True, False),
     ]
     assert messages[2].attachments == (Attachment("media", "", None),)
     assert messages[3].attachments == (Attachment("photo", "IMG-20230613-WA0001.jpg", "look at this"),)
@@ -57,7 +63,8 @@ def test_android_24h_day_first(tmp_path):
     path.write_text("12/9/20, 23:55 - Bob: hi\n13/9/20, 00:01 - Ann: hello\n", encoding="utf-8")
     _, messages = _read(path, tz="Europe/London")
     assert [(m.author, m.timestamp) for m in messages] == [
-        ("Bob", _utc(2020, 9, 12, 22, 55)), ("Ann", _utc(2020, 9, 12, 23, 1)),
+        ("Bob", _utc(2020, 9, 12, 22, 55)),
+        ("Ann", _utc(2020, 9, 12, 23, 1)),
     ]
 
 
@@ -96,8 +103,9 @@ def test_ios_with_narrow_space_and_left_to_right_marks(tmp_path):
 def test_ios_24h_with_seconds_day_first(tmp_path):
     folder = tmp_path / "WhatsApp Chat - Ski"
     folder.mkdir()
-    (folder / "_chat.txt").write_text("[31/12/2022, 11:40:26] Bob: hi\n[01/01/2023, 00:00:01] Ann: happy new year\n",
-                                      encoding="utf-8")
+    (folder / "_chat.txt").write_text(
+        "[31/12/2022, 11:40:26] Bob: hi\n[01/01/2023, 00:00:01] Ann: happy new year\n", encoding="utf-8"
+    )
     conversation, messages = _read(folder, tz="Europe/Berlin")
     assert conversation.title == "Ski"
     assert [m.timestamp for m in messages] == [_utc(2022, 12, 31, 10, 40, 26), _utc(2022, 12, 31, 23, 0, 1)]
@@ -127,7 +135,9 @@ def test_both_fields_over_twelve_is_an_error_naming_the_line(tmp_path):
 def test_contradicting_orders_and_a_wrong_given_order_are_errors(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text("13/1/24, 10:00 - Ann: a\n1/14/24, 10:00 - Bob: b\n", encoding="utf-8")
-    with pytest.raises(ExportFormatError, match=r"line 2: date 1/14/24 is month-first but line 1 \(13/1/24\) is day-first"):
+    with pytest.raises(
+        ExportFormatError, match=r"line 2: date 1/14/24 is month-first but line 1 \(13/1/24\) is day-first"
+    ):
         list(read_export(path, tz="UTC"))
     path.write_text("13/1/24, 10:00 - Ann: a\n", encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"line 1: date 13/1/24 cannot be read with --month-first"):
@@ -176,13 +186,17 @@ def test_keys_are_safe_for_any_chat_name(tmp_path):
 def test_android_zip_with_media_and_a_localized_chat_name(tmp_path):
     path = tmp_path / "export.zip"
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("WhatsApp-Chat mit Oma.txt", "24.12.23, 18:00 - Oma: Frohe Weihnachten\n"
-                                                       "24.12.23, 18:01 - Ann: DOC-20231224-WA0002.txt (Datei angehängt)\n")
+        archive.writestr(
+            "WhatsApp-Chat mit Oma.txt",
+            "24.12.23, 18:00 - Oma: Frohe Weihnachten\n"
+            "24.12.23, 18:01 - Ann: DOC-20231224-WA0002.txt (Datei angehängt)\n",
+        )
         archive.writestr("DOC-20231224-WA0002.txt", "a shared note, not the chat")
     assert detect(path) == "whatsapp"
     conversation, messages = _read(path, tz="Europe/Berlin")
     assert [(m.author, m.timestamp, m.text) for m in messages] == [
-        ("Oma", _utc(2023, 12, 24, 17), "Frohe Weihnachten"), ("Ann", _utc(2023, 12, 24, 17, 1), ""),
+        ("Oma", _utc(2023, 12, 24, 17), "Frohe Weihnachten"),
+        ("Ann", _utc(2023, 12, 24, 17, 1), ""),
     ]
     assert messages[1].attachments == (Attachment("document", "DOC-20231224-WA0002.txt", None),)
     assert conversation.source.endswith("export.zip!WhatsApp-Chat mit Oma.txt")

@@ -68,8 +68,14 @@ def test_ios_zip(tmp_path):
     chat, rows = _rows(archive)
     photo = (Attachment("photo", "00000012-PHOTO-2024-03-12-09-21-00.jpg", None),)
     assert rows == [
-        ("", "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, "
-             "can read or listen to them.", True, False, ()),
+        (
+            "",
+            "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, "
+            "can read or listen to them.",
+            True,
+            False,
+            (),
+        ),
         ("Ann", "Ann created group “Family”", True, False, ()),
         ("", "Ann added Bob", True, False, ()),
         ("Ann", "", False, False, photo),
@@ -83,7 +89,11 @@ def test_ios_zip(tmp_path):
         ("", "Ann changed the subject to “Fam”", True, False, ()),
     ]
     first = next(chat.messages())
-    assert (first.timestamp, first.tz, first.tz_source) == (datetime(2024, 3, 12, 8, 20, tzinfo=UTC), "Europe/Berlin", "--tz")
+    assert (first.timestamp, first.tz, first.tz_source) == (
+        datetime(2024, 3, 12, 8, 20, tzinfo=UTC),
+        "Europe/Berlin",
+        "--tz",
+    )
     assert chat.participants == ("Ann", "Bob")
 
 
@@ -92,8 +102,14 @@ def test_android_english(tmp_path):
     path.write_text(ANDROID, encoding="utf-8")
     _, rows = _rows(path)
     assert rows == [
-        ("", "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, "
-             "can read or listen to them. Tap to learn more.", True, False, ()),
+        (
+            "",
+            "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, "
+            "can read or listen to them. Tap to learn more.",
+            True,
+            False,
+            (),
+        ),
         ("", 'Ann created group "Family"', True, False, ()),
         ("", "Ann added Bob", True, False, ()),
         ("Ann", "the view", False, False, (Attachment("photo", "IMG-20240312-WA0001.jpg", "the view"),)),

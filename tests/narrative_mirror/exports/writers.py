@@ -24,8 +24,9 @@ def _local(moment: datetime, tz: str) -> datetime:
     return moment.astimezone(ZoneInfo(tz))
 
 
-def whatsapp_android(messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat",
-                     hour12: bool = True) -> Path:
+def whatsapp_android(
+    messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat", hour12: bool = True
+) -> Path:
     """``WhatsApp Chat with <title>.txt``: ``M/D/YY, h:mm AM - Author: text`` (or 24h ``H:MM``)."""
     lines = []
     for author, moment, text, _reply in messages:
@@ -37,8 +38,9 @@ def whatsapp_android(messages: Sequence[Message], folder: Path, *, tz: str, titl
     return path
 
 
-def whatsapp_ios(messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat",
-                 as_zip: bool = False) -> Path:
+def whatsapp_ios(
+    messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat", as_zip: bool = False
+) -> Path:
     """``_chat.txt``: ``[DD/MM/YYYY, HH:MM:SS] Author: text``, in ``WhatsApp Chat - <title>.zip`` if asked."""
     lines = []
     for author, moment, text, _reply in messages:
@@ -57,24 +59,31 @@ def whatsapp_ios(messages: Sequence[Message], folder: Path, *, tz: str, title: s
     return path
 
 
-def telegram(messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat",
-             chat_id: int = 4242) -> Path:
+def telegram(messages: Sequence[Message], folder: Path, *, tz: str, title: str = "Chat", chat_id: int = 4242) -> Path:
     """Telegram Desktop single-chat ``result.json`` (ids 1..n, local ``date`` and ``date_unixtime``)."""
     authors = _authors(messages)
     records = []
     for index, (author, moment, text, reply) in enumerate(messages):
         record = {
-            "id": index + 1, "type": "message", "date": _local(moment, tz).replace(tzinfo=None).isoformat(),
-            "date_unixtime": str(int(moment.timestamp())), "from": author,
-            "from_id": f"user{authors[author]}", "text": text,
+            "id": index + 1,
+            "type": "message",
+            "date": _local(moment, tz).replace(tzinfo=None).isoformat(),
+            "date_unixtime": str(int(moment.timestamp())),
+            "from": author,
+            "from_id": f"user{authors[author]}",
+            "text": text,
             "text_entities": [{"type": "plain", "text": text}],
         }
         if reply is not None:
             record["reply_to_message_id"] = reply + 1
         records.append(record)
     path = folder / "result.json"
-    path.write_text(json.dumps({"name": title, "type": "private_group", "id": chat_id, "messages": records},
-                               ensure_ascii=False, indent=1), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {"name": title, "type": "private_group", "id": chat_id, "messages": records}, ensure_ascii=False, indent=1
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -91,8 +100,7 @@ def slack_ts(messages: Sequence[Message]) -> list[str]:
     return stamps
 
 
-def slack(messages: Sequence[Message], folder: Path, *, channel: str = "general",
-          channel_id: str = "C0000001") -> Path:
+def slack(messages: Sequence[Message], folder: Path, *, channel: str = "general", channel_id: str = "C0000001") -> Path:
     """A Slack export folder: users.json, channels.json and ``<channel>/YYYY-MM-DD.json`` (UTC days)."""
     authors = _authors(messages)
     user_ids = {name: f"U{number:07d}" for name, number in authors.items()}
@@ -108,8 +116,16 @@ def slack(messages: Sequence[Message], folder: Path, *, channel: str = "general"
         days.setdefault(moment.astimezone(UTC).strftime("%Y-%m-%d"), []).append(record)
     root_dir = folder / "slack_export"
     (root_dir / channel).mkdir(parents=True, exist_ok=True)
-    users = [{"id": uid, "name": name.lower().replace(" ", "."), "real_name": name,
-              "profile": {"real_name": name, "display_name": name}, "tz": "UTC"} for name, uid in user_ids.items()]
+    users = [
+        {
+            "id": uid,
+            "name": name.lower().replace(" ", "."),
+            "real_name": name,
+            "profile": {"real_name": name, "display_name": name},
+            "tz": "UTC",
+        }
+        for name, uid in user_ids.items()
+    ]
     (root_dir / "users.json").write_text(json.dumps(users, ensure_ascii=False), encoding="utf-8")
     channels = [{"id": channel_id, "name": channel, "members": list(user_ids.values())}]
     (root_dir / "channels.json").write_text(json.dumps(channels), encoding="utf-8")
@@ -122,45 +138,70 @@ def _slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def discord(messages: Sequence[Message], folder: Path, *, tz: str, channel: str = "general",
-            channel_id: str = "900000000000000001") -> Path:
+def discord(
+    messages: Sequence[Message],
+    folder: Path,
+    *,
+    tz: str,
+    channel: str = "general",
+    channel_id: str = "900000000000000001",
+) -> Path:
     """DiscordChatExporter JSON: snowflake-like ids, ISO times with the zone's offset, replies by reference."""
     authors = _authors(messages)
     ids = [str(1_000_000_000_000_000_000 + index) for index in range(len(messages))]
     records = []
     for index, (author, moment, text, reply) in enumerate(messages):
         record = {
-            "id": ids[index], "type": "Reply" if reply is not None else "Default",
-            "timestamp": _local(moment, tz).isoformat(), "timestampEdited": None, "isPinned": False,
-            "content": text, "author": {"id": str(authors[author]), "name": author, "nickname": author,
-                                        "isBot": False},
-            "attachments": [], "embeds": [], "stickers": [], "reactions": [], "mentions": [],
+            "id": ids[index],
+            "type": "Reply" if reply is not None else "Default",
+            "timestamp": _local(moment, tz).isoformat(),
+            "timestampEdited": None,
+            "isPinned": False,
+            "content": text,
+            "author": {"id": str(authors[author]), "name": author, "nickname": author, "isBot": False},
+            "attachments": [],
+            "embeds": [],
+            "stickers": [],
+            "reactions": [],
+            "mentions": [],
         }
         if reply is not None:
             record["reference"] = {"messageId": ids[reply], "channelId": channel_id, "guildId": "1"}
         records.append(record)
-    export = {"guild": {"id": "1", "name": "Test Guild"},
-              "channel": {"id": channel_id, "type": "GuildTextChat", "category": "Text", "name": channel},
-              "messages": records, "messageCount": len(records)}
+    export = {
+        "guild": {"id": "1", "name": "Test Guild"},
+        "channel": {"id": channel_id, "type": "GuildTextChat", "category": "Text", "name": channel},
+        "messages": records,
+        "messageCount": len(records),
+    }
     path = folder / f"Test Guild - {channel} [{channel_id}].json"
     path.write_text(json.dumps(export, ensure_ascii=False, indent=1), encoding="utf-8")
     return path
 
 
-def messenger(messages: Sequence[Message], folder: Path, *, thread: str = "chat_123",
-              title: str = "Chat", per_file: int = 10_000) -> Path:
+def messenger(
+    messages: Sequence[Message], folder: Path, *, thread: str = "chat_123", title: str = "Chat", per_file: int = 10_000
+) -> Path:
     """An ``inbox/<thread>/message_N.json`` tree: newest first, strings escaped as Facebook does."""
     newest_first = [
-        {"sender_name": _facebook_escape(author), "timestamp_ms": int(moment.timestamp() * 1000),
-         "content": _facebook_escape(text), "is_geoblocked_for_viewer": False}
+        {
+            "sender_name": _facebook_escape(author),
+            "timestamp_ms": int(moment.timestamp() * 1000),
+            "content": _facebook_escape(text),
+            "is_geoblocked_for_viewer": False,
+        }
         for author, moment, text, _reply in reversed(messages)
     ]
     thread_dir = folder / "messages" / "inbox" / thread
     thread_dir.mkdir(parents=True, exist_ok=True)
     participants = [{"name": _facebook_escape(name)} for name in _authors(messages)]
     for number, start in enumerate(range(0, max(len(newest_first), 1), per_file), start=1):
-        data = {"participants": participants, "messages": newest_first[start:start + per_file],
-                "title": _facebook_escape(title), "thread_path": f"inbox/{thread}"}
+        data = {
+            "participants": participants,
+            "messages": newest_first[start : start + per_file],
+            "title": _facebook_escape(title),
+            "thread_path": f"inbox/{thread}",
+        }
         (thread_dir / f"message_{number}.json").write_text(json.dumps(data, ensure_ascii=True), encoding="ascii")
     return folder / "messages" / "inbox"
 
@@ -176,8 +217,14 @@ def signal(messages: Sequence[Message], folder: Path, *, tz: str, title: str = "
     chat_dir.mkdir(parents=True, exist_ok=True)
     lines = []
     for author, moment, text, reply in messages:
-        record = {"date": _local(moment, tz).strftime("%Y-%m-%d %H:%M:%S"), "sender": author, "body": text,
-                  "quote": messages[reply][2] if reply is not None else "", "attachments": [], "reactions": []}
+        record = {
+            "date": _local(moment, tz).strftime("%Y-%m-%d %H:%M:%S"),
+            "sender": author,
+            "body": text,
+            "quote": messages[reply][2] if reply is not None else "",
+            "attachments": [],
+            "reactions": [],
+        }
         lines.append(json.dumps(record, ensure_ascii=False))
     path = chat_dir / "data.json"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

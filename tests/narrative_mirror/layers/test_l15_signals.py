@@ -49,7 +49,9 @@ def test_signals_of_a_crafted_chat(trip):
     signals = compute_signals(messages, blocks, config)
     assert signals.schema == pl.Schema(schema.MESSAGE_SIGNALS)
     assert signals["message_id"].to_list() == messages["message_id"].to_list()
-    assert signals["block_id"].to_list() == [f"chat_t/S{s}/B{b}" for s, b in [(1, 0), (1, 0), (1, 1), (1, 1), (2, 0), (2, 0), (2, 1), (2, 1)]]
+    assert signals["block_id"].to_list() == [
+        f"chat_t/S{s}/B{b}" for s, b in [(1, 0), (1, 0), (1, 1), (1, 1), (2, 0), (2, 0), (2, 1), (2, 1)]
+    ]
     assert signals["entities"].to_list() == [
         ["lisbon", "marta", "coco"],
         ["lisbon", "marta"],
@@ -158,7 +160,13 @@ def test_is_plan(text, expected):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("Where did you go?", True), ("how was the trip", True), ("Did you eat", True), ("I know how it works", False), ("Nice.", False)],
+    [
+        ("Where did you go?", True),
+        ("how was the trip", True),
+        ("Did you eat", True),
+        ("I know how it works", False),
+        ("Nice.", False),
+    ],
 )
 def test_is_question(text, expected):
     assert is_question(text) is expected
@@ -166,9 +174,17 @@ def test_is_question(text, expected):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("I love hiking", True), ("My sister visited", True), ("We’re moving in May", True), ("im tired", True),
-     ("Along the river path", False), ("Cherry tomatoes, the seller said", False), ("Is it raining?", False),
-     ("Hi! I'm Annie.", True), ("Italy was lovely", False)],
+    [
+        ("I love hiking", True),
+        ("My sister visited", True),
+        ("We’re moving in May", True),
+        ("im tired", True),
+        ("Along the river path", False),
+        ("Cherry tomatoes, the seller said", False),
+        ("Is it raining?", False),
+        ("Hi! I'm Annie.", True),
+        ("Italy was lovely", False),
+    ],
 )
 def test_speaks_of_self(text, expected):
     assert speaks_of_self(text) is expected

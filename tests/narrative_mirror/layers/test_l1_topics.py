@@ -35,13 +35,17 @@ def test_story_splits_into_its_topics(story, layers_config):
     blocks = build_topic_blocks(messages, vectors, layers_config)
 
     assert blocks.schema == pl.Schema(schema.BLOCKS)
-    assert [(b, s, ids) for b, s, ids in blocks.select("block_id", "session", "message_ids").iter_rows()] == EXPECTED_BLOCKS
+    assert [
+        (b, s, ids) for b, s, ids in blocks.select("block_id", "session", "message_ids").iter_rows()
+    ] == EXPECTED_BLOCKS
     assert blocks["block_index"].to_list() == list(range(7))
     assert blocks["first_position"].to_list() == [0, 6, 12, 18, 23, 28, 33]
     assert blocks["last_position"].to_list() == [5, 11, 17, 22, 27, 32, 37]
     assert blocks["start_time"][2] == datetime(2024, 5, 1, 12, 11)  # 11 minutes + the 3-hour pause
     assert blocks["end_time"][2] == datetime(2024, 5, 1, 12, 16)
-    assert blocks["speakers"].to_list() == [["Ana", "Ben"]] * 3 + [["Ben", "Ana"]] + [["Ana", "Ben"]] + [["Ben", "Ana"]] + [["Ana", "Ben"]]
+    assert blocks["speakers"].to_list() == [["Ana", "Ben"]] * 3 + [["Ben", "Ana"]] + [["Ana", "Ben"]] + [
+        ["Ben", "Ana"]
+    ] + [["Ana", "Ben"]]
 
 
 def test_every_message_in_exactly_one_block_within_its_session(story, layers_config):
@@ -56,7 +60,9 @@ def test_every_message_in_exactly_one_block_within_its_session(story, layers_con
 
 def test_same_input_gives_identical_blocks(story, layers_config):
     messages, vectors = story
-    assert_frame_equal(build_topic_blocks(messages, vectors, layers_config), build_topic_blocks(messages, vectors, layers_config))
+    assert_frame_equal(
+        build_topic_blocks(messages, vectors, layers_config), build_topic_blocks(messages, vectors, layers_config)
+    )
 
 
 def test_offline_keywords_label_and_summary(story, layers_config):
@@ -120,15 +126,21 @@ def test_segment_session_min_and_max_sizes():
     e1, e2, e3 = np.eye(3, dtype=np.float32)
     vectors = np.stack([e1] * 2 + [e2] * 6 + [e3] * 6)
     no_pauses = np.zeros(len(vectors))
-    params = L1Params(window=2, depth_threshold=0.5, time_gap_minutes=60, min_block_messages=3, max_block_messages=40, keywords=8)
+    params = L1Params(
+        window=2, depth_threshold=0.5, time_gap_minutes=60, min_block_messages=3, max_block_messages=40, keywords=8
+    )
     # The change after 2 messages would leave a 2-message block: only the one at 8 is taken.
     assert segment_session(vectors, no_pauses, params) == [(0, 8), (8, 14)]
-    small = L1Params(window=2, depth_threshold=0.5, time_gap_minutes=60, min_block_messages=1, max_block_messages=40, keywords=8)
+    small = L1Params(
+        window=2, depth_threshold=0.5, time_gap_minutes=60, min_block_messages=1, max_block_messages=40, keywords=8
+    )
     assert segment_session(vectors, no_pauses, small) == [(0, 2), (2, 8), (8, 14)]
     # Without meaning-based cuts, a block over max_block_messages is split at its deepest gap
     # that leaves min_block_messages on both sides: 14 -> 8 + 6 at the e2/e3 change, then
     # 8 -> 3 + 5 (gap 2, the e1/e2 change, would leave 2; gap 3 is the next deepest).
-    capped = L1Params(window=2, depth_threshold=99.0, time_gap_minutes=60, min_block_messages=3, max_block_messages=6, keywords=8)
+    capped = L1Params(
+        window=2, depth_threshold=99.0, time_gap_minutes=60, min_block_messages=3, max_block_messages=6, keywords=8
+    )
     assert segment_session(vectors, no_pauses, capped) == [(0, 3), (3, 8), (8, 14)]
 
 
@@ -170,18 +182,23 @@ def test_bad_inputs_are_named(story, layers_config):
 def test_system_lines_stay_members_but_never_name_or_summarize_a_block(make_messages, embedder, layers_config):
     """A group's join, encryption and call lines belong to the transcript: the block keeps them as
     members, but its keywords, label and summary come from what people wrote."""
-    messages = make_messages([[
-        ("", "Messages and calls are end-to-end encrypted. No one outside of this chat can read them."),
-        ("Ana", "Ana added Ben"),
-        ("Ana", "I made fresh pasta from scratch last night with flour and eggs."),
-        ("Ben", "Homemade pasta! Did you roll the dough by hand?"),
-        ("Ben", "Missed voice call"),
-        ("Ana", "Yes, I rolled the dough thin and cut it into tagliatelle."),
-    ]]).with_columns(pl.Series("system", [True, True, False, False, True, False]))
+    messages = make_messages(
+        [
+            [
+                ("", "Messages and calls are end-to-end encrypted. No one outside of this chat can read them."),
+                ("Ana", "Ana added Ben"),
+                ("Ana", "I made fresh pasta from scratch last night with flour and eggs."),
+                ("Ben", "Homemade pasta! Did you roll the dough by hand?"),
+                ("Ben", "Missed voice call"),
+                ("Ana", "Yes, I rolled the dough thin and cut it into tagliatelle."),
+            ]
+        ]
+    ).with_columns(pl.Series("system", [True, True, False, False, True, False]))
     blocks = build_topic_blocks(messages, embedder.encode(message_lines(messages)), layers_config)
     assert [i for ids in blocks["message_ids"].to_list() for i in ids] == [f"D1:{n}" for n in range(1, 7)]
-    told = " ".join(blocks["label"].to_list() + blocks["summary"].to_list()
-                    + [k for ks in blocks["keywords"].to_list() for k in ks]).lower()
+    told = " ".join(
+        blocks["label"].to_list() + blocks["summary"].to_list() + [k for ks in blocks["keywords"].to_list() for k in ks]
+    ).lower()
     assert "pasta" in told
     for word in ("encrypted", "added", "call"):
         assert word not in told, (word, told)

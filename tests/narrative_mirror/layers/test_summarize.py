@@ -16,7 +16,10 @@ BREAD = [
     "Ana: The starter is bubbly",
     "Ben: lol",
 ]
-EXTRACTIVE_BREAD = ("bread, sourdough, starter", "Ana: We baked sourdough bread today … Ben: Sourdough bread needs a starter")
+EXTRACTIVE_BREAD = (
+    "bread, sourdough, starter",
+    "Ana: We baked sourdough bread today … Ben: Sourdough bread needs a starter",
+)
 
 
 @pytest.fixture
@@ -31,7 +34,11 @@ def test_extractive_block_summary(summary_params):
 
 
 def test_extractive_thread_summary_keeps_item_text(summary_params):
-    items = ["2024-05-01 pasta, dough: made pasta", "2024-05-02 pasta, knead: sticky pasta dough", "2024-05-03 dog: vet visit"]
+    items = [
+        "2024-05-01 pasta, dough: made pasta",
+        "2024-05-02 pasta, knead: sticky pasta dough",
+        "2024-05-03 dog: vet visit",
+    ]
     title, summary = ExtractiveSummarizer(summary_params).summarize("thread", items)
     assert title.startswith("pasta, dough")
     assert summary == "2024-05-01 pasta, dough: made pasta … 2024-05-02 pasta, knead: sticky pasta dough"

@@ -6,7 +6,16 @@ from narrative_mirror.layers.text import content_tokens, tfidf_keywords, tokens,
 
 
 def test_tokens_and_content_tokens():
-    assert tokens("I’m SO excited for Lisbon's trams, 2 days!") == ["i'm", "so", "excited", "for", "lisbon's", "trams", "2", "days"]
+    assert tokens("I’m SO excited for Lisbon's trams, 2 days!") == [
+        "i'm",
+        "so",
+        "excited",
+        "for",
+        "lisbon's",
+        "trams",
+        "2",
+        "days",
+    ]
     # stopwords, numbers, short words and excluded names go
     assert content_tokens("Ana and I’m going to Lisbon in 2 days, ok?", exclude=["Ana"]) == ["lisbon", "days"]
 

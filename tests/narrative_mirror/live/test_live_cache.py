@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pytest
 
 from narrative_mirror import schema
 from narrative_mirror.index_rows import message_rows
@@ -28,14 +27,28 @@ def seed(root: Path, store: IndexStore, chat: str, n: int, dim: int) -> None:
     """A live chat of ``n`` messages: its log, and index rows with random unit vectors."""
     rng = np.random.default_rng(len(chat))
     start = datetime(2024, 1, 1)
-    LiveLog(root).append(chat, [{"author": "AB"[i % 2], "text": f"{' '.join(rng.choice(WORDS, 6))} {i}",
-                                 "timestamp": (start + timedelta(minutes=i)).isoformat()} for i in range(n)])
+    LiveLog(root).append(
+        chat,
+        [
+            {
+                "author": "AB"[i % 2],
+                "text": f"{' '.join(rng.choice(WORDS, 6))} {i}",
+                "timestamp": (start + timedelta(minutes=i)).isoformat(),
+            }
+            for i in range(n)
+        ],
+    )
     frame = messages_frame(chat, LiveLog(root).messages(chat))
     vectors = rng.normal(size=(n, dim)).astype(np.float32)
-    embeddings = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
-                               "local_id": frame["local_id"],
-                               "vector": list(vectors / np.linalg.norm(vectors, axis=1, keepdims=True))},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": frame["message_id"],
+            "chat_file": frame["chat_file"],
+            "local_id": frame["local_id"],
+            "vector": list(vectors / np.linalg.norm(vectors, axis=1, keepdims=True)),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     store.add_rows("messages", chat, message_rows(frame, embeddings))
 
 
@@ -55,9 +68,21 @@ def test_adds_grow_the_cached_chat_here_and_in_another_process(tmp_path, embedde
             retriever.search(chat, "ferry", k=3)
     assert here.cache_info()["loads"] == there.cache_info()["loads"] == 2
 
-    added = live_here.add("river_A_B", [
-        {"author": "A", "text": "The zygodactyl woodpecker drums on the old lighthouse.", "timestamp": "2025-01-01T08:00:00Z"},
-        {"author": "B", "text": "Bring the spotting scope to the lighthouse tomorrow.", "timestamp": "2025-01-01T08:01:00Z"}])
+    added = live_here.add(
+        "river_A_B",
+        [
+            {
+                "author": "A",
+                "text": "The zygodactyl woodpecker drums on the old lighthouse.",
+                "timestamp": "2025-01-01T08:00:00Z",
+            },
+            {
+                "author": "B",
+                "text": "Bring the spotting scope to the lighthouse tomorrow.",
+                "timestamp": "2025-01-01T08:01:00Z",
+            },
+        ],
+    )
     assert added.stored == ["L400", "L401"]
     assert ids(here, "river_A_B", "zygodactyl", "bm25") == ["L400"]
     assert ids(here, "river_A_B", "The zygodactyl woodpecker drums on the old lighthouse.", "dense")[0] == "L400"
@@ -69,7 +94,9 @@ def test_adds_grow_the_cached_chat_here_and_in_another_process(tmp_path, embedde
     assert here.chat("river_A_B").size == there.chat("river_A_B").size == 402
 
     # a second add, seen by the other process only through the table versions and the journal
-    live_here.add("river_A_B", [{"author": "A", "text": "A kingfisher at the millrace.", "timestamp": "2025-01-02T08:00:00Z"}])
+    live_here.add(
+        "river_A_B", [{"author": "A", "text": "A kingfisher at the millrace.", "timestamp": "2025-01-02T08:00:00Z"}]
+    )
     assert ids(there, "river_A_B", "kingfisher millrace", "bm25") == ["L402"]
     assert (there.cache_info()["loads"], there.cache_info()["appends"]) == (2, 2)
 

@@ -15,8 +15,15 @@ from narrative_mirror.live.log import LiveLog
 from resources.dagster_resources import ChatDataResource
 
 CHAT = "run_Ines_Kofi"
-FIRST = [{"id": "a1", "author": "Ines", "text": "The half marathon starts at the bridge.", "timestamp": "2025-03-01T08:00:00Z"},
-         {"author": "Kofi", "text": "We take the early ferry.", "timestamp": "2025-03-01T09:01:00+01:00"}]
+FIRST = [
+    {
+        "id": "a1",
+        "author": "Ines",
+        "text": "The half marathon starts at the bridge.",
+        "timestamp": "2025-03-01T08:00:00Z",
+    },
+    {"author": "Kofi", "text": "We take the early ferry.", "timestamp": "2025-03-01T09:01:00+01:00"},
+]
 SECOND = [{"author": "Ines", "text": "Race day!", "timestamp": "2025-03-15T07:00:00Z"}]
 NEVER = "never built in this home: `build` builds it, and so does the first question about it"
 
@@ -26,7 +33,9 @@ def observed(instance: dg.DagsterInstance, data) -> list[str]:
     sensor does: reported to the instance)."""
     found = observe_sources(instance, ChatDataResource(data_dir=str(data)))
     record_observation(instance, found)
-    return [o.tags[DATA_VERSION_TAG] for o in found.observations if o.asset_key == chat_file.key and o.partition == CHAT]
+    return [
+        o.tags[DATA_VERSION_TAG] for o in found.observations if o.asset_key == chat_file.key and o.partition == CHAT
+    ]
 
 
 def test_chats_lists_a_live_chat_and_each_accepted_batch_is_a_new_data_version(tmp_path, capsys):
@@ -40,10 +49,20 @@ def test_chats_lists_a_live_chat_and_each_accepted_batch_is_a_new_data_version(t
     [first] = observed(instance, data)
     assert main(["chats", "--data", str(data), "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)["chats"]
-    assert row == {"chat": CHAT, "name": CHAT, "tz": None,
-                   "file": str(environment.nm_home() / "live" / f"{CHAT}.jsonl"), "format": "live",
-                   "participants": ["Ines", "Kofi"], "messages": 2, "questions": 0, "first": "2025-03-01",
-                   "last": "2025-03-01", "built": False, "why_not": NEVER}
+    assert row == {
+        "chat": CHAT,
+        "name": CHAT,
+        "tz": None,
+        "file": str(environment.nm_home() / "live" / f"{CHAT}.jsonl"),
+        "format": "live",
+        "participants": ["Ines", "Kofi"],
+        "messages": 2,
+        "questions": 0,
+        "first": "2025-03-01",
+        "last": "2025-03-01",
+        "built": False,
+        "why_not": NEVER,
+    }
     log.append(CHAT, FIRST)  # stored before: nothing new, no new version
     assert observed(instance, data) == []
     log.append(CHAT, SECOND)

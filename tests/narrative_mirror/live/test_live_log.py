@@ -25,29 +25,47 @@ def msg(text: str, author: str = "Ada", ts: str = "2025-03-01T09:00:00Z", **extr
 
 def test_ids_times_and_duplicates(tmp_path):
     log = LiveLog(tmp_path)
-    first = log.append("garden", [msg("Beans are up.", id="m1"), msg("Tomatoes too.", "Bo", "2025-03-01T10:30:00+01:00")])
+    first = log.append(
+        "garden", [msg("Beans are up.", id="m1"), msg("Tomatoes too.", "Bo", "2025-03-01T10:30:00+01:00")]
+    )
     assert (first.ids, first.duplicates, first.created) == (["m1", "L1"], [], True)
-    again = log.append("garden", [msg("Beans are up.", id="m1"), msg("Tomatoes too.", "Bo", "2025-03-01T10:30:00+01:00"),
-                                  msg("changed text, same id", id="m1"), msg("New.", ts="2025-03-02T00:00:00")])
+    again = log.append(
+        "garden",
+        [
+            msg("Beans are up.", id="m1"),
+            msg("Tomatoes too.", "Bo", "2025-03-01T10:30:00+01:00"),
+            msg("changed text, same id", id="m1"),
+            msg("New.", ts="2025-03-02T00:00:00"),
+        ],
+    )
     assert (again.ids, [m.local_id for m in again.stored], again.duplicates) == (
-        ["m1", "L1", "m1", "L2"], ["L2"], ["m1", "L1", "m1"])
+        ["m1", "L1", "m1", "L2"],
+        ["L2"],
+        ["m1", "L1", "m1"],
+    )
     stored = log.messages("garden")
     assert [(m.local_id, m.position, m.timestamp) for m in stored] == [
-        ("m1", 0, datetime(2025, 3, 1, 9, 0)), ("L1", 1, datetime(2025, 3, 1, 9, 30)), ("L2", 2, datetime(2025, 3, 2))]
+        ("m1", 0, datetime(2025, 3, 1, 9, 0)),
+        ("L1", 1, datetime(2025, 3, 1, 9, 30)),
+        ("L2", 2, datetime(2025, 3, 2)),
+    ]
     assert stored[1].timestamp_given == "2025-03-01T10:30:00+01:00"
     # a second process (a fresh LiveLog) sees the same messages and the same duplicates
     assert LiveLog(tmp_path).append("garden", [msg("Beans are up.")]).duplicates == ["m1"]
     assert log.chats() == ["garden"]
 
 
-@pytest.mark.parametrize("batch, field", [
-    ([], "messages"),
-    ([msg("x", ts="yesterday")], "messages[0].timestamp"),
-    ([msg("ok"), {"author": "Bo", "text": " ", "timestamp": "2025-01-01T00:00:00Z"}], "messages[1].text"),
-    ([msg("x", id="a/b")], "messages[0].id"),
-    ([msg("x", id="L7")], "messages[0].id"),
-    ([msg("x", color="red")], "messages[0].color"),
-])
+@pytest.mark.parametrize(
+    "batch, field",
+    [
+        ([], "messages"),
+        ([msg("x", ts="yesterday")], "messages[0].timestamp"),
+        ([msg("ok"), {"author": "Bo", "text": " ", "timestamp": "2025-01-01T00:00:00Z"}], "messages[1].text"),
+        ([msg("x", id="a/b")], "messages[0].id"),
+        ([msg("x", id="L7")], "messages[0].id"),
+        ([msg("x", color="red")], "messages[0].color"),
+    ],
+)
 def test_a_bad_batch_stores_nothing_and_names_the_field(tmp_path, batch, field):
     log = LiveLog(tmp_path)
     with pytest.raises(MessageError) as refused:
@@ -100,8 +118,13 @@ for b in range(100000):
 
 def test_kill_9_loses_no_acknowledged_batch(tmp_path):
     for round_ in range(10):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        child = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         acknowledged = []
         started = time.monotonic()
         while len(acknowledged) < 10 + 3 * round_ and time.monotonic() - started < 60:
@@ -121,7 +144,10 @@ def test_kill_9_loses_no_acknowledged_batch(tmp_path):
 
 def test_forget_rewrites_the_log_without_the_text_and_positions_are_never_reused(tmp_path):
     writer, other = LiveLog(tmp_path), LiveLog(tmp_path)
-    writer.append("diary", [msg("first"), msg("secret wombat", ts="2025-03-01T10:00:00Z"), msg("third", ts="2025-03-01T11:00:00Z")])
+    writer.append(
+        "diary",
+        [msg("first"), msg("secret wombat", ts="2025-03-01T10:00:00Z"), msg("third", ts="2025-03-01T11:00:00Z")],
+    )
     assert other.append("diary", [msg("first")]).duplicates == ["L0"]  # the other process has read the log
     with writer.locked("diary"):
         assert [m.text for m in writer.select("diary", ids=["L1"])] == ["secret wombat"]

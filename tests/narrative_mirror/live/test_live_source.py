@@ -14,8 +14,15 @@ from narrative_mirror.live.log import LiveLog
 from narrative_mirror.live.source import find_chats
 from narrative_mirror.settings import DEMO_DATA_DIR
 
-BATCH = [{"id": "a1", "author": "Ines", "text": "The half marathon starts at the bridge.", "timestamp": "2025-03-01T08:00:00Z"},
-         {"author": "Kofi", "text": "We take the early ferry.", "timestamp": "2025-03-01T09:01:00+01:00"}]
+BATCH = [
+    {
+        "id": "a1",
+        "author": "Ines",
+        "text": "The half marathon starts at the bridge.",
+        "timestamp": "2025-03-01T08:00:00Z",
+    },
+    {"author": "Kofi", "text": "We take the early ferry.", "timestamp": "2025-03-01T09:01:00+01:00"},
+]
 
 
 def home() -> Path:
@@ -30,7 +37,9 @@ def test_a_live_chat_is_found_and_read_like_a_chat_file(tmp_path):
     (tmp_path / "data").mkdir()
     chats, problems = find_chats(tmp_path / "data")
     assert ({k: (c.path, c.format) for k, c in chats.items()}, problems) == (
-        {"run_Ines_Kofi": (home() / "live" / "run_Ines_Kofi.jsonl", "live")}, [])
+        {"run_Ines_Kofi": (home() / "live" / "run_Ines_Kofi.jsonl", "live")},
+        [],
+    )
     chat = load_chat(chats["run_Ines_Kofi"].path, chat_file="run_Ines_Kofi")
     assert (chat.format, chat.speakers, chat.local_ids) == ("live", ["Ines", "Kofi"], ["a1", "L1"])
     assert chat.messages["message_id"].to_list() == ["run_Ines_Kofi/a1", "run_Ines_Kofi/L1"]
@@ -46,9 +55,11 @@ def test_a_chat_file_and_a_live_chat_with_one_name_are_both_refused(tmp_path):
     LiveLog(home() / "live").append(name, BATCH)
     files, problems = find_chats(data)
     assert name not in files and len(files) == 2
-    assert problems == [f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): "
-                        "neither is built until one is renamed or you add with --replace-file-chat (API: \"replace_file_chat\": "
-                        "true) to make the live chat replace it"]
+    assert problems == [
+        f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): "
+        'neither is built until one is renamed or you add with --replace-file-chat (API: "replace_file_chat": '
+        "true) to make the live chat replace it"
+    ]
 
 
 @pytest.mark.slow

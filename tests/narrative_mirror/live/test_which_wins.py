@@ -20,9 +20,16 @@ from narrative_mirror.live.memory import serving_memory
 from narrative_mirror.live.source import find_chats
 from narrative_mirror.settings import DEMO_DATA_DIR
 
-REFUSED = ('a chat built from a chat file has that name; add with --replace-file-chat (API: "replace_file_chat": '
-           'true) to make the live chat replace it')
-NOTE = {"id": "n1", "author": "Ana", "text": "The quince tart sold out before noon.", "timestamp": "2025-05-02T11:00:00Z"}
+REFUSED = (
+    'a chat built from a chat file has that name; add with --replace-file-chat (API: "replace_file_chat": '
+    "true) to make the live chat replace it"
+)
+NOTE = {
+    "id": "n1",
+    "author": "Ana",
+    "text": "The quince tart sold out before noon.",
+    "timestamp": "2025-05-02T11:00:00Z",
+}
 
 
 def test_the_api_refuses_a_file_chats_name_unless_the_live_chat_replaces_it(tmp_path, embedder):
@@ -31,7 +38,10 @@ def test_the_api_refuses_a_file_chats_name_unless_the_live_chat_replaces_it(tmp_
     app = create_app(retriever, EventLog(tmp_path / "events"), runs_root=tmp_path / "runs")
     mount_live(app, app.state.api, serving_memory(tmp_path / "live", retriever))
     with TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as client:
-        before = [h["id"] for h in client.get("/api/memory/search", params={"chat": CHAT, "q": "bakery", "k": 3}).json()["hits"]]
+        before = [
+            h["id"]
+            for h in client.get("/api/memory/search", params={"chat": CHAT, "q": "bakery", "k": 3}).json()["hits"]
+        ]
         refused = client.post(f"/api/chats/{CHAT}/messages", json={"messages": [NOTE]})
         assert (refused.status_code, refused.json()) == (409, {"error": {"field": "chat", "message": REFUSED}})
         assert retriever.store.chat_row_count("messages", CHAT) == file_rows > 0 and before
@@ -57,7 +67,8 @@ def test_the_cli_and_the_build_refuse_both_until_the_live_chat_is_chosen(tmp_pat
     chats, problems = find_chats(data)
     assert name not in chats and problems == [
         f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): neither is built until one "
-        f"is renamed or you {REFUSED.split('; ')[1]}"]
+        f"is renamed or you {REFUSED.split('; ')[1]}"
+    ]
     lines = tmp_path / "more.jsonl"
     lines.write_text(json.dumps({**NOTE, "id": "n2", "text": "Two more quince tarts for Friday."}) + "\n")
     assert main(["add", "--chat", name, "--file", str(lines), "--replace-file-chat", "--json"]) == 0

@@ -42,7 +42,9 @@ def _ranx_scores(cases: list[dict], run_field: str, metrics: list[str]) -> dict[
     # Strictly decreasing scores make ranx's order exactly the list order.
     run = Run.from_dict(
         {
-            case["query_id"]: {doc_id: float(len(case[run_field]) - rank) for rank, doc_id in enumerate(case[run_field])}
+            case["query_id"]: {
+                doc_id: float(len(case[run_field]) - rank) for rank, doc_id in enumerate(case[run_field])
+            }
             for case in cases
         }
     )

@@ -17,9 +17,9 @@ def test_an_abstention_is_needed_without_gold_or_when_no_gold_was_retrieved():
 
 def test_the_three_rates_by_hand():
     cases = [
-        (True, [], ["a"]),          # needed (no gold), abstained: right
-        (False, ["g"], ["a"]),      # needed (gold not found), answered: wrong
-        (True, ["g"], ["x"]),       # needed, abstained: right
+        (True, [], ["a"]),  # needed (no gold), abstained: right
+        (False, ["g"], ["a"]),  # needed (gold not found), answered: wrong
+        (True, ["g"], ["x"]),  # needed, abstained: right
         (False, ["g"], ["g", "a"]),  # not needed, answered: right
         (True, ["g", "h"], ["h"]),  # not needed, abstained: a missed answer
     ]
@@ -29,5 +29,8 @@ def test_the_three_rates_by_hand():
     assert rates["abstention_decision_accuracy"] == pytest.approx(3 / 5)
     # The plain abstention share (3/5 here) is not what this measures.
     assert unknowns_when_needed([(True, ["g"], ["g"])]) == {
-        "unknowns_when_needed": None, "unknowns_when_not_needed": 1.0, "abstention_decision_accuracy": 0.0}
+        "unknowns_when_needed": None,
+        "unknowns_when_not_needed": 1.0,
+        "abstention_decision_accuracy": 0.0,
+    }
     assert unknowns_when_needed([]) == dict.fromkeys(rates)

@@ -19,8 +19,9 @@ def test_blocks_rank_by_the_rrf_of_text_vector_and_message_lists():
     # the vector list only; block 1 is second in BM25 and the vector list and has no scored message.
     scores = np.array([0.2, 0.0, 0.9, 0.8])
     block_of = np.array([0, 1, 2, 2])
-    order, fused, lists = rank_blocks(scores, block_of, block_bm25=np.array([0.0, 1.0, 3.0]),
-                                      block_cosine=np.array([0.9, 0.5, 0.1]), rrf_k=60)
+    order, fused, lists = rank_blocks(
+        scores, block_of, block_bm25=np.array([0.0, 1.0, 3.0]), block_cosine=np.array([0.9, 0.5, 0.1]), rrf_k=60
+    )
     assert lists["block_bm25"].tolist() == [2, 1]  # a block without the query's words is not in it
     assert lists["block_vector"].tolist() == [0, 1, 2]
     assert lists["best_message"].tolist() == [2, 0]

@@ -6,7 +6,7 @@ rows (plain and chunked cosines)."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import polars as pl
@@ -28,17 +28,25 @@ from narrative_mirror.retrieval.lexical import BM25Index
 
 CHAT = "Chat_1_Emi_Elise"
 DIM = 32
-NEW_TEXTS = [("Emi", "I'm Marguerite, by the way, everyone at the harbor calls me that!"),
-             ("elise", "Thanks, Marguerite! The zygodactyl woodpecker is back at the mill."),
-             ("Emi", "Did you see the heron? It nested by the millrace."),
-             ("elise", "Hi Marguerite, the ferry leaves at 9 tomorrow."),
-             ("Emi", "I'm Marguerite and I still prefer rye bread to anything."),
-             ("elise", "Thanks, Marguerite, see you at the bakery?")]
+NEW_TEXTS = [
+    ("Emi", "I'm Marguerite, by the way, everyone at the harbor calls me that!"),
+    ("elise", "Thanks, Marguerite! The zygodactyl woodpecker is back at the mill."),
+    ("Emi", "Did you see the heron? It nested by the millrace."),
+    ("elise", "Hi Marguerite, the ferry leaves at 9 tomorrow."),
+    ("Emi", "I'm Marguerite and I still prefer rye bread to anything."),
+    ("elise", "Thanks, Marguerite, see you at the bakery?"),
+]
 
 
 def vectors_of(texts: list[str]) -> np.ndarray:
-    out = np.stack([np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little"))
-                    .standard_normal(DIM) for t in texts]).astype(np.float32)
+    out = np.stack(
+        [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")).standard_normal(
+                DIM
+            )
+            for t in texts
+        ]
+    ).astype(np.float32)
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
@@ -53,13 +61,27 @@ def stored(realtalk_dir, tmp_path_factory):
 def live_rows(after: pl.DataFrame, texts: list[tuple[str, str]]) -> pl.DataFrame:
     """Rows of the ``messages`` table for new messages after ``after``'s last (as a live add writes them)."""
     first, start = after["position"].max() + 1, after["timestamp"].max()
-    live = [LiveMessage(f"L{first + i}", first + i, author, text, start + timedelta(minutes=i + 1),
-                        (start + timedelta(minutes=i + 1)).isoformat()) for i, (author, text) in enumerate(texts)]
+    live = [
+        LiveMessage(
+            f"L{first + i}",
+            first + i,
+            author,
+            text,
+            start + timedelta(minutes=i + 1),
+            (start + timedelta(minutes=i + 1)).isoformat(),
+        )
+        for i, (author, text) in enumerate(texts)
+    ]
     frame = messages_frame(CHAT, live)
-    embeddings = pl.DataFrame({"message_id": frame["message_id"], "chat_file": frame["chat_file"],
-                               "local_id": frame["local_id"],
-                               "vector": list(vectors_of([f"{a}: {t}" for a, t in texts]))},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": frame["message_id"],
+            "chat_file": frame["chat_file"],
+            "local_id": frame["local_id"],
+            "vector": list(vectors_of([f"{a}: {t}" for a, t in texts])),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     return pl.from_arrow(message_rows(frame, embeddings)).select(after.columns)
 
 

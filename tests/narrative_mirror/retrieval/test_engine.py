@@ -36,38 +36,74 @@ BLOCKS = [["D1:1", "D1:2"], ["D1:3", "D1:4", "D1:5"], ["D1:6"], ["D2:1", "D2:2"]
 
 def frames():
     n = len(MESSAGES)
-    messages = pl.DataFrame({
-        "message_id": [f"{CHAT}/{m[0]}" for m in MESSAGES], "chat_file": [CHAT] * n,
-        "local_id": [m[0] for m in MESSAGES], "position": list(range(n)), "session": [m[1] for m in MESSAGES],
-        "speaker": [m[2] for m in MESSAGES], "text": [m[4] for m in MESSAGES],
-        "timestamp": [datetime.fromisoformat(m[3]) for m in MESSAGES],
-        "image_urls": [[] for _ in range(n)], "image_caption": [""] * n,
-    }, schema=schema.MESSAGES)
+    messages = pl.DataFrame(
+        {
+            "message_id": [f"{CHAT}/{m[0]}" for m in MESSAGES],
+            "chat_file": [CHAT] * n,
+            "local_id": [m[0] for m in MESSAGES],
+            "position": list(range(n)),
+            "session": [m[1] for m in MESSAGES],
+            "speaker": [m[2] for m in MESSAGES],
+            "text": [m[4] for m in MESSAGES],
+            "timestamp": [datetime.fromisoformat(m[3]) for m in MESSAGES],
+            "image_urls": [[] for _ in range(n)],
+            "image_caption": [""] * n,
+        },
+        schema=schema.MESSAGES,
+    )
     row = {m[0]: i for i, m in enumerate(MESSAGES)}
-    blocks = pl.DataFrame({
-        "block_id": [f"{CHAT}/S{MESSAGES[row[b[0]]][1]}/B{i}" for i, b in enumerate(BLOCKS)],
-        "chat_file": [CHAT] * len(BLOCKS), "session": [MESSAGES[row[b[0]]][1] for b in BLOCKS],
-        "block_index": list(range(len(BLOCKS))), "first_position": [row[b[0]] for b in BLOCKS],
-        "last_position": [row[b[-1]] for b in BLOCKS], "message_ids": BLOCKS,
-        "start_time": [datetime.fromisoformat(MESSAGES[row[b[0]]][3]) for b in BLOCKS],
-        "end_time": [datetime.fromisoformat(MESSAGES[row[b[-1]]][3]) for b in BLOCKS],
-        "speakers": [["Ann", "Ben"]] * len(BLOCKS), "keywords": [[]] * len(BLOCKS),
-        "label": [""] * len(BLOCKS), "summary": [""] * len(BLOCKS),
-    }, schema=schema.BLOCKS)
+    blocks = pl.DataFrame(
+        {
+            "block_id": [f"{CHAT}/S{MESSAGES[row[b[0]]][1]}/B{i}" for i, b in enumerate(BLOCKS)],
+            "chat_file": [CHAT] * len(BLOCKS),
+            "session": [MESSAGES[row[b[0]]][1] for b in BLOCKS],
+            "block_index": list(range(len(BLOCKS))),
+            "first_position": [row[b[0]] for b in BLOCKS],
+            "last_position": [row[b[-1]] for b in BLOCKS],
+            "message_ids": BLOCKS,
+            "start_time": [datetime.fromisoformat(MESSAGES[row[b[0]]][3]) for b in BLOCKS],
+            "end_time": [datetime.fromisoformat(MESSAGES[row[b[-1]]][3]) for b in BLOCKS],
+            "speakers": [["Ann", "Ben"]] * len(BLOCKS),
+            "keywords": [[]] * len(BLOCKS),
+            "label": [""] * len(BLOCKS),
+            "summary": [""] * len(BLOCKS),
+        },
+        schema=schema.BLOCKS,
+    )
     block_of = {lid: blocks["block_id"][i] for i, b in enumerate(BLOCKS) for lid in b}
-    signals = pl.DataFrame({
-        "message_id": messages["message_id"], "chat_file": messages["chat_file"], "local_id": messages["local_id"],
-        "block_id": [block_of[m[0]] for m in MESSAGES],
-        "entities": [["biscuit"] if "Biscuit" in m[4] else [] for m in MESSAGES],
-        "temporal": [[] for _ in range(n)], "is_plan": [False] * n, "is_question": [False] * n,
-        "sentiment": [0.0] * n, "emotion": [""] * n, "has_image": [False] * n,
-        "ref_block_ids": [[] for _ in range(n)], "refs": [0.0] * n, "importance_tier": [1] * n,
-    }, schema=schema.MESSAGE_SIGNALS)
-    threads = pl.DataFrame({
-        "thread_id": [f"{CHAT}/T0"], "chat_file": [CHAT], "block_ids": [[blocks["block_id"][1], blocks["block_id"][3]]],
-        "start_time": [datetime(2024, 1, 5, 10, 2)], "end_time": [datetime(2024, 2, 10, 9, 1)],
-        "participants": [["Ann", "Ben"]], "entities": [["biscuit"]], "title": ["Biscuit the puppy"], "summary": [""],
-    }, schema=schema.THREADS)
+    signals = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "block_id": [block_of[m[0]] for m in MESSAGES],
+            "entities": [["biscuit"] if "Biscuit" in m[4] else [] for m in MESSAGES],
+            "temporal": [[] for _ in range(n)],
+            "is_plan": [False] * n,
+            "is_question": [False] * n,
+            "sentiment": [0.0] * n,
+            "emotion": [""] * n,
+            "has_image": [False] * n,
+            "ref_block_ids": [[] for _ in range(n)],
+            "refs": [0.0] * n,
+            "importance_tier": [1] * n,
+        },
+        schema=schema.MESSAGE_SIGNALS,
+    )
+    threads = pl.DataFrame(
+        {
+            "thread_id": [f"{CHAT}/T0"],
+            "chat_file": [CHAT],
+            "block_ids": [[blocks["block_id"][1], blocks["block_id"][3]]],
+            "start_time": [datetime(2024, 1, 5, 10, 2)],
+            "end_time": [datetime(2024, 2, 10, 9, 1)],
+            "participants": [["Ann", "Ben"]],
+            "entities": [["biscuit"]],
+            "title": ["Biscuit the puppy"],
+            "summary": [""],
+        },
+        schema=schema.THREADS,
+    )
     return messages, blocks, signals, threads
 
 
@@ -75,9 +111,15 @@ def frames():
 def store(tmp_path_factory, embedder):
     messages, blocks, signals, threads = frames()
     vectors = embedder.encode([message_search_text(s, t) for s, t in zip(messages["speaker"], messages["text"])])
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": list(vectors),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     index = IndexStore(str(tmp_path_factory.mktemp("engine") / "lancedb"))
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
         index.replace_partition(table, CHAT, rows)
@@ -147,7 +189,9 @@ def test_person_names_are_stripped_from_the_search_query(store, embedder):
     result = stripping.search(CHAT, "What is Annie's dog called?", variant="hybrid")
     assert result.query_info["search_query"] == "What is dog called?"
     keeping = Retriever(store, embedder, config(hybrid__strip_person_names=False))
-    assert keeping.search(CHAT, "What is Annie's dog called?").query_info["search_query"] == "What is Annie's dog called?"
+    assert (
+        keeping.search(CHAT, "What is Annie's dog called?").query_info["search_query"] == "What is Annie's dog called?"
+    )
 
 
 def test_speaker_and_time_lists(store, embedder):
@@ -160,8 +204,11 @@ def test_speaker_and_time_lists(store, embedder):
 
 
 def test_expand_adds_neighbours(store, embedder):
-    r = Retriever(store, embedder, config(expand__seeds=1, expand__before=1, expand__after=1, expand__decay=0.9,
-                                          expand__block_decay=0.0))
+    r = Retriever(
+        store,
+        embedder,
+        config(expand__seeds=1, expand__before=1, expand__after=1, expand__decay=0.9, expand__block_decay=0.0),
+    )
     plain = r.search(CHAT, "Who takes pottery classes?", k=3, variant="bm25")
     expanded = r.search(CHAT, "Who takes pottery classes?", k=10, variant="hybrid_expand")
     top = ids(expanded)[0]
@@ -176,8 +223,13 @@ def test_rerank_variant_records_reasons(retriever, store, embedder):
     result = retriever.search(CHAT, "marathon training", k=4, variant="hybrid_expand_rerank")
     assert result.query_info["reranker"] == "hybrid_score"
     assert {"kw", "recency", "refs", "tier_weight"} <= set(result.hits[0].reasons)
-    custom = retriever.search(CHAT, "marathon training", k=4, variant="hybrid_expand_rerank",
-                              reranker=HybridScoreReranker(w_rec=0.0, w_refs=0.0, w_tier=0.0))
+    custom = retriever.search(
+        CHAT,
+        "marathon training",
+        k=4,
+        variant="hybrid_expand_rerank",
+        reranker=HybridScoreReranker(w_rec=0.0, w_refs=0.0, w_tier=0.0),
+    )
     assert [h.score for h in custom.hits] == sorted((h.score for h in custom.hits), reverse=True)
     assert custom.hits[0].reasons["kw"] == 1.0
 
@@ -215,8 +267,10 @@ def test_lookups_block_ids_and_errors(retriever):
     assert retriever.chat_files() == [CHAT]
     assert retriever.block_ids(CHAT, f"{CHAT}/S1/B1") == ["D1:3", "D1:4", "D1:5"]
     hits = retriever.messages(CHAT, ["D2:4", "D1:1"])
-    assert [(h.local_id, h.speaker, h.text) for h in hits] == [("D2:4", "Ben", "Pottery sounds relaxing."),
-                                                               ("D1:1", "Ann", "Hi! I'm Annie.")]
+    assert [(h.local_id, h.speaker, h.text) for h in hits] == [
+        ("D2:4", "Ben", "Pottery sounds relaxing."),
+        ("D1:1", "Ann", "Hi! I'm Annie."),
+    ]
     with pytest.raises(ValueError, match=r"unknown chat_file 'nope'; indexed chat files: \['tiny_chat'\]"):
         retriever.search("nope", "anything")
     with pytest.raises(ValueError, match="unknown variant 'magic'"):
@@ -266,9 +320,15 @@ def test_concurrent_queries_load_a_cold_chat_once(store, embedder, monkeypatch):
 def test_reindexed_chat_is_reread(tmp_path, embedder):
     messages, blocks, signals, threads = frames()
     vectors = embedder.encode(messages["text"].to_list())
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": list(vectors)},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": list(vectors),
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     own = IndexStore(str(tmp_path / "lancedb"))
     own.replace_partition("messages", CHAT, build_rows(messages, embeddings)["messages"])
     r = Retriever(own, embedder, settings.load_config("retrieval"))
@@ -311,8 +371,12 @@ def test_search_many_encodes_once_and_matches_search(store, embedder):
 
 def learned_config(features, weights):
     cfg = settings.load_config("retrieval")
-    cfg["learned"] = {"features": features, "mean": [0.0] * len(features), "scale": [1.0] * len(features),
-                      "weights": weights}
+    cfg["learned"] = {
+        "features": features,
+        "mean": [0.0] * len(features),
+        "scale": [1.0] * len(features),
+        "weights": weights,
+    }
     return cfg
 
 

@@ -21,8 +21,7 @@ def test_expand_neighbours_with_decay_keeps_the_best_offer():
     out, source = expand(ranked, 20, seeds=2, before=1, after=2, decay=0.5)
     # seed 10 offers 11: .5, 9: .5, 12: .25 ; seed 3 offers 4: .4, 2: .4, 5: .2
     assert out == [(10, 1.0), (3, 0.8), (11, 0.5), (9, 0.5), (4, 0.4), (2, 0.4), (12, 0.25), (5, 0.2)]
-    assert source == {11: "neighbour", 9: "neighbour", 12: "neighbour", 4: "neighbour", 2: "neighbour",
-                      5: "neighbour"}
+    assert source == {11: "neighbour", 9: "neighbour", 12: "neighbour", 4: "neighbour", 2: "neighbour", 5: "neighbour"}
 
 
 def test_expand_only_seeds_spread_and_own_score_wins():
@@ -36,7 +35,16 @@ def test_expand_only_seeds_spread_and_own_score_wins():
 def test_expand_block_mates():
     block_of = [0, 0, 0, 1, 1, -1]
     block_rows = {0: [0, 1, 2], 1: [3, 4]}
-    out, source = expand([(1, 1.0), (5, 0.5)], 6, seeds=2, before=0, after=0, decay=0.5,
-                         block_of=block_of, block_rows=block_rows, block_decay=0.3)
+    out, source = expand(
+        [(1, 1.0), (5, 0.5)],
+        6,
+        seeds=2,
+        before=0,
+        after=0,
+        decay=0.5,
+        block_of=block_of,
+        block_rows=block_rows,
+        block_decay=0.3,
+    )
     assert out == [(1, 1.0), (5, 0.5), (0, 0.3), (2, 0.3)]
     assert source == {0: "block", 2: "block"}

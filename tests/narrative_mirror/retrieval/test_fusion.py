@@ -58,8 +58,13 @@ def test_order_desc_is_the_two_key_sort_for_ties_signed_zeros_and_infinities():
     odd = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, 0.25])
     for trial in range(200):
         n = int(rng.integers(1, 2000))
-        base = (rng.choice(odd, size=n) if trial % 3 == 0 else
-                np.round(rng.standard_normal(n), 1) if trial % 3 == 1 else rng.standard_normal(n))
+        base = (
+            rng.choice(odd, size=n)
+            if trial % 3 == 0
+            else np.round(rng.standard_normal(n), 1)
+            if trial % 3 == 1
+            else rng.standard_normal(n)
+        )
         for dtype in (np.float32, np.float64):
             values = base.astype(dtype)
             assert order_desc(values).tolist() == np.lexsort((np.arange(n), -values)).tolist()
@@ -77,11 +82,15 @@ def test_fused_heads_are_the_full_order_cut_short():
 
     rng = np.random.default_rng(5)
     size = 3000
-    lists = [rng.permutation(size), rng.permutation(size)[:40], rng.permutation(size),
-             np.repeat(rng.permutation(size // 5), 1)[:300]]
+    lists = [
+        rng.permutation(size),
+        rng.permutation(size)[:40],
+        rng.permutation(size),
+        np.repeat(rng.permutation(size // 5), 1)[:300],
+    ]
     weights = [1.0, 0.5, 2.0, 1.0]
     fused = rrf_fuse(lists, size, weights, k=60)
-    full = rrf([list(map(int, l)) for l in lists], weights=weights, k=60)
+    full = rrf([list(map(int, ranked)) for ranked in lists], weights=weights, k=60)
     assert [r for r, _ in fused] == [r for r, _ in full]
     for n in (0, 1, 16, 100, 2999, 5000):
         assert fused[:n] == list(fused)[:n] == fused.head(n)

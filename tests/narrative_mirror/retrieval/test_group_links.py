@@ -34,20 +34,25 @@ def test_reply_links_reach_the_index_and_chat_index(tmp_path):
         store.replace_partition(table, "pair", rows)
     assert store.messages_for("group")["reply_to"].to_list() == [None, None, "D1:1", "D1:1"]
     assert store.messages_for("pair")["reply_to"].to_list() == [None] * 4
-    chat = ChatIndex("group", store.messages_for("group"), store.blocks_for("group"), store.threads_for("group"),
-                     window=1, stem=True)
+    chat = ChatIndex(
+        "group", store.messages_for("group"), store.blocks_for("group"), store.threads_for("group"), window=1, stem=True
+    )
     assert chat.parent_row.tolist() == [-1, -1, 0, 0]
     assert chat.reply_rows == {0: [2, 3]}
     assert chat.linked_rows(0) == [2, 3] and chat.linked_rows(3) == [0] and chat.linked_rows(1) == []
-    pair = ChatIndex("pair", store.messages_for("pair"), store.blocks_for("pair"), store.threads_for("pair"),
-                     window=1, stem=True)
+    pair = ChatIndex(
+        "pair", store.messages_for("pair"), store.blocks_for("pair"), store.threads_for("pair"), window=1, stem=True
+    )
     assert pair.reply_rows == {} and pair.linked_rows(1) == []
     # Speakers alternate A, B, A, B: D1:1 (A) is answered by its linked reply of the other speaker,
     # D1:4 (B), not by the next message; a message without linked replies by the next message of
     # the other speaker.
     retriever = Retriever(store, embedder=None)
-    assert retriever.replies("group", ["D1:1", "D1:2", "D1:3", "D1:4"]) == {"D1:1": "D1:4", "D1:2": "D1:3",
-                                                                           "D1:3": "D1:4"}
+    assert retriever.replies("group", ["D1:1", "D1:2", "D1:3", "D1:4"]) == {
+        "D1:1": "D1:4",
+        "D1:2": "D1:3",
+        "D1:3": "D1:4",
+    }
     assert retriever.replies("pair", ["D1:1"]) == {"D1:1": "D1:2"}
 
 
@@ -61,13 +66,21 @@ def test_a_table_written_before_the_reply_column_takes_it(tmp_path):
     assert columns_added(new_rows.schema.remove(0), new_rows.schema) == []  # another difference: not an upgrade
     store.replace_partition("messages", "old", old_rows)
     assert "reply_to" not in store.messages_for("old").columns
-    chat = ChatIndex("old", store.messages_for("old"), store.blocks_for("old"), store.threads_for("old"),
-                     window=1, stem=True)  # an old home is still searchable before its rebuild
+    chat = ChatIndex(
+        "old", store.messages_for("old"), store.blocks_for("old"), store.threads_for("old"), window=1, stem=True
+    )  # an old home is still searchable before its rebuild
     assert chat.reply_rows == {}
     linked = messages.with_columns(pl.Series("reply_to", [None, "D1:1", None, None], dtype=pl.String))
-    store.replace_partition("messages", "new", message_rows(linked.with_columns(
-        pl.lit("new").alias("chat_file"), ("new/" + pl.col("local_id")).alias("message_id")),
-        embeddings.with_columns(pl.lit("new").alias("chat_file"), ("new/" + pl.col("local_id")).alias("message_id"))))
+    store.replace_partition(
+        "messages",
+        "new",
+        message_rows(
+            linked.with_columns(pl.lit("new").alias("chat_file"), ("new/" + pl.col("local_id")).alias("message_id")),
+            embeddings.with_columns(
+                pl.lit("new").alias("chat_file"), ("new/" + pl.col("local_id")).alias("message_id")
+            ),
+        ),
+    )
     assert store.messages_for("old")["reply_to"].to_list() == [None] * 4
     assert store.messages_for("new")["reply_to"].to_list() == [None, "D1:1", None, None]
 
@@ -91,8 +104,13 @@ def test_full_names_are_asked_by_first_name_when_unique():
 
 
 def test_group_vocatives_vote_for_the_author_of_the_message_replied_to():
-    messages = [("Ana", "Kate! The slides are done?"), ("Bruno", "Thanks, Kate!"), ("Chloe", "hi Kate, welcome"),
-                ("Dora", "Great work, thanks Kate!"), ("Dora", "Kate!")]
+    messages = [
+        ("Ana", "Kate! The slides are done?"),
+        ("Bruno", "Thanks, Kate!"),
+        ("Chloe", "hi Kate, welcome"),
+        ("Dora", "Great work, thanks Kate!"),
+        ("Dora", "Kate!"),
+    ]
     assert speaker_aliases(messages) == {}  # without reply links nobody is known to be addressed
     addressed = [None, "Dora", "Dora", None, "Chloe"]
     assert speaker_aliases(messages, addressees=addressed) == {"Kate": "Dora"}
@@ -113,8 +131,12 @@ def test_author_questions():
     # a verb of saying ("bring up") with "is ...ing" asks who will do it: answered by "I'll bring mine"
     assert author_question("Who is bringing the ball?") == "first_person"
     assert author_question("Who brought the idea up?") == "saying"
-    for question in ("Who did Kate meet at Art Basel?", "Who is Kate's sister?", "Who visited Kate?",
-                     "What did Ana suggest?"):
+    for question in (
+        "Who did Kate meet at Art Basel?",
+        "Who is Kate's sister?",
+        "Who visited Kate?",
+        "What did Ana suggest?",
+    ):
         assert author_question(question) is None
 
 
@@ -132,7 +154,7 @@ class _OneVector:
     """Every text gets the same unit vector: the dense lists rank by the message vectors alone."""
 
     def encode(self, texts, progress=None):
-        return np.full((len(texts), DIM), DIM ** -0.5, dtype=np.float32)
+        return np.full((len(texts), DIM), DIM**-0.5, dtype=np.float32)
 
 
 def test_reply_links_change_no_ranking_of_the_other_variants(tmp_path):

@@ -4,21 +4,24 @@ restriction, and a branch context made of the stored summaries, not the messages
 
 import polars as pl
 import pytest
+from llm_servers import fault_server
 from memory_api_chat import CHAT, chat_frames
 
 from narrative_mirror import schema
 from narrative_mirror.embedding import message_texts
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
-from narrative_mirror.retrieval.engine import Retriever
-from llm_servers import fault_server
-
 from narrative_mirror.llm import DATA_BEGIN, DATA_END, LLMClient
+from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.iterative import iterative_search, llm_rewrite, offline_rewrite
 from narrative_mirror.retrieval.traversal import ChatScorer, Tree, Variant, run_variant
 
-SUMMARIES = ["Ana's first day at the Elm Street bakery", "Ben's marathon plan", "A week of rye loaves",
-             "Ben's long run"]
+SUMMARIES = [
+    "Ana's first day at the Elm Street bakery",
+    "Ben's marathon plan",
+    "A week of rye loaves",
+    "Ben's long run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +29,32 @@ def retriever(embedder, tmp_path_factory):
     messages, blocks, signals = chat_frames()
     blocks = blocks.with_columns(pl.Series("summary", SUMMARIES))
     ids = blocks["block_id"].to_list()
-    threads = pl.DataFrame([{  # the bakery storyline: blocks 0 and 2
-        "thread_id": f"{CHAT}/T0", "chat_file": CHAT, "block_ids": [ids[0], ids[2]],
-        "start_time": blocks["start_time"][0], "end_time": blocks["end_time"][2], "participants": ["Ana", "Ben"],
-        "entities": [], "title": "The bakery job", "summary": "Ana works at a bakery and bakes rye"}],
-        schema=schema.THREADS)
+    threads = pl.DataFrame(
+        [
+            {  # the bakery storyline: blocks 0 and 2
+                "thread_id": f"{CHAT}/T0",
+                "chat_file": CHAT,
+                "block_ids": [ids[0], ids[2]],
+                "start_time": blocks["start_time"][0],
+                "end_time": blocks["end_time"][2],
+                "participants": ["Ana", "Ben"],
+                "entities": [],
+                "title": "The bakery job",
+                "summary": "Ana works at a bakery and bakes rye",
+            }
+        ],
+        schema=schema.THREADS,
+    )
     vectors = embedder.encode(message_texts(messages))
-    embeddings = pl.DataFrame({"message_id": messages["message_id"], "chat_file": messages["chat_file"],
-                               "local_id": messages["local_id"], "vector": [v.tolist() for v in vectors]},
-                              schema=schema.MESSAGE_EMBEDDINGS)
+    embeddings = pl.DataFrame(
+        {
+            "message_id": messages["message_id"],
+            "chat_file": messages["chat_file"],
+            "local_id": messages["local_id"],
+            "vector": [v.tolist() for v in vectors],
+        },
+        schema=schema.MESSAGE_EMBEDDINGS,
+    )
     store = IndexStore(str(tmp_path_factory.mktemp("iterative") / "lancedb"))
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads).items():
         store.replace_partition(table, CHAT, rows)
@@ -49,8 +69,9 @@ def test_seed_003_iterative_loop_rewrites_every_n_rounds_from_leaf_context_withi
         return offline_rewrite(question, leaf_texts)
 
     question = "Where does Ana bake rye bread?"
-    ranked, trace = iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=2, n_blocks=1,
-                                     leaf=2, rewrite=rewrite)
+    ranked, trace = iterative_search(
+        retriever, CHAT, question, k=8, rounds=3, rewrite_every=2, n_blocks=1, leaf=2, rewrite=rewrite
+    )
     # Round 1 keeps the question (1 is not a multiple of 2); round 2 rewrites it, once.
     assert trace.queries[0] == trace.queries[1] == question and len(seen) == 1
     assert trace.queries[2].startswith(question + " ") and trace.queries[2] != question
@@ -72,31 +93,51 @@ def test_rewrite_every_0_searches_the_branches_with_the_question_itself(retrieve
         raise AssertionError("rewrite_every=0 never rewrites")
 
     question = "Where does Ana bake rye bread?"
-    ranked, trace = iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=0, n_blocks=1,
-                                     leaf=2, rewrite=rewrite)
+    ranked, trace = iterative_search(
+        retriever, CHAT, question, k=8, rounds=3, rewrite_every=0, n_blocks=1, leaf=2, rewrite=rewrite
+    )
     assert trace.queries == [question] * 3 and len(trace.rankings) == 3 and ranked
 
 
 def test_offline_rewrite_adds_the_leaf_contexts_most_repeated_terms():
-    assert offline_rewrite("Where does Ana work?", ["rye bread bakery", "bakery rye loaves", "bakery"]) == \
-        "Where does Ana work? bakery rye bread loaves"
+    assert (
+        offline_rewrite("Where does Ana work?", ["rye bread bakery", "bakery rye loaves", "bakery"])
+        == "Where does Ana work? bakery rye bread loaves"
+    )
 
 
 def test_the_loop_is_the_iterative_retrieval_variant(retriever):
     result = retriever.search(CHAT, "Where does Ana bake rye bread?", k=3, variant="iterative")
-    ranked, trace = iterative_search(retriever, CHAT, "Where does Ana bake rye bread?", k=3, rounds=3,
-                                     rewrite_every=1, n_blocks=2, leaf=5, variant="hybrid_learned")
+    ranked, trace = iterative_search(
+        retriever,
+        CHAT,
+        "Where does Ana bake rye bread?",
+        k=3,
+        rounds=3,
+        rewrite_every=1,
+        n_blocks=2,
+        leaf=5,
+        variant="hybrid_learned",
+    )
     assert [h.local_id for h in result.hits] == ranked
     assert result.query_info["queries"] == trace.queries and len(trace.queries) == 3
 
 
 def test_the_loops_llm_rewriter_sends_leaf_messages_and_branch_summaries_as_data(retriever):
     with fault_server("ok_json", content={"queries": ["rye loaves Elm Street bakery"]}) as server:
-        _, trace = iterative_search(retriever, CHAT, "Where does Ana bake rye bread?", k=5, rounds=2,
-                                    n_blocks=1, leaf=2, rewrite=llm_rewrite(LLMClient(server.settings())))
+        _, trace = iterative_search(
+            retriever,
+            CHAT,
+            "Where does Ana bake rye bread?",
+            k=5,
+            rounds=2,
+            n_blocks=1,
+            leaf=2,
+            rewrite=llm_rewrite(LLMClient(server.settings())),
+        )
         user = server.chat_requests[0]["messages"][1]["content"]
     assert trace.queries == ["Where does Ana bake rye bread?", "rye loaves Elm Street bakery"]
-    data = user[user.index(DATA_BEGIN):user.index(DATA_END)]
+    data = user[user.index(DATA_BEGIN) : user.index(DATA_END)]
     assert "The bakery job" in data and "Elm Street bakery" in data  # branch summaries, inside the data block
     assert len(server.chat_requests) == 1
 
@@ -105,8 +146,10 @@ def test_the_loops_fusion_uses_retrieval_tomls_rrf_k(retriever):
     """rrf_k reaches the loop's fusion: a small k lets a round's top hit overtake the flat ranking's
     second, a large one keeps the flat order (the same rankings fused)."""
     question = "Where does Ana bake rye bread?"
-    runs = {k: iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=1, n_blocks=1, leaf=2,
-                                rrf_k=k) for k in (1, 10_000)}
+    runs = {
+        k: iterative_search(retriever, CHAT, question, k=8, rounds=3, rewrite_every=1, n_blocks=1, leaf=2, rrf_k=k)
+        for k in (1, 10_000)
+    }
     trace = runs[1][1]
     expected = {}
     for k in (1, 10_000):
@@ -132,5 +175,5 @@ def test_the_study_runs_on_a_real_index_through_the_chat_scorer(retriever):
     # The bakery thread holds the best leaves: the beam descends into it, then into one of its blocks.
     assert run.beams[1] == [f"{CHAT}/T0"] and run.beams[2][0] in tree.threads[f"{CHAT}/T0"]
     members = set(tree.leaves_under(run.beams[2][0]))
-    assert set(run.rankings[2][:len(members)]) == members and all(a in ("explore", "exploit") for a in run.actions[1:])
+    assert set(run.rankings[2][: len(members)]) == members and all(a in ("explore", "exploit") for a in run.actions[1:])
     assert scorer.branch_texts([f"{CHAT}/T0"]) == ["The bakery job. Ana works at a bakery and bakes rye"]

@@ -95,7 +95,8 @@ def test_the_shipped_model_was_fitted_on_todays_inputs():
     config = settings.load_config("retrieval")
     assert config["learned"]["inputs"] == inputs_fingerprint(config), (
         "the learned fusion is stale: its inputs (retrieval lists, features, embedding or layer settings) changed "
-        "since it was fitted; retrain with .venv/bin/python benchmarks/train_fusion.py --write")
+        "since it was fitted; retrain with .venv/bin/python benchmarks/train_fusion.py --write"
+    )
 
 
 def test_the_fingerprint_changes_with_the_hybrid_lists():

@@ -16,8 +16,18 @@ from narrative_mirror.retrieval.lexical import (
 
 @pytest.mark.parametrize(
     ("word", "stem"),
-    [("hikes", "hik"), ("hiking", "hik"), ("hiked", "hik"), ("hike", "hik"), ("parties", "party"),
-     ("classes", "class"), ("watches", "watch"), ("status", "status"), ("ski", "ski"), ("2023", "2023")],
+    [
+        ("hikes", "hik"),
+        ("hiking", "hik"),
+        ("hiked", "hik"),
+        ("hike", "hik"),
+        ("parties", "party"),
+        ("classes", "class"),
+        ("watches", "watch"),
+        ("status", "status"),
+        ("ski", "ski"),
+        ("2023", "2023"),
+    ],
 )
 def test_light_stem(word, stem):
     assert light_stem(word) == stem
@@ -25,7 +35,13 @@ def test_light_stem(word, stem):
 
 def test_tokenize_drops_stopwords_possessives_and_single_letters():
     assert tokenize("Kate's hobbies: I love hiking, it’s great! What did you do in 2023?") == [
-        "kat", "hobby", "lov", "hik", "great", "2023"]
+        "kat",
+        "hobby",
+        "lov",
+        "hik",
+        "great",
+        "2023",
+    ]
     assert tokenize("Hiking trips", stem=False) == ["hiking", "trips"]
 
 
@@ -103,10 +119,14 @@ def test_scores_equal_bm25s_bit_for_bit_also_for_joined_texts(realtalk_dir):
         counts = widen(counts, len(vocabulary))
         indexes = {
             "messages": (BM25Index.from_counts(vocabulary, counts), texts),
-            "windows": (BM25Index.from_counts(vocabulary, group_sum(windows, len(texts)) @ counts),
-                        [" ".join(texts[j] for j in w) for w in windows]),
-            "groups": (BM25Index.from_counts(vocabulary, label_counts + group_sum(groups, len(texts)) @ counts),
-                       [" ".join([label] + [texts[j] for j in g]) for label, g in zip(labels, groups)]),
+            "windows": (
+                BM25Index.from_counts(vocabulary, group_sum(windows, len(texts)) @ counts),
+                [" ".join(texts[j] for j in w) for w in windows],
+            ),
+            "groups": (
+                BM25Index.from_counts(vocabulary, label_counts + group_sum(groups, len(texts)) @ counts),
+                [" ".join([label] + [texts[j] for j in g]) for label, g in zip(labels, groups)],
+            ),
         }
         for name, (index, docs) in indexes.items():
             expected = bm25s_scores(docs, queries, stem)

@@ -2,8 +2,8 @@
 scores): of two messages saying the same thing, the recent one comes first (real LanceDB, real
 embedder, the default ``hybrid_learned`` variant)."""
 
-import pytest
 import memory_api_chat
+import pytest
 from memory_api_chat import CHAT, build_retriever
 
 from narrative_mirror.recall_runs import recorded_search

@@ -55,16 +55,41 @@ def per_name_entities(query, known, exclude=()):
     for entity in sorted({e.lower() for e in known if e and len(e) > 2} - skip, key=lambda e: (-len(e), e)):
         pattern = re.compile(r"(?<![\w-])" + re.escape(entity) + r"(?:'s|’s)?(?![\w-])", re.I)
         for m in pattern.finditer(query):
-            if not any(taken[m.start():m.end()]):
-                taken[m.start():m.end()] = [True] * (m.end() - m.start())
+            if not any(taken[m.start() : m.end()]):
+                taken[m.start() : m.end()] = [True] * (m.end() - m.start())
                 out.append(entity)
                 break
     return out
 
 
-KNOWN = ["new", "New York", "new york city", "york city", "york", "c++", "a.b", "(x)", "what?", "$5 deal",
-         "[tag]", "dr. who", "1+1", "art basel", "basel", "x-ray", "ski", "kate", "emi", "ab", "Colorado",
-         "kelvin", "istanbul", "straße", "café", "caf"]
+KNOWN = [
+    "new",
+    "New York",
+    "new york city",
+    "york city",
+    "york",
+    "c++",
+    "a.b",
+    "(x)",
+    "what?",
+    "$5 deal",
+    "[tag]",
+    "dr. who",
+    "1+1",
+    "art basel",
+    "basel",
+    "x-ray",
+    "ski",
+    "kate",
+    "emi",
+    "ab",
+    "Colorado",
+    "kelvin",
+    "istanbul",
+    "straße",
+    "café",
+    "caf",
+]
 
 
 @pytest.mark.parametrize(
@@ -97,8 +122,33 @@ def test_entity_matcher_finds_what_per_name_matching_found(question, expected):
 
 def test_entity_matcher_equals_per_name_matching_on_random_vocabularies():
     rng = random.Random(7)
-    pieces = ["a", "b", "ab", "ba", "aa", " ", "-", "'s", "’s", "'", ".", "+", "(", "K", "k", "\u212a", "I", "i",
-              "\u0130", "\u0131", "s", "S", "\u017f", "é", "É"]
+    pieces = [
+        "a",
+        "b",
+        "ab",
+        "ba",
+        "aa",
+        " ",
+        "-",
+        "'s",
+        "’s",
+        "'",
+        ".",
+        "+",
+        "(",
+        "K",
+        "k",
+        "\u212a",
+        "I",
+        "i",
+        "\u0130",
+        "\u0131",
+        "s",
+        "S",
+        "\u017f",
+        "é",
+        "É",
+    ]
 
     def word():
         return "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
@@ -134,8 +184,20 @@ def test_entity_matcher_is_built_once_and_fast_on_a_large_vocabulary():
 
 
 def test_introduction_prefilter_and_lower_case_search_match_the_regexes():
-    texts = ["Hi, I'm Kate.", "I\u2019M Kate!", "my NAME is Ann", "\u0130'm Ali.", "this\nis Bo.", "call\tme Al",
-             "nothing", "", "hello\nI am Zed", "\u0131 am Cy", "thi\u017f is Di", "I'm\nKate."]
+    texts = [
+        "Hi, I'm Kate.",
+        "I\u2019M Kate!",
+        "my NAME is Ann",
+        "\u0130'm Ali.",
+        "this\nis Bo.",
+        "call\tme Al",
+        "nothing",
+        "",
+        "hello\nI am Zed",
+        "\u0131 am Cy",
+        "thi\u017f is Di",
+        "I'm\nKate.",
+    ]
     phrase = re.compile(query_names._INTRODUCTION)
     candidates = query_names._introducing(texts)
     assert candidates == {i for i, t in enumerate(texts) if phrase.search(t)} == {0, 1, 2, 3, 8, 9, 10, 11}

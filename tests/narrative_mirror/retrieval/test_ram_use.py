@@ -25,4 +25,3 @@ def test_every_trim_every_th_search_of_a_real_index_hands_freed_memory_back(monk
     for _ in range(ram_use.TRIM_EVERY - 1):
         ram_use.after_search()
     assert trims == [1, 1]
-

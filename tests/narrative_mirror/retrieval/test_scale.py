@@ -64,8 +64,12 @@ def bits(a: np.ndarray) -> bytes:
 
 
 def snapshot(result) -> tuple:
-    return ([(h.local_id, h.score, tuple(h.sources)) for h in result.hits], result.trace.candidates,
-            result.trace.reranked, result.query_info)
+    return (
+        [(h.local_id, h.score, tuple(h.sources)) for h in result.hits],
+        result.trace.candidates,
+        result.trace.reranked,
+        result.query_info,
+    )
 
 
 # -- the fast paths compute the same numbers ---------------------------------------------------------
@@ -184,7 +188,9 @@ def test_a_chat_larger_than_the_bound_still_answers_and_is_not_kept(store, quest
     unbounded = Retriever(store, HashEmbedder())
     retriever = Retriever(store, HashEmbedder(), cache_mb=0.01)
     for question in questions[:3]:
-        assert snapshot(retriever.search(CHATS[0], question, k=5)) == snapshot(unbounded.search(CHATS[0], question, k=5))
+        assert snapshot(retriever.search(CHATS[0], question, k=5)) == snapshot(
+            unbounded.search(CHATS[0], question, k=5)
+        )
     assert retriever.messages(CHATS[0], ["D1:1"])[0].local_id == "D1:1"
     info = retriever.cache_info()
     assert info["chats"] == {} and info["bytes"] == 0 and info["not_kept"] == info["loads"] == 4

@@ -25,20 +25,29 @@ from narrative_mirror.retrieval.query_rewrite import (
     query_t,
 )
 from narrative_mirror.retrieval.traversal import Tools, Tree, Variant, run_variant
-from narrative_mirror.retrieval.traversal_study import (
-    VARIANTS,
-    by_name,
-    leave_one_chat_out,
-    summary_row,
-)
+from narrative_mirror.retrieval.traversal_study import VARIANTS, by_name, leave_one_chat_out, summary_row
 
-TREE = Tree(blocks={"B1": ["m1", "m2"], "B2": ["m3", "m4"], "B3": ["m5", "m6"], "B4": ["m7"]},
-            threads={"T1": ["B1", "B2"], "T2": ["B3"]})
-LEAVES = {"m1": "ana bakes rye bread at the bakery", "m2": "ana's rye dough by the oven",
-          "m3": "ben runs a marathon", "m4": "ben trains for the marathon in the park",
-          "m5": "sells rye loaves at the market", "m6": "market stall opens at dawn", "m7": "rye field harvest"}
-BRANCHES = {"T1": "bakery and running", "T2": "market days rye", "B1": "bakery work", "B2": "marathon training",
-            "B3": "market stall rye", "B4": "harvest"}
+TREE = Tree(
+    blocks={"B1": ["m1", "m2"], "B2": ["m3", "m4"], "B3": ["m5", "m6"], "B4": ["m7"]},
+    threads={"T1": ["B1", "B2"], "T2": ["B3"]},
+)
+LEAVES = {
+    "m1": "ana bakes rye bread at the bakery",
+    "m2": "ana's rye dough by the oven",
+    "m3": "ben runs a marathon",
+    "m4": "ben trains for the marathon in the park",
+    "m5": "sells rye loaves at the market",
+    "m6": "market stall opens at dawn",
+    "m7": "rye field harvest",
+}
+BRANCHES = {
+    "T1": "bakery and running",
+    "T2": "market days rye",
+    "B1": "bakery work",
+    "B2": "marathon training",
+    "B3": "market stall rye",
+    "B4": "harvest",
+}
 QUESTION = "Where does Ana bake rye?"
 
 
@@ -95,8 +104,9 @@ def test_variant_a_expands_then_rewrites_every_n_from_leaf_evidence_with_an_expl
         return Rewritten("bread dough", EXPLOIT)
 
     tools = Tools(rewrite=rewrite, expand=lambda q, style: f"{style}: ana bakes rye")
-    run = run_variant(Variant("A", expansion="thinkqe", rewrite_every=2, beam=1, anchors=2), QUESTION, TREE,
-                      scorer, tools)
+    run = run_variant(
+        Variant("A", expansion="thinkqe", rewrite_every=2, beam=1, anchors=2), QUESTION, TREE, scorer, tools
+    )
     assert run.queries[0] == run.queries[1] == "thinkqe: ana bakes rye"
     # Iteration 2 rewrites once, from the last ranking's 5 best leaves (no branch text in "leaf" context);
     # exploit: Query_t = the expanded query + the rewrite, and the descent goes on below B1.
@@ -117,26 +127,38 @@ def test_rewrite_every_0_never_rewrites():
 def test_an_explore_action_replaces_the_query_and_restarts_the_descent_at_the_top():
     # No leaf mentions Zoe or swimming: the offline rewriter finds its evidence off-topic -> explore.
     question = "Where does Zoe swim?"
-    run = run_variant(Variant("1b", flat=False, rewrite_every=1, context="leafslate", leaf=2), question, TREE,
-                      TermScorer())
+    run = run_variant(
+        Variant("1b", flat=False, rewrite_every=1, context="leafslate", leaf=2), question, TREE, TermScorer()
+    )
     assert run.actions == [None, EXPLORE, EXPLORE, EXPLORE]
     # Query_t on explore is the rewrite alone: the question's statement form and leaf feedback terms,
     # the previous rewrite's terms excluded from the next.
     # (ana and rye in both leaves first, then alphabetical).
     assert run.queries[1] == "Zoe swim ana rye bakes bakery"
-    assert run.queries[2].startswith("Zoe swim ") and not set(run.queries[2].split()[2:]) & {"ana", "rye", "bakes", "bakery"}
+    assert run.queries[2].startswith("Zoe swim ") and not set(run.queries[2].split()[2:]) & {
+        "ana",
+        "rye",
+        "bakes",
+        "bakery",
+    }
     assert all(beam[0] in TREE.top for beam in run.beams[1:])  # explore: back to the top each time
 
 
 def test_explore_mode_concat_keeps_the_original_query():
-    run = run_variant(Variant("c", flat=False, rewrite_every=1, explore_mode="concat", leaf=2), "Where does Zoe swim?",
-                      TREE, TermScorer())
+    run = run_variant(
+        Variant("c", flat=False, rewrite_every=1, explore_mode="concat", leaf=2),
+        "Where does Zoe swim?",
+        TREE,
+        TermScorer(),
+    )
     assert run.actions[1] == EXPLORE and run.queries[1] == "Where does Zoe swim? Zoe swim ana rye bakes bakery"
 
 
 def test_baselines_2_and_2b_expand_without_context_then_traverse_without_rewriting():
-    runs = {style: run_variant(Variant(style, expansion=style, flat=False), QUESTION, TREE, TermScorer())
-            for style in ("thinkqe", "executor")}
+    runs = {
+        style: run_variant(Variant(style, expansion=style, flat=False), QUESTION, TREE, TermScorer())
+        for style in ("thinkqe", "executor")
+    }
     assert runs["thinkqe"].queries == ["Ana bake rye"] * 4
     assert runs["executor"].queries == ["ana bake rye"] * 4
     assert all(a is None for run in runs.values() for a in run.actions)
@@ -150,8 +172,13 @@ def test_schema_induction_logs_3_to_5_categories_with_their_own_candidates():
         seen.append(list(schema))
         return Rewritten("rye loaves", EXPLOIT)
 
-    run = run_variant(Variant("s", schema=True, traverse=False, rewrite_every=1, iterations=2), QUESTION, TREE,
-                      scorer, Tools(rewrite=rewrite))
+    run = run_variant(
+        Variant("s", schema=True, traverse=False, rewrite_every=1, iterations=2),
+        QUESTION,
+        TREE,
+        scorer,
+        Tools(rewrite=rewrite),
+    )
     # Words shared by 2+ of the flat branch hits' descriptions: market (T2, B3) and bakery (T1, B1);
     # filled to 3 with the next most repeated (alphabetical): days.
     assert run.schema == ["bakery", "market", "days"] and seen == [run.schema]
@@ -168,7 +195,10 @@ def test_the_rewrite_cache_is_keyed_by_query_context_and_action_and_persists(tmp
         cache.lookup("rewrite", "q", ["leaf"], action, lambda: calls.append(1) or {"query": "x", "action": EXPLOIT})
     assert (cache.hits, cache.misses, len(calls)) == (1, 2, 2)
     again = RewriteCache(path)
-    assert again.lookup("rewrite", "q", ["leaf"], EXPLORE, lambda: pytest.fail("cached")) == {"query": "x", "action": EXPLOIT}
+    assert again.lookup("rewrite", "q", ["leaf"], EXPLORE, lambda: pytest.fail("cached")) == {
+        "query": "x",
+        "action": EXPLOIT,
+    }
     path.write_text(path.read_text() + "not json\n")
     with pytest.raises(ValueError, match=r"rewrites.jsonl: line 3"):
         RewriteCache(path)
@@ -205,8 +235,7 @@ def test_the_table_reads_ndcg_and_recall_at_iteration_0_and_at_the_best_iteratio
 
 def test_leave_one_chat_out_chooses_on_the_other_chats_and_scores_the_held_out_one():
     gold = [["a"], ["b"]]
-    rankings = {"flat": [[["x", "a"]], [["b"]]],
-                "V": [[["x", "a"], ["a"]], [["b"], ["x", "y", "b"]]]}
+    rankings = {"flat": [[["x", "a"]], [["b"]]], "V": [[["x", "a"], ["a"]], [["b"], ["x", "y", "b"]]]}
     loco = leave_one_chat_out(rankings, gold, ["c1", "c2"])
     # Held out c1: on c2 flat@0 and V@0 tie at 100 -> the baseline; held out c2: V@1 (100 on c1) wins
     # but scores 50 on c2, where flat scores 100.
@@ -225,7 +254,10 @@ def test_every_study_row_is_a_variant_and_names_select_them():
 def test_query_t_by_action():
     assert query_t("q", None) == "q"
     assert query_t("q", Rewritten("r", "exploit")) == "q r" and query_t("q", Rewritten("r", EXPLORE)) == "r"
-    assert query_t("q", Rewritten("r", EXPLORE), "concat") == "q r" and query_t("q", Rewritten("r", EXPLORE), "original") == "q"
+    assert (
+        query_t("q", Rewritten("r", EXPLORE), "concat") == "q r"
+        and query_t("q", Rewritten("r", EXPLORE), "original") == "q"
+    )
     with pytest.raises(ValueError, match="explore_mode"):
         query_t("q", None, "sideways")
 
@@ -235,12 +267,17 @@ def test_the_llm_rewriter_returns_its_action_and_gets_leaf_and_branch_text_label
     with fault_server("ok_json", content=content) as server:
         llm = LLMClient(server.settings())
         tools = Tools(rewrite=llm_rewriter(llm), expand=llm_expander(llm), schema=llm_schema(llm), name="llm")
-        run = run_variant(Variant("1b", expansion="thinkqe", flat=False, rewrite_every=1, context="leafslate",
-                                  iterations=3, leaf=2), QUESTION, TREE, TermScorer(), tools)
+        run = run_variant(
+            Variant("1b", expansion="thinkqe", flat=False, rewrite_every=1, context="leafslate", iterations=3, leaf=2),
+            QUESTION,
+            TREE,
+            TermScorer(),
+            tools,
+        )
         bodies = server.chat_requests
     assert run.queries == ["market rye loaves"] * 3 and run.actions == [None, EXPLORE, EXPLORE]
     second = bodies[2]["messages"][1]["content"]  # expansion, first rewrite, second rewrite
-    data = second[second.index(DATA_BEGIN):second.index(DATA_END)]
+    data = second[second.index(DATA_BEGIN) : second.index(DATA_END)]
     assert "leaf evidence" in data and "branch context" in data and "market days rye" in data
     assert "Previous rewrite (explore): market rye loaves" in second
     assert len(bodies) == 3  # the third iteration's evidence repeats the second's: cached
@@ -254,6 +291,7 @@ def test_the_llm_schema_is_filled_to_three_categories():
 
 def test_a_failed_llm_rewrite_falls_back_to_the_offline_one_and_is_counted():
     from collections import Counter
+
     failures = Counter()
     with fault_server("malformed") as server:
         rewrite = llm_rewriter(LLMClient(server.settings(max_retries=0)), failures)
