@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up with test dependencies, then run the test suite (pytest arguments pass through).
-#   scripts/test.sh                  the default suite (the tiers `slow`, `e2e`, `browser`, `llm_server` and
-#                                    `services` are left out: tests/README.md)
+#   scripts/test.sh                  the default suite on two workers (NM_TEST_WORKERS; the tiers `slow`, `e2e`,
+#                                    `browser`, `llm_server` and `services` are left out: tests/README.md)
 #   scripts/test.sh -m e2e           one tier (`-m "slow or e2e"`: several)
 #   scripts/test.sh -m services      the tests on real servers: PostgreSQL, Redis + Celery workers and an
 #                                    S3-compatible server, installed if missing and started on loopback by
@@ -11,10 +11,16 @@ cd "$(dirname "$0")/.."
 # NM_TEST_SET_UP=1: the caller ran `scripts/setup.sh --test` already (.ci/run, once for every tier).
 [ "${NM_TEST_SET_UP:-0}" = 1 ] || bash scripts/setup.sh --test
 
-# Does the -m expression select the `services` tests?
+# Does the -m expression select the `services` tests? Is a tier (-m) or a worker count (-n) given?
 wants_services=0
+has_m=0
+has_n=0
 prev=""
 for arg in "$@"; do
+  case "$arg" in
+    -m|-m*) has_m=1 ;;
+    -n|-n*|--numprocesses*) has_n=1 ;;
+  esac
   expr=""
   case "$arg" in
     -m) ;;
@@ -29,6 +35,12 @@ for arg in "$@"; do
   prev="$arg"
 done
 
+# The default suite runs on NM_TEST_WORKERS pytest-xdist workers (default 2; 0: one process).
+workers=()
+if [ "$has_m" = 0 ] && [ "$has_n" = 0 ] && [ "${NM_TEST_WORKERS:-2}" != 0 ]; then
+  workers=(-n "${NM_TEST_WORKERS:-2}")
+fi
+
 if [ "$wants_services" = 1 ]; then
   started_here=0
   bash scripts/services.sh status 2>/dev/null || started_here=1
@@ -40,5 +52,5 @@ if [ "$wants_services" = 1 ]; then
   fi
   .venv/bin/python -m pytest "$@"
 else
-  exec .venv/bin/python -m pytest "$@"
+  exec .venv/bin/python -m pytest "${workers[@]}" "$@"
 fi
