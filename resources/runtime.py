@@ -8,8 +8,9 @@ No Dagster here: a question on a chat whose memory is fresh is answered without 
 
 from __future__ import annotations
 
-from narrative_mirror import assembly
-from narrative_mirror.assembly import index_store, lancedb_storage_options, llm_client, retriever  # noqa: F401
+from narrative_mirror import assembly, base_parts
+from narrative_mirror.assembly import retriever  # noqa: F401
+from narrative_mirror.base_parts import index_store, lancedb_storage_options, llm_client  # noqa: F401
 from narrative_mirror.home import Home
 from resources import environment
 
@@ -21,7 +22,7 @@ def home() -> Home:
 
 def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adaptation: bool | None = None):
     """The embedder of config/embedding.toml on ``device`` (default NM_DEVICE, else auto)."""
-    return assembly.embedder(
+    return base_parts.embedder(
         home(),
         model_name=model_name,
         batch_size=batch_size,
@@ -32,7 +33,7 @@ def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adapta
 
 def current_adaptation():
     """The home's current adaptation (narrative_mirror/adaptation/store.py), or None."""
-    return assembly.current_adaptation(home())
+    return base_parts.current_adaptation(home())
 
 
 def adaptation_folder():

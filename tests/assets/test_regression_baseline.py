@@ -36,9 +36,9 @@ def _worse_config(folder, warn_only=False):
     folder.mkdir(exist_ok=True)
     (folder / "retrieval.toml").write_text(text)
     evaluation = settings.config_path("evaluation").read_text()
-    if warn_only:
-        evaluation = re.sub(r"^error_drop = [0-9.]+", "error_drop = 1.0", evaluation, flags=re.M)
-        evaluation = re.sub(r"^warn_drop = [0-9.]+", "warn_drop = -1.0", evaluation, flags=re.M)
+    if warn_only:  # every guarded metric's tolerances, the per-metric ones too
+        evaluation = re.sub(r"\berror_drop = [0-9.]+", "error_drop = 1.0", evaluation)
+        evaluation = re.sub(r"\bwarn_drop = [0-9.]+", "warn_drop = -1.0", evaluation)
     else:
         evaluation = re.sub(r"^error_drop = [0-9.]+", "error_drop = 0.05", evaluation, flags=re.M)
     (folder / "evaluation.toml").write_text(evaluation)
