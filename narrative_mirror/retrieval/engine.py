@@ -44,7 +44,7 @@ from narrative_mirror.retrieval.hybrid import hybrid_lists, ranking
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion
 from narrative_mirror.retrieval.lexical import positive_order
 from narrative_mirror.retrieval.pool_features import pool_features
-from narrative_mirror.retrieval.ram_use import after_search
+from narrative_mirror.retrieval.ram_use import counted_search
 from narrative_mirror.retrieval.records import BlockHit, Hit, RankTrace, SearchResult
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext, Reranker, make_reranker
 
@@ -283,6 +283,7 @@ class Retriever:
             chat_file, [query], k, variant=variant, candidates=candidates, need_fresh=need_fresh, reranker=reranker
         )[0]
 
+    @counted_search
     def search_many(
         self,
         chat_file: str,
@@ -296,23 +297,6 @@ class Retriever:
     ) -> list[SearchResult]:
         """``search`` for each query, their vectors encoded in one batch (a forward pass over
         several short queries costs little more than over one)."""
-        results = self._search_many(
-            chat_file, queries, k, variant=variant, candidates=candidates, need_fresh=need_fresh, reranker=reranker
-        )
-        after_search()
-        return results
-
-    def _search_many(
-        self,
-        chat_file: str,
-        queries: list[str],
-        k: int = 10,
-        *,
-        variant: str | None = None,
-        candidates: int | None = None,
-        need_fresh: bool = False,
-        reranker: Reranker | None = None,
-    ) -> list[SearchResult]:
         variant = variant or self.default_variant
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {list(VARIANTS)}")

@@ -50,6 +50,19 @@ def after_search() -> None:
         release_free_memory()
 
 
+def counted_search(method):
+    """``method`` with :func:`after_search` after each call."""
+
+    @functools.wraps(method)
+    def counted(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        finally:
+            after_search()
+
+    return counted
+
+
 def _items_size(items: Sequence) -> int:
     """Bytes of the objects in ``items``: exact up to 2,000 of them, else from every k-th one."""
     if len(items) <= 2000:
