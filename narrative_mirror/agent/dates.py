@@ -10,27 +10,9 @@ import re
 from datetime import datetime, timedelta
 
 from narrative_mirror.layers.text import straight_apostrophes
+from narrative_mirror.retrieval.query_time import MONTHS
 
-MONTH_NUMBERS = {
-    name: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for name in names
-}
+MONTH_NUMBERS = MONTHS  # month names and abbreviations -> 1..12, as the query's time reader has them
 MONTH_NAMES = [
     "January",
     "February",
