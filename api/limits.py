@@ -3,7 +3,9 @@ address) may have at most ``running`` requests of a kind at work and ``queued`` 
 one of its slots. Past that a request is refused at once with 429 and ``Retry-After``, so one
 client's flood holds a bounded share of the workers and never a queue that others wait behind.
 While several clients have work, each gets a fair share of ``running`` (at least one): a flood
-gives back its extra slots as its requests finish, and takes them again when it is alone.
+gives back its extra slots as its requests finish, and takes them again when it is alone. A client
+whose last request ended less than ``linger_s`` ago still counts: one that searches request after
+request (a person, a page) would otherwise lose its share in every gap between two of them.
 
 ``AskLimits`` / ``SearchLimits`` hold the settings (``serve --ask-running / --ask-queued /
 --search-running / --search-queued``); ``ClientLimiter`` hands out the slots of one kind
@@ -29,12 +31,15 @@ class AskLimits:
     running: int = 4
     queued: int = 8
     retry_after_s: int = 1
+    linger_s: float = 1.0
 
     def __post_init__(self) -> None:
         for name, least in (("running", 1), ("queued", 0), ("retry_after_s", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"{self.kind} limits: {name} must be an integer >= {least}, got {value!r}")
+        if isinstance(self.linger_s, bool) or not isinstance(self.linger_s, int | float) or self.linger_s < 0:
+            raise ValueError(f"{self.kind} limits: linger_s must be a number >= 0, got {self.linger_s!r}")
 
     @property
     def kind(self) -> str:
@@ -67,12 +72,13 @@ class ClientLimiter:
     def __init__(self, limits: AskLimits):
         self.limits = limits
         self._clients: dict[str, _Client] = {}
+        self._lingering: dict[str, asyncio.TimerHandle] = {}  # idle clients that still count
         self.refused = 0
 
     def share(self) -> int:
         """Running slots each client may hold now: all of them for a client alone, a fair part
-        (at least one) while several clients have work."""
-        return max(1, self.limits.running // max(1, len(self._clients)))
+        (at least one) while several clients have work or had it within ``linger_s``."""
+        return max(1, self.limits.running // max(1, len(self._clients) + len(self._lingering)))
 
     def full(self, key: str) -> bool:
         """True when a request of ``key`` now would be refused (every slot and queue place taken)."""
@@ -100,6 +106,8 @@ class ClientLimiter:
         """Holds one of ``key``'s running slots for the block. ``ApiError`` 429 at once when all its
         slots and queue places are taken; the wait for a slot ends at ``wait_until`` (loop time)
         with ``TimeoutError``. A waiter cancelled (its client went away) leaves the queue."""
+        if (lingering := self._lingering.pop(key, None)) is not None:
+            lingering.cancel()
         client = self._clients.setdefault(key, _Client())
         if client.running >= self.share():
             if len(client.waiters) >= self.limits.queued:
@@ -142,8 +150,19 @@ class ClientLimiter:
     def _forget_idle(self, key: str, client: _Client) -> None:
         if client.running == 0 and not client.waiters and self._clients.get(key) is client:
             del self._clients[key]
-            # one client fewer: the others' shares grow, so their waiters may start now
-            share = self.share()
-            for other in self._clients.values():
-                while other.running < share and self._hand_over(other):
-                    other.running += 1
+            if self.limits.linger_s > 0:
+                loop = asyncio.get_running_loop()
+                self._lingering[key] = loop.call_later(self.limits.linger_s, self._stop_lingering, key)
+            else:
+                self._grow_shares()
+
+    def _stop_lingering(self, key: str) -> None:
+        self._lingering.pop(key, None)
+        self._grow_shares()
+
+    def _grow_shares(self) -> None:
+        """One client fewer: the others' shares grow, so their waiters may start now."""
+        share = self.share()
+        for other in self._clients.values():
+            while other.running < share and self._hand_over(other):
+                other.running += 1

@@ -15,7 +15,7 @@ a server process serves the tiny chat of ``tests/memory_api_chat.py`` with two t
 Prints one JSON object.
 
     .venv/bin/python benchmarks/api_load.py [--before COMMIT] [--flood 300] [--every 0.01]
-        [--searches 600] [--step 100] [--store DIR]
+        [--searches 600] [--step 100] [--store DIR] [--pin]
 """
 
 from __future__ import annotations
@@ -118,6 +118,9 @@ def measure(version: str, tree: Path, args: argparse.Namespace, tokens: Path, fl
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(port), str(tokens), str(args.store), str(work)], cwd=tree, env=env
     )
+    if args.pin:
+        os.sched_setaffinity(server.pid, {0})
+        os.sched_setaffinity(0, set(range(1, os.cpu_count() or 2)))
     try:
         deadline = time.monotonic() + 600
         while True:
@@ -172,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=600, help="distinct searches for the memory curve")
     parser.add_argument("--step", type=int, default=100, help="searches between two RSS readings")
     parser.add_argument("--store", type=Path, default=Path(tempfile.mkdtemp(prefix="nm_api_load_")))
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="server on CPU 0, this client on the others: the clients' own CPU is not the server's",
+    )
     args = parser.parse_args(argv)
     before = (
         args.before

@@ -199,7 +199,7 @@ def test_one_tokens_flood_of_searches_gets_429s_while_another_tokens_searches_an
 
 def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_takes_them_again_after():
     async def scenario() -> list[str]:
-        limiter, seen = ClientLimiter(SearchLimits(running=2, queued=4)), []
+        limiter, seen = ClientLimiter(SearchLimits(running=2, queued=4, linger_s=0.2)), []
         release = {name: asyncio.Event() for name in ("f1", "f2", "f3", "p1")}
 
         async def request(key: str, name: str) -> None:
@@ -217,8 +217,10 @@ def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_ta
         release["f1"].set()  # the flood is over its share: f1's slot is given back, f3 still waits
         await asyncio.sleep(0.01)
         assert limiter.load("flood") == (1, 1)
-        release["p1"].set()  # the probe is done: the flood is alone again and f3 starts
+        release["p1"].set()  # the probe is done, but may search again at once: it keeps its share a while
         await asyncio.sleep(0.01)
+        assert limiter.load("flood") == (1, 1) and limiter.share() == 1
+        await asyncio.sleep(0.3)  # past linger_s: the flood is alone again and f3 starts
         assert limiter.load("flood") == (2, 0) and limiter.share() == 2
         release["f2"].set(), release["f3"].set()
         await asyncio.gather(*tasks)
@@ -237,8 +239,48 @@ def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_ta
     ]
 
 
+def test_a_client_searching_request_after_request_keeps_its_share_between_requests():
+    async def scenario() -> list[tuple[int, int]]:
+        limiter, flood_load = ClientLimiter(SearchLimits(running=2, queued=8, linger_s=0.5)), []
+        stop = asyncio.Event()
+
+        async def flood_one() -> None:
+            async with limiter.slot("flood"):
+                await asyncio.sleep(0.02)
+
+        async def flood() -> None:
+            while not stop.is_set():
+                await asyncio.gather(*(flood_one() for _ in range(4)))
+
+        async def probe() -> None:
+            for _ in range(10):
+                async with limiter.slot("probe"):
+                    await asyncio.sleep(0.01)
+                    flood_load.append(limiter.load("flood")[0])
+                await asyncio.sleep(0.005)  # the gap before its next search
+
+        flooding = asyncio.create_task(flood())
+        await asyncio.sleep(0.05)
+        await probe()
+        stop.set()
+        await flooding
+        return flood_load
+
+    # without the linger, the flood took both slots back in every gap and the probe ran beside two
+    flood_running = asyncio.run(scenario())
+    assert max(flood_running) == 1 and flood_running.count(1) >= 5, flood_running
+
+
 def test_ask_limits_are_checked():
-    for kwargs in ({"running": 0}, {"queued": -1}, {"retry_after_s": 0}, {"running": True}, {"queued": 1.5}):
+    for kwargs in (
+        {"running": 0},
+        {"queued": -1},
+        {"retry_after_s": 0},
+        {"running": True},
+        {"queued": 1.5},
+        {"linger_s": -1},
+        {"linger_s": "1"},
+    ):
         for limits in (AskLimits, SearchLimits):
             with pytest.raises(ValueError):
                 limits(**kwargs)
