@@ -6,8 +6,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -211,16 +210,14 @@ class Embedder:
         # (as one encode call would sort them) so chunking adds no padding.
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
-            return self._encode_chunks(texts, order, self.device_batch_size * 4, progress, tuner=None)
+            return self._encode_chunks(texts, order, self.device_batch_size * 4, progress)
         if (onnx := self.onnx) is not None:
             return self._encode_onnx(onnx, texts, order, progress)
         import torch
 
         before = torch.get_num_threads()
-        threads = threads_for_now()  # what the machine can give this encode, not what it had at start-up
-        torch.set_num_threads(threads)
         try:
-            return self._encode_chunks(texts, order, self.batch_size * 8, progress, tuner=ThreadTuner())
+            return self._encode_chunks(texts, order, self.batch_size * 8, progress, torch_threads=torch)
         finally:
             torch.set_num_threads(before)
 
@@ -246,70 +243,30 @@ class Embedder:
         order: np.ndarray,
         chunk: int,
         progress: Callable[[int, int], None] | None,
-        tuner: ThreadTuner | None,
+        torch_threads=None,
     ) -> np.ndarray:
+        """``torch_threads``: the torch module whose intra-op threads follow the machine's free
+        cores (looked at again every ``RECHECK_CHUNKS`` chunks: the load changes during a long
+        encode); None on a GPU."""
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), chunk):
+        for number, start in enumerate(range(0, len(texts), chunk)):
+            if torch_threads is not None and number % RECHECK_CHUNKS == 0:
+                torch_threads.set_num_threads(threads_for_now())
             rows = order[start : start + chunk]
-            batch = [texts[i] for i in rows]
-            with tuner.timed(sum(map(len, batch))) if tuner else nullcontext():
-                vectors[rows] = self.model.encode(
-                    batch,
-                    batch_size=self.device_batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+            vectors[rows] = self.model.encode(
+                [texts[i] for i in rows],
+                batch_size=self.device_batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
         return vectors
 
 
-class ThreadTuner:
-    """Chooses torch's intra-op thread count by measurement while a long encode runs.
-
-    On an idle 2-core machine two threads encode ~1.8x faster than one; when the other core is
-    busy (a second build, the daemon, tests) the threads spin-wait for each other and one thread
-    is ~2x faster than two. So the first two chunks are encoded with all threads and with one,
-    the faster (characters per second) is kept, and the choice is measured again every
-    ``recheck`` chunks because the load changes."""
-
-    def __init__(self, recheck: int = 16, torch_module=None, clock: Callable[[], float] = time.perf_counter) -> None:
-        if torch_module is None:
-            import torch as torch_module
-
-        self.torch, self.clock = torch_module, clock
-        self.recheck = recheck
-        self.most = torch_module.get_num_threads()
-        self.speed: dict[int, float] = {}
-        self.chunks = 0
-
-    def _next(self) -> int:
-        if self.most == 1:
-            return 1
-        phase = self.chunks % self.recheck
-        if phase == 0:
-            self.speed.clear()
-            return self.most
-        if phase == 1:
-            return 1
-        return max(self.speed, key=self.speed.get) if self.speed else self.most
-
-    @contextmanager
-    def timed(self, chars: int) -> Iterator[None]:
-        threads = self._next()
-        self.torch.set_num_threads(threads)
-        started = self.clock()
-        try:
-            yield
-        finally:
-            self.speed[threads] = chars / max(self.clock() - started, 1e-9)
-            self.chunks += 1
-            self.torch.set_num_threads(self.most)
-
-
 SMALL_INPUT = 16
-RECHECK_CHUNKS = 16  # ONNX: chunks between two looks at the machine's load
+RECHECK_CHUNKS = 16  # chunks between two looks at the machine's load
 LOAD_WINDOW_S = 0.1  # how long the other processes' CPU use is sampled before an encode
 
 

@@ -73,49 +73,6 @@ def test_vector_matrix_equals_the_row_by_row_conversion():
     assert vector_matrix(column.head(0)).shape == (0, 0)
 
 
-class FakeTorch:
-    def __init__(self, threads):
-        self.threads, self.log = threads, []
-
-    def get_num_threads(self):
-        return self.threads
-
-    def set_num_threads(self, n):
-        self.threads = n
-        self.log.append(n)
-
-
-def run_tuner(seconds_per_chunk, chunks, recheck=4):
-    """Threads each chunk ran with, when a chunk takes ``seconds_per_chunk(threads)``."""
-    from narrative_mirror.embedding import ThreadTuner
-
-    torch, now = FakeTorch(2), [0.0]
-    tuner = ThreadTuner(recheck=recheck, torch_module=torch, clock=lambda: now[0])
-    used = []
-    for _ in range(chunks):
-        with tuner.timed(chars=1000):
-            used.append(torch.threads)
-            now[0] += seconds_per_chunk(torch.threads)
-        assert torch.threads == 2  # restored after each chunk
-    return used
-
-
-def test_thread_tuner_keeps_the_faster_thread_count_and_measures_again():
-    assert run_tuner(lambda t: 1.0 if t == 2 else 1.8, 6) == [2, 1, 2, 2, 2, 1]  # idle: two threads win
-    assert run_tuner(lambda t: 2.0 if t == 2 else 1.0, 6) == [2, 1, 1, 1, 2, 1]  # busy core: one thread wins
-
-
-def test_thread_tuner_on_a_one_thread_machine_never_changes_anything():
-    from narrative_mirror.embedding import ThreadTuner
-
-    torch = FakeTorch(1)
-    tuner = ThreadTuner(torch_module=torch)
-    for _ in range(3):
-        with tuner.timed(chars=10):
-            pass
-    assert set(torch.log) == {1}
-
-
 def test_a_gpu_encodes_in_batches_of_at_least_256():
     # On an H200 the CPU's batch of 16 encoded 2,432 texts/s, batches of 256 15,651 (the cuda path
     # was checked on that machine; no GPU here, so the resolved device is set as resolve_device would)

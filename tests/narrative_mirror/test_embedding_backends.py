@@ -67,8 +67,27 @@ def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
     quiet = set(seen)
     seen.clear()
     embedder.encode(texts)
-    assert seen and set(seen) == {1} and quiet != {1}  # busy now: one thread; quiet: not only one
+    assert quiet == {2} and set(seen) == {1}  # quiet: both cores; busy now: one thread
     assert torch.get_num_threads() == before
+
+
+def test_a_long_encode_follows_the_load_as_it_changes(embedder, monkeypatch):
+    import torch
+
+    seen, busy = [], iter([0.0, 1.6, 0.2])
+    monkeypatch.setattr(embedding, "RECHECK_CHUNKS", 1)
+    monkeypatch.setattr(embedding, "usable_cores", lambda: 2)
+    monkeypatch.setattr(embedding, "busy_cores_elsewhere", lambda: next(busy))
+    real = embedder.model.encode
+
+    def encode(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(embedder.model, "encode", encode)
+    chunk = embedder.batch_size * 8
+    embedder.encode([f"message number {i} about the ferry" for i in range(2 * chunk + 1)])
+    assert seen == [2, 1, 2]  # one look per chunk here: quiet, another process took a core, quiet again
 
 
 def test_the_fingerprint_names_the_onnx_backend_and_torch_keeps_its_key(tmp_path):
