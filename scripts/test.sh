@@ -3,6 +3,8 @@
 #   scripts/test.sh                  the default suite on two workers (NM_TEST_WORKERS; the tiers `slow`, `e2e`,
 #                                    `browser`, `llm_server` and `services` are left out: tests/README.md)
 #   scripts/test.sh -m e2e           one tier (`-m "slow or e2e"`: several)
+#   scripts/test.sh -n 2 --all-tiers -m "not services"
+#                                    every local tier in one session (.ci/run): no tier left out, -m alone selects
 #   scripts/test.sh -m services      the tests on real servers: PostgreSQL, Redis + Celery workers and an
 #                                    S3-compatible server, installed if missing and started on loopback by
 #                                    scripts/services.sh, stopped at the end (unless they were already running)

@@ -107,17 +107,46 @@ def pytest_itemcollected(item):
             item.add_marker(mark)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all-tiers",
+        action="store_true",
+        help="leave no opt-in tier out: the -m expression alone selects (.ci/run: -m 'not services')",
+    )
+
+
+# The tiers by what one of their tests costs, dearest first: a run starts these first, so that no
+# worker is left alone with a long test at the end of the run.
+COST_RANK = {"slow": 0, "e2e": 1, "llm_server": 1, "browser": 2}
+
+
+def cost_rank(item) -> int:
+    return min((rank for mark, rank in COST_RANK.items() if item.get_closest_marker(mark)), default=len(COST_RANK))
+
+
+def dearest_modules_first(items: list) -> list:
+    """The items of each module together, in their order (a module-scoped fixture is built once),
+    the modules ordered by their dearest test's tier (stable: the collection order within a tier)."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ordered = sorted(modules.values(), key=lambda tests: min(map(cost_rank, tests)))
+    return [item for tests in ordered for item in tests]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Leave out tests with an opt-in mark the -m expression does not name, so the default suite
-    stays short and never runs a `services` test by accident without its servers."""
+    """Leave out tests with an opt-in mark the -m expression does not name (unless --all-tiers), so
+    the default suite stays short and never runs a `services` test by accident without its servers;
+    then order the rest dearest first."""
     expression = config.getoption("markexpr", "") or ""
-    left_out = [mark for mark in OPT_IN_MARKS if mark not in expression]
+    all_tiers = config.getoption("--all-tiers", False)
+    left_out = [] if all_tiers else [mark for mark in OPT_IN_MARKS if mark not in expression]
     kept, dropped = [], []
     for item in items:
         (dropped if any(item.get_closest_marker(mark) for mark in left_out) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    items[:] = dearest_modules_first(kept)
 
 
 @pytest.hookimpl(hookwrapper=True)
