@@ -14,8 +14,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run_setup(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
-    """(stderr lines, the stand-in python's calls) of ``bash scripts/setup.sh ARGS``."""
+def _run_setup(tmp_path: Path, *args: str, uv_exit: int = 0) -> tuple[list[str], list[str]]:
+    """(stderr lines, the stand-in python's and uv's calls) of ``bash scripts/setup.sh ARGS``; the
+    stand-in pip says it is configured with one extra index, and the stand-in uv exits ``uv_exit``."""
     (tmp_path / "scripts").mkdir()
     for script in ("setup.sh", "install_llm_server.sh"):
         shutil.copy(REPO / "scripts" / script, tmp_path / "scripts" / script)
@@ -23,9 +24,14 @@ def _run_setup(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
     venv_python = tmp_path / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
     venv_python.write_text(
-        f'#!/bin/sh\necho "$*" >> "{log}"\n[ "$1" = --version ] && echo "Python 3.11.9"\nexit 0\n', encoding="utf-8"
+        f'#!/bin/sh\necho "$*" >> "{log}"\n[ "$1" = --version ] && echo "Python 3.11.9"\n'
+        "[ \"$*\" = '-m pip config list' ] && echo \"global.extra-index-url='file:///mirror/simple'\"\nexit 0\n",
+        encoding="utf-8",
     )
     venv_python.chmod(0o755)
+    uv = venv_python.parent / "uv"
+    uv.write_text(f'#!/bin/sh\necho "uv $*" >> "{log}"\nexit {uv_exit}\n', encoding="utf-8")
+    uv.chmod(0o755)
     proc = subprocess.run(
         ["bash", "scripts/setup.sh", *args],
         cwd=tmp_path,
@@ -53,9 +59,23 @@ def test_setup_prints_each_step_before_and_after_it(tmp_path):
     assert calls == [
         "-m pip install -q --upgrade pip>=24",
         "-m pip install -q torch==2.13.0",
-        "-m pip install -q -c requirements.lock -e .",
+        "-m pip config list",
+        "-m pip config list",
+        "-m pip config list",
+        "-m pip config list",
+        "-m pip install -q uv==0.13.8",
+        "uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match "
+        "--extra-index-url file:///mirror/simple -c requirements.lock -e .",
         "--version",
     ]
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="setup.sh requires Python 3.11")
+def test_setup_installs_with_pip_when_uv_cannot(tmp_path):
+    lines, calls = _run_setup(tmp_path, uv_exit=1)
+    assert "setup: uv could not install; pip instead" in lines
+    assert calls[-3:] == [calls[-3], "-m pip install -q -c requirements.lock -e .", "--version"]
+    assert calls[-3].startswith("uv pip install")
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="setup.sh requires Python 3.11")
@@ -70,4 +90,5 @@ def test_setup_for_tests_adds_the_llm_server_step(tmp_path):
         "setup: [5/5] Debian chromium and chromium-driver for the inspector's browser tests (tests/pages) ...",
         "setup: [5/5] done in N s",
     ]
-    assert calls[2] == "-m pip install -q -c requirements.lock -e .[test]" and "-c import llama_cpp.server" in calls
+    assert calls[7].startswith("uv pip install") and calls[7].endswith("-c requirements.lock -e .[test]")
+    assert "-c import llama_cpp.server" in calls
