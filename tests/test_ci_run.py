@@ -33,7 +33,7 @@ def run_ci(tmp_path: Path, failing: str) -> tuple[int, str, list[str]]:
 def test_ci_runs_every_tier_in_two_test_commands_and_passes_when_they_pass(tmp_path):
     code, out, calls = run_ci(tmp_path, failing="")
     assert code == 0, out
-    assert calls == ["-q -ra -m services", "-q -ra -n 2 --all-tiers -m not services"]
+    assert calls == ["-q -ra -m services", "-q -ra -n 2 --all-tiers -m not services --durations=30"]
     assert "ran: -q -ra -m services" in out  # the background tier's output is shown
 
 
