@@ -34,6 +34,7 @@ import numpy as np
 
 from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
+from narrative_mirror.home import Home
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import block_search, dense, expansion, query_names, query_understanding, tree
 from narrative_mirror.retrieval.chat_cache import DEFAULT_CACHE_MB, ChatCache
@@ -65,8 +66,10 @@ class Retriever:
         reranker: Reranker | None = None,
         *,
         cache_mb: float | None = None,
+        home: Home | None = None,
     ):
         self.store = store
+        self.home = home  # the home whose memory this is (its stored layers, its model cache); None: none
         self.embedder = embedder
         self.config = config if config is not None else settings.load_config("retrieval")
         validate_config(self.config)
@@ -206,7 +209,8 @@ class Retriever:
     @property
     def reranker(self) -> Reranker | None:
         if self._reranker is None:
-            self._reranker = make_reranker(option(self.config, "rerank"))
+            models = self.home.models if self.home is not None else None
+            self._reranker = make_reranker(option(self.config, "rerank"), models_dir=models)
         return self._reranker
 
     def _lexical(self, chat: ChatIndex, query: str) -> list[tuple[int, float]]:
