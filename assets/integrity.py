@@ -1,6 +1,6 @@
 """Whether what Dagster says is materialized is really there and readable, and what to rebuild
 when it is not: asked by every command that builds a chat's memory (cli/integrity.py, before the
-freshness rule) and by the daemon's ``integrity_sensor`` (assets/index/sensors.py).
+freshness rule) and by the daemon's ``integrity_sensor`` (jobs/integrity.py).
 
 For each chat it checks, the parquet outputs Dagster recorded exist and are whole (footer magic; ``full``: read
 completely), and the LanceDB tables hold the chat's rows (one read of the ``chat_file`` column

@@ -26,7 +26,7 @@ from narrative_mirror.storage import frame_path, frame_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The code the stored memory depends on (the command line itself is not part of it).
-CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "definitions")
+CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "instance", "definitions")
 # The stored outputs a question reads, besides the LanceDB index they are copied into.
 STORED_ASSETS = ("messages", "message_embeddings", "l1_topics", "l15_signals", "l2_threads")
 
