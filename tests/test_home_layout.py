@@ -11,7 +11,18 @@ from pathlib import Path
 from narrative_mirror.home import Home
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = ("narrative_mirror", "cli", "api", "assets", "resources", "jobs", "instance", "definitions", "scripts", "benchmarks")
+PROJECT = (
+    "narrative_mirror",
+    "cli",
+    "api",
+    "assets",
+    "resources",
+    "jobs",
+    "instance",
+    "definitions",
+    "scripts",
+    "benchmarks",
+)
 
 
 def layout_names() -> set[str]:
