@@ -48,7 +48,7 @@ class StaticInt8Embedder(Embedder):
         model_dir = embedding._model_path(self.model_name)
         path = onnx_embedding.export_static(model_dir, Path(onnx_cache), texts, calibration)
         self._static = onnx_embedding.OnnxEncoder(model_dir, path)
-        self._name = f"onnx-int8-static-{calibration}"
+        self._name = f"onnx-{path.stem}"  # the calibration and its texts' hash
 
     @property
     def onnx(self):

@@ -32,12 +32,12 @@ from narrative_mirror.retrieval.learned_fusion import LearnedFusion
 BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "onnx-int8-static")
 
 
-def embedder_for(backend: str, cache: Path, chats, calibration: str) -> Embedder:
+def embedder_for(backend: str, cache: Path, chats, calibration: str, seed: int = 0) -> Embedder:
     onnx_cache = str(cache / "onnx")
     if backend != "onnx-int8-static":
         return Embedder(backend=backend, onnx_cache=onnx_cache)
     texts = [t for _, messages, _ in chats for t in message_texts(messages)]  # texts only: no questions, no gold
-    return StaticInt8Embedder(calibration_texts(texts), onnx_cache, calibration)
+    return StaticInt8Embedder(calibration_texts(texts, seed=seed), onnx_cache, calibration)
 
 
 def cached_vectors(embedder: Embedder, chats, cache: Path) -> tuple[list[np.ndarray], float]:
@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--calibration", default="minmax", choices=onnx_embedding.CALIBRATIONS)
+    parser.add_argument("--calibration-seed", type=int, default=0, help="which 256 train texts calibrate")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "nm-embedding-pipeline")
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--json", type=Path, default=None)
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     chats = load_chats(args.data)
     results = {}
     for backend in args.backends.split(","):
-        embedder = embedder_for(backend, args.cache, chats, args.calibration)
+        embedder = embedder_for(backend, args.cache, chats, args.calibration, args.calibration_seed)
         vectors, seconds = cached_vectors(embedder, chats, args.cache)
         # torch's vectors as they are cached (encoded first when this run measures torch too)
         reference = np.concatenate(cached_vectors(Embedder(), chats, args.cache)[0])
