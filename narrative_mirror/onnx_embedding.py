@@ -152,8 +152,9 @@ def export_static(
         per_channel=True,
         activation_type=QuantType.QUInt8,  # asymmetric: GELU outputs are nearly all positive
         weight_type=QuantType.QInt8,
-        # Only the weight products carry the compute; norms, softmax and the attention products
-        # of two activations stay fp32 (quantizing those drifts the vectors most).
+        # Only the weight products (most of the compute); norms, softmax and the attention
+        # products of two activations stay fp32: quantizing every MatMul drifted the vectors to
+        # cosine .84 with torch's (.92 this way, on RealTalk text).
         op_types_to_quantize=["MatMul", "Gemm"],
         nodes_to_exclude=_activation_products(fp32),
         calibrate_method=method,
