@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -105,7 +104,6 @@ def build(data: Path, home: Path, device: str, config_dir: Path | None) -> dict:
     if config_dir is not None:
         env["NM_CONFIG_DIR"] = str(config_dir)
     started = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "build", "--data", str(data), "--json"],
         cwd=REPO,
@@ -119,10 +117,11 @@ def build(data: Path, home: Path, device: str, config_dir: Path | None) -> dict:
         progress.append(line.rstrip())
         print(f"  | {line.rstrip()}", file=sys.stderr, flush=True)
     out = proc.stdout.read()
-    code = proc.wait()
+    # this build's own peak (RUSAGE_CHILDREN would keep an earlier build's); Linux: KiB
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    # Linux, KiB; the children's maximum: a later build that peaks lower reports the earlier peak
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak = usage.ru_maxrss
     result = json.loads(out) if out.strip() else {}
     per_file = result.get("per_file", {})
     encode = sum(row["seconds"]["encode"] for row in per_file.values())
@@ -131,7 +130,6 @@ def build(data: Path, home: Path, device: str, config_dir: Path | None) -> dict:
         "exit_code": code,
         "build_s": round(seconds, 1),
         "peak_rss_gb": round(peak / 1024 / 1024, 2),
-        "peak_rss_is_an_earlier_builds": peak == before and before > 0,
         "built_messages": result.get("messages"),
         "encoded_messages": result.get("encoded_messages"),
         "steps_encode_s": round(encode, 1),
