@@ -4,7 +4,7 @@
 2. With ``serve --background`` running: per question, the server's own answer time (``POST
    /api/ask`` on loopback, its wall time here) and a CLI ``ask --json`` (a fresh process, as a
    person runs it; it goes through the command socket), interleaved; the JSON of both compared
-   (without ``event_id`` and ``timings_ms``).
+   (without ``event_id``, ``timings_ms`` and the command line's empty ``failures`` / ``problems``).
 3. ``serve stop``; then the CLI ``ask`` in its own process against a bare embedder load (a fresh
    process that imports the embedder and encodes one text), interleaved.
 
@@ -75,6 +75,19 @@ def _api_ask(port: int, chat: str, question: str) -> tuple[float, dict]:
     return time.perf_counter() - started, answer
 
 
+def _wait_for_http(port: int, limit_s: float = 300.0) -> None:
+    """``serve --background`` returns once its command socket answers; the HTTP port may follow."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _bare_load(env: dict) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", BARE_LOAD], env=env, check=True, capture_output=True, timeout=600)
@@ -82,7 +95,10 @@ def _bare_load(env: dict) -> float:
 
 
 def _comparable(answer: dict) -> dict:
-    return {k: v for k, v in answer.items() if k not in ("event_id", "timings_ms")}
+    """The answer without what differs per run (its event id, timings) and the command line's
+    envelope (``failures`` and ``problems``, empty lists on a good answer)."""
+    dropped = ("event_id", "timings_ms", "failures", "problems")
+    return {k: v for k, v in answer.items() if k not in dropped}
 
 
 def _p(values: list[float], q: float) -> float:
@@ -133,6 +149,7 @@ def measure(env: dict, rounds: int, local_rounds: int) -> dict:
     if started[1] != 0:
         raise RuntimeError(f"serve --background exited {started[1]}")
     try:
+        _wait_for_http(port)
         served = through_server(env, port, rounds)
     finally:
         _cli(env, "serve", "stop")

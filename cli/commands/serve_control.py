@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from narrative_mirror.home import Home
 
@@ -74,9 +76,21 @@ def stop(home: Path) -> dict:
     return {"running": False, "stopped": pid, "home": str(home), "since": info["since"]}
 
 
+def _accepts(url: str) -> bool:
+    """True when the HTTP port of ``url`` takes a connection (the command socket answers first)."""
+    parts = urlsplit(url)
+    if not parts.port:
+        return True
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
 def start_background(home: Path, argv: list[str]) -> dict:
     """Start ``serve`` (``argv`` without ``--background``) detached from this terminal, its output
-    in ``<NM_HOME>/logs/serve.log``; returns once it answers on its socket."""
+    in ``<NM_HOME>/logs/serve.log``; returns once it answers on its socket and its HTTP port."""
     refuse_second_server(home)
     logs = Home(home).logs
     logs.mkdir(parents=True, exist_ok=True)
@@ -99,7 +113,7 @@ def start_background(home: Path, argv: list[str]) -> dict:
                 f"the server exited with code {child.returncode} before serving: {' | '.join(tail)} (log: {log_path})"
             )
         info = running_server(home)
-        if info is not None and info.get("pid") == child.pid:
+        if info is not None and info.get("pid") == child.pid and _accepts(info.get("url", "")):
             return {"running": True, "home": str(home), "log": str(log_path), **info}
         time.sleep(0.2)
     raise RuntimeError(f"the server (pid {child.pid}) did not answer within {START_WAIT_S:g} s (log: {log_path})")

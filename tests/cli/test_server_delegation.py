@@ -206,6 +206,10 @@ def test_a_real_server_answers_the_cli_as_a_local_run_does(tmp_path):
     code, started, _ = _cli(env, "serve", "--background", "--port", str(port))
     assert code == 0 and started["running"] and len(started["chats"]) == 3
     try:
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=30) as health:
+            assert health.status == 200  # returned only once the HTTP port answers too
         served = _cli(env, *question)
         bad_served = _cli(env, "ask", "--chat", "nope", "x")
         status = _cli(env, "serve", "status")[1]
