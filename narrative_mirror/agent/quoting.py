@@ -8,15 +8,24 @@ asks (``ClaimCheck.verified`` false for all of them)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from narrative_mirror.retrieval.records import ChatMessage
 
 QUOTE_WHEN_UNSURE = True  # the benchmarks switch it off to measure the fragment beside it
-# A typed value (a date, an amount, a name, a place, a yes/no verdict) is no fragment: it stays,
-# the quote after it shows where it comes from. A phrase cut from a message is replaced.
+# A typed value (a date, an amount, a time, a name, a place, a yes/no verdict) is no fragment: it
+# stays, the quote after it shows where it comes from. A phrase cut from a message is replaced.
 QUOTE_TYPED_VALUES = True
 PHRASES = {"phrase", "llm"}
+
+
+def is_value(claim) -> bool:
+    """A typed value: a slot kind other than a phrase, or a phrase holding a number ("42 each",
+    "at 10", "3pm" read from the conversation)."""
+    return claim.kind not in PHRASES or bool(re.search(r"\d", claim.text))
+
+
 LONGEST_QUOTE = 280  # characters of the message shown; a longer one ends with "…"
 
 
@@ -59,7 +68,7 @@ def best_quoted(kept: Sequence, evidence: Mapping[str, object]) -> str | None:
     for claim in kept:
         for i in claim.ids:
             if i in evidence:
-                if claim.kind in PHRASES:
+                if not is_value(claim):
                     return quote(evidence[i].message)
                 return f"{claim.text}. {quote(evidence[i].message)}" if QUOTE_TYPED_VALUES else None
     return None

@@ -129,4 +129,6 @@ def test_an_unsure_phrase_is_replaced_by_its_message_and_a_typed_value_keeps_it_
     quoted = 'Nora, 11 May 2026 17:30: "I have choir on Wednesdays"'
     assert quoting.best_quoted([Claim("choir on", ["m1"], kind="phrase")], evidence) == quoted
     assert quoting.best_quoted([Claim("No", ["m1"], kind="yes_no")], evidence) == f"No. {quoted}"
+    # a number read from the conversation is a value too ("42 each"), not a fragment
+    assert quoting.best_quoted([Claim("42 each", ["m1"], kind="phrase")], evidence) == f"42 each. {quoted}"
     assert quoting.best_quoted([Claim("No", ["gone"], kind="yes_no")], evidence) is None
