@@ -247,8 +247,11 @@ def verification(state: AgentState, run: Run) -> dict:
         for c, note in zip(claims, notes)
     ]
     kept = [c for c, note in zip(claims, notes) if note is None]
-    quoted = quoting.QUOTE_WHEN_UNSURE and quoting.unsure(
-        len(claims), len(verified), [s for s, note in zip(stated, notes) if note is None]
+    # offline only: an LLM's claims are sentences written to answer, checked by its verifier, not fragments
+    quoted = (
+        quoting.QUOTE_WHEN_UNSURE
+        and not run.llm_active
+        and quoting.unsure(len(claims), len(verified), [s for s, note in zip(stated, notes) if note is None])
     )
     shown = quoting.best_quoted(kept, evidence) if quoted else None
     if shown:

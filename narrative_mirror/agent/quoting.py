@@ -61,6 +61,10 @@ def edited_source(claims: Sequence, evidence: Mapping[str, object]) -> str | Non
     return held[0].speaker if held and held[0].edited else None
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
 def best_quoted(kept: Sequence, evidence: Mapping[str, object]) -> str | None:
     """The quote of the first message a kept claim cites (best first), None when none is held (or
     the claim is a typed value and those are not quoted); a typed value stays before its quote
@@ -68,7 +72,7 @@ def best_quoted(kept: Sequence, evidence: Mapping[str, object]) -> str | None:
     for claim in kept:
         for i in claim.ids:
             if i in evidence:
-                if not is_value(claim):
-                    return quote(evidence[i].message)
+                if not is_value(claim) or _words(claim.text) == _words(evidence[i].message.text):
+                    return quote(evidence[i].message)  # a fragment, or a value that is the whole message
                 return f"{claim.text}. {quote(evidence[i].message)}" if QUOTE_TYPED_VALUES else None
     return None
