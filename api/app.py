@@ -29,10 +29,10 @@ from api.bulkhead import check_deadlines
 from api.connections import DEFAULT_KEEP_ALIVE_S, DEFAULT_REQUEST_TIMEOUT_S, server_config
 from api.events_routes import mount_event_routes
 from api.guard import Guard
-from api.limits import AskLimits, SearchLimits
+from api.limits import ARRIVAL, AskLimits, SearchLimits
 from api.pages import mount_pages
 from api.requests import ApiError, AskRequest, SearchQuery, ask_request, bad_request, error_response, search_query
-from api.service import ARRIVAL, MemoryApi
+from api.service import MemoryApi
 from api.store_state import DEFAULT_REFRESH_S
 from narrative_mirror.safe_text import terminal_safe
 

@@ -19,8 +19,22 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from api.requests import ApiError
+
+if TYPE_CHECKING:
+    from api.access import TokenEntry
+
+ARRIVAL = "narrative_mirror.arrival"  # ASGI scope key: monotonic time the request arrived (set by the app)
+
+
+def client_key(who: TokenEntry | None, scope: dict) -> str:
+    """Whose ask limits a request counts against: its token's, in an open API its address's."""
+    if who is not None:
+        return f"token {who.name}"
+    client = scope.get("client")
+    return f"address {client[0] if client else '?'}"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ search, ask and health endpoints, each in its own thread pool (searches, offline
 LLM bulkhead for asks with an LLM). Asks and searches are bounded per client (``api.limits``),
 asks also by their profile's deadline, and stopped when their client hangs up (``api.stopping``);
 health and the chat checks answer from the in-memory ``api.store_state``, read on its own thread
-(never queued behind searches). No response carries a server path.
+(never queued behind searches). No response carries a server path. The search endpoint is
+``api.search_endpoint``, mixed in.
 """
 
 from __future__ import annotations
@@ -12,31 +13,29 @@ import asyncio
 import functools
 import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from api.access import TokenEntry, TokenStore
-from api.across_chats import ask_by_chats, ask_logged_chats, search_several, select_readable
+from api.across_chats import ask_by_chats, ask_logged_chats, select_readable
 from api.bulkhead import LLMPool, OneAnswer, discard
-from api.limits import AskLimits, ClientLimiter, SearchLimits
-from api.requests import ApiError, AskRequest, SearchQuery, error_response
+from api.limits import ARRIVAL, AskLimits, ClientLimiter, SearchLimits, client_key
+from api.requests import ApiError, AskRequest, error_response
+from api.responses import without_paths
+from api.search_endpoint import SearchEndpoint
 from api.stopping import AskStopped, StoppableRetriever, StopSignal, client_gone
 from api.store_state import DEFAULT_REFRESH_S, HEALTH_WAIT_S, StoreState
 from narrative_mirror import Memory, regressions
-from narrative_mirror.across_chats import DEFAULT_MERGE, MergedSearch
 from narrative_mirror.agent.contract import answer_json
 from narrative_mirror.chat_time import Clocks
-from narrative_mirror.events.record import VARIANT_METHODS, RetrievalEvent, approx_tokens, tenant_user
-from narrative_mirror.safe_text import clip_line, terminal_safe
-from narrative_mirror.search_evidence import SEARCH_RUNS_DIR, record_search
+from narrative_mirror.events.record import tenant_user
 
 if TYPE_CHECKING:
     from narrative_mirror import Home
@@ -44,50 +43,15 @@ if TYPE_CHECKING:
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.llm import LLMClient
     from narrative_mirror.retrieval.engine import Retriever
-    from narrative_mirror.retrieval.records import Hit
 
 log = logging.getLogger(__name__)
-
-ARRIVAL = "narrative_mirror.arrival"  # ASGI scope key: monotonic time the request arrived (set by the app)
-# An absolute path (POSIX or Windows) inside a message: clients get its last part only.
-_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][^\s\\/'\"`:,;()\[\]]+)+[\\/]?")
-
-
-def without_paths(text: str) -> str:
-    """``text`` with every absolute path replaced by its last part (no server path leaves the API)."""
-    return _PATH.sub(lambda m: m.group(0).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "/", text)
-
-
-def _client_key(who: TokenEntry | None, scope: dict) -> str:
-    """Whose ask limits a request counts against: its token's, in an open API its address's."""
-    if who is not None:
-        return f"token {who.name}"
-    client = scope.get("client")
-    return f"address {client[0] if client else '?'}"
-
-
-def hit_json(hit: Hit) -> dict:
-    """One search hit as the JSON the search endpoint returns."""
-    return {
-        "id": hit.local_id,
-        "message_id": hit.message_id,
-        "position": hit.position,
-        "session": hit.session,
-        "speaker": hit.speaker,
-        "text": hit.text,
-        "timestamp": hit.timestamp.isoformat(),
-        "block_id": hit.block_id,
-        "score": hit.score,
-        "reasons": hit.reasons,
-        "sources": hit.sources,
-    }
 
 
 def _degraded(answer: AgentAnswer, reason: str) -> AgentAnswer:
     return answer.model_copy(update={"degraded": True, "degraded_reason": reason})
 
 
-class MemoryApi:
+class MemoryApi(SearchEndpoint):
     """The endpoints over one retriever and event log: authentication, the chat checks, and the
     search, ask and health answers (``create_app`` routes requests here)."""
 
@@ -211,7 +175,7 @@ class MemoryApi:
                 return None
             if who is None:
                 return None  # the route answers 401
-        return limiter.refusal() if limiter.full(_client_key(who, scope)) else None
+        return limiter.refusal() if limiter.full(client_key(who, scope)) else None
 
     # -- endpoints -------------------------------------------------------------------------------------
     async def health(self, who: TokenEntry | None) -> JSONResponse:
@@ -272,127 +236,6 @@ class MemoryApi:
                 }
             ]
 
-    async def search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
-        """A search in one of its client's search slots (429 when they and its queue are full)."""
-        async with self.search_limiter.slot(_client_key(who, request.scope)):
-            return await self._search(request, who, params)
-
-    async def _search(self, request: Request, who: TokenEntry | None, params: SearchQuery) -> JSONResponse:
-        arrival = request.scope.get(ARRIVAL, time.monotonic())
-        chats = await self.check_chats(params.chat, params.chats, who)
-        loop = asyncio.get_running_loop()
-        if params.chats is not None:
-            merged, event_id = await loop.run_in_executor(
-                self.search_pool,
-                functools.partial(
-                    search_several, self.memory, chats, params, arrival, who and who.name, self.runs_root
-                ),
-            )
-            return JSONResponse(self._several_json(params, merged, event_id))
-        chat = chats[0]
-        recorded = await loop.run_in_executor(
-            self.search_pool,
-            functools.partial(
-                self.memory.recorded_search,
-                chat,
-                params.q,
-                params.k,
-                need_fresh=params.need_fresh,
-                half_life_days=params.halflife_days,
-                fresh_weight=params.fresh_weight,
-                self_rag=params.self_rag,
-                root=self.runs_root,
-                variant=params.variant,
-                tiers=params.tiers,
-            ),
-        )
-        hits = recorded.result.hits
-        event_id = self.event_log.log(
-            RetrievalEvent(
-                user_id=tenant_user(who and who.name, params.user_id),
-                session_id=params.session_id,
-                chat_file=chat,
-                query=params.q,
-                returned_ids=[h.local_id for h in hits],
-                method=VARIANT_METHODS[recorded.params["variant"]],
-                counts_per_source=dict(Counter(source for h in hits for source in h.sources)),
-                latency_ms=(time.monotonic() - arrival) * 1000,
-                tokens_in_context=approx_tokens([h.text for h in hits]),
-            )
-        )
-        meta = {
-            "chat": chat,
-            "query": params.q,
-            "count": len(hits),
-            "params": recorded.params,
-            "reranker": "hybrid_score",
-            "event_id": event_id,
-            "timings_ms": recorded.result.timings_ms,
-        }
-        hits_out = [{**hit_json(h), "chat": chat} for h in hits]
-        errors = [recorded.run_error] if recorded.run_error else []
-        search_run = None
-        try:  # under NM_HOME: search_runs/YYYYMMDD/run_<ms>.json, and the day's recall cards
-            search_run = await loop.run_in_executor(
-                self.search_pool,
-                functools.partial(
-                    record_search,
-                    params.q,
-                    chat,
-                    recorded.params,
-                    event_id,
-                    hits_out,
-                    self.retriever.chat(chat).tiers,
-                    recorded.run_path,
-                    root=self.runs_root,
-                ),
-            )
-        except OSError as exc:
-            errors.append(f"could not write the search-run record: {exc}")
-        if errors:
-            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors))))
-            meta["evidence_error"] = without_paths("; ".join(errors))
-        if recorded.run_path:  # never the server's absolute path
-            meta["recall_run_path"] = str(PurePosixPath("recall_runs", *recorded.run_path.parts[-2:]))
-        return JSONResponse(
-            {
-                "hits": hits_out,
-                "meta": meta,
-                "evidence_path": str(PurePosixPath(SEARCH_RUNS_DIR, *search_run.parts[-2:])) if search_run else None,
-            }
-        )
-
-    @staticmethod
-    def _several_json(params: SearchQuery, merged: MergedSearch, event_id: str) -> dict:
-        """A search over several chats as JSON: the search's shape, each hit naming its chat with its
-        ``merged_score``; ``meta.chats`` the chats searched, one recall-run record per chat."""
-        first = next(iter(merged.results.values()))
-        errors = {chat: without_paths(r.run_error) for chat, r in merged.results.items() if r.run_error}
-        meta = {
-            "chats": merged.chats,
-            "query": params.q,
-            "count": len(merged.hits),
-            "params": {**{k: v for k, v in first.params.items() if k not in ("chat", "tiers")}, "merge": DEFAULT_MERGE},
-            "reranker": "hybrid_score",
-            "event_id": event_id,
-            "timings_ms": {
-                **merged.timings_ms,
-                "chats": {c: r.result.timings_ms.get("total") for c, r in merged.results.items()},
-            },
-        }
-        if errors:
-            log.warning("memory search: %s", clip_line(terminal_safe("; ".join(errors.values()))))
-            meta["evidence_error"] = "; ".join(errors.values())
-        return {
-            "hits": [{**hit_json(h.hit), "chat": h.chat, "merged_score": h.score} for h in merged.hits],
-            "meta": meta,
-            "evidence_paths": {
-                chat: str(PurePosixPath("recall_runs", *r.run_path.parts[-2:]))
-                for chat, r in merged.results.items()
-                if r.run_path
-            },
-        }
-
     async def ask(self, request: Request, who: TokenEntry | None, body: AskRequest) -> JSONResponse:
         answered = await self.answer_for(request, who, body)
         if answered is None:
@@ -414,7 +257,7 @@ class MemoryApi:
         ends = arrival + self.deadlines[body.profile]
         # Offline, the deadline stops the ask itself; with an LLM, it picks the answer (see _answer).
         signal = StopSignal(ends if self.llm is None else math.inf)
-        work = asyncio.ensure_future(self._limited(_client_key(who, request.scope), body, chats, arrival, signal))
+        work = asyncio.ensure_future(self._limited(client_key(who, request.scope), body, chats, arrival, signal))
         gone = asyncio.ensure_future(client_gone(request))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)

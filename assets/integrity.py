@@ -1,6 +1,6 @@
 """Whether what Dagster says is materialized is really there and readable, and what to rebuild
 when it is not: asked by every command that builds a chat's memory (cli/integrity.py, before the
-freshness rule) and by the daemon's ``integrity_sensor`` (assets/index/sensors.py).
+freshness rule) and by the daemon's ``integrity_sensor`` (jobs/integrity.py).
 
 For each chat it checks, the parquet outputs Dagster recorded exist and are whole (footer magic; ``full``: read
 completely), and the LanceDB tables hold the chat's rows (one read of the ``chat_file`` column
@@ -76,6 +76,7 @@ def check(
                     counts[table] = store.rows_per_chat(table)
                 except (RuntimeError, OSError, ValueError) as exc:
                     broken_tables[table] = f"unreadable ({' '.join(str(exc).split())[:200]})"
+    live_chats = live_chat_files(state.root) if store is not None else {}
     for chat in chats:
         for asset in selection:
             if asset == INDEX_ASSET or chat not in materialized[asset]:
@@ -84,7 +85,7 @@ def check(
             if problem:
                 findings.append(Finding(chat, asset, f"{asset} output {problem}"))
         if store is not None and chat in materialized[INDEX_ASSET]:
-            findings += _index_findings(instance, chat, counts)
+            findings += _index_findings(instance, chat, counts, live=chat in live_chats)
     for table, problem in broken_tables.items():
         findings.append(Finding(None, INDEX_ASSET, f"lancedb table {table} {problem}", table=table))
     if store is not None and full:
@@ -96,10 +97,12 @@ def check(
     return findings
 
 
-def _index_findings(instance: dg.DagsterInstance, chat: str, counts: dict[str, dict[str, int]]) -> list[Finding]:
-    """The chat's rows per readable table against those its latest index build recorded."""
+def _index_findings(
+    instance: dg.DagsterInstance, chat: str, counts: dict[str, dict[str, int]], live: bool
+) -> list[Finding]:
+    """The chat's rows per readable table against those its latest index build recorded (``live``:
+    a live chat of the home, whose messages may have grown since)."""
     recorded = recorded_rows(instance, chat)
-    live = chat in live_chat_files()
     for table, per_chat in counts.items():
         count = per_chat.get(chat, 0)
         expected = recorded.get(table)

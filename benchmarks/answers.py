@@ -18,6 +18,7 @@ evidence) and the evidence lines they list (how many of them gold).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
@@ -317,6 +318,85 @@ def table(report: dict, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+# Variants of today's answer step, each a set of module switches, measured over the same
+# evidence in the same run: "now" as shipped, "typed bare" with only phrases quoted (a typed
+# value left alone), "fragment" with the quote-when-unsure off (the answer step before it).
+VARIANTS = {
+    "now": {},
+    "typed bare": {"narrative_mirror.agent.quoting.QUOTE_TYPED_VALUES": False},
+    "fragment": {"narrative_mirror.agent.quoting.QUOTE_WHEN_UNSURE": False},
+}
+
+
+@contextlib.contextmanager
+def switched(switches: dict):
+    """Module attributes set for the block ("package.module.NAME": value), restored after."""
+    import importlib
+
+    saved = []
+    try:
+        for dotted, value in switches.items():
+            module_name, name = dotted.rsplit(".", 1)
+            module = importlib.import_module(module_name)
+            saved.append((module, name, getattr(module, name)))
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in reversed(saved):
+            setattr(module, name, value)
+
+
+def leave_one_chat_out(rows: list[dict], names: list[str]) -> dict:
+    """Per held-out chat: the variant with the best F1 on the other chats, and its F1 on the held-out
+    one; the mean of those beside each fixed variant's mean over chats (what a choice made on
+    six annotators' chats scores on the seventh's). Per category too, to show where gains do
+    not carry."""
+    from narrative_mirror.metrics.answer_f1 import answer_f1
+
+    def f1(group: list[dict], name: str) -> float:
+        return sum((answer_f1(r[name], r["gold"]) or 0.0) for r in group) / max(len(group), 1)
+
+    chats = sorted({r["chat_file"] for r in rows})
+    folds = {}
+    for held in chats:
+        train = [r for r in rows if r["chat_file"] != held]
+        test = [r for r in rows if r["chat_file"] == held]
+        chosen = max(names, key=lambda n: f1(train, n))
+        folds[held] = {"chosen": chosen, "held_out_f1": round(f1(test, chosen), 3)} | {
+            n: round(f1(test, n), 3) for n in names
+        }
+    categories = sorted({r["category"] for r in rows})
+    return {
+        "folds": folds,
+        "mean_held_out": round(sum(f["held_out_f1"] for f in folds.values()) / len(folds), 3),
+        "mean_per_variant": {n: round(sum(f[n] for f in folds.values()) / len(folds), 3) for n in names},
+        # spread of each category's F1 over chats: a rule tuned on some annotators' phrasing
+        # shows as a high F1 on a few chats and little on the rest
+        "per_category_per_chat": {
+            str(k): {
+                n: [round(f1([r for r in rows if r["chat_file"] == c and r["category"] == k], n), 3) for c in chats]
+                for n in names
+            }
+            for k in categories
+        },
+        "chats": chats,
+    }
+
+
+def loco_table(loco: dict) -> str:
+    lines = ["leave one chat out (variant chosen on the other chats, F1 on the held-out chat):"]
+    for chat, fold in loco["folds"].items():
+        cells = "  ".join(f"{n} {v:.3f}" for n, v in fold.items() if n not in ("chosen", "held_out_f1"))
+        lines.append(f"  {chat:<10} chosen {fold['chosen']:<10} held-out {fold['held_out_f1']:.3f}   ({cells})")
+    per = "  ".join(f"{n} {v:.3f}" for n, v in loco["mean_per_variant"].items())
+    lines.append(f"  mean held-out {loco['mean_held_out']:.3f}   (fixed: {per})")
+    lines.append("  per category, F1 per chat " + " ".join(loco["chats"]) + ":")
+    for k, by in loco["per_category_per_chat"].items():
+        for n, values in by.items():
+            lines.append(f"    category {k} {n:<10} " + " ".join(f"{v:.2f}" for v in values))
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None)
@@ -377,26 +457,32 @@ def main() -> int:
 
     rows = []
     for c in cached:
-        result = answer_step(c["state"], retriever, profile)
         rows.append(
             {k: c[k] for k in ("question_id", "chat_file", "category", "question", "gold")}
             | {"intent": question_intent(c["question"])}
-            | {
-                "gold_ids": gold_ids[c["question_id"]],
-                "now": result.answer,
-                "now_abstained": result.abstained,
-                "now_selected": [r.id for r in result.trace.final],
-                "now_listed": result.selected_ids,
-            }
+            | {"gold_ids": gold_ids[c["question_id"]]}
         )
+    for name, switches in VARIANTS.items():
+        with switched(switches):
+            for row, c in zip(rows, cached):
+                result = answer_step(c["state"], retriever, profile)
+                row.update(
+                    {
+                        name: result.answer,
+                        f"{name}_abstained": result.abstained,
+                        f"{name}_selected": [r.id for r in result.trace.final],
+                        f"{name}_listed": result.selected_ids,
+                    }
+                )
     retriever.embedder.save()
     report = {
         "profile": args.profile,
         "questions": len(rows),
         "evidence_cache": str(evidence_file),
-        "now": measures(rows, "now"),
+        **{name: measures(rows, name) for name in VARIANTS},
+        "leave_one_chat_out": leave_one_chat_out(rows, list(VARIANTS)),
     }
-    names = ["now"]
+    names = list(VARIANTS)
     if args.baseline:
         export = folder / "evidence.jsonl"
         baseline_export(cached, retriever, profile, export)
@@ -417,6 +503,7 @@ def main() -> int:
         chats_of = "test" if args.test_chats else "train"
         print(f"answer step over cached evidence ({report['questions']} {chats_of} questions, {args.profile}, offline)")
         print(table(report, names))
+        print(loco_table(report["leave_one_chat_out"]))
     if args.rows:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows))
     wrong = sorted(rows, key=lambda r: answer_f1(r["now"], r["gold"]) or 0.0)[: args.show]

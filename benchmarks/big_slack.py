@@ -5,17 +5,19 @@ one ``YYYY-MM-DD.json`` per day; threads: every 8th message answers an earlier o
 ``--messages`` messages over ``--channels`` channels, then runs ``narrative-mirror build --json``
 on it in a fresh NM_HOME and reports the peak RSS of the build process, the progress lines it
 printed, and per channel the seconds split into encoding and the rest. Target (issue #26): 300k
-messages under 4 GB with progress.
+messages under 4 GB with progress. ``--backends torch,onnx-int8`` builds the same export once per
+embedding backend in one run (same machine, same load).
 
-    .venv/bin/python benchmarks/big_slack.py --messages 300000 --channels 20 [--device auto|cpu|cuda]
+    .venv/bin/python benchmarks/big_slack.py --messages 300000 --channels 20 [--device auto|cpu|cuda] [--backends torch,onnx-int8]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,27 +82,27 @@ def write_export(root: Path, messages: int, channels: int, seed: int = 7) -> Pat
     return export
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=300_000)
-    parser.add_argument("--channels", type=int, default=20)
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--keep", action="store_true", help="keep the export and home (printed)")
-    args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="big_slack_"))
-    started = time.perf_counter()
-    data = root / "data"
-    data.mkdir()
-    write_export(data, args.messages, args.channels)
-    written = time.perf_counter() - started
+def embedding_config(folder: Path, backend: str) -> Path:
+    """A config folder (NM_CONFIG_DIR) whose embedding.toml is the packaged one with ``backend``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    packaged = (REPO / "narrative_mirror" / "config" / "embedding.toml").read_text()
+    lines = [f'backend = "{backend}"' if line.startswith("backend =") else line for line in packaged.splitlines()]
+    (folder / "embedding.toml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def build(data: Path, home: Path, device: str, config_dir: Path | None) -> dict:
+    """``narrative-mirror build`` of ``data`` into a fresh ``home``: seconds, peak RSS, the split."""
     env = {
-        **__import__("os").environ,
-        "NM_HOME": str(root / "home"),
-        "NM_DEVICE": args.device,
+        **os.environ,
+        "NM_HOME": str(home),
+        "NM_DEVICE": device,
         "PYTHONPATH": str(REPO),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
     }
+    if config_dir is not None:
+        env["NM_CONFIG_DIR"] = str(config_dir)
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "build", "--data", str(data), "--json"],
@@ -115,42 +117,76 @@ def main() -> None:
         progress.append(line.rstrip())
         print(f"  | {line.rstrip()}", file=sys.stderr, flush=True)
     out = proc.stdout.read()
-    code = proc.wait()
+    # this build's own peak (RUSAGE_CHILDREN would keep an earlier build's); Linux: KiB
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024  # Linux: KiB
+    peak = usage.ru_maxrss
     result = json.loads(out) if out.strip() else {}
     per_file = result.get("per_file", {})
     encode = sum(row["seconds"]["encode"] for row in per_file.values())
     other = sum(row["seconds"]["other"] for row in per_file.values())
-    print(
-        json.dumps(
-            {
-                "messages": args.messages,
-                "channels": args.channels,
-                "device": args.device,
-                "exit_code": code,
-                "export_written_s": round(written, 1),
-                "build_s": round(seconds, 1),
-                "peak_rss_gb": round(peak_gb, 2),
-                "built_messages": result.get("messages"),
-                "encoded_messages": result.get("encoded_messages"),
-                "steps_encode_s": round(encode, 1),
-                "steps_other_s": round(other, 1),
-                "encode_share": round(encode / max(encode + other, 1e-9), 3),
-                "per_partition_s": {k: row["seconds"] for k, row in sorted(per_file.items())[:3]},
-                "progress_lines": len(progress),
-                "parse_progress": [p for p in progress if "parsed" in p][:3],
-                "problems": result.get("problems"),
-                "failures": result.get("failures"),
-            },
-            indent=1,
-        )
+    return {
+        "exit_code": code,
+        "build_s": round(seconds, 1),
+        "peak_rss_gb": round(peak / 1024 / 1024, 2),
+        "built_messages": result.get("messages"),
+        "encoded_messages": result.get("encoded_messages"),
+        "steps_encode_s": round(encode, 1),
+        "steps_other_s": round(other, 1),
+        "encode_texts_per_s": round((result.get("encoded_messages") or 0) / max(encode, 1e-9), 1),
+        "encode_share": round(encode / max(encode + other, 1e-9), 3),
+        "per_partition_s": {k: row["seconds"] for k, row in sorted(per_file.items())[:3]},
+        "progress_lines": len(progress),
+        "parse_progress": [p for p in progress if "parsed" in p][:3],
+        "problems": result.get("problems"),
+        "failures": result.get("failures"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=300_000)
+    parser.add_argument("--channels", type=int, default=20)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument(
+        "--backends",
+        default="",
+        help="comma-separated embedding backends (embedding.toml's backend), each built in turn from the "
+        "same export in a fresh home, in this one run (default: embedding.toml's as it is)",
     )
+    parser.add_argument(
+        "--onnx-cache",
+        type=Path,
+        default=None,
+        help="a folder of exported ONNX models (NM_HOME/models/onnx) copied into each home first, so the "
+        "build measures encoding, not the one-time export",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the export and home (printed)")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="big_slack_"))
+    started = time.perf_counter()
+    data = root / "data"
+    data.mkdir()
+    write_export(data, args.messages, args.channels)
+    written = time.perf_counter() - started
+    report = {
+        "messages": args.messages,
+        "channels": args.channels,
+        "device": args.device,
+        "export_written_s": round(written, 1),
+        "builds": {},
+    }
+    for backend in filter(None, args.backends.split(",")) or [""]:
+        home = root / f"home-{backend or 'default'}"
+        if args.onnx_cache is not None:
+            shutil.copytree(args.onnx_cache, home / "models" / "onnx")
+        config_dir = embedding_config(root / f"config-{backend}", backend) if backend else None
+        report["builds"][backend or "embedding.toml"] = build(data, home, args.device, config_dir)
+    print(json.dumps(report, indent=1))
     if args.keep:
         print(f"kept: {root}")
     else:
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from narrative_mirror import schema, settings, split
+from narrative_mirror import embedding, onnx_embedding, schema, settings, split
 from narrative_mirror.embedding import Embedder, message_texts
 from narrative_mirror.index_rows import build_rows
 from narrative_mirror.index_store import IndexStore
@@ -36,6 +36,33 @@ environment.hand_to_library()
 def build_embedder() -> Embedder:
     """The embedder of config/embedding.toml, as the ``embedder`` resource builds it."""
     return runtime.embedder()
+
+
+class StaticInt8Embedder(Embedder):
+    """The project's encode over an int8 model with static activation ranges
+    (``onnx_embedding.export_static``): not a configurable backend, its calibration texts are a
+    benchmark's."""
+
+    def __init__(self, texts: list[str], onnx_cache: str, calibration: str = "minmax"):
+        super().__init__(backend="onnx-int8", onnx_cache=onnx_cache)
+        model_dir = embedding._model_path(self.model_name)
+        path = onnx_embedding.export_static(model_dir, Path(onnx_cache), texts, calibration)
+        self._static = onnx_embedding.OnnxEncoder(model_dir, path)
+        self._name = f"onnx-{path.stem}"  # the calibration and its texts' hash
+
+    @property
+    def onnx(self):
+        return self._static
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.model_name}:{self.dimension}:{self._name}"
+
+
+def calibration_texts(texts: list[str], count: int = 256, seed: int = 0) -> list[str]:
+    """``count`` of ``texts`` drawn at random, in their order: a static int8 model's calibration."""
+    picked = np.random.default_rng(seed).choice(len(texts), min(count, len(texts)), replace=False)
+    return [texts[i] for i in sorted(picked)]
 
 
 def open_index(folder: Path) -> IndexStore:

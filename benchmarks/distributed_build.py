@@ -39,6 +39,7 @@ import nm_services as svc  # noqa: E402
 
 from cli.session import INGEST, LAYERS  # noqa: E402
 from narrative_mirror import settings  # noqa: E402
+from narrative_mirror.home import Home
 
 MEMORY = INGEST + LAYERS
 TIMEOUT_S = 900
@@ -86,7 +87,7 @@ def build_distributed(data: Path, root: Path, shared: dict[str, str], broker: st
     home = root / "home"
     env = svc.clean_env(
         NM_HOME=str(home),
-        DAGSTER_HOME=str(home / "dagster"),
+        DAGSTER_HOME=str(Home(home).instance),
         NM_DATA_DIR=str(data),
         NM_CELERY_BROKER_URL=broker,
         **shared,

@@ -2,7 +2,8 @@
 
 Speed: the same RealTalk train texts encoded by torch with 1 thread, torch with all threads, the
 project's torch encode (threads chosen from the free cores, ``embedding.threads_for_now``), and
-ONNX Runtime fp32 and int8 (dynamic, per-channel) through the project's encode; interleaved,
+ONNX Runtime fp32, int8 (dynamic, per-channel) and int8 static (calibrated on 256 train chat
+texts, benchmarks/common.py) through the project's encode (``--encoders`` picks some); interleaved,
 ``--rounds`` rounds, median texts/s; first on the machine as it is ("quiet", its load average
 printed), then with ``--load`` busy processes started by this script ("loaded"). Quality: each
 ONNX variant's vectors against torch's (cosine) and dense recall@10 of the train questions over
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import DEFAULT_DATA, train_files
+from benchmarks.common import DEFAULT_DATA, StaticInt8Embedder, calibration_texts, train_files
 from narrative_mirror import embedding
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder, message_texts
@@ -88,12 +89,16 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=2, help="busy processes for the loaded measurement")
     parser.add_argument("--no-recall", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--onnx-cache", default="", help="folder of exported models to reuse (default: a new one)")
+    parser.add_argument("--encoders", default="", help="comma-separated names to time (default: all)")
     args = parser.parse_args()
     chats = [load_chat(path) for path in train_files(args.data)]
-    texts = [t for chat in chats for t in message_texts(chat.messages)][: args.texts]
-    cache = tempfile.mkdtemp(prefix="nm-onnx-")
+    every_text = [t for chat in chats for t in message_texts(chat.messages)]
+    texts = every_text[: args.texts]
+    cache = args.onnx_cache or tempfile.mkdtemp(prefix="nm-onnx-")
     torch_embedder = Embedder()
     onnx = {v: Embedder(backend=f"onnx-{v}", onnx_cache=cache) for v in ("fp32", "int8")}
+    onnx["int8-static"] = StaticInt8Embedder(calibration_texts(every_text), cache)
     sizes = {"torch": os.path.getsize(Path(embedding._model_path(embedding.DEFAULT_MODEL)) / "model.safetensors")}
     for variant, embedder in onnx.items():
         sizes[f"onnx-{variant}"] = os.path.getsize(embedder.onnx.path)
@@ -103,7 +108,10 @@ def main() -> None:
         "torch (project)": torch_embedder.encode,
         "onnx-fp32 (project)": onnx["fp32"].encode,
         "onnx-int8 (project)": onnx["int8"].encode,
+        "onnx-int8-static (project)": onnx["int8-static"].encode,
     }
+    if args.encoders:
+        encoders = {name: encode for name, encode in encoders.items() if name in args.encoders.split(",")}
     for encode in encoders.values():  # warm: loaded models, sessions made
         encode(texts[:64])
     report: dict = {"texts": len(texts), "cores": embedding.usable_cores(), "model_bytes": sizes}
@@ -122,8 +130,13 @@ def main() -> None:
             p.terminate()
     for condition in ("quiet", "loaded"):
         row = report[condition]
-        best = max(row["torch 1 thread"], row["torch all threads"])
-        report[f"{condition}_ratio_torch_project_to_best_fixed"] = round(row["torch (project)"] / best, 3)
+        if "torch 1 thread" in row and "torch all threads" in row:
+            best = max(row["torch 1 thread"], row["torch all threads"])
+            report[f"{condition}_ratio_torch_project_to_best_fixed"] = round(row["torch (project)"] / best, 3)
+        if "torch (project)" in row:
+            report[f"{condition}_ratio_to_torch_project"] = {
+                name: round(value / row["torch (project)"], 3) for name, value in row.items()
+            }
     if not args.no_recall:
         recall, questions, reference = dense_recall(torch_embedder, chats)
         report["dense_recall@10"] = {"torch": recall, "questions": questions}

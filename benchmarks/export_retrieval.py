@@ -21,6 +21,7 @@ import realtalk_exports as rx  # noqa: E402
 
 from narrative_mirror.chats import load_chat  # noqa: E402
 from narrative_mirror.evaluation import markdown_table  # noqa: E402
+from narrative_mirror.home import Home  # noqa: E402
 from narrative_mirror.index_store import IndexStore  # noqa: E402
 from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
 
@@ -36,7 +37,7 @@ def main() -> None:
         files = [f for f in files if any(f.stem.startswith(f"{c}_") for c in args.chats)]
     vectors = rx.TextVectors(build_embedder())
     root = Path(tempfile.mkdtemp(prefix="export_retrieval_"))
-    store = IndexStore(str(root / "lancedb"))
+    store = IndexStore(str(Home(root).lancedb))
     retriever = Retriever(store, vectors)
     rows, totals = [], {}
     for path in files:

@@ -22,6 +22,7 @@ import polars as pl
 from narrative_mirror import schema
 from narrative_mirror.events.record import RetrievalEvent
 from narrative_mirror.events.writer import EventLog
+from narrative_mirror.home import Home
 from narrative_mirror.index_rows import message_rows
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.live.forget import Forgetting, Selection
@@ -42,7 +43,7 @@ def sentence(rng: random.Random, n: int) -> str:
 
 def populate(home: Path, messages: int, events: int, runs: int) -> tuple[LiveLog, IndexStore]:
     rng = random.Random(7)
-    log, store = LiveLog(home / "live"), IndexStore(str(home / "lancedb"))
+    log, store = LiveLog(Home(home).live), IndexStore(str(Home(home).lancedb))
     start = datetime(2025, 1, 1)
     for chat, count in (("big_Ada_Bo", messages), ("other_Cy", 1000)):
         for first in range(0, count, 1000):
@@ -72,7 +73,7 @@ def populate(home: Path, messages: int, events: int, runs: int) -> tuple[LiveLog
         )
         store.add_rows("messages", chat, message_rows(frame, embeddings))
     texts = [m.text for m in log.messages("big_Ada_Bo")]
-    event_log = EventLog(store.uri, spool_dir=home / "events" / "spool")
+    event_log = EventLog(store.uri, spool_dir=Home(home).event_spool)
     for _ in range(events):
         event_log.log(
             RetrievalEvent(
@@ -91,7 +92,7 @@ def populate(home: Path, messages: int, events: int, runs: int) -> tuple[LiveLog
             {"chat": "big_Ada_Bo"},
             [{"id": f"m{rng.randrange(messages)}", "text": rng.choice(texts)}],
             [],
-            root=home / "recall_runs",
+            root=Home(home).recall_runs,
         )
     return log, store
 

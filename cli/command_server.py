@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cli.server_client import ARG_PATHS, PROTOCOL, STATE_NAME, NeedsLocalRun, settings_now, socket_path
+from cli.server_client import ARG_PATHS, PROTOCOL, NeedsLocalRun, settings_now, socket_path
+from narrative_mirror.home import Home
 
 log = logging.getLogger(__name__)
 SERVED_COMMANDS = ("ask", "search", "arc", "trace", "add", "forget", "chats")
@@ -87,7 +88,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def start(self) -> None:
         self._thread = threading.Thread(target=self.serve_forever, name="nm-commands", daemon=True)
         self._thread.start()
-        state = self.home / STATE_NAME
+        state = Home(self.home).running_server
         tmp = state.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(vars(self.info)), encoding="utf-8")
         os.chmod(tmp, 0o600)
@@ -97,7 +98,7 @@ class CommandServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.shutdown()
         self.server_close()
         self.path.unlink(missing_ok=True)
-        state = self.home / STATE_NAME
+        state = Home(self.home).running_server
         try:
             if json.loads(state.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 state.unlink()

@@ -26,7 +26,7 @@ from assets.ingest.assets import INPUT_PROBLEM
 from assets.sources.assets import observe_sources, record_observation
 from cli.broken import FAILURE, NOT_RETRIED, PROBLEM, BrokenChats
 from cli.stop_signal import InterruptWatch
-from jobs.instance import HomeLock, dagster_home, fail_interrupted_runs, run_tags
+from instance.lifecycle import HomeLock, dagster_home, fail_interrupted_runs, run_tags
 from narrative_mirror.safe_text import terminal_safe
 from resources import environment
 from resources.dagster_resources import default_resources, resolved

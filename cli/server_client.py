@@ -19,9 +19,8 @@ import stat
 import sys
 from pathlib import Path
 
-SOCKET_NAME = "serve.sock"
-POINTER_NAME = "serve.sock.path"  # names the socket when NM_HOME is too long for one
-STATE_NAME = "serve.json"  # the running server: pid, since, url, socket, data, chats
+from narrative_mirror.home import Home
+
 MAX_SOCKET_PATH = 107  # AF_UNIX sun_path holds 108 bytes, the last one the terminating NUL
 PROTOCOL = 1
 ARG_PATHS = ("data", "arcs", "file", "tokens")  # arguments that are paths (sent absolute)
@@ -35,7 +34,7 @@ class NeedsLocalRun(Exception):
 def socket_path(home: Path, create: bool = False) -> Path:
     """Where the home's server listens: ``<home>/serve.sock``, or when that path is longer than
     AF_UNIX allows, ``/tmp/nm-<uid>/<hash of home>.sock`` (its folder 0700) named by a pointer file."""
-    direct = home / SOCKET_NAME
+    direct = Home(home).command_socket
     if len(os.fsencode(direct)) <= MAX_SOCKET_PATH:
         return direct
     folder = Path("/tmp") / f"nm-{os.getuid()}"
@@ -43,8 +42,9 @@ def socket_path(home: Path, create: bool = False) -> Path:
     if create:
         folder.mkdir(mode=0o700, exist_ok=True)
         _check_own(folder, 0o077, "folder")
-        (home / POINTER_NAME).write_text(str(short), encoding="utf-8")
-        os.chmod(home / POINTER_NAME, 0o600)
+        pointer = Home(home).command_socket_pointer
+        pointer.write_text(str(short), encoding="utf-8")
+        os.chmod(pointer, 0o600)
     return short
 
 
@@ -66,13 +66,13 @@ def check_socket(path: Path, st: os.stat_result | None = None) -> None:
 
 def _served_socket(home: Path) -> Path | None:
     """The socket a server of ``home`` listens on, if its file is there."""
-    pointer = home / POINTER_NAME
+    pointer = Home(home).command_socket_pointer
     if pointer.exists():
         _check_own(pointer, 0o022, "socket pointer file")
         path = Path(pointer.read_text(encoding="utf-8").strip())
         _check_own(path.parent, 0o077, "socket folder")
     else:
-        path = home / SOCKET_NAME
+        path = Home(home).command_socket
     return path if path.exists() or path.is_symlink() else None
 
 
@@ -100,7 +100,7 @@ def call_server(home: Path, request: dict, timeout: float | None = None) -> dict
         return exchange(path, {"protocol": PROTOCOL, **request}, timeout)
     except (ConnectionRefusedError, FileNotFoundError):  # a server that died without cleaning up
         path.unlink(missing_ok=True)
-        (home / STATE_NAME).unlink(missing_ok=True)
+        Home(home).running_server.unlink(missing_ok=True)
         return None
 
 

@@ -50,7 +50,7 @@ def chat_sources(args):
     data_dir = args.data.resolve() if args.data else environment.data_dir()
     home = environment.nm_home()
     options = remembered_options(home, data_dir, import_options(args), environment.machine_zone())
-    sources, problems = find_chats(data_dir, options, Home(home).import_scans)
+    sources, problems = find_chats(data_dir, options, Home(home).import_scans, home=home)
     return data_dir, options, sources, problems
 
 
@@ -89,7 +89,7 @@ def build_memory(runner, chats: list[str] | None = None, full_check: bool = Fals
 
     # Versions taken before Dagster observes them: a file edited during the build is never stamped fresh.
     files = runner.resources["chat_data"].chat_files()
-    before = {k: stamp.sources_now(p) for k, p in files.items() if chats is None or k in chats}
+    before = {k: stamp.sources_now(runner.state.root, p) for k, p in files.items() if chats is None or k in chats}
     keys = runner.register()
     # Asked for, but this home holds a chat of that key from another folder: left out, saying why
     # (a problem of that chat, never "no such --chat": the chats may come from --all).

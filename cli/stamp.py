@@ -26,7 +26,7 @@ from narrative_mirror.storage import frame_path, frame_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The code the stored memory depends on (the command line itself is not part of it).
-CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "definitions")
+CODE_PACKAGES = ("narrative_mirror", "assets", "resources", "jobs", "instance", "definitions")
 # The stored outputs a question reads, besides the LanceDB index they are copied into.
 STORED_ASSETS = ("messages", "message_embeddings", "l1_topics", "l15_signals", "l2_threads")
 
@@ -48,12 +48,12 @@ def stamp_path(home: Path, chat: str) -> Path:
     return Home(home).freshness / f"{chat}.json"
 
 
-def sources_now(chat_path: Path) -> dict:
-    """Versions of the inputs of a chat's memory, as they are now."""
+def sources_now(home: Path, chat_path: Path) -> dict:
+    """Versions of the inputs of a chat's memory in ``home``, as they are now."""
     return {
         "chat_file": source_versions.file_version(chat_path),
         "chat_path": str(chat_path),
-        "config": source_versions.config_versions(),
+        "config": source_versions.config_versions(Home.at(home)),
         "prompts": source_versions.prompt_versions(),
         "code": code_digest(),
     }
@@ -78,7 +78,7 @@ def is_fresh(home: Path, chat: str, chat_path: Path) -> bool:
     except (FileNotFoundError, json.JSONDecodeError):
         return False
     index_rows = stamp.pop("index_rows", None) if isinstance(stamp, dict) else None
-    if stamp != {"sources": sources_now(chat_path), "outputs": outputs_now(home, chat)} or not index_rows:
+    if stamp != {"sources": sources_now(home, chat_path), "outputs": outputs_now(home, chat)} or not index_rows:
         return False
     return outputs_intact(home, chat) and index_intact(chat, index_rows)
 

@@ -1,5 +1,6 @@
 """The one module that builds the Dagster Definitions (dg, dagster-webserver, CLI, tests):
-every domain package's ``defs`` (assets/<domain>/) merged, plus the resources and the executor.
+every domain's assets (assets/<domain>/) and jobs (jobs/<domain>.py) merged, plus the resources
+and the executor.
 
 The executor: Dagster's default (steps in processes of the run's own machine) unless
 ``NM_CELERY_BROKER_URL`` names a Celery broker; then every job launched through the instance
@@ -12,11 +13,29 @@ from __future__ import annotations
 
 import dagster as dg
 
+import jobs.adaptation
+import jobs.evaluation
+import jobs.events
+import jobs.index
+import jobs.ingest
+import jobs.integrity
+import jobs.layers
+import jobs.sources
 from assets import adaptation, evaluation, events, index, ingest, layers, sources
 from resources import environment
 from resources.dagster_resources import default_resources
 
 DOMAINS = [sources, ingest, layers, index, evaluation, events, adaptation]
+JOBS = [
+    jobs.sources,
+    jobs.ingest,
+    jobs.layers,
+    jobs.index,
+    jobs.integrity,
+    jobs.evaluation,
+    jobs.events,
+    jobs.adaptation,
+]
 
 
 def executor_from_env() -> dg.ExecutorDefinition | None:
@@ -47,7 +66,7 @@ def executor_from_env() -> dg.ExecutorDefinition | None:
 
 def build_definitions(resources: dict | None = None) -> dg.Definitions:
     return dg.Definitions.merge(
-        *[domain.defs for domain in DOMAINS],
+        *[domain.defs for domain in DOMAINS + JOBS],
         dg.Definitions(resources=resources or default_resources(), executor=executor_from_env()),
     )
 

@@ -1,3 +1,5 @@
-"""How runs are launched on the Dagster instance: the instance in ``$NM_HOME/dagster``
-(``instance``) and its storage class (``instance_storage``, named in dagster.yaml).
-The domains' own jobs, schedules and sensors live beside their assets (assets/<domain>/jobs.py)."""
+"""The Dagster jobs, schedules and the sensors that launch them, one module per domain of assets/
+(``jobs/<domain>.py``, each with its ``defs``; definitions/ merges them with the assets). The
+Dagster instance itself (settings, lock, storage class) is instance/.
+
+``jobs/instance_storage.py`` only keeps an older dagster.yaml that names it loading."""

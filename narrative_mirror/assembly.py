@@ -10,12 +10,12 @@ from narrative_mirror.base_parts import current_adaptation, embedder, index_stor
 from narrative_mirror.home import Home
 
 
-def retriever(store, embedder, config: dict | None = None):
+def retriever(store, embedder, config: dict | None = None, home: Home | None = None):
     """The retriever over ``store``, encoding with ``embedder``, tuned by config/retrieval.toml
-    (or ``config``)."""
+    (or ``config``), of the memory of ``home`` (its stored layers and model cache)."""
     from narrative_mirror.retrieval.engine import Retriever
 
-    return Retriever(store, embedder, config if config is not None else settings.load_config("retrieval"))
+    return Retriever(store, embedder, config if config is not None else settings.load_config("retrieval"), home=home)
 
 
 def event_log(retriever, home: Home):

@@ -99,7 +99,7 @@ class Memory:
             if self._embedder is None:
                 self._embedder = assembly.embedder(self._home(), device=self.device)
             self._embedder = _made(self._embedder)
-            self._retriever = assembly.retriever(self.store, self._embedder)
+            self._retriever = assembly.retriever(self.store, self._embedder, home=self.home)
         return self._retriever
 
     @property

@@ -61,6 +61,11 @@ class Home:
     def exports(self) -> Path:
         return self.root / "exports"
 
+    @property
+    def broken_builds(self) -> Path:
+        """One record per chat whose build failed or whose input is bad: not tried again until it changes."""
+        return self.root / "broken"
+
     # -- what questions leave behind
     @property
     def event_spool(self) -> Path:
@@ -118,6 +123,21 @@ class Home:
     def instance(self) -> Path:
         """The Dagster instance (runs, event log, schedules) of this home."""
         return self.root / "dagster"
+
+    @property
+    def command_socket(self) -> Path:
+        """Where a running ``serve`` answers the home's commands (when the path fits AF_UNIX)."""
+        return self.root / "serve.sock"
+
+    @property
+    def command_socket_pointer(self) -> Path:
+        """Names the command socket when the home's path is too long for one inside it."""
+        return self.root / "serve.sock.path"
+
+    @property
+    def running_server(self) -> Path:
+        """The running ``serve``: pid, since, url, socket, data folder, chats."""
+        return self.root / "serve.json"
 
     @property
     def logs(self) -> Path:

@@ -38,6 +38,7 @@ def message_schema(dim: int) -> pa.Schema:
             ("vector", pa.list_(pa.float32(), dim)),
             # Last, so a table written before it existed takes it as an added column (null).
             ("reply_to", pa.string()),  # local_id of the message this one answers, else null
+            ("edited", pa.bool_()),  # the text is the edited one (exports keep only the final text)
         ]
     )
 
@@ -123,7 +124,12 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
     replies = (
         messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
     )
-    msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(replies.cast(pl.String).alias("reply_to"))
+    edited = (
+        messages["edited"].fill_null(False) if "edited" in messages.columns else pl.Series([False] * messages.height)
+    )
+    msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(
+        replies.cast(pl.String).alias("reply_to"), edited.cast(pl.Boolean).alias("edited")
+    )
     msgs = msgs.sort("position")
     lookup, matrix = _vector_lookup(embeddings)
     missing = [m for m in msgs["message_id"].to_list() if m not in lookup]
@@ -173,6 +179,7 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
             "temporal": msgs["temporal"].to_arrow(),
             "vector": _fixed_vectors(vectors),
             "reply_to": msgs["reply_to"].to_arrow(),
+            "edited": msgs["edited"].to_arrow(),
         },
         schema=message_schema(matrix.shape[1]),
     )

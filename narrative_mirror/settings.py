@@ -1,10 +1,11 @@
-"""Where things live: packaged data, configuration and prompt files, and the process's folders.
+"""Where things live: packaged data, configuration and prompt files.
 
 The library never reads the environment: ``resources/environment.py`` does, and hands this
-module the readers of the state folder and of the config override folder once per process
-(``use_folders``). Readers rather than values: an override changed while the process runs
+module the readers of the config override folder and of PII_STRICT once per process
+(``use_config``). Readers rather than values: an override changed while the process runs
 applies to the next load, as before. A process that never hands them over (the library used
-on its own) has no state folder and uses the packaged config and prompts.
+on its own) uses the packaged config and prompts. The state folder (NM_HOME) is not kept here:
+entry points pass a ``narrative_mirror.home.Home`` down to what reads or writes there.
 """
 
 from __future__ import annotations
@@ -20,19 +21,16 @@ DEMO_ARCS_DIR = PACKAGE_DIR / "demo_data" / "chats_arcs"
 DEFAULT_CONFIG_DIR = PACKAGE_DIR / "config"
 DEFAULT_PROMPTS_DIR = PACKAGE_DIR / "prompts"
 
-_home: Callable[[], Path] | None = None
 _config_dir: Callable[[], Path | None] = lambda: None
 _pii_strict: Callable[[], bool] = lambda: False
 
 
-def use_folders(
-    home: Callable[[], Path], config_dir: Callable[[], Path | None], pii_strict: Callable[[], bool] | None = None
-) -> None:
-    """Where this process's state folder and config override folder come from, and whether
-    search results carrying personal data are quarantined (called by ``resources/environment.py``,
-    where the environment is read)."""
-    global _home, _config_dir, _pii_strict
-    _home, _config_dir = home, config_dir
+def use_config(config_dir: Callable[[], Path | None], pii_strict: Callable[[], bool] | None = None) -> None:
+    """Where this process's config override folder comes from, and whether search results
+    carrying personal data are quarantined (called by ``resources/environment.py``, where the
+    environment is read)."""
+    global _config_dir, _pii_strict
+    _config_dir = config_dir
     if pii_strict is not None:
         _pii_strict = pii_strict
 
@@ -41,16 +39,6 @@ def pii_strict() -> bool:
     """The memory-API design's PII_STRICT: results with e-mail addresses, phone numbers or card numbers are
     quarantined (``narrative_mirror.pii``) instead of returned and recorded."""
     return _pii_strict()
-
-
-def state_home() -> Path:
-    """The process's state folder (NM_HOME), as handed over by ``use_folders``."""
-    if _home is None:
-        raise RuntimeError(
-            "no state folder: resources.environment.hand_to_library() was not called "
-            "in this process (or pass the folder explicitly)"
-        )
-    return _home()
 
 
 def default_arcs_dir(data: Path) -> Path | None:

@@ -20,6 +20,7 @@ from narrative_mirror.exports.folder import (
     Progress,
     file_version,  # a file's content hash, or a folder export's
 )
+from narrative_mirror.home import Home
 from narrative_mirror.live.source import find_chats
 
 ABSENT = "absent"  # the version of an ARC file that does not exist (a chat without arc cases)
@@ -31,11 +32,12 @@ def chat_file_versions(
     options: ImportOptions | None = None,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
+    home: Path | None = None,
 ) -> tuple[dict[str, str], dict[str, Path], list[str]]:
     """(version per partition key, file per key, problems) of the chats in ``data_dir``: chat
     files and the conversations of exports (``options``: how exports are read; ``cache_dir``:
-    where what a parse of an export found is kept)."""
-    chats, problems = find_chats(data_dir, options or ImportOptions(), cache_dir, progress)
+    where what a parse of an export found is kept) and the live chats of ``home``."""
+    chats, problems = find_chats(data_dir, options or ImportOptions(), cache_dir, progress, home)
     return {k: c.version for k, c in chats.items()}, {k: c.path for k, c in chats.items()}, problems
 
 
@@ -46,7 +48,9 @@ def arc_file_version(arcs_dir: Path | None, chat_file: str) -> str:
     return file_version(path) if path else ABSENT
 
 
-def config_versions() -> dict[str, str]:
+def config_versions(home: Home | None = None) -> dict[str, str]:
+    """The config files' versions; embedding.toml's includes the current adaptation of ``home``
+    (None: a library call without a home, no adaptation)."""
     from narrative_mirror.adaptation import store as adaptation
 
     versions = {name: file_version(settings.config_path(name)) for name in CONFIG_NAMES}
@@ -54,7 +58,9 @@ def config_versions() -> dict[str, str]:
     # (or to a comment) re-embeds nothing
     embedding = settings.load_config("embedding")
     settings_digest = hashlib.sha256(json.dumps(vector_settings(embedding), sort_keys=True).encode()).hexdigest()[:16]
-    versions["embedding"] = adaptation.embedding_version(settings_digest, embedding, adaptation.folder_of_home())
+    versions["embedding"] = adaptation.embedding_version(
+        settings_digest, embedding, home.adaptation if home is not None else None
+    )
     return versions
 
 

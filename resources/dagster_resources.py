@@ -100,7 +100,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 class ChatDataResource(dg.ConfigurableResource):
     """Where chats and ARC case files are read from ("" = the packaged demo data), and how chat
     exports in that folder are read (forced format, zone of local times, WhatsApp day order;
-    ``machine_tz``: the machine's zone, the default; ``cache_dir``: what parsing found)."""
+    ``machine_tz``: the machine's zone, the default; ``cache_dir``: what parsing found; ``home``: the
+    NM_HOME whose live chats join the folder's, "" for none)."""
 
     data_dir: str = ""
     arcs_dir: str = ""
@@ -109,6 +110,7 @@ class ChatDataResource(dg.ConfigurableResource):
     day_first: str = ""  # "", "true" or "false"
     machine_tz: str = ""
     cache_dir: str = ""
+    home: str = ""
 
     def data_path(self) -> Path:
         return Path(self.data_dir).expanduser().resolve() if self.data_dir else settings.DEMO_DATA_DIR
@@ -132,7 +134,11 @@ class ChatDataResource(dg.ConfigurableResource):
     def chat_sources(self, progress=None) -> tuple[dict[str, ChatSource], list[str]]:
         """Every chat of the data folder by partition key, and problem lines (exports/folder.py)."""
         return find_chats(
-            self.data_path(), self.import_options(), Path(self.cache_dir) if self.cache_dir else None, progress
+            self.data_path(),
+            self.import_options(),
+            Path(self.cache_dir) if self.cache_dir else None,
+            progress,
+            Path(self.home) if self.home else None,
         )
 
     def chat_files(self) -> dict[str, Path]:
@@ -300,6 +306,7 @@ def chat_data_resource(
         day_first="" if options.day_first is None else str(options.day_first).lower(),
         machine_tz=options.machine_tz or "",
         cache_dir=str(Home(state.root).import_scans),
+        home=str(state.root),
     )
 
 

@@ -5,12 +5,13 @@ Dagster resources take what they need from here as ``EnvVar`` fields or plain va
 these functions; the library (``narrative_mirror/``) never reads the environment and takes values as
 arguments.
 
-Two values the library needs deep inside (the state folder's defaults, e.g. recall-run files,
-and the ``NM_CONFIG_DIR`` override consulted by every ``load_config``/``load_prompt``) are handed
-to it once per process by ``hand_to_library``: ``narrative_mirror.settings`` keeps the two
-functions below and calls them when it needs a folder. Handing over the readers rather than
-their values keeps today's meaning (the override in effect at each load, not at start-up)
-without threading a folder through every library call that reads a config file.
+The state folder (NM_HOME) reaches the library as a ``narrative_mirror.home.Home`` passed down from
+the entry point (``Memory``, the Dagster resources, the API). Two values the library consults deep
+inside (the ``NM_CONFIG_DIR`` override read by every ``load_config``/``load_prompt``, and
+``NM_PII_STRICT``) are handed to it once per process by ``hand_to_library``:
+``narrative_mirror.settings`` keeps the readers and calls them at each load. Handing over the
+readers rather than their values keeps today's meaning (the override in effect at each load, not
+at start-up) without threading a folder through every library call that reads a config file.
 
 Variables (all optional):
 - ``NM_HOME``: state folder (Dagster instance, LanceDB, parquet outputs, logs).
@@ -121,12 +122,12 @@ PRIVATE_UMASK = 0o077
 
 
 def hand_to_library() -> None:
-    """Tell the library where this process's state folder and config override come from, and
+    """Tell the library where this process's config override comes from, and
     make what it writes private to the user: every CLI, ``serve`` and Dagster process comes
     through here, so new files under NM_HOME (index, parquet, recall runs, logs, events) are
     0600 and new folders 0700 whichever library creates them."""
     os.umask(PRIVATE_UMASK)
-    settings.use_folders(home=nm_home, config_dir=config_dir, pii_strict=pii_strict)
+    settings.use_config(config_dir=config_dir, pii_strict=pii_strict)
 
 
 def pii_strict() -> bool:

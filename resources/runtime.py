@@ -9,7 +9,6 @@ No Dagster here: a question on a chat whose memory is fresh is answered without 
 from __future__ import annotations
 
 from narrative_mirror import assembly, base_parts
-from narrative_mirror.assembly import retriever  # noqa: F401
 from narrative_mirror.base_parts import index_store, lancedb_storage_options, llm_client  # noqa: F401
 from narrative_mirror.home import Home
 from resources import environment
@@ -29,6 +28,11 @@ def embedder(model_name: str = "", batch_size: int = 0, device: str = "", adapta
         device=device or environment.device(),
         adaptation=adaptation,
     )
+
+
+def retriever(store, embedder, config: dict | None = None):
+    """The retriever over ``store`` of NM_HOME's memory (``assembly.retriever``)."""
+    return assembly.retriever(store, embedder, config, home=home())
 
 
 def current_adaptation():

@@ -26,6 +26,31 @@ def test_definitions_load_and_validate():
     assert {"messages", "gold_qa", "arc_cases", "split", "retrieval_config"} <= keys
 
 
+def test_every_job_schedule_and_run_launching_sensor_is_defined_in_jobs():
+    """jobs/ holds the jobs, their schedules and the sensors that launch runs; assets/ holds the
+    assets (and their declarative automation) only."""
+    from definitions import DOMAINS, JOBS, defs
+
+    def launchers(d: dg.Definitions) -> set[str]:
+        sensors = [s for s in d.sensors or [] if not isinstance(s, dg.AutomationConditionSensorDefinition)]
+        return {x.name for x in [*(d.jobs or []), *(d.schedules or []), *sensors]}
+
+    repo = defs.get_repository_def()
+    loaded = {j.name for j in repo.get_all_jobs() if not j.name.startswith("__")} | {
+        x.name
+        for x in [*repo.schedule_defs, *repo.sensor_defs]
+        if not isinstance(x, dg.AutomationConditionSensorDefinition)
+    }
+    assert {"build_job", "memory_job", "index_maintenance_job", "maintain_job", "integrity_sensor"} <= loaded
+    assert set().union(*(launchers(m.defs) for m in JOBS)) == loaded
+    assert not set().union(*(launchers(m.defs) for m in DOMAINS))
+    assert all(m.__name__.startswith("jobs.") for m in JOBS)
+    for path in sorted((REPO / "assets").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for made in ("define_asset_job(", "@dg.job", "@dg.op", "ScheduleDefinition(", "@dg.schedule", "@dg.sensor"):
+            assert made not in text, f"{path.relative_to(REPO)} defines {made}: put it in jobs/"
+
+
 @pytest.mark.e2e
 def test_dg_check_defs_passes():
     proc = subprocess.run([str(BIN / "dg"), "check", "defs"], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -46,7 +71,7 @@ def _graphql(port: int, query: str) -> dict:
 
 @pytest.mark.e2e
 def test_webserver_serves_assets_and_chat_file_partitions(tmp_path, monkeypatch):
-    from jobs.instance import dagster_home
+    from instance.lifecycle import dagster_home
 
     monkeypatch.setenv("NM_HOME", str(tmp_path))
     home = dagster_home()  # the instance settings `narrative-mirror` writes (pooled SQLite storage)

@@ -28,6 +28,7 @@ from assets.versioning import LLM_POOL, versioned_asset, versioned_output
 from narrative_mirror import baselines, experiments, settings
 from narrative_mirror import evaluation as ev
 from narrative_mirror import split as split_lib
+from narrative_mirror.home import Home
 from resources.dagster_resources import (
     AlertsResource,
     EmbedderResource,
@@ -72,7 +73,8 @@ def _query_setup(
     store = lancedb.get()
     cfg = evaluation.config(profile)
     fingerprint = eval_fingerprint(model, client, cfg, (asset,))
-    return Retriever(store, model, settings.load_config("retrieval")), client, cfg, fingerprint, store.versions()
+    retriever = Retriever(store, model, settings.load_config("retrieval"), home=Home(lancedb.state.root))
+    return retriever, client, cfg, fingerprint, store.versions()
 
 
 def eval_fingerprint(model, client, cfg: dict, assets: tuple[str, ...] = ("qa_eval", "arc_eval")) -> dict:

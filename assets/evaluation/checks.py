@@ -10,7 +10,7 @@ import dagster as dg
 from assets.evaluation.baseline import Baseline
 
 # The command line tags its runs with LAUNCHER_TAG (value "cli"), so alerts can say who ran them.
-from jobs.instance import LAUNCHER_TAG
+from instance.lifecycle import LAUNCHER_TAG
 from narrative_mirror import evaluation as ev
 from narrative_mirror import regressions
 from resources.dagster_resources import AlertsResource, StateResource

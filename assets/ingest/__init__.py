@@ -3,6 +3,5 @@
 import dagster as dg
 
 from assets.ingest.assets import INGEST_ASSETS
-from assets.ingest.jobs import ingest_job
 
-defs = dg.Definitions(assets=INGEST_ASSETS, jobs=[ingest_job])
+defs = dg.Definitions(assets=INGEST_ASSETS)

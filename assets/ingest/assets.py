@@ -11,7 +11,7 @@ from assets.partitions import chat_files
 from assets.paths import shown_path
 from assets.sources.assets import arc_file, chat_file, split_config
 from assets.versioning import versioned_asset, versioned_output
-from narrative_mirror import schema, settings
+from narrative_mirror import schema
 from narrative_mirror import split as split_lib
 from narrative_mirror.arcs import ArcCaseError, arcs_file_for, load_arc_cases
 from narrative_mirror.chats import ChatFormatError, load_chat
@@ -55,7 +55,7 @@ def messages(context: dg.AssetExecutionContext, chat_data: ChatDataResource) -> 
         df,
         {
             "format": chat.format,
-            "source": shown_path(chat.path, chat_data.data_path(), settings.state_home()),
+            "source": shown_path(chat.path, chat_data.data_path(), chat_data.home or None),
             "sessions": dg.MetadataValue.int(df["session"].n_unique()),
             "speakers": ", ".join(chat.speakers),
             "zone": f"{chat.tz} ({chat.tz_source})" if chat.tz else "none in the file",

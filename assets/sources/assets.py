@@ -28,7 +28,8 @@ from assets.partitions import chat_files
 from assets.versioning import DATA_VERSION_TAG
 from narrative_mirror import sources as source_versions
 from narrative_mirror.evaluation import prompts_read
-from resources.dagster_resources import ChatDataResource
+from narrative_mirror.home import Home
+from resources.dagster_resources import ChatDataResource, StateResource
 
 
 @dg.observable_source_asset(
@@ -55,8 +56,8 @@ def arc_file(chat_data: ChatDataResource) -> dg.DataVersionsByPartition:
 
 def _config_source(name: str, description: str) -> dg.SourceAsset:
     @dg.observable_source_asset(name=f"{name}_config", group_name="config", description=description)
-    def _observe() -> dg.DataVersion:
-        return dg.DataVersion(source_versions.config_versions()[name])
+    def _observe(state: StateResource) -> dg.DataVersion:
+        return dg.DataVersion(source_versions.config_versions(Home(state.root))[name])
 
     return _observe
 
@@ -152,7 +153,7 @@ def observe_sources(instance: dg.DagsterInstance, chat_data: ChatDataResource, p
         files[key] = source.path
         current[(chat_file.key, key)] = source.version
         current[(arc_file.key, key)] = source_versions.arc_file_version(arcs_dir, key)
-    for name, version in source_versions.config_versions().items():
+    for name, version in source_versions.config_versions(Home.at(chat_data.home) if chat_data.home else None).items():
         current[(dg.AssetKey(f"{name}_config"), None)] = version
     for name, version in source_versions.prompt_versions().items():
         current[(PROMPTS[name].key, None)] = version

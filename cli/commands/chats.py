@@ -29,7 +29,7 @@ def _stale_reason(home: Path, chat: str, chat_path: Path) -> str | None:
     except (json.JSONDecodeError, OSError):
         return "its freshness record is unreadable: the next command rebuilds what is stale"
     sources = recorded.get("sources", {}) if isinstance(recorded, dict) else {}
-    now = stamp.sources_now(chat_path)
+    now = stamp.sources_now(home, chat_path)
     if sources.get("chat_path") != now["chat_path"]:
         return f"built from another file ({sources.get('chat_path')}): the next command rebuilds it"
     changed = [label for what, label in SOURCE_LABELS.items() if sources.get(what) != now[what]]

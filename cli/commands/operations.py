@@ -43,7 +43,7 @@ def cmd_backfill_test(args) -> dict:
     """Launch the test evaluation as a Dagster backfill over exactly the test chat files."""
     import subprocess
 
-    from jobs.instance import dagster_home
+    from instance.lifecycle import dagster_home
     from narrative_mirror import split as split_lib
     from resources import environment
 

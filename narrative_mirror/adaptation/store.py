@@ -133,17 +133,6 @@ def adapt(
     return existing
 
 
-def folder_of_home() -> Path | None:
-    """``<NM_HOME>/adaptation`` of this process, or None for a library used without a state folder."""
-    from narrative_mirror import settings
-    from narrative_mirror.home import Home
-
-    try:
-        return Home(settings.state_home()).adaptation
-    except RuntimeError:
-        return None
-
-
 def embedding_version(file_version: str, config: dict, folder: Path | None) -> str:
     """embedding.toml's version as the asset graph sees it: the file's, and while ``[adaptation]``
     is on, the current adaptation's fingerprint. A retrain moves it, so every chat's

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import conversation, people
+from narrative_mirror.agent import conversation, people, quoting
 from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
@@ -242,12 +242,29 @@ def verification(state: AgentState, run: Run) -> dict:
         ),
     )
     problems = [note for note in notes if note]
-    if verified and len(verified) == len(claims):
+    stated = [
+        note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects)
+        for c, note in zip(claims, notes)
+    ]
+    kept = [c for c, note in zip(claims, notes) if note is None]
+    # offline only: an LLM's claims are sentences written to answer, checked by its verifier, not fragments
+    quoted = (
+        quoting.QUOTE_WHEN_UNSURE
+        and not run.llm_active
+        and quoting.unsure(len(claims), len(verified), [s for s, note in zip(stated, notes) if note is None])
+    )
+    shown = quoting.best_quoted(kept, evidence) if quoted else None
+    if shown:
+        final_text = shown
+        run.step("verification: unsure (a claim dropped or none about the question): the best message quoted")
+    elif verified and len(verified) == len(claims):
         final_text = text
     elif verified:
         final_text = " ".join(c.text for c in verified)
     else:
         final_text = answer_mod.NO_ANSWER
+    if verified and not shown and (edited := quoting.edited_source(verified, evidence)):
+        final_text += f" ({edited} edited that message)"
     unknowns = (
         problems
         + llm_unknowns
@@ -272,6 +289,7 @@ def verification(state: AgentState, run: Run) -> dict:
             point=_point(e, run),
             speaker=e.message.speaker,
             timestamp=e.message.timestamp,
+            edited=e.message.edited,
         )
         for e in ordered
     ]
@@ -282,14 +300,8 @@ def verification(state: AgentState, run: Run) -> dict:
         Unknowns=unknowns,
         **run_info(run, state),
         claims=[
-            ClaimCheck(
-                text=c.text,
-                ids=c.ids,
-                supported=note is None,
-                note=note,
-                verified=note is None and answer_mod.states_what_is_asked(c, evidence, run.facets.artifact, subjects),
-            )
-            for c, note in zip(claims, notes)
+            ClaimCheck(text=c.text, ids=c.ids, supported=note is None, note=note, verified=stated_it)
+            for c, note, stated_it in zip(claims, notes, stated)
         ],
         verifier=verifier,
         abstained=not verified,
@@ -305,6 +317,8 @@ def _subjects(run: Run) -> list[str]:
 
 def _point(e: answer_mod.EvidenceMessage, run: Run) -> str:
     parts = [f"reply to {e.reply_to}"] if e.reply_to else [f"goes on from {e.continues}"] if e.continues else []
+    if e.message.edited:
+        parts.append("edited: the edited text is what was said")
     # What the message itself holds: its own words for the question's terms, the people it names.
     if words := written_words(e.message.text, e.match.artifact_terms):
         parts.append(f"mentions {', '.join(words)}")

@@ -9,7 +9,9 @@ import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from narrative_mirror import settings
+from narrative_mirror import config_check, settings
+
+FILE = "agent.toml"
 
 # Every setting the agent reads, by section, with its type (a float setting may be written as an
 # integer). Each profile under [profiles.<name>] has every key of PROFILE_SETTINGS.
@@ -54,30 +56,16 @@ PROFILE_SETTINGS: dict[str, type] = {
 }
 
 
-def _check(section: Mapping, name: str, wanted: Mapping[str, type]) -> None:
-    if not isinstance(section, Mapping):
-        raise ValueError(f"agent.toml: [{name}] must be a table, got {section!r}")
-    for key, kind in wanted.items():
-        if key not in section:
-            raise ValueError(f"agent.toml: missing setting {name}.{key}")
-        value = section[key]
-        allowed = (int, float) if kind is float else (kind,)
-        if isinstance(value, bool) or not isinstance(value, allowed):
-            raise ValueError(
-                f"agent.toml: {name}.{key} must be {'a number' if kind is float else 'an integer'}, got {value!r}"
-            )
-
-
 def validate(config: Mapping) -> dict:
     """``config`` when every setting of ``SETTINGS`` and every profile's are there with their types;
     else a ValueError naming the setting."""
     for name, wanted in SETTINGS.items():
-        _check(config.get(name), name, wanted)
+        config_check.section(FILE, name, config.get(name), wanted)
     profiles = config.get("profiles")
     if not isinstance(profiles, Mapping) or not profiles:
-        raise ValueError("agent.toml: missing setting profiles (at least one [profiles.<name>] table)")
+        raise config_check.config_error(FILE, "profiles", "missing (at least one [profiles.<name>] table)")
     for name, profile in profiles.items():
-        _check(profile, f"profiles.{name}", PROFILE_SETTINGS)
+        config_check.section(FILE, f"profiles.{name}", profile, PROFILE_SETTINGS)
     return dict(config)
 
 

@@ -28,6 +28,7 @@ class EvidenceItem(BaseModel):
     speaker: str | None = None  # who wrote it
     timestamp: datetime | None = None  # when (None: the chat gives no time)
     chat: str | None = None  # the chat it is from (answer_json writes the answer's chat when unset)
+    edited: bool = False  # its author edited it: ``text`` is the edited text, what counts as said
 
 
 class ClaimCheck(BaseModel):

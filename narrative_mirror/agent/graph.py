@@ -102,7 +102,8 @@ def run_agent(
     lines)`` is called as each node finishes, with the trace lines it wrote."""
     global _GRAPH
     # Membership questions read the group's system lines, which no search ranks (membership.py).
-    if task == "ask" and (found := membership.answer(chat_file, question, profile.name)) is not None:
+    home = getattr(retriever, "home", None)  # the retriever of a home's memory knows its home
+    if task == "ask" and (found := membership.answer(home, chat_file, question, profile.name)) is not None:
         return found
     if _GRAPH is None:
         _GRAPH = build_graph()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from narrative_mirror import settings, storage
+from narrative_mirror import storage
 from narrative_mirror.agent.contract import AgentAnswer, DebugTrace, EvidenceItem, RankedId
 from narrative_mirror.agent.planner import facets_offline
 from narrative_mirror.home import Home
@@ -96,12 +96,12 @@ def read_event(row: dict) -> Event | None:
     return None
 
 
-def system_lines(chat_file: str) -> pl.DataFrame | None:
-    """The chat's system lines from the stored messages layer (None without a readable one)."""
-    try:
-        path = storage.frame_path(Home(settings.state_home()).storage, "messages", chat_file)
-    except RuntimeError:  # no state folder in this process
+def system_lines(home: Home | None, chat_file: str) -> pl.DataFrame | None:
+    """The chat's system lines from the messages layer stored in ``home`` (None without a home or
+    without a readable layer)."""
+    if home is None:
         return None
+    path = storage.frame_path(home.storage, "messages", chat_file)
     if storage.frame_problem(path) is not None:
         return None
     frame = storage.read_frame(path)
@@ -125,13 +125,13 @@ def _matching(ask: Ask, events: list[Event]) -> Event | None:
     return (wanted[-1] if ask.kind == "leave" else wanted[0]) if wanted else None
 
 
-def answer(chat_file: str, question: str, profile: str) -> AgentAnswer | None:
-    """The membership question answered from the chat's system lines, or None (not one, or the
-    lines do not tell)."""
+def answer(home: Home | None, chat_file: str, question: str, profile: str) -> AgentAnswer | None:
+    """The membership question answered from the chat's system lines stored in ``home``, or None
+    (not one, no home, or the lines do not tell)."""
     ask = parse_question(question)
     if ask is None:
         return None
-    lines = system_lines(chat_file)
+    lines = system_lines(home, chat_file)
     if lines is None or lines.height == 0:
         return None
     events = [e for row in lines.iter_rows(named=True) if (e := read_event(row)) is not None]

@@ -250,7 +250,7 @@ def answer_slot(
                     return SlotAnswer(found, message.local_id, sentence, _CLAIM_KINDS.get(kind, "phrase"))
         if kind not in ("people", "named"):  # no colour / role / given name in the evidence: not a fragment instead
             return None
-    if intent == "yes_no" and _offered(question):  # "full-time or part-time?": neither yes nor no answers it
+    if intent == "yes_no" and offered_answers(question):  # "full-time or part-time?": neither yes nor no answers it
         return _alternative(question, list(evidence)[:look_at])
     if intent in OPEN_INTENTS and (best := _best_phrase(question, list(evidence)[:look_at])):
         return best
@@ -276,19 +276,25 @@ def answer_slot(
 
 
 # "full-time or part-time", "a humanities or technical background"
-_ALTERNATIVES = re.compile(r"\b(?P<first>[\w'-]+)\s+or\s+(?P<second>[\w'-]+)", re.I)
+# "full-time or part-time", "the paperback or the ebook" (the article repeated before the second)
+_ALTERNATIVES = re.compile(
+    r"\b(?P<first>[\w'-]+)\s+or\s+(?:(?:the|a|an|my|his|her|their|your|our)\s+)?(?P<second>[\w'-]+)", re.I
+)
 
 
-def _offered(question: str) -> re.Match | None:
-    """The two answers a question offers ("full-time or part-time"), None for a plain yes/no one."""
+def offered_answers(question: str) -> re.Match | None:
+    """The two answers a question offers ("full-time or part-time"), None for a plain yes/no one
+    ("Does he have any sisters or brothers?" asks whether there is either)."""
     offered = _ALTERNATIVES.search(question)
-    return offered if offered and not {w.lower() for w in offered.group("first", "second")} & STOPWORDS else None
+    if not offered or re.search(r"\bany\s+$", question[: offered.start()], re.I):
+        return None
+    return None if {w.lower() for w in offered.group("first", "second")} & STOPWORDS else offered
 
 
 def _alternative(question: str, messages: Sequence[ChatMessage]) -> SlotAnswer | None:
     """A question offering two answers ("Does Kate work full-time or part-time?") is answered with
     the one an evidence sentence names (as written); None when no sentence names just one."""
-    offered = _offered(question)
+    offered = offered_answers(question)
     for message in messages:
         for sentence in sentences(message.text):
             named = [

@@ -11,6 +11,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from narrative_mirror import config_check
+
+FILE = "layers.toml"
+
 P = TypeVar("P")
 
 
@@ -59,32 +63,17 @@ class SessionParams:
 
 def section(config: Mapping[str, Any], name: str, cls: type[P]) -> P:
     """Section ``[name]`` of the layers config as ``cls``, type- and range-checked."""
-    where = f"layers.toml [{name}]"
-    values = config.get(name)
-    if not isinstance(values, Mapping):
-        raise ValueError(f"{where}: section missing")
-    fields = {f.name: f.type for f in dataclasses.fields(cls)}
-    missing = sorted(set(fields) - set(values))
-    unknown = sorted(set(values) - set(fields))
-    if missing or unknown:
-        raise ValueError(f"{where}: missing keys {missing}, unknown keys {unknown}")
-    parsed = {}
-    for key, kind in fields.items():
-        value = values[key]
-        if kind == "int":
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        else:  # float fields accept TOML integers too
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            value = float(value) if ok else value
-        if not ok or value < 0:
-            raise ValueError(f"{where}.{key}: expected a non-negative {kind}, got {value!r}")
-        parsed[key] = value
+    fields = {f.name: {"int": int, "float": float}[f.type] for f in dataclasses.fields(cls)}
+    parsed = config_check.section(FILE, name, config.get(name), fields, closed=True)
+    for key, value in parsed.items():
+        if value < 0:
+            raise config_check.config_error(FILE, f"{name}.{key}", f"must be >= 0, got {value!r}")
     params = cls(**parsed)
-    _check_ranges(params, where)
+    _check_ranges(params, name)
     return params
 
 
-def _check_ranges(params: Any, where: str) -> None:
+def _check_ranges(params: Any, name: str) -> None:
     problems = []
     if isinstance(params, L1Params):
         if params.window < 1:
@@ -106,4 +95,4 @@ def _check_ranges(params: Any, where: str) -> None:
         if params.summary_items < 1:
             problems.append("summary_items must be >= 1")
     if problems:
-        raise ValueError(f"{where}: " + "; ".join(problems))
+        raise config_check.config_error(FILE, name, "; ".join(problems))

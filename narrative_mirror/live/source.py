@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from narrative_mirror import schema, settings
+from narrative_mirror import schema
 from narrative_mirror.exports.folder import ChatSource, ImportOptions, Progress, file_version, find_folder_chats
 from narrative_mirror.home import Home
 from narrative_mirror.live.log import LOG_SUFFIX, LiveLog, LiveMessage
@@ -20,20 +20,10 @@ WINS_SUFFIX = ".wins"  # <live>/<chat>.wins holding "live": the live chat replac
 REPLACE_HINT = 'add with --replace-file-chat (API: "replace_file_chat": true) to make the live chat replace it'
 
 
-def live_root(home: Path | None = None) -> Path | None:
-    """``<NM_HOME>/live``; None in a process that was handed no state folder (a library call)."""
-    if home is None:
-        try:
-            home = settings.state_home()
-        except RuntimeError:
-            return None
-    return Home(Path(home)).live
-
-
-def live_chat_files(home: Path | None = None) -> dict[str, Path]:
+def live_chat_files(home: Path) -> dict[str, Path]:
     """Chat key -> log of every live chat of the home."""
-    root = live_root(home)
-    return {chat: root / f"{chat}{LOG_SUFFIX}" for chat in LiveLog(root).chats()} if root is not None else {}
+    root = Home(Path(home)).live
+    return {chat: root / f"{chat}{LOG_SUFFIX}" for chat in LiveLog(root).chats()}
 
 
 def live_wins(root: Path, chat: str) -> bool:
@@ -63,11 +53,11 @@ def clash_problem(path: Path, chat: str) -> str:
     )
 
 
-def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path | None = None) -> None:
+def merge_live(chats: dict[str, ChatSource], problems: list[str], home: Path) -> None:
     """Add the home's live chats to ``chats`` (a data folder's chats). A name used by both is
     refused unless the user chose the live chat (``add --replace-file-chat``): neither is built,
     and ``problems`` says why in one line."""
-    root = live_root(home)
+    root = Home(Path(home)).live
     for chat, log in live_chat_files(home).items():
         if chat in chats and not live_wins(root, chat):
             problems.append(clash_problem(chats.pop(chat).path, chat))
@@ -114,9 +104,12 @@ def find_chats(
     options: ImportOptions = ImportOptions(),
     cache_dir: Path | None = None,
     progress: Progress | None = None,
+    home: Path | None = None,
 ) -> tuple[dict[str, ChatSource], list[str]]:
     """The data folder's chats (chat files and exports: ``exports.folder.find_folder_chats``) and the
-    home's live chats (``merge_live``), by partition key, and problem lines."""
+    live chats of ``home`` (``merge_live``; None: a library call without a home, no live chats), by
+    partition key, and problem lines."""
     chats, problems = find_folder_chats(data_dir, options, cache_dir, progress)
-    merge_live(chats, problems)
+    if home is not None:
+        merge_live(chats, problems, home)
     return chats, problems

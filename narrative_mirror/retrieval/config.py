@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from narrative_mirror.config_check import config_error, setting_at, typed
+
+FILE = "retrieval.toml"
+
 VARIANTS = (
     "bm25",
     "dense",
@@ -50,32 +54,18 @@ REQUIRED_SETTINGS = (
 
 
 def option(config: Mapping, dotted: str):
-    """The setting at ``dotted`` ("hybrid.window"); a clear error when it is missing."""
-    node = config
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise ValueError(f"retrieval.toml: missing setting {dotted!r}")
-        node = node[part]
-    return node
+    """The setting at ``dotted`` ("hybrid.window"); the error naming it when it is missing."""
+    return setting_at(FILE, config, dotted)
 
 
 def validate_config(config: Mapping) -> None:
     """Every setting the retriever reads is present and the choices are known."""
-    missing = []
     for dotted in REQUIRED_SETTINGS:
-        try:
-            option(config, dotted)
-        except ValueError:
-            missing.append(dotted)
-    if missing:
-        raise ValueError(f"retrieval.toml: missing settings {missing}")
+        option(config, dotted)
     for key in ("default_variant", "story_variant"):
         if config[key] not in VARIANTS:
-            raise ValueError(f"retrieval.toml: {key} {config[key]!r} not in {list(VARIANTS)}")
+            raise config_error(FILE, key, f"{config[key]!r} not in {list(VARIANTS)}")
     if config["lexical"]["backend"] not in ("bm25s", "lancedb"):
-        raise ValueError(
-            f"retrieval.toml: lexical.backend {config['lexical']['backend']!r} not in ['bm25s', 'lancedb']"
-        )
-    temperature = config["learned_scores"]["temperature"]
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature > 0:
-        raise ValueError(f"retrieval.toml: learned_scores.temperature must be a number > 0, got {temperature!r}")
+        raise config_error(FILE, "lexical.backend", f"{config['lexical']['backend']!r} not in ['bm25s', 'lancedb']")
+    if not typed(FILE, "learned_scores.temperature", config["learned_scores"]["temperature"], float) > 0:
+        raise config_error(FILE, "learned_scores.temperature", "must be > 0")

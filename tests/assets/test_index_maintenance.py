@@ -5,8 +5,8 @@ import os
 import dagster as dg
 from chat_factory import small_chat, write_chat
 
-from assets.index.jobs import index_maintenance_job, index_maintenance_schedule
 from cli.main import main
+from jobs.index import index_maintenance_job, index_maintenance_schedule
 from narrative_mirror.index_store import IndexStore
 from resources.dagster_resources import LanceDBResource, StateResource
 

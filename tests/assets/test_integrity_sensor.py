@@ -9,10 +9,10 @@ from pathlib import Path
 import dagster as dg
 from chat_factory import small_chat, write_chat
 
-from assets.index.sensors import integrity_sensor
 from cli.main import main
 from definitions import build_definitions
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
+from jobs.integrity import integrity_sensor
 from narrative_mirror.index_store import IndexStore
 from resources.dagster_resources import default_resources
 

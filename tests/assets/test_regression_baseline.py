@@ -11,11 +11,11 @@ from slack_stub import FailingSlack
 
 from assets.evaluation.assets import EVAL_ASSETS
 from assets.evaluation.baseline import CHECKS_PASSED, pin_latest
-from assets.evaluation.jobs import nightly_train_eval, train_eval_job
 from assets.index.assets import INDEX_ASSETS
 from assets.ingest.assets import INGEST_ASSETS
 from assets.layers.assets import LAYER_ASSETS
 from assets.sources.assets import SOURCES
+from jobs.evaluation import nightly_train_eval, train_eval_job
 from narrative_mirror import baselines, settings
 from narrative_mirror import regressions as standing_regressions
 from resources.dagster_resources import AlertsResource, default_resources

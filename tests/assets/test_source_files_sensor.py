@@ -3,8 +3,8 @@
 import dagster as dg
 from chat_factory import small_chat, write_chat
 
-from assets.sources.jobs import source_files_sensor
 from assets.versioning import DATA_VERSION_TAG
+from jobs.sources import source_files_sensor
 from resources.dagster_resources import ChatDataResource
 
 

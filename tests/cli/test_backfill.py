@@ -6,7 +6,7 @@ import dagster as dg
 import pytest
 
 from cli.main import main
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
 
 
 @pytest.mark.e2e

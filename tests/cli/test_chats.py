@@ -41,7 +41,7 @@ def test_why_a_chat_is_not_built_names_what_changed_or_what_is_wrong(tmp_path, c
     good = write_chat(data, "good", small_chat())
     (data / "broken.json").write_text("{not json", encoding="utf-8")
     home = Path(os.environ["NM_HOME"])
-    stamp.write(home, "good", stamp.sources_now(good), {"messages": 8})  # as a build of `good` leaves it
+    stamp.write(home, "good", stamp.sources_now(home, good), {"messages": 8})  # as a build of `good` leaves it
     chat = small_chat()
     chat["session_1"][0]["clean_text"] = "Edited after the build"
     write_chat(data, "good", chat)

@@ -11,7 +11,7 @@ import pytest
 
 from cli.main import main
 from definitions import build_definitions
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
 from narrative_mirror import experiments, settings
 from resources import environment
 

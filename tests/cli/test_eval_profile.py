@@ -13,7 +13,7 @@ import pytest
 
 from assets.evaluation.run_config import recorded_profile
 from cli.main import main
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
 from narrative_mirror import settings
 from narrative_mirror import split as split_lib
 from narrative_mirror.keys import find_chat_files

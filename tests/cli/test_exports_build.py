@@ -15,7 +15,7 @@ import dagster as dg
 
 from cli.broken import NOT_RETRIED
 from cli.main import main
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "narrative_mirror" / "exports"))
 import writers  # noqa: E402

@@ -12,7 +12,7 @@ from chat_factory import small_chat, write_chat
 import assets.index.assets as index_assets
 from cli.broken import NOT_RETRIED
 from cli.main import main
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
 
 
 def _failing_check(message_ids, rows):

@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.sources.jobs import source_files_sensor
 from cli.main import main
 from definitions import build_definitions
-from jobs.instance import dagster_home
+from instance.lifecycle import dagster_home
+from jobs.sources import source_files_sensor
 from narrative_mirror import settings
 from resources.dagster_resources import default_resources
 
@@ -176,7 +176,7 @@ def test_a_retrieval_code_change_makes_only_the_evaluations_unsynced(data, tmp_p
     """A copy of the project with one line of a retrieval module changed, on the same home."""
     _json(capsys, ["eval", "--data", str(data), "--split", "train", "--json"])
     copy = tmp_path / "project"
-    for package in ("narrative_mirror", "assets", "resources", "jobs", "definitions", "cli"):
+    for package in ("narrative_mirror", "assets", "resources", "jobs", "instance", "definitions", "cli"):
         shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     fusion = copy / "narrative_mirror" / "retrieval" / "fusion.py"
     fusion.write_text(fusion.read_text() + "\nUNUSED_KNOB = 1\n")

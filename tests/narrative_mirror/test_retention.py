@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from event_factory import event
 
-from assets.events.jobs import maintain_job, maintain_schedule
 from cli.main import main
+from jobs.events import maintain_job, maintain_schedule
 from narrative_mirror.events.table import read_events
 from narrative_mirror.events.writer import EventLog
 from narrative_mirror.maintenance import prune

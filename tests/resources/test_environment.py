@@ -55,12 +55,10 @@ def test_llm_settings_bad_timeout_names_the_variable(monkeypatch, bad):
 # --- the folders handed to the library -----------------------------------------------------------
 
 
-def test_the_library_follows_nm_home_and_nm_config_dir_at_each_use(tmp_path, monkeypatch):
+def test_the_library_follows_nm_config_dir_at_each_use(tmp_path, monkeypatch):
     from narrative_mirror import settings
 
     environment.hand_to_library()
-    monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
-    assert settings.state_home() == (tmp_path / "home").resolve()
     assert settings.config_path("split") == settings.DEFAULT_CONFIG_DIR / "split.toml"
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "split.toml").write_text("[split]\n")
@@ -68,13 +66,10 @@ def test_the_library_follows_nm_home_and_nm_config_dir_at_each_use(tmp_path, mon
     assert settings.config_path("split") == (tmp_path / "cfg" / "split.toml").resolve()
 
 
-def test_a_process_that_never_hands_its_folders_over_has_no_state_folder(monkeypatch):
+def test_a_process_that_never_hands_its_config_over_uses_the_packaged_config(monkeypatch):
     from narrative_mirror import settings
 
-    monkeypatch.setattr(settings, "_home", None)
     monkeypatch.setattr(settings, "_config_dir", lambda: None)
-    with pytest.raises(RuntimeError, match="hand_to_library"):
-        settings.state_home()
     assert settings.config_path("split") == settings.DEFAULT_CONFIG_DIR / "split.toml"
 
 

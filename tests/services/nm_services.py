@@ -88,7 +88,7 @@ def instance_of(env: dict[str, str]) -> Iterator:
     """The Dagster instance of the setup ``env`` describes (its NM_HOME and NM_DAGSTER_PG_URL)."""
     import dagster as dg
 
-    from jobs.instance import dagster_home
+    from instance.lifecycle import dagster_home
 
     with pytest.MonkeyPatch.context() as mp:
         for key in ("NM_HOME", "NM_DAGSTER_PG_URL"):

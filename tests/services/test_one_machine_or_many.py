@@ -10,8 +10,15 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from jobs.instance import INSTANCE_YAML, PREVIOUS_DEFAULT_YAML, _previous_path_yaml, dagster_home, generated_by_us
-from jobs.instance_storage import (
+from instance.lifecycle import (
+    INSTANCE_YAML,
+    PREVIOUS_DEFAULT_YAML,
+    STORAGE_MODULE,
+    _previous_path_yaml,
+    dagster_home,
+    generated_by_us,
+)
+from instance.storage import (
     NarrativeMirrorInstance,
     PooledSqliteEventLogStorage,
     PooledSqliteRunStorage,
@@ -44,7 +51,7 @@ def _materialize_in(home: Path, monkeypatch, times: int = 1) -> int:
 def test_generated_settings_hold_no_path(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     text = (dagster_home() / "dagster.yaml").read_text()
-    assert text == INSTANCE_YAML.format(module="jobs.instance_storage")
+    assert text == INSTANCE_YAML.format(module=STORAGE_MODULE)
     assert str(tmp_path) not in text and "base_dir" not in text
 
 
@@ -76,32 +83,33 @@ def test_settings_written_by_earlier_versions_are_upgraded_wherever_they_were_wr
     (new / "dagster" / "dagster.yaml").write_text(_previous_path_yaml(old / "dagster", module))
     before = _snapshot(old)
     assert _materialize_in(new, monkeypatch) == 2
-    assert (new / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
+    assert (new / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module=STORAGE_MODULE)
     assert _snapshot(old) == before
     # ... and in its own place, as before.
     (old / "dagster" / "dagster.yaml").write_text(_previous_path_yaml(old / "dagster", module))
     assert _materialize_in(old, monkeypatch) == 2
-    assert (old / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
+    assert (old / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module=STORAGE_MODULE)
 
 
-def test_settings_naming_the_storage_module_of_an_earlier_version_are_upgraded(tmp_path, monkeypatch):
+@pytest.mark.parametrize("module", ["cli.sqlite_storage", "jobs.instance_storage"])
+def test_settings_naming_the_storage_module_of_an_earlier_version_are_upgraded(tmp_path, monkeypatch, module):
     home = tmp_path / "home"
     _materialize_in(home, monkeypatch)
-    (home / "dagster" / "dagster.yaml").write_text(INSTANCE_YAML.format(module="cli.sqlite_storage"))
+    (home / "dagster" / "dagster.yaml").write_text(INSTANCE_YAML.format(module=module))
     assert _materialize_in(home, monkeypatch) == 2
-    assert (home / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module="jobs.instance_storage")
+    assert (home / "dagster" / "dagster.yaml").read_text() == INSTANCE_YAML.format(module=STORAGE_MODULE)
 
 
 def test_edited_settings_are_left_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     config = dagster_home() / "dagster.yaml"
-    generated = _previous_path_yaml(tmp_path / "home" / "dagster", "jobs.instance_storage")
+    generated = _previous_path_yaml(tmp_path / "home" / "dagster", STORAGE_MODULE)
     for edited in [
         generated + "# mine\n",
         generated.replace("enabled: false", "enabled: true"),
         # Storage deliberately put somewhere that is not a home's dagster/history folder.
-        _previous_path_yaml(tmp_path / "shared", "jobs.instance_storage"),
-        INSTANCE_YAML.format(module="jobs.instance_storage") + "storage:\n  postgres:\n    postgres_url: x\n",
+        _previous_path_yaml(tmp_path / "shared", STORAGE_MODULE),
+        INSTANCE_YAML.format(module=STORAGE_MODULE) + "storage:\n  postgres:\n    postgres_url: x\n",
     ]:
         config.write_text(edited)
         dagster_home()
@@ -111,13 +119,25 @@ def test_edited_settings_are_left_alone(tmp_path, monkeypatch):
         assert generated_by_us(ours)
 
 
+def test_edited_settings_naming_the_instance_module_of_an_earlier_version_still_load(tmp_path, monkeypatch):
+    """A dagster.yaml edited by hand is never rewritten: one that still names the instance class's
+    old module (jobs.instance_storage) loads the same instance and storages."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("NM_HOME", str(home))
+    config = dagster_home() / "dagster.yaml"
+    edited = INSTANCE_YAML.format(module="jobs.instance_storage") + "# mine\n"
+    config.write_text(edited)
+    assert _materialize_in(home, monkeypatch) == 1
+    assert config.read_text() == edited
+
+
 def test_the_postgres_url_setting_selects_postgres_and_is_never_written(tmp_path, monkeypatch):
     base = str(tmp_path / "dagster")
     sqlite = storage_defaults(base)
     assert sqlite["run_storage"].class_name == "PooledSqliteRunStorage" and base in sqlite["run_storage"].config_yaml
     monkeypatch.setenv("NM_DAGSTER_PG_URL", "postgresql://nm:secret@db.internal:5432/nm")
     pg = NarrativeMirrorInstance.config_defaults(base)
-    assert pg["storage"].class_name == "DagsterPostgresStorage" and pg["storage"].module_name == "jobs.instance_storage"
+    assert pg["storage"].class_name == "DagsterPostgresStorage" and pg["storage"].module_name == "instance.storage"
     assert all(
         "NM_DAGSTER_PG_URL" in pg[k].config_yaml and "secret" not in pg[k].config_yaml
         for k in ("storage", "run_storage", "event_log_storage", "schedule_storage")

@@ -48,7 +48,7 @@ def test_demo_chats_built_and_evaluated_on_a_postgres_instance(tmp_path, pg_data
 def test_postgres_selected_by_the_url_setting_and_the_url_never_stored(tmp_path, monkeypatch, pg_database):
     import dagster as dg
 
-    from jobs.instance import dagster_home
+    from instance.lifecycle import dagster_home
 
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NM_DAGSTER_PG_URL", pg_database)  # a plain postgresql:// URL works

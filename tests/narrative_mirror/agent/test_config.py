@@ -122,18 +122,18 @@ def test_a_missing_setting_fails_naming_it(section, key):
     for part in section.split("."):
         table = table[part]
     del table[key]
-    with pytest.raises(ValueError, match=rf"missing setting {section}\.{key}"):
+    with pytest.raises(ValueError, match=rf"agent\.toml: {section}\.{key}: missing"):
         validate(config)
 
 
 def test_a_mistyped_setting_fails_naming_it():
     config = packaged()
     config["narrative"]["min_ids"] = "three"
-    with pytest.raises(ValueError, match=r"narrative\.min_ids must be an integer, got 'three'"):
+    with pytest.raises(ValueError, match=r"agent\.toml: narrative\.min_ids: expected an integer, got 'three'"):
         validate(config)
     config = packaged()
     config["answer"]["relevance_min"] = True
-    with pytest.raises(ValueError, match=r"answer\.relevance_min must be a number"):
+    with pytest.raises(ValueError, match=r"agent\.toml: answer\.relevance_min: expected a number"):
         validate(config)
 
 
@@ -141,7 +141,7 @@ def test_an_override_without_a_setting_fails_when_read(tmp_path, monkeypatch, fr
     text = (settings.DEFAULT_CONFIG_DIR / "agent.toml").read_text(encoding="utf-8")
     (tmp_path / "agent.toml").write_text(text.replace("variant_weight = 0.4\n", ""), encoding="utf-8")
     monkeypatch.setenv("NM_CONFIG_DIR", str(tmp_path))
-    with pytest.raises(ValueError, match=r"agent\.toml: missing setting selection\.variant_weight"):
+    with pytest.raises(ValueError, match=r"agent\.toml: selection\.variant_weight: missing"):
         agent_config()
 
 

@@ -104,7 +104,7 @@ def test_times_shares_and_reasons_are_typed_values_of_the_conversation(chats):
     assert share.answer == "62 each" and share.claims[0].supported
     # "If there's 5 of us that's 50 each", then Chris joins: "250 split 6 ways is about 42 each"
     league = ask(retriever, FOOTBALL, "How much is the summer league per person?")
-    assert league.answer == "42 each"
+    assert league.answer.startswith("42 each. Bea")  # unsure: the value, then the message it is from
     reason = ask(
         retriever, FLAT, "Why were there dishes in the sink overnight?"
     )  # "guilty, sorry, I was on a deadline"

@@ -145,3 +145,33 @@ def test_membership_questions_are_recognized(question, expected):
 def test_system_lines_are_read_as_events(speaker, text, expected):
     event = read_event({"speaker": speaker, "text": text})
     assert (event.kind, event.people, event.actor) == expected if expected else event is None
+
+
+def test_the_answer_reads_the_system_lines_of_the_home_it_is_given(tmp_path):
+    """The stored messages layer is found through the ``Home`` passed down (the retriever's), not a
+    process-wide folder: another home, or none, answers nothing."""
+    from datetime import datetime
+
+    import polars as pl
+
+    from narrative_mirror import storage
+    from narrative_mirror.agent.membership import answer
+    from narrative_mirror.home import Home
+
+    home, other = Home(tmp_path / "home"), Home(tmp_path / "other")
+    lines = pl.DataFrame(
+        {
+            "local_id": ["m0", "m1", "m2"],
+            "position": [0, 1, 2],
+            "speaker": ["Olga", "Olga", "Pavel"],
+            "text": ["Olga created the group «Choir»", "Rehearsal moves to Tuesday.", "Pavel left the group"],
+            "timestamp": [datetime(2024, 5, 1, 9), datetime(2024, 5, 2, 9), datetime(2024, 5, 12, 9)],
+            "system": [True, False, True],
+        }
+    )
+    storage.write_frame(storage.frame_path(home.storage, "messages", "choir"), lines)
+    found = answer(home, "choir", "Who created the group?", "fast")
+    assert (found.answer, [e.id for e in found.evidence]) == ("Olga", ["m0"])
+    assert answer(home, "choir", "When did Pavel leave?", "fast").answer == "12 May 2024"
+    assert answer(other, "choir", "Who created the group?", "fast") is None
+    assert answer(None, "choir", "Who created the group?", "fast") is None

@@ -115,7 +115,7 @@ def test_blocks_must_cover_each_message_once(trip, make_blocks):
         compute_signals(messages, make_blocks(messages, TRIP_BLOCKS[:3]), config)
     with pytest.raises(ValueError, match="message D1:2 is in two blocks"):
         compute_signals(messages, make_blocks(messages, [["D1:1", "D1:2"], ["D1:2"]] + TRIP_BLOCKS[1:]), config)
-    with pytest.raises(ValueError, match=r"layers.toml \[l15\].refs_saturation: expected a non-negative int"):
+    with pytest.raises(ValueError, match=r"layers\.toml: l15\.refs_saturation: expected an integer, got '3'"):
         bad = copy.deepcopy(config)
         bad["l15"]["refs_saturation"] = "3"
         compute_signals(messages, make_blocks(messages, TRIP_BLOCKS), bad)

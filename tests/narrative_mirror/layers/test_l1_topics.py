@@ -169,11 +169,11 @@ def test_bad_inputs_are_named(story, layers_config):
     nan_vectors[3, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         build_topic_blocks(messages, nan_vectors, layers_config)
-    with pytest.raises(ValueError, match=r"layers.toml \[l1\]: missing keys \['window'\]"):
+    with pytest.raises(ValueError, match=r"layers\.toml: l1\.window: missing"):
         config = copy.deepcopy(layers_config)
         del config["l1"]["window"]
         build_topic_blocks(messages, vectors, config)
-    with pytest.raises(ValueError, match=r"layers.toml \[l1\].window: expected a non-negative int, got 2.5"):
+    with pytest.raises(ValueError, match=r"layers\.toml: l1\.window: expected an integer, got 2\.5"):
         build_topic_blocks(messages, vectors, with_l1(layers_config, window=2.5))
     with pytest.raises(ValueError, match="min_block_messages <= max_block_messages"):
         build_topic_blocks(messages, vectors, with_l1(layers_config, min_block_messages=50))

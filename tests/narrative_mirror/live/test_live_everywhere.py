@@ -12,6 +12,7 @@ from assets.sources.assets import chat_file, observe_sources, record_observation
 from assets.versioning import DATA_VERSION_TAG
 from cli.main import main
 from narrative_mirror.live.log import LiveLog
+from resources import environment
 from resources.dagster_resources import ChatDataResource
 
 CHAT = "run_Ines_Kofi"
@@ -31,7 +32,7 @@ NEVER = "never built in this home: `build` builds it, and so does the first ques
 def observed(instance: dg.DagsterInstance, data) -> list[str]:
     """The new data versions the source observation records for the live chat (as the daemon's
     sensor does: reported to the instance)."""
-    found = observe_sources(instance, ChatDataResource(data_dir=str(data)))
+    found = observe_sources(instance, ChatDataResource(data_dir=str(data), home=str(environment.nm_home())))
     record_observation(instance, found)
     return [
         o.tags[DATA_VERSION_TAG] for o in found.observations if o.asset_key == chat_file.key and o.partition == CHAT

@@ -35,7 +35,7 @@ def home() -> Path:
 def test_a_live_chat_is_found_and_read_like_a_chat_file(tmp_path):
     LiveLog(home() / "live").append("run_Ines_Kofi", BATCH)
     (tmp_path / "data").mkdir()
-    chats, problems = find_chats(tmp_path / "data")
+    chats, problems = find_chats(tmp_path / "data", home=home())
     assert ({k: (c.path, c.format) for k, c in chats.items()}, problems) == (
         {"run_Ines_Kofi": (home() / "live" / "run_Ines_Kofi.jsonl", "live")},
         [],
@@ -53,7 +53,7 @@ def test_a_chat_file_and_a_live_chat_with_one_name_are_both_refused(tmp_path):
     shutil.copytree(DEMO_DATA_DIR, data)
     name = sorted(p.name[:-5] for p in data.glob("*.json") if not p.name.endswith(".arcs.json"))[0]
     LiveLog(home() / "live").append(name, BATCH)
-    files, problems = find_chats(data)
+    files, problems = find_chats(data, home=home())
     assert name not in files and len(files) == 2
     assert problems == [
         f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): "

@@ -64,7 +64,7 @@ def test_the_cli_and_the_build_refuse_both_until_the_live_chat_is_chosen(tmp_pat
     name = sorted(p.name[:-5] for p in data.glob("*.json") if not p.name.endswith(".arcs.json"))[0]
     live_root = environment.nm_home() / "live"
     LiveLog(live_root).append(name, [NOTE])  # a live chat first, then a chat file of that name
-    chats, problems = find_chats(data)
+    chats, problems = find_chats(data, home=environment.nm_home())
     assert name not in chats and problems == [
         f"{data / (name + '.json')}: a live chat of this home has the same name ({name!r}): neither is built until one "
         f"is renamed or you {REFUSED.split('; ')[1]}"
@@ -73,6 +73,6 @@ def test_the_cli_and_the_build_refuse_both_until_the_live_chat_is_chosen(tmp_pat
     lines.write_text(json.dumps({**NOTE, "id": "n2", "text": "Two more quince tarts for Friday."}) + "\n")
     assert main(["add", "--chat", name, "--file", str(lines), "--replace-file-chat", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stored"] == ["n2"]
-    chats, problems = find_chats(data)
+    chats, problems = find_chats(data, home=environment.nm_home())
     assert problems == [] and (chats[name].format, chats[name].path) == ("live", live_root / f"{name}.jsonl")
     assert len(chats) == 3

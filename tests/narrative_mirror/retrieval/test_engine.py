@@ -155,7 +155,7 @@ def test_lancedb_full_text_backend(store, embedder):
     native = Retriever(store, embedder, config(lexical__backend="lancedb"))
     assert ids(native.search(CHAT, "Who takes pottery classes?", k=5, variant="bm25")) == ["D2:3", "D2:4"]
     assert ids(native.search(CHAT, "puppies", k=5, variant="bm25")) == ["D1:4", "D1:3", "D2:2"]  # stemmed
-    with pytest.raises(ValueError, match="lexical.backend 'solr'"):
+    with pytest.raises(ValueError, match="retrieval.toml: lexical.backend: 'solr' not in"):
         Retriever(store, embedder, config(lexical__backend="solr"))
 
 
@@ -284,11 +284,11 @@ def test_lookups_block_ids_and_errors(retriever):
 
 
 def test_bad_config_is_named(store, embedder):
-    with pytest.raises(ValueError, match="default_variant 'best' not in"):
+    with pytest.raises(ValueError, match="retrieval.toml: default_variant: 'best' not in"):
         Retriever(store, embedder, {**settings.load_config("retrieval"), "default_variant": "best"})
     broken = settings.load_config("retrieval")
     del broken["hybrid"]["w_bm25"]
-    with pytest.raises(ValueError, match=r"missing settings \['hybrid.w_bm25'\]"):
+    with pytest.raises(ValueError, match=r"retrieval\.toml: hybrid\.w_bm25: missing"):
         Retriever(store, embedder, broken)
 
 

@@ -143,3 +143,18 @@ def test_make_reranker_from_config():
         make_reranker({"reranker": "llm"})
     with pytest.raises(ValueError, match="reranker = 'cross'"):
         make_reranker({"reranker": "cross"})
+
+
+def test_the_neural_rescorer_keeps_its_model_in_the_home_it_is_given(tmp_path, monkeypatch):
+    """Its weights are assembled under the home's models folder (``Home.models``), passed down by
+    the retriever; without a home nor an embedder it says what it needs."""
+    from narrative_mirror import embedding
+    from narrative_mirror.home import Home
+
+    with pytest.raises(ValueError, match="needs a home"):
+        make_reranker({"reranker": "neural"})
+    models = Home(tmp_path / "home").models
+    (models / "all-mpnet-base-v2").mkdir(parents=True)
+    (models / "all-mpnet-base-v2" / "config.json").write_text("{}")  # assembled before
+    monkeypatch.setattr(embedding, "Embedder", lambda folder: folder)  # the folder it would load
+    assert make_reranker({"reranker": "neural"}, models_dir=models).embedder == str(models / "all-mpnet-base-v2")

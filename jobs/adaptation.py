@@ -34,3 +34,6 @@ def adaptation_sensor(context: dg.SensorEvaluationContext, state: StateResource)
     if not messages or not store.needs_retrain(previous, messages, float(section.get("retrain_growth", 0.25))):
         return dg.SkipReason(f"{messages} messages; trained on {previous.messages if previous else 0}: not due")
     return dg.RunRequest(run_key=f"adapt-{messages}")
+
+
+defs = dg.Definitions(jobs=[adaptation_job], sensors=[adaptation_sensor])

@@ -35,3 +35,6 @@ index_maintenance_schedule = dg.ScheduleDefinition(
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Nightly LanceDB upkeep (after the nightly train evaluation).",
 )
+
+
+defs = dg.Definitions(jobs=[index_maintenance_job], schedules=[index_maintenance_schedule])

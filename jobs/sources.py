@@ -26,3 +26,6 @@ def source_files_sensor(context: dg.SensorEvaluationContext, chat_data: ChatData
         dynamic_partitions_requests=[chat_files.build_add_request(found.new_keys)] if found.new_keys else [],
         asset_events=found.observations,
     )
+
+
+defs = dg.Definitions(sensors=[source_files_sensor])

@@ -50,3 +50,6 @@ maintain_schedule = dg.ScheduleDefinition(
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Nightly retention (prunes nothing unless retention.toml sets keep_days).",
 )
+
+
+defs = dg.Definitions(jobs=[maintain_job], schedules=[maintain_schedule])

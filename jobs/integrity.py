@@ -61,3 +61,6 @@ def integrity_sensor(context: dg.SensorEvaluationContext, lancedb: LanceDBResour
         )
         for chat, assets in repair.items()
     ]
+
+
+defs = dg.Definitions(sensors=[integrity_sensor])

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from jobs.instance import PREVIOUS_DEFAULT_YAML, dagster_home
-from jobs.instance_storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
+from instance.lifecycle import PREVIOUS_DEFAULT_YAML, dagster_home
+from instance.storage import PooledSqliteEventLogStorage, PooledSqliteRunStorage
 
 
 @dg.asset
@@ -46,7 +46,7 @@ def test_instance_uses_pooled_sqlite_storage_in_the_default_folders(tmp_path, mo
 
 
 def test_event_log_keeps_few_run_shards_open_and_reopens_evicted_ones(tmp_path, monkeypatch):
-    import jobs.instance_storage as instance_storage
+    import instance.storage as instance_storage
 
     monkeypatch.setattr(instance_storage, "OPEN_RUN_SHARDS", 2)
     monkeypatch.setenv("NM_HOME", str(tmp_path))

@@ -19,3 +19,6 @@ memory_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*INGEST_ASSETS, *LAYER_ASSETS, *INDEX_ASSETS),
     description="A chat file's whole memory: messages, gold QA, ARC cases, split, layers and the LanceDB index.",
 )
+
+
+defs = dg.Definitions(jobs=[build_job, memory_job])

@@ -80,3 +80,10 @@ def eval_failure_alert_sensor(context: dg.RunFailureSensorContext, alerts: Alert
         },
         text=f"Evaluation run {run.run_id[:8]} failed ({run.tags.get('dagster/partition')}): {message}",
     )
+
+
+defs = dg.Definitions(
+    jobs=[train_eval_job, test_eval_job, eval_summary_job, profile_protocol_job],
+    schedules=[nightly_train_eval],
+    sensors=[eval_failure_alert_sensor],
+)

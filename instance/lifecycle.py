@@ -20,7 +20,7 @@ from resources import environment
 
 # Written when the instance has no settings yet (or still has one of our previous defaults); an
 # edited dagster.yaml is left alone. Telemetry off: this runs offline, and every step would append
-# to logs/event.log. No path in it: the instance class (jobs/instance_storage.py) puts Dagster's SQLite
+# to logs/event.log. No path in it: the instance class (instance/storage.py) puts Dagster's SQLite
 # files in their default places under the folder the instance is loaded from, through classes that
 # keep their database connections open, or uses PostgreSQL when NM_DAGSTER_PG_URL is set. A copied
 # or moved home therefore works where it is and never writes into the old one.
@@ -33,11 +33,11 @@ instance_class:
   module: {module}
   class: NarrativeMirrorInstance
 """
-STORAGE_MODULE = "jobs.instance_storage"
+STORAGE_MODULE = "instance.storage"
 # Where the storage classes lived before; settings an earlier version wrote naming them are upgraded.
-PREVIOUS_STORAGE_MODULES = ["cli.sqlite_storage", "jobs.sqlite_storage"]
+PREVIOUS_STORAGE_MODULES = ["cli.sqlite_storage", "jobs.sqlite_storage", "jobs.instance_storage"]
 # The earlier modules that INSTANCE_YAML (no path) was written with; all wrote PREVIOUS_PATH_YAML.
-PREVIOUS_INSTANCE_MODULES = ["cli.sqlite_storage"]
+PREVIOUS_INSTANCE_MODULES = ["cli.sqlite_storage", "jobs.instance_storage"]
 PREVIOUS_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
 # What earlier versions wrote: the pooled SQLite storages with the home's absolute paths baked in.
 PREVIOUS_PATH_YAML = """telemetry:

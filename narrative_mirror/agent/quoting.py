@@ -1,0 +1,78 @@
+"""When the answer step is unsure, the answer is the best message itself, with who wrote it and
+when (``Mara, 3 May 2024 14:02: "..."``), not a fragment cut out of it: a reader can judge a
+whole message, while a fragment from a message about something else reads as a fact.
+
+Unsure means: verification dropped some of the drafted claims (the evidence answers only part
+of the question), or it kept claims none of whose own messages is about what the question
+asks (``ClaimCheck.verified`` false for all of them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from narrative_mirror.retrieval.records import ChatMessage
+
+QUOTE_WHEN_UNSURE = True  # the benchmarks switch it off to measure the fragment beside it
+# A typed value (a date, an amount, a time, a name, a place, a yes/no verdict) is no fragment: it
+# stays, the quote after it shows where it comes from. A phrase cut from a message is replaced.
+QUOTE_TYPED_VALUES = True
+PHRASES = {"phrase", "llm"}
+
+
+def is_value(claim) -> bool:
+    """A typed value: a slot kind other than a phrase, or a phrase holding a number ("42 each",
+    "at 10", "3pm" read from the conversation)."""
+    return claim.kind not in PHRASES or bool(re.search(r"\d", claim.text))
+
+
+LONGEST_QUOTE = 280  # characters of the message shown; a longer one ends with "…"
+
+
+def when_written(message: ChatMessage) -> str:
+    """ "3 May 2024 14:02"; the day alone where the chat gives no time of day; "" without a time."""
+    ts = message.timestamp
+    if ts is None:
+        return ""
+    day = f"{ts.day} {ts:%b %Y}"
+    return day if (ts.hour, ts.minute, ts.second) == (0, 0, 0) else f"{day} {ts:%H:%M}"
+
+
+def quote(message: ChatMessage) -> str:
+    """The message as a reader is shown it: author, time, its words in quotes, marked when edited."""
+    text = " ".join(message.text.split())
+    if len(text) > LONGEST_QUOTE:
+        text = text[: LONGEST_QUOTE - 1].rstrip() + "…"
+    said = ", ".join(p for p in (message.speaker, when_written(message)) if p)
+    edited = " (edited)" if getattr(message, "edited", False) else ""
+    return f'{said}: "{text}"{edited}'
+
+
+def unsure(drafted: int, kept: int, stated: Sequence[bool]) -> bool:
+    """Whether the answer should quote instead of assert: ``drafted`` claims, ``kept`` of them
+    verified, ``stated``: per kept claim, whether its own messages state what is asked."""
+    return kept > 0 and (kept < drafted or not any(stated))
+
+
+def edited_source(claims: Sequence, evidence: Mapping[str, object]) -> str | None:
+    """The author of the first message the first claim cites when they edited it (the answer
+    says so: what counts is the edited text, and a reader may remember the first one); else None."""
+    held = [evidence[i].message for i in claims[0].ids if i in evidence]
+    return held[0].speaker if held and held[0].edited else None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def best_quoted(kept: Sequence, evidence: Mapping[str, object]) -> str | None:
+    """The quote of the first message a kept claim cites (best first), None when none is held (or
+    the claim is a typed value and those are not quoted); a typed value stays before its quote
+    ("No. Nora, ...: ..."): the quote shows why, the value is not a fragment of it."""
+    for claim in kept:
+        for i in claim.ids:
+            if i in evidence:
+                if not is_value(claim) or _words(claim.text) == _words(evidence[i].message.text):
+                    return quote(evidence[i].message)  # a fragment, or a value that is the whole message
+                return f"{claim.text}. {quote(evidence[i].message)}" if QUOTE_TYPED_VALUES else None
+    return None
