@@ -25,6 +25,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from narrative_mirror.home import Home
+from resources import environment
+
 REPO = Path(__file__).resolve().parents[1]
 WORDS = (
     "garden deploy release coffee meeting budget design review ticket launch bug customer weekend "
@@ -93,14 +96,9 @@ def embedding_config(folder: Path, backend: str) -> Path:
 
 def build(data: Path, home: Path, device: str, config_dir: Path | None) -> dict:
     """``narrative-mirror build`` of ``data`` into a fresh ``home``: seconds, peak RSS, the split."""
-    env = {
-        **os.environ,
-        "NM_HOME": str(home),
-        "NM_DEVICE": device,
-        "PYTHONPATH": str(REPO),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
+    env = environment.child_env(
+        NM_HOME=str(home), NM_DEVICE=device, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"
+    )
     if config_dir is not None:
         env["NM_CONFIG_DIR"] = str(config_dir)
     started = time.perf_counter()
@@ -180,7 +178,7 @@ def main() -> None:
     for backend in filter(None, args.backends.split(",")) or [""]:
         home = root / f"home-{backend or 'default'}"
         if args.onnx_cache is not None:
-            shutil.copytree(args.onnx_cache, home / "models" / "onnx")
+            shutil.copytree(args.onnx_cache, Home(home).onnx_cache)
         config_dir = embedding_config(root / f"config-{backend}", backend) if backend else None
         report["builds"][backend or "embedding.toml"] = build(data, home, args.device, config_dir)
     print(json.dumps(report, indent=1))

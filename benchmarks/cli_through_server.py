@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from loopback import free_port  # noqa: E402
 
 from narrative_mirror import settings  # noqa: E402
+from resources import environment  # noqa: E402
 
 QUESTIONS = [
     ("demo_marathon_Ines_Kofi", "When is the Lisbon half marathon?"),
@@ -169,14 +170,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nm-cli-server-") as tmp:
         data = Path(tmp) / "data"
         shutil.copytree(settings.DEMO_DATA_DIR, data)
-        env = {
-            **os.environ,
-            "NM_HOME": str(Path(tmp) / "home"),
-            "NM_DATA_DIR": str(data),
-            "PYTHONPATH": str(REPO),
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-        }
+        env = environment.child_env(
+            NM_HOME=str(Path(tmp) / "home"),
+            NM_DATA_DIR=str(data),
+            PYTHONPATH=str(REPO),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+        )
         began = time.perf_counter()
         subprocess.run([sys.executable, "-m", "cli.main", "build"], env=env, check=True, capture_output=True)
         result = {

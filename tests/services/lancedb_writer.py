@@ -71,6 +71,7 @@ def rows(chat: str, round_: int) -> pa.Table:
         "temporal": [[] for _ in range(n)],
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
         "reply_to": [None] * n,
+        "edited": [False] * n,
     }
     return pa.table(data, schema=message_schema(DIM))
 
