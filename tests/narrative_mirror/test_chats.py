@@ -239,4 +239,4 @@ def test_realtalk_files_load_fast_and_in_file_order():
     largest = REALTALK_DIR / "Chat_5_Nicolas_Nebraas.json"
     start = time.perf_counter()
     assert load_chat(largest).messages.height == 1548
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 3.0  # ~0.2 s idle; 2 s seen with CI's other tests beside it

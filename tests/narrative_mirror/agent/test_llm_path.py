@@ -108,13 +108,17 @@ def test_llm_failure_falls_back_to_the_offline_path_and_says_so(retriever, chat_
 
 
 def test_a_hung_llm_costs_an_ask_its_deadline_and_no_more(retriever, chat_file):
+    began = time.monotonic()
     offline = ask(retriever, chat_file, QUESTION, profile="balanced")
+    offline_s = time.monotonic() - began
     quick = dataclasses.replace(profiles()["balanced"], deadline_s=1.0)
     with fault_server("hang") as server:
         started = time.monotonic()
         answer = ask(retriever, chat_file, QUESTION, profile=quick, llm=LLMClient(server.settings(timeout_s=30)))
         elapsed = time.monotonic() - started
-    assert elapsed < 1.0 + 1.0  # the deadline, then the offline path (well under a second here)
+    # the deadline, then the offline path (timed above, with a margin for a busy machine); the
+    # client's own timeout (30 s) never decides
+    assert elapsed < 1.0 + max(1.0, 3 * offline_s), (elapsed, offline_s)
     assert answer.degraded and "planner: LLM deadline error" in answer.degraded_reason
     assert (answer.answer, answer.selected_ids) == (offline.answer, offline.selected_ids)
 
