@@ -50,12 +50,14 @@ def test_a_busy_process_elsewhere_is_seen_within_the_sampling_window():
         spinner.join()
 
 
-def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
+def _threads_per_chunk(embedder, monkeypatch, busy: list[float]) -> list[int]:
+    """Torch threads each chunk of the embedder's encodes runs with, the machine seen on two cores
+    with ``busy`` cores taken by others, look after look; filled as the test encodes."""
     import torch
 
-    seen, busy = [], iter([0.0, 5.0])
+    seen, looks = [], iter(busy)
     monkeypatch.setattr(embedding, "usable_cores", lambda: 2)
-    monkeypatch.setattr(embedding, "busy_cores_elsewhere", lambda: next(busy))
+    monkeypatch.setattr(embedding, "busy_cores_elsewhere", lambda: next(looks))
     real = embedder.model.encode
 
     def encode(*args, **kwargs):
@@ -63,6 +65,13 @@ def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(embedder.model, "encode", encode)
+    return seen
+
+
+def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
+    import torch
+
+    seen = _threads_per_chunk(embedder, monkeypatch, [0.0, 5.0])
     texts = [f"message number {i} about the ferry" for i in range(40)]
     before = torch.get_num_threads()
     embedder.encode(texts)
@@ -74,19 +83,8 @@ def test_every_long_encode_looks_at_the_machine_again(embedder, monkeypatch):
 
 
 def test_a_long_encode_follows_the_load_as_it_changes(embedder, monkeypatch):
-    import torch
-
-    seen, busy = [], iter([0.0, 1.6, 0.2])
     monkeypatch.setattr(embedding, "RECHECK_CHUNKS", 1)
-    monkeypatch.setattr(embedding, "usable_cores", lambda: 2)
-    monkeypatch.setattr(embedding, "busy_cores_elsewhere", lambda: next(busy))
-    real = embedder.model.encode
-
-    def encode(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(embedder.model, "encode", encode)
+    seen = _threads_per_chunk(embedder, monkeypatch, [0.0, 1.6, 0.2])
     chunk = embedder.batch_size * 8
     embedder.encode([f"message number {i} about the ferry" for i in range(2 * chunk + 1)])
     assert seen == [2, 1, 2]  # one look per chunk here: quiet, another process took a core, quiet again
