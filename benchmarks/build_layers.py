@@ -1,5 +1,5 @@
 """Build benchmark: materialize every layer for the RealTalk chats through Dagster and compare
-with one bare SentenceTransformer.encode of the same message texts in the same process.
+with one bare encode (the embedder's model) of the same message texts in the same process.
 
     .venv/bin/python benchmarks/build_layers.py [--data ../shared/datasets/realtalk] [--repeats N]
 
@@ -62,7 +62,7 @@ def main() -> int:
 
     def bare_encode() -> float:
         started = time.perf_counter()
-        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        model.encode(texts, batch_size=embedder.batch_size)
         return time.perf_counter() - started
 
     def build() -> tuple[dict[str, float], float]:

@@ -43,12 +43,7 @@ def _torch_fixed(embedder: Embedder, threads: int):
         before = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            return embedder.model.encode(
-                sorted(texts, key=len),
-                batch_size=embedder.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            return embedder.model.encode(sorted(texts, key=len), batch_size=embedder.batch_size)
         finally:
             torch.set_num_threads(before)
 

@@ -30,32 +30,44 @@ def _model_path(model_name: str) -> str:
 
 @lru_cache(maxsize=4)
 def _load(model_name: str, device: str, adapted_layers: str = ""):
-    model = fresh_model(model_name, device)
+    """The process's inference model: plain torch (narrative_mirror/minilm.py), which starts in
+    seconds where importing sentence-transformers alone takes 7-10 s."""
+    from narrative_mirror.minilm import SentenceEncoder
+
+    _cap_threads()
+    model = SentenceEncoder(_model_path(model_name), device)
     if adapted_layers:
-        _apply_layers(model, adapted_layers, device)
+        _apply_layers(model.bert, adapted_layers, device)
     return model
 
 
-def _apply_layers(model, path: str, device: str) -> None:
-    """Replace the transformer layers stored in ``path`` (an adaptation's state dict)."""
+def _apply_layers(bert, path: str, device: str) -> None:
+    """Replace the transformer layers stored in ``path`` (an adaptation's state dict, keys as in
+    transformers' ``BertModel``) in ``bert``."""
     import torch
 
     state = torch.load(path, map_location=device, weights_only=True)
-    result = model[0].auto_model.load_state_dict(state, strict=False)
+    result = bert.load_state_dict(state, strict=False)
     if result.unexpected_keys:
         raise ValueError(f"adapted layers {path}: keys the model does not have: {result.unexpected_keys[:3]}")
 
 
-def fresh_model(model_name: str, device: str):
-    """A new copy of the SentenceTransformer (the cached one is shared; training changes its copy)."""
+def _cap_threads() -> None:
     import torch
+
+    # 2-core machines: intra-op threads beyond the core count only add contention.
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+
+
+def fresh_model(model_name: str, device: str):
+    """A new SentenceTransformer, for training (it changes its copy in place; the trainer uses its
+    modules); encoding goes through ``_load``'s plain-torch model."""
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     # No "Loading weights" bar on every command: loading is quick and says nothing a person needs.
     transformers_logging.disable_progress_bar()
-    # 2-core machines: intra-op threads beyond the core count only add contention.
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+    _cap_threads()
     # A local folder only (never a hub name), and the hub never asked about it.
     return SentenceTransformer(_model_path(model_name), device=device, local_files_only=True)
 
@@ -149,8 +161,7 @@ class Embedder:
         if self.uses_onnx:  # without loading torch's copy of the model
             config = json.loads((Path(_model_path(self.model_name)) / "config.json").read_text(encoding="utf-8"))
             return int(config["hidden_size"])
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        return int(get_dim())
+        return self.model.dimension
 
     @property
     def fingerprint(self) -> str:
@@ -173,13 +184,7 @@ class Embedder:
         """Queries are a handful of short texts: one intra-op thread is ~10x faster than two when
         the cores are busy (measured 50 ms vs 510 ms per query under load), and no slower idle."""
         if self.device != "cpu":
-            return self.model.encode(
-                texts,
-                batch_size=self.device_batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            ).astype(np.float32, copy=False)
+            return self.model.encode(texts, batch_size=self.device_batch_size)
         if (onnx := self.onnx) is not None:
             return onnx.encode(texts, threads=1)
         import torch
@@ -187,16 +192,9 @@ class Embedder:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            vectors = self.model.encode(
-                texts,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            return self.model.encode(texts, batch_size=self.batch_size)
         finally:
             torch.set_num_threads(threads)
-        return vectors.astype(np.float32, copy=False)
 
     def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Encode ``texts``; ``progress(done, total)`` is called after each chunk."""
@@ -205,9 +203,9 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if len(texts) <= SMALL_INPUT:
             return self._encode_single_thread(texts)
-        # Encode in chunks of a few batches so long work reports progress, without paying
-        # sentence-transformers' per-call overhead for every batch. Texts go in length order
-        # (as one encode call would sort them) so chunking adds no padding.
+        # Encode in chunks of a few batches so long work reports progress, without paying the
+        # per-call overhead for every batch. Texts go in length order (as one encode call would
+        # sort them) so chunking adds no padding.
         order = np.argsort([len(t) for t in texts], kind="stable")
         if self.device != "cpu":  # a GPU takes big chunks; CPU threads are no question there
             return self._encode_chunks(texts, order, self.device_batch_size * 4, progress)
@@ -253,13 +251,7 @@ class Embedder:
             if torch_threads is not None and number % RECHECK_CHUNKS == 0:
                 torch_threads.set_num_threads(threads_for_now())
             rows = order[start : start + chunk]
-            vectors[rows] = self.model.encode(
-                [texts[i] for i in rows],
-                batch_size=self.device_batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            vectors[rows] = self.model.encode([texts[i] for i in rows], batch_size=self.device_batch_size)
             if progress:
                 progress(min(start + chunk, len(texts)), len(texts))
         return vectors

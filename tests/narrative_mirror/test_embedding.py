@@ -14,9 +14,7 @@ def texts(n):
 
 
 def plain_encode(embedder, items):
-    return embedder.model.encode(
-        items, batch_size=embedder.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
+    return embedder.model.encode(items, batch_size=embedder.batch_size)
 
 
 def test_chunked_encode_matches_one_encode_call_in_input_order(embedder):
