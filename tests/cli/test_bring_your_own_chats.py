@@ -77,6 +77,15 @@ def test_the_corpus_builds_on_the_first_run_and_every_chat_is_served_by_its_read
     ]:
         code, answered = _json(capsys, ["ask", "--data", str(data), "--chat", chat, question])
         assert (code, answered["answer"], [e["text"] for e in answered["evidence"]]) == (0, day, [line]), chat
+    # Times in each chat's own zone, with their offset: Telegram's as written (Berlin), Slack's from users.json (Madrid).
+    code, story = _json(
+        capsys, ["arc", "--data", str(data), "--chat", "telegram_climbing_crew", "How did the plan change?"]
+    )
+    stamps = [m["timestamp"] for m in story["evidence_messages"]]
+    assert code == 0 and stamps and all(t.endswith("+02:00") for t in stamps) and story["time_zones"] == ["UTC+02:00"]
+    code, slack_answer = _json(capsys, ["ask", "--data", str(data), "--chat", "slack_general", "Who brings the stove?"])
+    assert code == 0 and slack_answer["time_zones"] == ["Europe/Madrid"]
+    assert all(e["timestamp"].endswith("+02:00") for e in slack_answer["evidence"])
     # An ordinary question is searched as always: no system line is its evidence.
     code, ordinary = _json(capsys, ["ask", "--data", str(data), "--chat", "whatsapp_family_trip", "Who added gas?"])
     system_ids = set(family.filter(family["system"])["local_id"])
