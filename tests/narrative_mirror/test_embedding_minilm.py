@@ -34,12 +34,12 @@ def reference_encode(model, texts: list[str]) -> np.ndarray:
     return model.encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
 
-def sample_texts(realtalk_dir: Path, count: int = 150) -> list[str]:
+def sample_texts(realtalk_dir: Path, count: int = 70) -> list[str]:
     demo = [t for p in sorted(Path(DEMO_DATA_DIR).glob("*.json")) for t in message_texts(load_chat(p).messages)]
     chat = sorted(realtalk_dir.glob("*.json"))[0]
     real = message_texts(load_chat(chat).messages)
     rng = random.Random(3)
-    return rng.sample(demo, 60) + rng.sample(real, count - 60) + sorted(real, key=len)[-5:] + HARD
+    return rng.sample(demo, 30) + rng.sample(real, count - 30) + sorted(real, key=len)[-3:] + HARD
 
 
 def assert_same_vectors(new: np.ndarray, old: np.ndarray) -> None:
