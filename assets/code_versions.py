@@ -9,13 +9,13 @@ formatting or docstrings), so it changes exactly when code changes:
 * every ``narrative_mirror`` module it reaches, per module, closed over all imports in them.
 
 Nothing is imported: module names are resolved to files under the project root and parsed, and
-anything outside the project (dagster, polars, stdlib) is ignored. Stdlib only, no Dagster.
+anything outside the project (dagster, polars, stdlib) is ignored. Stdlib only (and resources.environment for the cache folder), no Dagster.
 The version is sha256 over the sorted (qualified name, sha256 of the part's dump) pairs, which
 ``code_version_parts`` lists, so one can see why a version changed.
 
 Parsing and dumping the reached modules costs seconds in every process that loads the definitions,
 so the parts are cached on disk (``NM_CODE_VERSION_CACHE``, default ``~/.cache/narrative-mirror/
-code_versions``; empty: no cache), keyed by the content of every file a version can reach: a cached
+code_versions``: resources/environment.py), keyed by the content of every file a version can reach: a cached
 version is the one computed from the same sources.
 
     def versioned_asset(**kwargs):
@@ -274,14 +274,11 @@ class _Project:
         return seen
 
 
-CACHE_ENV = "NM_CODE_VERSION_CACHE"
-
-
 def _cache_dir() -> Path | None:
-    value = os.environ.get(CACHE_ENV)
-    if value is not None:
-        return Path(value).expanduser() if value else None
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "narrative-mirror" / "code_versions"
+    """The cache folder (None: no cache); the one door to the environment names it."""
+    from resources import environment
+
+    return environment.code_version_cache()
 
 
 def _sources_fingerprint(project: _Project, source_path: Path | str) -> str:

@@ -27,10 +27,11 @@ def _no_parsing(monkeypatch):
 def test_cached_versions_of_every_real_asset_equal_the_computed_ones_and_parse_nothing(tmp_path, monkeypatch):
     targets = _real_assets()
     assert len(targets) >= 15
-    monkeypatch.setenv(code_versions.CACHE_ENV, "")
-    computed = {t: code_version_for(*t) for t in targets}
-    computed_parts = {t: code_version_parts_for(*t) for t in targets}
-    monkeypatch.setenv(code_versions.CACHE_ENV, str(tmp_path / "cache"))
+    with monkeypatch.context() as uncached:
+        uncached.setattr(code_versions, "_cache_dir", lambda: None)
+        computed = {t: code_version_for(*t) for t in targets}
+        computed_parts = {t: code_version_parts_for(*t) for t in targets}
+    monkeypatch.setenv("NM_CODE_VERSION_CACHE", str(tmp_path / "cache"))
     assert {t: code_version_for(*t) for t in targets} == computed  # cold: computed and stored
     _no_parsing(monkeypatch)
     assert {t: code_version_for(*t) for t in targets} == computed  # warm: read back
@@ -49,7 +50,7 @@ def test_an_edit_of_the_same_size_and_time_is_versioned_again_and_a_broken_cache
     tmp_path, monkeypatch
 ):
     cache = tmp_path / "cache"
-    monkeypatch.setenv(code_versions.CACHE_ENV, str(cache))
+    monkeypatch.setenv("NM_CODE_VERSION_CACHE", str(cache))
     root = tmp_path / "project"
     _project(root)
     before = code_version_for(root / "assets/a.py", "f", root=root)
@@ -58,17 +59,17 @@ def test_an_edit_of_the_same_size_and_time_is_versioned_again_and_a_broken_cache
     lib.write_text(lib.read_text().replace("x * 2", "x * 3"))  # same size
     os.utime(lib, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same time
     edited = code_version_for(root / "assets/a.py", "f", root=root)
-    monkeypatch.setenv(code_versions.CACHE_ENV, "")
-    assert edited == code_version_for(root / "assets/a.py", "f", root=root) != before
+    with monkeypatch.context() as uncached:
+        uncached.setattr(code_versions, "_cache_dir", lambda: None)
+        assert edited == code_version_for(root / "assets/a.py", "f", root=root) != before
 
-    monkeypatch.setenv(code_versions.CACHE_ENV, str(cache))
     for stored in cache.glob("*.json"):
         stored.write_text('{"truncated')
     assert code_version_for(root / "assets/a.py", "f", root=root) == edited
 
 
 def test_a_new_library_file_is_a_new_version_and_errors_are_not_cached(tmp_path, monkeypatch):
-    monkeypatch.setenv(code_versions.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("NM_CODE_VERSION_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "project"
     _project(root)
     (root / "assets" / "b.py").write_text("from narrative_mirror import helpers\n\ndef g():\n    return helpers\n")
