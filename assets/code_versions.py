@@ -9,9 +9,14 @@ formatting or docstrings), so it changes exactly when code changes:
 * every ``narrative_mirror`` module it reaches, per module, closed over all imports in them.
 
 Nothing is imported: module names are resolved to files under the project root and parsed, and
-anything outside the project (dagster, polars, stdlib) is ignored. Stdlib only, no Dagster.
+anything outside the project (dagster, polars, stdlib) is ignored. Stdlib only (and resources.environment for the cache folder), no Dagster.
 The version is sha256 over the sorted (qualified name, sha256 of the part's dump) pairs, which
 ``code_version_parts`` lists, so one can see why a version changed.
+
+Parsing and dumping the reached modules costs seconds in every process that loads the definitions,
+so the parts are cached on disk (``NM_CODE_VERSION_CACHE``, default ``~/.cache/narrative-mirror/
+code_versions``: resources/environment.py), keyed by the content of every file a version can reach: a cached
+version is the one computed from the same sources.
 
     def versioned_asset(**kwargs):
         return lambda fn: dg.asset(code_version=code_version_of(fn), **kwargs)(fn)
@@ -23,7 +28,9 @@ import ast
 import copy
 import functools
 import hashlib
+import json
 import os
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,7 +274,61 @@ class _Project:
         return seen
 
 
+def _cache_dir() -> Path | None:
+    """The cache folder (None: no cache); the one door to the environment names it."""
+    from resources import environment
+
+    return environment.code_version_cache()
+
+
+def _sources_fingerprint(project: _Project, source_path: Path | str) -> str:
+    """sha256 over the name and content of every source a version can read (the library and the
+    Dagster layer under the root, and the function's own file) and every folder there (a new
+    folder can turn an imported name into a namespace package)."""
+    digest = hashlib.sha256()
+
+    def add(path: str) -> None:
+        digest.update(os.path.relpath(path, project.root).encode() + b"\0")
+        if os.path.isfile(path):
+            digest.update(hashlib.sha256(Path(path).read_bytes()).digest())
+
+    for top in sorted(LIBRARY | DAGSTER_LAYER):
+        add(os.path.join(project.root, top + ".py"))
+        for folder, subfolders, files in os.walk(os.path.join(project.root, top)):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            add(folder)
+            for name in sorted(f for f in files if f.endswith(".py")):
+                add(os.path.join(folder, name))
+    add(str(Path(source_path).resolve()))
+    return digest.hexdigest()
+
+
 def _collect(source_path: Path | str, function_name: str, root: Path | str) -> dict[str, str]:
+    """``_compute``'s parts, from the disk cache when the same sources were versioned before."""
+    cache = _cache_dir()
+    if cache is None:
+        return _compute(source_path, function_name, root)
+    project = _Project(root)
+    key = _sha(f"{_sources_fingerprint(project, source_path)}\0{project.module_name(source_path)}\0{function_name}")
+    path = cache / f"{key}.json"
+    try:
+        parts = json.loads(path.read_text())
+        if isinstance(parts, dict) and parts and all(isinstance(v, str) for v in parts.values()):
+            return parts
+    except (OSError, ValueError):
+        pass  # missing or unreadable: computed again and rewritten
+    parts = _compute(source_path, function_name, root)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=cache, suffix=".tmp", delete=False) as tmp:
+            json.dump(parts, tmp)
+        os.replace(tmp.name, path)  # whole or absent for a reader in another process
+    except OSError:
+        pass  # a read-only cache only costs the computation
+    return parts
+
+
+def _compute(source_path: Path | str, function_name: str, root: Path | str) -> dict[str, str]:
     """Qualified name -> sha256 of the normalized dump of each part of the function's version."""
     project = _Project(root)
     module_name = project.module_name(source_path)

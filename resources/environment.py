@@ -91,6 +91,18 @@ def is_set(name: str) -> bool:
     return bool(os.environ.get(name))
 
 
+CODE_VERSION_CACHE_ENV = "NM_CODE_VERSION_CACHE"
+
+
+def code_version_cache() -> Path:
+    """Where code versions are cached (assets/code_versions.py): NM_CODE_VERSION_CACHE, default
+    ``$XDG_CACHE_HOME/narrative-mirror/code_versions`` (``~/.cache`` when XDG_CACHE_HOME is unset)."""
+    folder = value(CODE_VERSION_CACHE_ENV)
+    if folder:
+        return Path(folder).expanduser()
+    return Path(value("XDG_CACHE_HOME") or Path.home() / ".cache") / "narrative-mirror" / "code_versions"
+
+
 def nm_home() -> Path:
     """NM_HOME (created if missing), default ``~/.narrative-mirror``."""
     home = Path(value(HOME_ENV) or Path.home() / ".narrative-mirror").expanduser()

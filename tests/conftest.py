@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,22 @@ REALTALK_DIR = TESTS_DIR.parent.parent / "shared" / "datasets" / "realtalk"
 if not REALTALK_DIR.is_dir():
     REALTALK_DIR = Path("/work/shared/datasets/realtalk")
 REALTALK_ARCS_DIR = REALTALK_DIR.parent / "realtalk_arcs"
+
+
+def pytest_configure(config):
+    """One code-version cache (assets/code_versions.py) for the run: the workers and every process a
+    test starts inherit it, so the definitions' sources are parsed once per run, not per process.
+    Keyed by the sources' content, so sharing it cannot mix versions; outside the user's cache."""
+    if not hasattr(config, "workerinput") and "NM_CODE_VERSION_CACHE" not in os.environ:
+        config._nm_code_version_cache = tempfile.mkdtemp(prefix="nm-code-versions-")
+        os.environ["NM_CODE_VERSION_CACHE"] = config._nm_code_version_cache
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "_nm_code_version_cache", None)
+    if cache:
+        shutil.rmtree(cache, ignore_errors=True)
+        os.environ.pop("NM_CODE_VERSION_CACHE", None)
 
 
 @pytest.fixture(autouse=True)

@@ -33,7 +33,7 @@ def run_ci(tmp_path: Path, failing: str) -> tuple[int, str, list[str]]:
 def test_ci_runs_every_tier_in_two_test_commands_and_passes_when_they_pass(tmp_path):
     code, out, calls = run_ci(tmp_path, failing="")
     assert code == 0, out
-    assert calls == ["-q -ra -n 2 --all-tiers -m not services --durations=30", "-q -ra -m services"]
+    assert calls == ["-q -ra -n 3 --dist worksteal --all-tiers -m not services --durations=30", "-q -ra -m services"]
     assert "ci: local tiers exit 0, services tier exit 0" in out
 
 
