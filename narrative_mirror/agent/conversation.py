@@ -16,7 +16,8 @@ question's slot with a typed value:
 - why: the reason clause, from a causal word ("given the migration delay"), the reply to a
   question about the thing, the message's other sentence, or the writer's message before;
 - when: a later message that moves the plan ("instead", "moved to", "what about ...") answers
-  instead of the one it changes.
+  instead of the one it changes;
+- where: a person's home given as the place ("I can host at mine": at the writer's place).
 
 ``answer`` returns None when the question is not of these kinds or nothing fits: the
 single-message answer (answer.offline_answer) runs then.
@@ -46,7 +47,7 @@ from narrative_mirror.agent.exchanges import (
     word_stems,
 )
 from narrative_mirror.agent.planner import reply_question
-from narrative_mirror.agent.slots import offered_answers, sentences
+from narrative_mirror.agent.slots import home_place, offered_answers, sentences
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS
 from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval.chat_index import ChatIndex
@@ -93,6 +94,8 @@ def question_kind(question: str, intent: str) -> str | None:
         return "why"
     if intent == "where" and re.search(r"\b(?:come|came|comes) from\b", q):
         return "from"
+    if intent == "where":
+        return "where"
     if intent == "when":
         return "when"
     if intent == "yes_no" and not offered_answers(question):  # "full-time or part-time?" is not answered by "Yes"
@@ -361,6 +364,20 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
+def _home(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """A where-question answered with a person's home ("Book club this Thursday, who's hosting?"
+    answered by Omar's "I can host at mine": at Omar's place), from a message about the
+    question's topic or a reply to one; None when no such message names a home."""
+    for s in said:
+        text = chat.raw_texts[s.row]
+        if not (word_stems(text) | word_stems(chat.raw_texts[s.of])) & about:
+            continue
+        for sentence in statements(text):
+            if not asks(sentence) and (home := home_place(sentence, chat.speakers[s.row])):
+                return home, [s.row, s.of] if s.row != s.of else [s.row], "home", text
+    return None
+
+
 READERS = {
     "who": _who,
     "time": _time,
@@ -371,4 +388,5 @@ READERS = {
     "when": conversation_reasons.when,
     "yes_no": conversation_reasons.yes_no,
     "from": conversation_reasons.came_from,
+    "where": _home,
 }

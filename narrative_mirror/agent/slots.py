@@ -136,7 +136,7 @@ class SlotAnswer:
     text: str  # the answer as shown: "11 June 2024", "Miami", "2 days", "Yes", "ham and peas"
     local_id: str  # the message it comes from
     sentence: str  # the sentence of that message it was read in
-    kind: str  # date | place | name | quantity | yes_no | phrase
+    kind: str  # date | place | home | name | quantity | yes_no | phrase
 
 
 def sentences(text: str) -> list[str]:
@@ -183,6 +183,24 @@ def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
         if words and words[0] not in _NOT_PLACES and not all(stem(w) in known for w in words):
             return place
     return None
+
+
+# A person's home said as the place: "at mine", "back to ours", "to my flat", "at Sam's" (not "at
+# Sam's party", not "similar to mine")
+_HOME = re.compile(
+    r"\b(?:(?:at|(?i:back|over|round)\s+to)\s+(?P<own>mine|ours)|(?:at|to)\s+(?:my|our)\s+"
+    r"(?P<noun>place|house|flat|home|apartment)|(?:at|to)\s+(?P<name>[A-Z][\w-]*)['’]s\b"
+    r"(?!\s+(?!and\b|or\b|then\b|at\b|on\b|for\b|after\b|before\b|instead\b|tonight\b|tomorrow\b)[a-z]))\b"
+)
+
+
+def home_place(sentence: str, author: str) -> str | None:
+    """The home a sentence names as a place, as whose it is: "I can host at mine" by Omar is "at
+    Omar's place", "at Sam's" is "at Sam's place"; None when it names no home."""
+    if not (found := _HOME.search(straight_apostrophes(sentence))):
+        return None
+    owner = found.group("name") or author
+    return f"at {owner}'s {found.group('noun') or 'place'}"
 
 
 def _entity_place(sentence: str, question: str, entities: set[str], speakers: set[str]) -> str | None:
@@ -335,6 +353,8 @@ def _fill(
         date = resolve_date(sentence, message.timestamp, habits=not _PAST_QUESTION.search(question))
         return (date, "date") if date else None
     if intent == "where":
+        if home := home_place(sentence, message.speaker):
+            return home, "home"
         place = _place(sentence, question, speakers)
         return (place, "place") if place else None
     if intent == "who":

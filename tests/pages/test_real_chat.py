@@ -151,7 +151,10 @@ def test_ask_page_marks_the_edited_message_in_the_evidence_list(export_site, bro
     browser.driver.set_window_size(1400, 1000)
     browser.visit(f"{base}/chats/{chat}/ask?q=What+is+right+in+front+of+the+house+in+Lagos%3F&profile=fast")
     items = browser.css(".evidence ul.points li")
-    marked = {li.find_element(By.CSS_SELECTOR, "a.cite").text: li.find_elements(By.CSS_SELECTOR, ".badge.edited") for li in items}
+    marked = {
+        li.find_element(By.CSS_SELECTOR, "a.cite").text: li.find_elements(By.CSS_SELECTOR, ".badge.edited")
+        for li in items
+    }
     assert set(marked) == edited_ids | plain_ids
     assert {i for i, badges in marked.items() if badges} == edited_ids
     assert [b.text for b in marked[next(iter(edited_ids))]] == ["edited"]

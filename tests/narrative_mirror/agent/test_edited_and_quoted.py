@@ -132,3 +132,12 @@ def test_an_unsure_phrase_is_replaced_by_its_message_and_a_typed_value_keeps_it_
     # a number read from the conversation is a value too ("42 each"), not a fragment
     assert quoting.best_quoted([Claim("42 each", ["m1"], kind="phrase")], evidence) == f"42 each. {quoted}"
     assert quoting.best_quoted([Claim("No", ["gone"], kind="yes_no")], evidence) is None
+
+
+def test_where_answered_by_a_home_is_the_authors_place(book_club):
+    # "Where is book club?" answered by "I can host at mine": at Omar's place, his message cited
+    retriever, key, messages = book_club
+    host_id = messages.filter(pl.col("text") == "I can host at mine")["local_id"][0]
+    answer = ask(retriever, key, "Where is book club?")
+    assert not answer.abstained and answer.answer.startswith("at Omar's place")
+    assert answer.claims[0].ids[0] == host_id and answer.claims[0].supported
