@@ -76,6 +76,7 @@ _NOT_NAMES = {
 }
 _CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MONTHS}
 _ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
+_TAKES_IT_ON = re.compile(r"^\W*(?:i['’]ll|i will|i can|i['’]m on it|me\b|leave it (?:with|to) me)", re.I)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+$", re.I)
 
 
@@ -225,6 +226,10 @@ def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], spe
                 answer_text = chat.raw_texts[reply]
                 if asks(answer_text):
                     continue
+                # "I'll do it, I've used Castle Rock Hostel before": its writer takes it on; the
+                # names after that are what they speak of
+                if _TAKES_IT_ON.match(answer_text):
+                    return chat.speakers[reply], [reply, item.row], "author", answer_text
                 if name := _named(answer_text, speakers, wanted, anywhere=True):
                     if name != chat.speakers[item.row]:
                         return name, [reply, item.row], "name", answer_text
@@ -308,8 +313,9 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
             if [a for a in amounts(text) if EACH_AFTER.match(a[2])]:
                 row = _latest_share(chat, s.row, spoken)
                 shares = [a for a in amounts(chat.raw_texts[row]) if EACH_AFTER.match(a[2])]
+                written, after = shares[-1][1], shares[-1][2]
                 return (
-                    f"{shares[-1][1]} each",
+                    f"{written} {' '.join(EACH_AFTER.match(after).group(0).split())}",  # as said: "22 a night each"
                     [row, *cited(s)][:2] if row != s.row else cited(s),
                     "phrase",
                     chat.raw_texts[row],

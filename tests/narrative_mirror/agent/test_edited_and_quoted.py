@@ -10,12 +10,9 @@ from datetime import datetime
 
 import polars as pl
 import pytest
-from index_frames import index_messages
+from index_frames import index_whatsapp_text
 
 from narrative_mirror.agent import quoting
-from narrative_mirror.embedding import message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
-from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
@@ -35,18 +32,7 @@ BOOK_CLUB = """\
 @pytest.fixture(scope="module")
 def book_club(tmp_path_factory, embedder):
     """(retriever, chat key, messages) of the book club export."""
-    folder = tmp_path_factory.mktemp("book_club")
-    (folder / "WhatsApp Chat with Book club.txt").write_text(BOOK_CLUB, encoding="utf-8")
-    options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
-    found, problems = find_folder_chats(folder, options)
-    assert problems == [] and len(found) == 1
-    ((key, source),) = found.items()
-    messages = load_export_chat(source, options).messages.with_columns(
-        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
-    )
-    store = IndexStore(str(folder / "lancedb"))
-    index_messages(store, messages, embedder.encode(message_texts(messages)))
-    return Retriever(store, embedder), key, messages
+    return index_whatsapp_text(tmp_path_factory.mktemp("book_club"), "Book club", BOOK_CLUB, embedder)
 
 
 def test_an_edited_message_is_what_was_said_and_the_answer_says_it_was_edited(book_club):
