@@ -51,17 +51,7 @@ def search_several(
     """Each chat's recorded search (one run record per chat), merged into the ``k`` best
     (``Memory.search``), and one retrieval event naming the chats searched; (the merged search,
     its event id)."""
-    merged = memory.search(
-        list(chats),
-        params.q,
-        params.k,
-        need_fresh=params.need_fresh,
-        half_life_days=params.halflife_days,
-        fresh_weight=params.fresh_weight,
-        self_rag=params.self_rag,
-        root=runs_root,
-        variant=params.variant,
-    )
+    merged = memory.search(list(chats), params.q, params.k, **params.ranking(), root=runs_root)
     variant = next(iter(merged.results.values())).params["variant"]
     found = Counter(h.chat for h in merged.hits)
     event_id = memory.event_log.log(

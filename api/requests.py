@@ -190,6 +190,16 @@ class SearchQuery(BaseModel):
     user_id: Identifier = DEFAULT_USER
     session_id: Identifier | None = None
 
+    def ranking(self) -> dict:
+        """The keyword arguments of ``Memory.search`` / ``recorded_search`` that rank (one chat or several)."""
+        return {
+            "need_fresh": self.need_fresh,
+            "half_life_days": self.halflife_days,
+            "fresh_weight": self.fresh_weight,
+            "self_rag": self.self_rag,
+            "variant": self.variant,
+        }
+
 
 class AskRequest(BaseModel):
     """The JSON body of ``POST /api/ask``."""

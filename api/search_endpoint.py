@@ -60,12 +60,8 @@ class SearchEndpoint:
                 chat,
                 params.q,
                 params.k,
-                need_fresh=params.need_fresh,
-                half_life_days=params.halflife_days,
-                fresh_weight=params.fresh_weight,
-                self_rag=params.self_rag,
+                **params.ranking(),
                 root=self.runs_root,
-                variant=params.variant,
                 tiers=params.tiers,
             ),
         )

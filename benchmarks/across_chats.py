@@ -18,8 +18,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.common import DEFAULT_DATA, build_embedder, open_index
-from benchmarks.retrieval_variants import load_train
+from common import DEFAULT_DATA, build_embedder, open_index
+from retrieval_variants import load_train
+
 from narrative_mirror import settings
 from narrative_mirror.across_chats import MERGE_BY, merge
 from narrative_mirror.metrics.recall_at_k import recall_at_k

@@ -9,7 +9,7 @@ printed), then with ``--load`` busy processes started by this script ("loaded").
 ONNX variant's vectors against torch's (cosine) and dense recall@10 of the train questions over
 their chat's messages (vectors only: the pipeline's fusion and rerank are not run here).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/embedding_backends.py --texts 600 --rounds 3
+    .venv/bin/python benchmarks/embedding_backends.py --texts 600 --rounds 3
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import DEFAULT_DATA, StaticInt8Embedder, calibration_texts, train_files
 
-from benchmarks.common import DEFAULT_DATA, StaticInt8Embedder, calibration_texts, train_files
 from narrative_mirror import embedding
 from narrative_mirror.chats import load_chat
 from narrative_mirror.embedding import Embedder, message_texts

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from common import DEFAULT_DATA, build_embedder, train_files
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "narrative_mirror" / "exports"))
+# The export writers live beside their tests and import the tests' shared helpers (tests/index_frames.py).
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path[:0] = [str(TESTS / "narrative_mirror" / "exports"), str(TESTS)]
 import realtalk_exports as rx  # noqa: E402
 
 from narrative_mirror.chats import load_chat  # noqa: E402

@@ -4,6 +4,7 @@ went wrong, as every command reports it."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
 from pathlib import Path
 
 INGEST = ["messages", "gold_qa", "arc_cases", "split"]
@@ -54,10 +55,15 @@ def chat_sources(args):
     return data_dir, options, sources, problems
 
 
-def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
+def arcs_line(data_dir: Path, arcs_dir: Path | None, formats: Iterable[str] = ("native",)) -> str | None:
     """One line when ``data_dir`` has no ARC cases to go with it (None when it has): without
-    it, ARC cases would be dropped without a word."""
+    it, ARC cases would be dropped without a word. A folder of app exports only (``formats`` of
+    its chats) is nobody's evaluation set: it has none to miss."""
+    from narrative_mirror.exports.folder import NATIVE
+
     if arcs_dir is None:
+        if NATIVE not in set(formats):
+            return None
         return (
             f"no ARC cases for {data_dir}: no *.arcs.json in it and no {data_dir.name}_arcs folder beside it "
             "(--arcs or NM_ARCS_DIR names one); ARC evaluation has no cases"
@@ -70,7 +76,8 @@ def arcs_line(data_dir: Path, arcs_dir: Path | None) -> str | None:
 def outcome(runner, *reports) -> dict:
     """What went wrong across a command's reports, as the lines the command prints."""
     chat_data = runner.resource("chat_data")
-    arcs = arcs_line(chat_data.data_path(), chat_data.arcs_path())
+    formats = [source.format for source in chat_data.chat_sources()[0].values()]
+    arcs = arcs_line(chat_data.data_path(), chat_data.arcs_path(), formats)
     problems = list(runner.problems)
     failures, warnings = [], [arcs] if arcs else []
     for report in reports:

@@ -158,7 +158,7 @@ def cmd_chats(args) -> dict:
         )
     loaded = read_chats(sources, options)
     rows = [chat_row(home, key, source.path, loaded.get(key), source.title) for key, source in sorted(sources.items())]
-    arcs = arcs_line(data_dir, arcs_dir)
+    arcs = arcs_line(data_dir, arcs_dir, [source.format for source in sources.values()])
     return {
         "data": str(data_dir),
         "arcs": str(arcs_dir) if arcs_dir else None,

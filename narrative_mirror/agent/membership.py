@@ -10,7 +10,8 @@ chat's lines do not tell), and the agent goes on as usual.
 Lines are read as the readers write them, in English: WhatsApp's own text ("Ann added Cy", "Cy
 left", "Ann created group "Trip"", "Dee joined using this group's invite link") and Telegram's
 service messages as Telegram shows them ("Ann added Dee, Eve", "Eve left the group", "Ann
-created the group «Trip»").
+created the group «Trip»"), Slack's ("@Ann has joined the channel", "@Ann has left the channel") and
+Discord's as its reader writes them ("Ann joined the server.").
 """
 
 from __future__ import annotations
@@ -60,14 +61,17 @@ _QUESTIONS = [
     )
 ]
 
+_PLACE = r"(?: the (?:group|channel|server))?"  # WhatsApp/Telegram, Slack (``@Ann has joined``), Discord
 _LINES = [
     (re.compile(r"^(?P<actor>.+?) added (?P<people>.+)$"), "join"),
     (re.compile(r"^(?P<actor>.+?) removed (?P<people>.+)$"), "leave"),
     (
-        re.compile(r"^(?P<people>.+?) joined(?: the group)?(?: using this group's invite link| via .+| \(.+\))?$"),
+        re.compile(
+            rf"^@?(?P<people>.+?) (?:has )?joined{_PLACE}(?: using this group's invite link| via .+| \(.+\))?\.?$"
+        ),
         "join",
     ),
-    (re.compile(r"^(?P<people>.+?) left(?: the group)?$"), "leave"),
+    (re.compile(rf"^@?(?P<people>.+?) (?:has )?left{_PLACE}\.?$"), "leave"),
     (re.compile(r"^(?P<actor>.+?) created (?:the )?group\b.*$"), "create"),
 ]
 

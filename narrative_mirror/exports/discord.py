@@ -11,6 +11,7 @@ thread creation, renames) are system messages. For a thread, ``channel.category`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,17 @@ FORMAT = "discord"
 MESSAGE_TYPES = frozenset(
     {"Default", "Reply", "ChatInputCommand", "ContextMenuCommand", "ApplicationCommand", "ThreadStarterMessage"}
 )
+# What a system message of each type says when its ``content`` is empty (older exporters write none).
+SYSTEM_WORDS = {
+    "GuildMemberJoin": "joined the server",
+    "RecipientAdd": "added a recipient",
+    "RecipientRemove": "left the group",
+    "Call": "started a call",
+    "ChannelNameChange": "changed the channel name",
+    "ChannelIconChange": "changed the channel icon",
+    "ChannelPinnedMessage": "pinned a message",
+    "ThreadCreated": "started a thread",
+}
 
 
 def read(path: Path) -> Iterator[Conversation]:
@@ -101,6 +113,8 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
         raise ExportFormatError(path, f"{where}.content", f"expected str, found {content!r}")
     kind = optional_field(item, "type", where, path, str, "Default")
     system = kind not in MESSAGE_TYPES
+    if system:
+        content = _system_line(name, kind, content)
     reference = item.get("reference") if isinstance(item.get("reference"), dict) else {}
     reply_to = reference.get("messageId")
     same_channel = str(reference.get("channelId") or channel_id) == channel_id
@@ -119,6 +133,15 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
         system=system,
         bot=bool(author.get("isBot")),
     )
+
+
+def _system_line(author: str, kind: str, content: str) -> str:
+    """A system line that names who did it, as the transcript shows it without an author:
+    ``Joined the server.`` by quinn is ``quinn joined the server.``"""
+    words = content.strip() or SYSTEM_WORDS.get(kind) or re.sub(r"(?<!^)(?=[A-Z])", " ", kind).lower()
+    if words.casefold().startswith(author.casefold()):
+        return words
+    return f"{author} {words[:1].lower()}{words[1:]}"
 
 
 def _attachments(item: dict, where: str, path: Path) -> tuple[Attachment, ...]:

@@ -7,8 +7,8 @@ final text of an edited message; ``subtype`` marks joins, topic changes and the 
 ``bot_message`` (bots), ``file_share`` (with ``files``), ``file_comment`` (author and words in
 ``comment``); ``message_changed`` / ``message_deleted`` events carry no message of their own and
 are skipped. Words come from ``text``, ``blocks`` and legacy ``attachments`` (slack_text.py).
-Times are shown in --tz, else in the zone most of the channel's members have (``users.json``
-``tz``): Slack itself stores only UTC. A message that cannot be read is one warning line in
+Times are shown in the zone most of the channel's members have (``users.json`` ``tz``), else in
+--tz, else UTC: Slack itself stores only UTC. A message that cannot be read is one warning line in
 ``Conversation.warnings``; the rest of its channel is still read.
 
 Streaming: one conversation per channel; its messages are read lazily one day file at a time,
@@ -187,11 +187,14 @@ def _conversation(
         else []
     )
     title = folder if record.get("name") or not members else ", ".join(users.name(m) for m in members)
-    # Slack stores UTC: the chat is shown in --tz, else the zone most of its members have.
-    if zone.source == TZ_FROM_ARGUMENT:
+    # Slack stores UTC: the chat is shown in the zone its people recorded (as Telegram's offsets
+    # win over --tz); --tz, given for a folder's zoneless exports, only stands in when none did.
+    if recorded := users.zone_of(members):
+        tz, tz_source = recorded, TZ_FROM_FILE
+    elif zone.source == TZ_FROM_ARGUMENT:
         tz, tz_source = zone.name, zone.source
     else:
-        tz, tz_source = users.zone_of(members) or "UTC", TZ_FROM_FILE
+        tz, tz_source = "UTC", TZ_FROM_FILE
     warnings: list[str] = []
 
     def read_messages() -> Iterator[ExportedMessage]:

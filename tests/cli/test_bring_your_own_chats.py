@@ -68,6 +68,29 @@ def test_the_corpus_builds_on_the_first_run_and_every_chat_is_served_by_its_read
     assert code == 0 and len(found["chats"]) == len(expected) and "warnings" not in found
     assert found["hits"][0]["chat"] == "telegram_climbing_crew"
 
+    # Membership is answered from each format's own join or leave line, with that line as the evidence.
+    for chat, question, day, line in [
+        ("whatsapp_family_trip", "When did Dev join the group?", "13 June 2024", "Ana Ruiz added Dev Patel"),
+        ("telegram_climbing_crew", "When did Sara leave the group?", "13 June 2024", "Sara Klein left the group"),
+        ("slack_general", "When did Ben join the channel?", "12 June 2024", "@Ben Okafor has joined the channel"),
+        ("discord_trail-talk", "When did quinn join the server?", "13 June 2024", "quinn joined the server"),
+    ]:
+        code, answered = _json(capsys, ["ask", "--data", str(data), "--chat", chat, question])
+        assert (code, answered["answer"], [e["text"] for e in answered["evidence"]]) == (0, day, [line]), chat
+    # Times in each chat's own zone, with their offset: Telegram's as written (Berlin), Slack's from users.json (Madrid).
+    code, story = _json(
+        capsys, ["arc", "--data", str(data), "--chat", "telegram_climbing_crew", "How did the plan change?"]
+    )
+    stamps = [m["timestamp"] for m in story["evidence_messages"]]
+    assert code == 0 and stamps and all(t.endswith("+02:00") for t in stamps) and story["time_zones"] == ["UTC+02:00"]
+    code, slack_answer = _json(capsys, ["ask", "--data", str(data), "--chat", "slack_general", "Who brings the stove?"])
+    assert code == 0 and slack_answer["time_zones"] == ["Europe/Madrid"]
+    assert all(e["timestamp"].endswith("+02:00") for e in slack_answer["evidence"])
+    # An ordinary question is searched as always: no system line is its evidence.
+    code, ordinary = _json(capsys, ["ask", "--data", str(data), "--chat", "whatsapp_family_trip", "Who added gas?"])
+    system_ids = set(family.filter(family["system"])["local_id"])
+    assert code == 0 and ordinary["evidence"] and not system_ids & {e["id"] for e in ordinary["evidence"]}
+
 
 def _doc_commands() -> list[str]:
     """The ``narrative-mirror`` lines of the doc's "Build, list, ask, serve" block."""

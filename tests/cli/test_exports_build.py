@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from cli.broken import NOT_RETRIED
 from cli.main import main
@@ -139,3 +140,24 @@ def test_an_unknown_zone_is_a_bad_argument_named_in_one_line(tmp_path, capsys):
     assert out["problems"] == [
         "--tz 'Mars/Olympus_Mons': not a time zone name (e.g. Europe/Berlin, America/New_York, UTC)"
     ]
+
+
+@pytest.mark.slow  # a real build of two channels (about a minute on a loaded machine)
+def test_an_unreadable_slack_message_is_one_build_warning_and_its_channel_is_served(tmp_path, capsys):
+    from fixtures.realistic_exports import slack
+
+    data = tmp_path / "chats"
+    slack(data, as_zip=False)
+    [day] = (data / "Acme Slack export Jun 3 2024 - Jun 10 2024" / "general").glob("2024-06-13.json")
+    messages = json.loads(day.read_text(encoding="utf-8"))
+    messages.insert(3, {"type": "message", "ts": "not-a-ts", "user": "U01ANA", "text": "lost"})
+    day.write_text(json.dumps(messages), encoding="utf-8")
+
+    code, built = _build(capsys, data)
+    assert (code, built["built"], built["not_built"], built["failures"]) == (0, 2, {}, [])
+    # One line naming the message, and no word about ARC cases: a folder of app exports has none to miss.
+    assert built["warnings"] == [
+        f"slack_general: 1 normalization(s), e.g. {day}: [3].ts: bad timestamp 'not-a-ts' "
+        "(message ts not-a-ts left out; the rest of the channel is read)"
+    ]
+    assert built["per_file"]["slack_general"]["messages"] == 25

@@ -140,6 +140,11 @@ def test_membership_questions_are_recognized(question, expected):
         ("Pavel", "Pavel left the group", ("leave", ("Pavel",), "")),
         ("Olga", "Olga created the group «Choir»", ("create", (), "Olga")),
         ("", "Messages and calls are end-to-end encrypted.", None),
+        # Slack's channel_join / channel_leave lines and Discord's as its reader writes them.
+        ("Ana Ruiz", "@Ana Ruiz has joined the channel", ("join", ("Ana Ruiz",), "")),
+        ("Ben Okafor", "@Ben Okafor has left the channel", ("leave", ("Ben Okafor",), "")),
+        ("quinn", "quinn joined the server.", ("join", ("quinn",), "")),
+        ("Ana Ruiz", "@Ana Ruiz set the channel topic: Offsite in June", None),
     ],
 )
 def test_system_lines_are_read_as_events(speaker, text, expected):

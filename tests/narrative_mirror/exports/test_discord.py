@@ -100,11 +100,11 @@ def test_replies_bots_edits_and_system_types(tmp_path):
     assert (conversation.key, conversation.title) == ("discord_robot_arm", "Makers / projects / robot arm")
     assert (conversation.tz, conversation.tz_source) == ("UTC+01:00", "file")
     assert [(m.local_id, m.author, m.text, m.system, m.bot, m.reply_to, m.edited) for m in messages] == [
-        ("100", "Ann", "", True, False, None, False),
+        ("100", "Ann", "Ann joined the server", True, False, None, False),
         ("101", "Ann", "servo arrived", False, False, None, False),
         ("102", "Bob", "nice!", False, False, "101", True),
         ("103", "Helper", "reminder set", False, True, None, False),
-        ("104", "Ann", "", True, False, None, False),
+        ("104", "Ann", "Ann pinned a message", True, False, None, False),
         ("105", "Bob", "from elsewhere", False, False, None, False),
     ]
     assert messages[1].timestamp == datetime(2024, 2, 1, 8, 1, 0, 500000, tzinfo=UTC)
@@ -112,6 +112,26 @@ def test_replies_bots_edits_and_system_types(tmp_path):
     assert messages[1].attachments == (Attachment("photo", "servo.jpg", None),)
     assert messages[3].attachments == (Attachment("sticker", "wave", None),)
     assert conversation.participants == ("Ann", "Bob")  # the bot writes, but is not one of the people
+
+
+def test_system_lines_name_who_did_it(tmp_path):
+    """The transcript shows a system line without its author, so the line itself names them:
+    DiscordChatExporter's ``Joined the server.`` (or no content at all) by quinn."""
+    export = json.loads(json.dumps(EXPORT))
+    export["messages"] = [
+        _message("1", "GuildMemberJoin", "2024-02-01T09:00:00+01:00", "quinn", "Joined the server."),
+        _message("2", "Call", "2024-02-01T09:01:00+01:00", "Ann", "Started a call that lasted 3 minutes."),
+        _message("3", "ChannelPinnedMessage", "2024-02-01T09:02:00+01:00", "Ann", "Ann pinned a message."),
+        _message("4", "GuildBoost", "2024-02-01T09:03:00+01:00", "Bob", ""),
+    ]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    assert [m.text for m in _read(path)[1]] == [
+        "quinn joined the server.",
+        "Ann started a call that lasted 3 minutes.",
+        "Ann pinned a message.",
+        "Bob guild boost",
+    ]
 
 
 def test_a_bad_message_is_one_warning_naming_the_json_path_and_the_rest_is_read(tmp_path):

@@ -231,11 +231,14 @@ def test_the_channel_is_shown_in_the_zone_most_of_its_people_have(tmp_path):
     assert (ops.tz, ops.tz_source) == ("Europe/Berlin", "file")  # 2 in Berlin, 1 in New York, the bot ignored
     assert (first.tz, first.tz_source) == ("Europe/Berlin", "file")
     assert first.timestamp == datetime(2024, 3, 12, 10, 1, 0, 1, tzinfo=UTC)
+    # --tz, given to a folder for its WhatsApp or Signal files, does not override what people recorded.
     [given] = read_export(tmp_path / "ws", tz="Asia/Tokyo")
-    assert (given.tz, given.tz_source, next(given.messages()).tz) == ("Asia/Tokyo", "--tz", "Asia/Tokyo")
+    assert (given.tz, given.tz_source, next(given.messages()).tz) == ("Europe/Berlin", "file", "Europe/Berlin")
 
 
-def test_people_without_a_zone_read_as_utc(tmp_path):
+def test_people_without_a_zone_read_in_the_given_zone_else_utc(tmp_path):
     users = [{**u, "tz": None} for u in USERS]
     [ops] = read_export(_export(tmp_path / "ws", users=users))
     assert (ops.tz, next(ops.messages()).tz) == ("UTC", "UTC")
+    [given] = read_export(tmp_path / "ws", tz="Asia/Tokyo")
+    assert (given.tz, given.tz_source, next(given.messages()).tz) == ("Asia/Tokyo", "--tz", "Asia/Tokyo")
