@@ -373,9 +373,12 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
 def _home(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     """A where-question answered with a person's home ("Book club this Thursday, who's hosting?"
     answered by Omar's "I can host at mine": at Omar's place), from a message about the
-    question's topic or a reply to one; None when no such message names a home."""
+    question's topic: the best evidence message or a reply to an evidence message asking
+    something; None when neither names a home (a place in the other messages is read then)."""
     for s in said:
         text = chat.raw_texts[s.row]
+        if not (s is said[0] or (s.role == "reply" and asks(chat.raw_texts[s.of]))):
+            continue
         if not (word_stems(text) | word_stems(chat.raw_texts[s.of])) & about:
             continue
         for sentence in statements(text):

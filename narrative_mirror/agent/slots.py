@@ -136,7 +136,7 @@ class SlotAnswer:
     text: str  # the answer as shown: "11 June 2024", "Miami", "2 days", "Yes", "ham and peas"
     local_id: str  # the message it comes from
     sentence: str  # the sentence of that message it was read in
-    kind: str  # date | place | home | name | quantity | yes_no | phrase
+    kind: str  # date | place | name | quantity | yes_no | phrase
 
 
 def sentences(text: str) -> list[str]:
@@ -353,8 +353,6 @@ def _fill(
         date = resolve_date(sentence, message.timestamp, habits=not _PAST_QUESTION.search(question))
         return (date, "date") if date else None
     if intent == "where":
-        if home := home_place(sentence, message.speaker):
-            return home, "home"
         place = _place(sentence, question, speakers)
         return (place, "place") if place else None
     if intent == "who":
