@@ -381,9 +381,9 @@ def _home(chat: ChatIndex, said: list[Said], about: set[str], question: str):
             continue
         if not (word_stems(text) | word_stems(chat.raw_texts[s.of])) & about:
             continue
-        for sentence in statements(text):
-            if not asks(sentence) and (home := home_place(sentence, chat.speakers[s.row])):
-                return home, [s.row, s.of] if s.row != s.of else [s.row], "home", text
+        # a home offered as a question is a proposal ("Barbecue at mine to celebrate?")
+        if home := home_place(text, chat.speakers[s.row]):
+            return home, [s.row, s.of] if s.row != s.of else [s.row], "home", text
     return None
 
 

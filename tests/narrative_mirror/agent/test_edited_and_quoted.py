@@ -26,6 +26,7 @@ BOOK_CLUB = """\
 13/05/2026, 09:31 - Priti: I finished the novel last night, the ending was wild
 13/05/2026, 09:40 - Lena: No spoilers please, I'm still on chapter nine
 13/05/2026, 09:52 - Omar: I borrowed the paperback from the library this week
+14/05/2026, 18:00 - Priti: Drinks at mine after book club next month?
 """
 
 
@@ -127,3 +128,5 @@ def test_where_answered_by_a_home_is_the_authors_place(book_club):
     answer = ask(retriever, key, "Where is book club?")
     assert not answer.abstained and answer.answer.startswith("at Omar's place")
     assert answer.claims[0].ids[0] == host_id and answer.claims[0].supported
+    offered = ask(retriever, key, "Where are the drinks?")  # a home offered as a question: a proposal
+    assert offered.answer.startswith("at Priti's place")
