@@ -28,12 +28,16 @@ from narrative_mirror.layers.params import L1Params, SummaryParams, section
 from narrative_mirror.layers.summarize import Summarizer, central_summary
 from narrative_mirror.layers.text import content_tokens, speaker_words, tfidf_keywords, truncate
 
+SYSTEM_BLOCK_LABEL = "chat events"  # a block of system lines only (joins, adds, calls): no topic words
+
 
 def message_lines(messages: pl.DataFrame) -> list[str]:
-    """``"speaker: text"`` per message (plus the image caption when there is one)."""
+    """``"speaker: text"`` per message (plus the image caption when there is one); a line without
+    a speaker (a system line: "Ana added Ben") is its text alone."""
     lines = []
     for speaker, text, caption in zip(messages["speaker"], messages["text"], messages["image_caption"]):
-        lines.append(f"{speaker}: {text} [image: {caption}]" if caption else f"{speaker}: {text}")
+        said = f"{text} [image: {caption}]" if caption else text
+        lines.append(f"{speaker}: {said}" if speaker else said)
     return lines
 
 
@@ -147,7 +151,12 @@ def build_topic_blocks(
     local_ids = messages["local_id"].to_list()
     texts = messages["text"].to_list()
     said = [[i for i in range(a, b) if not system[i]] or list(range(a, b)) for a, b in ranges]
-    block_terms = [[t for i in rows for t in content_tokens(texts[i], exclude=chat_speakers)] for rows in said]
+    # a block of system lines only is named as such: its words ("added", "calls") are no topic
+    only_system = [all(system[i] for i in rows) for rows in said]
+    block_terms = [
+        [] if events else [t for i in rows for t in content_tokens(texts[i], exclude=chat_speakers)]
+        for rows, events in zip(said, only_system)
+    ]
     keywords = tfidf_keywords(block_terms, l1.keywords)
 
     chat_file = messages["chat_file"][0]
@@ -155,17 +164,16 @@ def build_topic_blocks(
     timestamps = messages["timestamp"].to_list()
     rows = []
     per_session_count: dict[int, int] = {}
-    for block_index, ((a, b), block_keywords, rows_said) in enumerate(zip(ranges, keywords, said)):
+    for block_index, ((a, b), block_keywords, rows_said, events) in enumerate(zip(ranges, keywords, said, only_system)):
         session = int(sessions[a])
         n = per_session_count.get(session, 0)
         per_session_count[session] = n + 1
         lines_said = [lines[i] for i in rows_said]
-        if summarizer is None:
+        if events or summarizer is None:
             mean = vectors[rows_said].astype(np.float64).sum(axis=0)
             centrality = (vectors[rows_said] @ (mean / (np.linalg.norm(mean) + 1e-12))).tolist()
-            label = ", ".join(block_keywords[: summary_params.label_terms]) or truncate(
-                lines_said[0], summary_params.label_max_chars
-            )
+            label = SYSTEM_BLOCK_LABEL if events else ", ".join(block_keywords[: summary_params.label_terms])
+            label = label or truncate(lines_said[0], summary_params.label_max_chars)
             summary = central_summary(lines_said, centrality, summary_params)
         else:
             label, summary = summarizer.summarize("block", lines_said)

@@ -202,3 +202,28 @@ def test_system_lines_stay_members_but_never_name_or_summarize_a_block(make_mess
     assert "pasta" in told
     for word in ("encrypted", "added", "call"):
         assert word not in told, (word, told)
+
+
+def test_a_block_of_system_lines_only_is_named_chat_events(make_messages, embedder, layers_config):
+    """A group's opening lines (the encryption notice, "X created group", "X added Y") alone in a
+    block: named "chat events", no topic words taken from them, and its summary gives the lines as
+    they read (no speaker, so no ": " before them)."""
+    messages = make_messages(
+        [
+            [
+                ("", "Messages and calls are end-to-end encrypted. No one outside of this chat can read them."),
+                ("", "Ana created group \u201cFamily Trip\u201d"),
+                ("", "Ana added Ben"),
+            ],
+            [
+                ("Ana", "I made fresh pasta from scratch last night with flour and eggs."),
+                ("Ben", "Homemade pasta! Did you roll the dough by hand?"),
+                ("Ana", "Yes, I rolled the dough thin and cut it into tagliatelle."),
+            ],
+        ]
+    ).with_columns(pl.Series("system", [True, True, True, False, False, False]))
+    blocks = build_topic_blocks(messages, embedder.encode(message_lines(messages)), layers_config)
+    events = blocks.filter(pl.col("session") == 1).row(0, named=True)
+    assert events["label"] == "chat events" and events["keywords"] == []
+    assert "Ana added Ben" in events["summary"] and not events["summary"].startswith(":")
+    assert "pasta" in blocks.filter(pl.col("session") == 2)["label"][0]
