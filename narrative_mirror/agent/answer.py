@@ -290,6 +290,10 @@ def _in_evidence(claim: Claim, cited: Sequence[EvidenceMessage]) -> bool:
         return any(all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", m.text) for n in numbers) for m in messages)
     if claim.kind == "yes_no":
         return any(claim.sentence in m.text for m in messages)
+    if claim.kind == "home":  # "at Omar's place" from Omar's "I can host at mine"
+        return any(
+            claim.sentence in m.text and slots.home_place(claim.sentence, m.speaker) == claim.text for m in messages
+        )
     return any(claim.text.lower() in m.text.lower() for m in messages)
 
 

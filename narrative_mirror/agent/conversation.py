@@ -16,7 +16,8 @@ question's slot with a typed value:
 - why: the reason clause, from a causal word ("given the migration delay"), the reply to a
   question about the thing, the message's other sentence, or the writer's message before;
 - when: a later message that moves the plan ("instead", "moved to", "what about ...") answers
-  instead of the one it changes.
+  instead of the one it changes;
+- where: a person's home given as the place ("I can host at mine": at the writer's place).
 
 ``answer`` returns None when the question is not of these kinds or nothing fits: the
 single-message answer (answer.offline_answer) runs then.
@@ -46,7 +47,7 @@ from narrative_mirror.agent.exchanges import (
     word_stems,
 )
 from narrative_mirror.agent.planner import reply_question
-from narrative_mirror.agent.slots import offered_answers, sentences
+from narrative_mirror.agent.slots import home_place, offered_answers, sentences
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS
 from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval.chat_index import ChatIndex
@@ -75,6 +76,7 @@ _NOT_NAMES = {
 }
 _CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MONTHS}
 _ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
+_TAKES_IT_ON = re.compile(r"^\W*(?:i['’]ll|i will|i can|i['’]m on it|me\b|leave it (?:with|to) me)", re.I)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+$", re.I)
 
 
@@ -93,6 +95,8 @@ def question_kind(question: str, intent: str) -> str | None:
         return "why"
     if intent == "where" and re.search(r"\b(?:come|came|comes) from\b", q):
         return "from"
+    if intent == "where":
+        return "where"
     if intent == "when":
         return "when"
     if intent == "yes_no" and not offered_answers(question):  # "full-time or part-time?" is not answered by "Yes"
@@ -222,6 +226,10 @@ def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], spe
                 answer_text = chat.raw_texts[reply]
                 if asks(answer_text):
                     continue
+                # "I'll do it, I've used Castle Rock Hostel before": its writer takes it on; the
+                # names after that are what they speak of
+                if _TAKES_IT_ON.match(answer_text):
+                    return chat.speakers[reply], [reply, item.row], "author", answer_text
                 if name := _named(answer_text, speakers, wanted, anywhere=True):
                     if name != chat.speakers[item.row]:
                         return name, [reply, item.row], "name", answer_text
@@ -305,8 +313,9 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
             if [a for a in amounts(text) if EACH_AFTER.match(a[2])]:
                 row = _latest_share(chat, s.row, spoken)
                 shares = [a for a in amounts(chat.raw_texts[row]) if EACH_AFTER.match(a[2])]
+                written, after = shares[-1][1], shares[-1][2]
                 return (
-                    f"{shares[-1][1]} each",
+                    f"{written} {' '.join(EACH_AFTER.match(after).group(0).split())}",  # as said: "22 a night each"
                     [row, *cited(s)][:2] if row != s.row else cited(s),
                     "phrase",
                     chat.raw_texts[row],
@@ -361,6 +370,23 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
+def _home(chat: ChatIndex, said: list[Said], about: set[str], question: str):
+    """A where-question answered with a person's home ("Book club this Thursday, who's hosting?"
+    answered by Omar's "I can host at mine": at Omar's place), from a message about the
+    question's topic: the best evidence message or a reply to an evidence message asking
+    something; None when neither names a home (a place in the other messages is read then)."""
+    for s in said:
+        text = chat.raw_texts[s.row]
+        if not (s is said[0] or (s.role == "reply" and asks(chat.raw_texts[s.of]))):
+            continue
+        if not (word_stems(text) | word_stems(chat.raw_texts[s.of])) & about:
+            continue
+        # a home offered as a question is a proposal ("Barbecue at mine to celebrate?")
+        if home := home_place(text, chat.speakers[s.row]):
+            return home, [s.row, s.of] if s.row != s.of else [s.row], "home", text
+    return None
+
+
 READERS = {
     "who": _who,
     "time": _time,
@@ -371,4 +397,5 @@ READERS = {
     "when": conversation_reasons.when,
     "yes_no": conversation_reasons.yes_no,
     "from": conversation_reasons.came_from,
+    "where": _home,
 }

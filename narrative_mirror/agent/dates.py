@@ -1,5 +1,5 @@
 """Dates a message speaks of, resolved against when it was said: "next Tuesday" said on Fri 7
-June 2024 is 11 June 2024, "last night" is the day before, "Sunday the 19th" the nearest Sunday
+June 2024 is 11 June 2024, "last night" is the day before, "Sunday the 19th" the next Sunday
 that is a 19th; weeks and years a speaker counts are kept as said, from that day ("2 weeks before
 6 January 2024"); habits ("every year") and times of life ("when I was in high school") as written.
 """
@@ -59,6 +59,15 @@ _DATES = [
     ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+{_YEAR})?", re.I)),
     ("month_day", re.compile(rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I)),
     ("weekday_day", re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_DAY}\b(?!\s+(?:of\s+)?{_MONTH})", re.I)),
+    # "on the 20th": a day of the month alone, not "the 1st year" or "the 3rd floor"
+    (
+        "month_day_only",
+        re.compile(
+            r"\b(?:on|by|until|till)\s+the\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b"
+            rf"(?!\s+(?:of\s+)?{_MONTH})(?!\s+(?:time|year|day|week|month|floor|grade|place|round|one|of)\b)",
+            re.I,
+        ),
+    ),
     (
         "relative_day",
         re.compile(
@@ -208,7 +217,9 @@ def _resolve(kind: str, m: re.Match, sentence: str, said: datetime | None) -> st
             f"{'before' if kind == 'vague_ago' else 'after'} {fmt_day(said)}"
         )
     if kind == "weekday_day":
-        return _weekday_day(WEEKDAY_NUMBERS[g["weekday"].lower()], int(g["day"]), said)
+        return _day_of_month(int(g["day"]), said, sentence, WEEKDAY_NUMBERS[g["weekday"].lower()])
+    if kind == "month_day_only":
+        return _day_of_month(int(g["day"]), said, sentence)
     if kind == "weekday":
         target = WEEKDAY_NUMBERS[g["weekday"].lower()]
         rel = (g.get("rel") or "").lower()
@@ -269,19 +280,26 @@ def _season_year(first_month: int, sentence: str, said: datetime) -> int:
     return said.year - (1 if first_month > said.month else 0)
 
 
-def _weekday_day(weekday: int, day: int, said: datetime) -> str | None:
-    """ "Sunday the 19th": the date nearest to when it was said that has that day of the month and
-    falls on that weekday (2 May 2024 -> 19 May 2024); None if no month near it fits."""
-    found = []
-    for shift in range(-3, 4):
+def _past(sentence: str) -> bool:
+    return bool(re.search(r"\b(?:was|were|went|had|did|came|ago|last)\b", sentence, re.I))
+
+
+def _day_of_month(day: int, said: datetime, sentence: str, weekday: int | None = None) -> str | None:
+    """A day of the month said without its month ("Friday the 20th", "on the 20th"): the next such
+    day on or after when it was said (the one before when the sentence tells of the past), the first
+    of them that falls on the weekday named, else the first of them; None if no month has that day."""
+    step = -1 if _past(sentence) else 1
+    days = []
+    for shift in range(0, 7 * step, step):
         index = said.month - 1 + shift
         try:
             day_of = datetime(said.year + index // 12, index % 12 + 1, day)
         except ValueError:
             continue
-        if day_of.weekday() == weekday:
-            found.append((abs((day_of - said).days), day_of))
-    return fmt_day(min(found)[1]) if found else None
+        if (day_of.date() - said.date()).days * step >= 0:
+            days.append(day_of)
+    agreeing = [d for d in days if weekday is None or d.weekday() == weekday]
+    return fmt_day((agreeing or days)[0]) if days else None
 
 
 def _resolve_absolute(kind: str, g: dict) -> str | None:

@@ -15,10 +15,15 @@ TIME = re.compile(
 )
 NUMBER = re.compile(r"(?<![\w#.,/-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)")
 MONEY_AFTER = re.compile(
-    r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for)\b", re.I
+    r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for|"
+    r"a (?:night|month)\b)",
+    re.I,
 )
+# a share per person, after a price per night or month or not ("22 a night each")
 EACH_AFTER = re.compile(
-    r"^\s*(?:quid\s+|euros?\s+|pounds?\s+|dollars?\s+)?(?:each|a head|per (?:person|head|player)|pp)\b", re.I
+    r"^\s*(?:quid\s+|euros?\s+|pounds?\s+|dollars?\s+)?(?:a (?:night|month)\s+)?"
+    r"(?:each|a head|per (?:person|head|player)|pp)\b",
+    re.I,
 )
 COUNT_OF_PEOPLE = re.compile(
     r"\b(?:split|divided)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+ways\b|"

@@ -136,3 +136,25 @@ def test_evaluation_of_a_chat_without_gold_says_what_to_do(export_site, browser)
     advice.find_element(By.CSS_SELECTOR, "a.ask-link").click()
     assert browser.driver.current_url == f"{base}/chats/{chat}/ask"
     assert browser.one("h1").text == chat
+
+
+def test_ask_page_marks_the_edited_message_in_the_evidence_list(export_site, browser):
+    base, chat = export_site
+    answer = httpx.post(
+        f"{base}/api/ask",
+        json={"chat": chat, "question": "What is right in front of the house in Lagos?", "profile": "fast"},
+        timeout=120,
+    ).json()
+    edited_ids = {e["id"] for e in answer["evidence"] if e["edited"]}
+    plain_ids = {e["id"] for e in answer["evidence"] if not e["edited"]}
+    assert len(edited_ids) == 1 and plain_ids  # the edited message and others beside it
+    browser.driver.set_window_size(1400, 1000)
+    browser.visit(f"{base}/chats/{chat}/ask?q=What+is+right+in+front+of+the+house+in+Lagos%3F&profile=fast")
+    items = browser.css(".evidence ul.points li")
+    marked = {
+        li.find_element(By.CSS_SELECTOR, "a.cite").text: li.find_elements(By.CSS_SELECTOR, ".badge.edited")
+        for li in items
+    }
+    assert set(marked) == edited_ids | plain_ids
+    assert {i for i, badges in marked.items() if badges} == edited_ids
+    assert [b.text for b in marked[next(iter(edited_ids))]] == ["edited"]

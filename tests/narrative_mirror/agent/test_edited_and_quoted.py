@@ -10,12 +10,9 @@ from datetime import datetime
 
 import polars as pl
 import pytest
-from index_frames import index_messages
+from index_frames import index_whatsapp_text
 
 from narrative_mirror.agent import quoting
-from narrative_mirror.embedding import message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
-from narrative_mirror.exports.frames import load_export_chat
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
 from narrative_mirror.retrieval.engine import Retriever
@@ -29,24 +26,14 @@ BOOK_CLUB = """\
 13/05/2026, 09:31 - Priti: I finished the novel last night, the ending was wild
 13/05/2026, 09:40 - Lena: No spoilers please, I'm still on chapter nine
 13/05/2026, 09:52 - Omar: I borrowed the paperback from the library this week
+14/05/2026, 18:00 - Priti: Drinks at mine after book club next month?
 """
 
 
 @pytest.fixture(scope="module")
 def book_club(tmp_path_factory, embedder):
     """(retriever, chat key, messages) of the book club export."""
-    folder = tmp_path_factory.mktemp("book_club")
-    (folder / "WhatsApp Chat with Book club.txt").write_text(BOOK_CLUB, encoding="utf-8")
-    options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
-    found, problems = find_folder_chats(folder, options)
-    assert problems == [] and len(found) == 1
-    ((key, source),) = found.items()
-    messages = load_export_chat(source, options).messages.with_columns(
-        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
-    )
-    store = IndexStore(str(folder / "lancedb"))
-    index_messages(store, messages, embedder.encode(message_texts(messages)))
-    return Retriever(store, embedder), key, messages
+    return index_whatsapp_text(tmp_path_factory.mktemp("book_club"), "Book club", BOOK_CLUB, embedder)
 
 
 def test_an_edited_message_is_what_was_said_and_the_answer_says_it_was_edited(book_club):
@@ -132,3 +119,14 @@ def test_an_unsure_phrase_is_replaced_by_its_message_and_a_typed_value_keeps_it_
     # a number read from the conversation is a value too ("42 each"), not a fragment
     assert quoting.best_quoted([Claim("42 each", ["m1"], kind="phrase")], evidence) == f"42 each. {quoted}"
     assert quoting.best_quoted([Claim("No", ["gone"], kind="yes_no")], evidence) is None
+
+
+def test_where_answered_by_a_home_is_the_authors_place(book_club):
+    # "Where is book club?" answered by "I can host at mine": at Omar's place, his message cited
+    retriever, key, messages = book_club
+    host_id = messages.filter(pl.col("text") == "I can host at mine")["local_id"][0]
+    answer = ask(retriever, key, "Where is book club?")
+    assert not answer.abstained and answer.answer.startswith("at Omar's place")
+    assert answer.claims[0].ids[0] == host_id and answer.claims[0].supported
+    offered = ask(retriever, key, "Where are the drinks?")  # a home offered as a question: a proposal
+    assert offered.answer.startswith("at Priti's place")

@@ -131,6 +131,21 @@ def test_relative_dates_of_the_demo_chats(sentence, said, resolved):
 
 
 @pytest.mark.parametrize(
+    "sentence, resolved",
+    [
+        ("Friday the 20th to Sunday the 22nd", "20 March 2026"),  # 20 February is a Friday too, but gone
+        ("Let's do Tuesday the 3rd", "3 March 2026"),  # a day of the month said that day: that day
+        ("Saturday the 5th works for me", "5 September 2026"),  # the next 5th on a Saturday
+        ("Can you pay me back by the 15th?", "15 March 2026"),
+        ("The deposit was paid on the 1st", "1 March 2026"),  # told of as past: the one before
+        ("It's on the 1st floor", None),
+    ],
+)
+def test_a_day_of_the_month_without_its_month_is_the_next_such_day(sentence, resolved):
+    assert resolve_date(sentence, datetime(2026, 3, 2, 19, 7)) == resolved  # Monday 2 March 2026
+
+
+@pytest.mark.parametrize(
     "sentence, said, resolved",
     [
         (
