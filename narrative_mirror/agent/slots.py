@@ -187,7 +187,7 @@ def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
 
 # A person's home said as the place: "at mine", "back to ours", "to my flat", "at Sam's" (not "at
 # Sam's party", not "similar to mine")
-_HOME = re.compile(
+_AT_SOMEONES_HOME = re.compile(
     r"\b(?:(?:at|(?i:back|over|round)\s+to)\s+(?P<own>mine|ours)|(?:at|to)\s+(?:my|our)\s+"
     r"(?P<noun>place|house|flat|home|apartment)|(?:at|to)\s+(?P<name>[A-Z][\w-]*)['’]s\b"
     r"(?!\s+(?!and\b|or\b|then\b|at\b|on\b|for\b|after\b|before\b|instead\b|tonight\b|tomorrow\b)[a-z]))\b"
@@ -197,7 +197,7 @@ _HOME = re.compile(
 def home_place(sentence: str, author: str) -> str | None:
     """The home a sentence names as a place, as whose it is: "I can host at mine" by Omar is "at
     Omar's place", "at Sam's" is "at Sam's place"; None when it names no home."""
-    if not (found := _HOME.search(straight_apostrophes(sentence))):
+    if not (found := _AT_SOMEONES_HOME.search(straight_apostrophes(sentence))):
         return None
     owner = found.group("name") or author
     return f"at {owner}'s {found.group('noun') or 'place'}"
