@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up with test dependencies, then run the test suite (pytest arguments pass through).
-#   scripts/test.sh                  the default suite on two workers (NM_TEST_WORKERS; the tiers `slow`, `e2e`,
+#   scripts/test.sh                  the default suite on three workers (NM_TEST_WORKERS; the tiers `slow`, `e2e`,
 #                                    `browser`, `llm_server` and `services` are left out: tests/README.md)
 #   scripts/test.sh -m e2e           one tier (`-m "slow or e2e"`: several)
 #   scripts/test.sh -n 3 --dist worksteal --all-tiers -m "not services"
@@ -37,11 +37,11 @@ for arg in "$@"; do
   prev="$arg"
 done
 
-# The default suite runs on NM_TEST_WORKERS pytest-xdist workers (default 2; 0: one process). Work stealing:
+# The default suite runs on NM_TEST_WORKERS pytest-xdist workers (default 3; 0: one process). Work stealing:
 # a worker that runs out takes queued tests from the others, so none is left alone with a long queue at the end.
 workers=()
-if [ "$has_m" = 0 ] && [ "$has_n" = 0 ] && [ "${NM_TEST_WORKERS:-2}" != 0 ]; then
-  workers=(-n "${NM_TEST_WORKERS:-2}" --dist worksteal)
+if [ "$has_m" = 0 ] && [ "$has_n" = 0 ] && [ "${NM_TEST_WORKERS:-3}" != 0 ]; then
+  workers=(-n "${NM_TEST_WORKERS:-3}" --dist worksteal)
 fi
 
 if [ "$wants_services" = 1 ]; then
