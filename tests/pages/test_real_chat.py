@@ -111,13 +111,16 @@ def test_transcript_shows_system_lines_attachments_edits_in_the_chat_zone(export
     assert "9 messages and 6 system lines" in browser.one("p.meta").text
 
 
+def ask(base: str, chat: str, question: str) -> dict:
+    """The API's answer (profile fast) to ``question`` about ``chat``."""
+    return httpx.post(
+        f"{base}/api/ask", json={"chat": chat, "question": question, "profile": "fast"}, timeout=120
+    ).json()
+
+
 def test_answer_json_times_carry_the_chat_offset(export_site):
     base, chat = export_site
-    answer = httpx.post(
-        f"{base}/api/ask",
-        json={"chat": chat, "question": "Who is bringing the car to Lagos?", "profile": "fast"},
-        timeout=120,
-    ).json()
+    answer = ask(base, chat, "Who is bringing the car to Lagos?")
     assert answer["evidence"] and answer["time_zones"] == [ZONE]
     assert all(e["timestamp"].endswith("+01:00") for e in answer["evidence"])
     assert "2024-03-13T20:05:00+01:00" in [e["timestamp"] for e in answer["evidence"]]
@@ -140,11 +143,7 @@ def test_evaluation_of_a_chat_without_gold_says_what_to_do(export_site, browser)
 
 def test_ask_page_marks_the_edited_message_in_the_evidence_list(export_site, browser):
     base, chat = export_site
-    answer = httpx.post(
-        f"{base}/api/ask",
-        json={"chat": chat, "question": "What is right in front of the house in Lagos?", "profile": "fast"},
-        timeout=120,
-    ).json()
+    answer = ask(base, chat, "What is right in front of the house in Lagos?")
     edited_ids = {e["id"] for e in answer["evidence"] if e["edited"]}
     plain_ids = {e["id"] for e in answer["evidence"] if not e["edited"]}
     assert len(edited_ids) == 1 and plain_ids  # the edited message and others beside it
