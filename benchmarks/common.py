@@ -127,12 +127,10 @@ def index_chat(store: IndexStore, messages: pl.DataFrame, vectors: np.ndarray) -
 
 
 @functools.cache
-def commit_tree(commit: str) -> Path:
-    """``commit``'s ``narrative_mirror`` tree, extracted once per process."""
+def commit_tree(commit: str, paths: tuple[str, ...] = ("narrative_mirror",)) -> Path:
+    """``commit``'s ``paths`` (the library by default; ``()``: the whole tree), extracted in a new folder."""
     tree = Path(tempfile.mkdtemp(prefix=f"nm_{commit}_"))
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", commit, "narrative_mirror"], capture_output=True, check=True
-    )
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *paths], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(tree, filter="data")
     return tree
