@@ -305,17 +305,48 @@ def _about_topic(evidence: Mapping[str, EvidenceMessage], topic: Collection[str]
     )
 
 
-def states_what_is_asked(
+def cites_what_it_is_about(
     claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (), subjects: Collection[str] = ()
 ) -> bool:
     """Whether the claim's own cited messages, with the questions they answer, are about what the
-    question asks (one of its topic terms or the people and things it names): a phrase taken
-    from a message about something else, beside a message about the question, is in the answer
-    but not confirmed by its message."""
+    question asks (one of its topic terms or the people and things it names): when none of an
+    answer's claims is, the answer quotes its best message (agent/quoting.py)."""
     cited = {i: evidence[i] for i in claim.ids if i in evidence}
     cited |= {e.reply_to: evidence[e.reply_to] for e in list(cited.values()) if e.reply_to in evidence}
     topic = [t for t in topic if stem(t) not in QUESTION_FORM]
     return bool(cited) and (not topic and not subjects or _about_topic(cited, topic, subjects))
+
+
+# Another person's evidence message this many positions before a cited one is what it reacts to:
+# "That's the beach right in front of it" states what is in front of the house booked just before.
+CONTEXT_BEFORE = 3
+
+
+def states_what_is_asked(
+    claim: Claim, evidence: Mapping[str, EvidenceMessage], topic: Collection[str] = (), subjects: Collection[str] = ()
+) -> bool:
+    """Whether the claim's own cited messages, read with what they answer (the message they reply
+    to or go on from, another person's evidence message just before), mention every topic term of
+    the question (the words of its form aside), or, when it has none, one of the people and things
+    it names. A message about the question's subject but not about what is asked of it ("I booked
+    the house in Lagos" for "What is in front of the house in Lagos?") is evidence, not the answer."""
+    cited = [evidence[i] for i in claim.ids if i in evidence]
+    asked = {stem(t) for t in topic} - QUESTION_FORM
+    if not cited or not asked and not subjects:
+        return bool(cited)
+    linked = {c.reply_to for c in cited} | {c.continues for c in cited}
+    read = cited + [
+        e
+        for e in evidence.values()
+        if e.message.local_id in linked
+        or any(
+            e.message.speaker != c.message.speaker and 0 < c.message.position - e.message.position <= CONTEXT_BEFORE
+            for c in cited
+        )
+    ]
+    if asked:
+        return asked <= set().union(*(e.match.artifact_terms for e in read))
+    return any(names_in(subjects, "", e.message.text) for e in read)
 
 
 def verify(

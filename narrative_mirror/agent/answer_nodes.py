@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import conversation, people, quoting
+from narrative_mirror.agent import conversation, people, quoting, slot_nouns
 from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
@@ -247,16 +247,21 @@ def verification(state: AgentState, run: Run) -> dict:
         for c, note in zip(claims, notes)
     ]
     kept = [c for c, note in zip(claims, notes) if note is None]
+    about = [answer_mod.cites_what_it_is_about(c, evidence, run.facets.artifact, subjects) for c in kept]
     # offline only: an LLM's claims are sentences written to answer, checked by its verifier, not fragments
-    quoted = (
-        quoting.QUOTE_WHEN_UNSURE
-        and not run.llm_active
-        and quoting.unsure(len(claims), len(verified), [s for s, note in zip(stated, notes) if note is None])
-    )
+    quoted = quoting.QUOTE_WHEN_UNSURE and not run.llm_active and quoting.unsure(len(claims), len(verified), about)
     shown = quoting.best_quoted(kept, evidence) if quoted else None
+    # Of the claims answering a question that asks for one thing, those whose messages state what
+    # is asked answer; the others are words of messages about something else found beside them. A
+    # question asking for several things ("What sports does Kevin play?") is answered item by item
+    # by messages that need not repeat its words ("club soccer on Sundays").
+    several = slot_nouns.asks_for_several(run.question)
+    answering = [] if several else [c for c, s in zip(claims, stated) if s and c in verified]
     if shown:
         final_text = shown
         run.step("verification: unsure (a claim dropped or none about the question): the best message quoted")
+    elif answering and len(answering) < len(verified):
+        final_text = "; ".join(c.text for c in answering)
     elif verified and len(verified) == len(claims):
         final_text = text
     elif verified:

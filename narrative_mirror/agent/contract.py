@@ -36,8 +36,8 @@ class ClaimCheck(BaseModel):
     ids: list[str]  # the evidence ids it cites
     supported: bool  # passed verification (it is in the answer); else it is in Unknowns
     note: str | None = None  # why it was not supported
-    # Supported, and its own cited messages state what the question asks: they are about the
-    # question's subject (not only another evidence message is). The inspector's badge.
+    # Supported, and its own cited messages (with what they answer) state what the question asks:
+    # they mention every topic term of it (agent/answer.states_what_is_asked). The inspector's badge.
     verified: bool = False
 
 

@@ -4,7 +4,7 @@ whole message, while a fragment from a message about something else reads as a f
 
 Unsure means: verification dropped some of the drafted claims (the evidence answers only part
 of the question), or it kept claims none of whose own messages is about what the question
-asks (``ClaimCheck.verified`` false for all of them)."""
+asks (``answer.cites_what_it_is_about`` false for all of them)."""
 
 from __future__ import annotations
 
@@ -48,10 +48,11 @@ def quote(message: ChatMessage) -> str:
     return f'{said}: "{text}"{edited}'
 
 
-def unsure(drafted: int, kept: int, stated: Sequence[bool]) -> bool:
+def unsure(drafted: int, kept: int, about: Sequence[bool]) -> bool:
     """Whether the answer should quote instead of assert: ``drafted`` claims, ``kept`` of them
-    verified, ``stated``: per kept claim, whether its own messages state what is asked."""
-    return kept > 0 and (kept < drafted or not any(stated))
+    verified, ``about``: per kept claim, whether its own messages are about the question
+    (``answer.cites_what_it_is_about``)."""
+    return kept > 0 and (kept < drafted or not any(about))
 
 
 def edited_source(claims: Sequence, evidence: Mapping[str, object]) -> str | None:

@@ -141,7 +141,7 @@ def asks_for_list(question: str, intent: str) -> bool:
         return bool(_PAST.search(question)) and not time_phrases(question)
     if intent != "what":
         return False
-    if _plural_asked(question):
+    if asks_for_several(question):
         return True
     return not time_phrases(question) and not _ONE_KIND.search(question)
 
@@ -150,7 +150,8 @@ _PAST = re.compile(r"\b(?:did|has|have|had|was|were)\b", re.I)
 _ONE_KIND = re.compile(r"\b(?:kind|type|sort)\s+of\b", re.I)
 
 
-def _plural_asked(question: str) -> bool:
+def asks_for_several(question: str) -> bool:
+    """A plural asked for ("What drinks ...", "What are ... hobbies", "Which cities ...")."""
     if _LIST_OPENING.search(question):
         return True
     asked = _ASKED_WORDS.search(question)

@@ -9,6 +9,7 @@ import os
 import dagster as dg
 import pytest
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 
 from assets.freshness import FreshnessQuery
 from assets.sources.assets import observe_sources, record_observation
@@ -37,7 +38,7 @@ def test_a_retrain_makes_the_vectors_stale_and_nothing_upstream(tmp_path, monkey
     data = tmp_path / "data"
     write_chat(data, KEY, small_chat())
     monkeypatch.setenv("NM_DATA_DIR", str(data))
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         resources = default_resources(data_dir=str(data), nm_home=os.environ["NM_HOME"])
         defs = build_definitions(resources)
         _observe(instance, resources)

@@ -6,6 +6,7 @@ from datetime import datetime
 import dagster as dg
 import polars as pl
 import pytest
+from home_instance import home_instance
 
 from assets.evaluation.assets import EVAL_ASSETS, TEST_TAG, qa_eval
 from assets.index.assets import INDEX_ASSETS
@@ -54,7 +55,7 @@ def _worse_retrieval_config(folder):
 
 
 def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
         built = _run(
             instance,
@@ -186,7 +187,7 @@ def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monk
 
 
 def test_test_partition_is_refused_without_the_test_tag(tmp_path):
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [TEST_KEY])
         result = _run(instance, ["messages", "gold_qa", "split", "qa_eval"], TEST_KEY, tmp_path)
         assert not result.success
@@ -207,7 +208,7 @@ def test_schedule_requests_only_train_partitions():
         "Chat_10_Fahim_Muhhamed",
         "my_own_chat",
     ]
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", keys)
         ctx = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 22, 3))
         requests = list(nightly_train_eval(ctx))
@@ -220,7 +221,7 @@ def test_test_eval_job_tags_its_runs_as_test():
 
 
 def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_path):
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
         built = _run(
             instance,

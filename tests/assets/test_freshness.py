@@ -6,6 +6,7 @@ import re
 import dagster as dg
 import pytest
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 
 from assets.freshness import FreshnessQuery
 from assets.sources.assets import observe_sources, record_observation
@@ -89,7 +90,7 @@ def built(tmp_path, monkeypatch):
     data = tmp_path / "data"
     write_chat(data, KEY, small_chat())
     monkeypatch.setenv("NM_DATA_DIR", str(data))
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         resources = default_resources(data_dir=str(data), nm_home=str(tmp_path / "home"))
         defs = build_definitions(resources)
         _observe(instance, resources)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 
 from assets.ingest.assets import INGEST_ASSETS, split
 from assets.sources.assets import SOURCES
@@ -23,7 +24,7 @@ def _materialize(instance, data_dir, key, tmp_path, raise_on_error=True):
 def test_ingest_assets_materialize_one_partition(tmp_path):
     data = tmp_path / "data"
     write_chat(data, "chat_a", small_chat())
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", ["chat_a"])
         result = _materialize(instance, data, "chat_a", tmp_path)
         assert result.success
@@ -48,7 +49,7 @@ def test_ingest_assets_materialize_one_partition(tmp_path):
 def test_chat_without_qa_is_ingested_with_no_questions(tmp_path):
     data = tmp_path / "data"
     write_chat(data, "chat_b", small_chat(qa=False))
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", ["chat_b"])
         result = _materialize(instance, data, "chat_b", tmp_path)
         assert result.asset_value("messages").height == 8
@@ -58,7 +59,7 @@ def test_chat_without_qa_is_ingested_with_no_questions(tmp_path):
 def test_bad_file_fails_with_its_name_and_keeps_the_previous_output(tmp_path):
     data = tmp_path / "data"
     path = write_chat(data, "chat_c", small_chat())
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", ["chat_c"])
         _materialize(instance, data, "chat_c", tmp_path)
         stored = tmp_path / "home" / "storage" / "messages" / "chat_c.parquet"
@@ -75,7 +76,7 @@ def test_bad_file_fails_with_its_name_and_keeps_the_previous_output(tmp_path):
 
 def test_split_asset_assigns_each_chat_file_and_flags_unknown(tmp_path):
     keys = ["Chat_1_Emi_Elise", "Chat_9_Fahim_Akib", "mine"]
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", keys)
         rows = []
         for key in keys:

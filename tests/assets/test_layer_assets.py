@@ -3,6 +3,7 @@
 import dagster as dg
 import pytest
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 from llm_servers import fault_server
 
 from assets.index.assets import INDEX_ASSETS
@@ -28,7 +29,7 @@ def _build(instance, tmp_path, selection=None):
 @pytest.fixture
 def instance(tmp_path):
     write_chat(tmp_path / "data", KEY, small_chat())
-    with dg.instance_for_test() as inst:
+    with home_instance() as inst:
         inst.add_dynamic_partitions("chat_files", [KEY])
         yield inst
 
@@ -93,7 +94,7 @@ def test_an_export_with_system_lines_passes_the_index_check(tmp_path):
     data.mkdir()
     whatsapp_android(data)
     (key,), _ = find_folder_chats(data, ImportOptions(machine_tz="UTC"))
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [key])
         result = dg.materialize(
             ALL,

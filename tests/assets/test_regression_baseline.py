@@ -7,6 +7,7 @@ from datetime import datetime
 
 import dagster as dg
 import pytest
+from home_instance import home_instance
 from slack_stub import FailingSlack
 
 from assets.evaluation.assets import EVAL_ASSETS
@@ -55,7 +56,7 @@ def test_a_regressed_config_keeps_failing_and_alerting_until_recall_recovers_or_
     home = tmp_path / "home"
     resources = default_resources(nm_home=str(home))
     pins = baselines.pins_path(home)
-    with FailingSlack() as slack, dg.instance_for_test() as instance:
+    with FailingSlack() as slack, home_instance() as instance:
         alerts = AlertsResource(
             state=resources["state"], slack_token="xoxb-test", slack_channel="#eval", slack_api_url=slack.url
         )

@@ -2,6 +2,7 @@
 
 import dagster as dg
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 
 from assets.versioning import DATA_VERSION_TAG
 from jobs.sources import source_files_sensor
@@ -29,7 +30,7 @@ def test_new_files_become_partitions_with_their_versions_and_no_run(tmp_path):
     write_chat(data, "chat_b", small_chat(qa=False))
     (data / "chat_a.arcs.json").write_text("{}")
     (data / "bad,name.json").write_text("{}")
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         result = _tick(instance, data)
         assert result.run_requests == []
         assert result.dynamic_partitions_requests[0].partition_keys == ["chat_a", "chat_b"]
@@ -44,7 +45,7 @@ def test_only_changed_files_are_observed_again(tmp_path):
     data = tmp_path / "data"
     path = write_chat(data, "chat_a", small_chat())
     write_chat(data, "chat_b", small_chat())
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         first = _observed(_tick(instance, data), "chat_file")
         assert _tick(instance, data).asset_events == []  # nothing changed: nothing recorded
         path.touch()
@@ -59,7 +60,7 @@ def test_only_changed_files_are_observed_again(tmp_path):
 def test_removed_file_keeps_its_partition(tmp_path):
     data = tmp_path / "data"
     path = write_chat(data, "chat_a", small_chat())
-    with dg.instance_for_test() as instance:
+    with home_instance() as instance:
         _tick(instance, data)
         path.unlink()
         result = _tick(instance, data)

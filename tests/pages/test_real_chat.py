@@ -126,6 +126,16 @@ def test_answer_json_times_carry_the_chat_offset(export_site):
     assert "2024-03-13T20:05:00+01:00" in [e["timestamp"] for e in answer["evidence"]]
 
 
+def test_only_the_claim_that_states_what_is_asked_is_verified(export_site):
+    """The booking names the house in Lagos, not what is in front of it: its phrase is neither in
+    the answer nor verified; the edited "That's the beach right in front of it" is both."""
+    base, chat = export_site
+    answer = ask(base, chat, "What is right in front of the house in Lagos?")
+    verified = [c["text"] for c in answer["claims"] if c["verified"]]
+    assert verified == ["beach"]
+    assert "beach" in answer["answer"] and "July" not in answer["answer"]
+
+
 def test_evaluation_of_a_chat_without_gold_says_what_to_do(export_site, browser):
     base, chat = export_site
     browser.driver.set_window_size(1400, 1000)

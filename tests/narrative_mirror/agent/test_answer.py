@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import datetime
 
 from narrative_mirror.agent.answer import (
@@ -135,3 +136,18 @@ def test_a_claim_is_verified_only_when_its_own_messages_state_what_is_asked():
     assert not states_what_is_asked(nandos, evidence, ["meet"])
     assert states_what_is_asked(nandos, evidence, [], ["Nando's"])  # the place the question names
     assert not states_what_is_asked(Claim("the Crown", ["D9:9"]), evidence, ["meet"])  # cites nothing shown
+
+
+def test_a_message_about_the_subject_but_not_what_is_asked_of_it_is_not_verified():
+    """ "What is right in front of the house in Lagos?": the booking names the house and Lagos, not
+    what is in front of it; João's "That's the beach right in front of it", two messages later,
+    states it, read with the booking it reacts to (another person's message just before)."""
+    booking = message("L:1", 0, "I booked the house in Lagos for 14-21 July", terms={"hous"}, speaker="Maria")
+    photo = message("L:2", 1, "<attached: photo.jpg>", speaker="João")
+    beach = message("L:3", 2, "That's the beach right in front of it", terms={"front"}, speaker="João")
+    evidence = {m.message.local_id: m for m in (booking, photo, beach)}
+    asked = ["front", "house"]
+    assert not states_what_is_asked(Claim("14-21 July", ["L:1"], kind="phrase"), evidence, asked, ["Lagos"])
+    assert states_what_is_asked(Claim("the beach", ["L:3"], kind="phrase"), evidence, asked, ["Lagos"])
+    beach.message = replace(beach.message, speaker="Maria")
+    assert not states_what_is_asked(Claim("the beach", ["L:3"], kind="phrase"), evidence, asked)  # her own next words

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import random
 
+import numba
 import pytest
-from ranx import Qrels, Run, evaluate
 
-from narrative_mirror.metrics import mrr_at_k, ndcg_at_k, precision, recall_at_k
+# ranx's metrics are numba functions: compiling them cost ~80 s on a fresh environment (every CI
+# run), interpreting them on these 200 queries well under a second. Before ranx is imported (its
+# decorators read the switch); only this module imports ranx.
+numba.config.DISABLE_JIT = True
+from ranx import Qrels, Run, evaluate  # noqa: E402
+
+from narrative_mirror.metrics import mrr_at_k, ndcg_at_k, precision, recall_at_k  # noqa: E402
 
 QUERY_COUNT = 200
 POOL = [f"D{day}:{n}" for day in range(1, 7) for n in range(1, 11)]  # 60 message ids
