@@ -277,12 +277,14 @@ def answer_slot(
             found = _fill(question, intent, sentence, message, entities, speakers)
             if found:
                 return SlotAnswer(found[0], message.local_id, sentence, found[1])
+        if intent == "where" and (here := _locative(message, question)):
+            return here
     if intent == "where":  # a place written in lower case ("along the river"), then a name the chat uses
         for message in list(evidence)[:look_at]:
             for sentence in sentences(message.text):
                 for found in _LOCATIVE.finditer(sentence):
                     if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
-                        return SlotAnswer(_LOCATIVE_END.sub("", found.group()), message.local_id, sentence, "place")
+                        return SlotAnswer(_place_phrase(found), message.local_id, sentence, "place")
         for message in list(evidence)[:look_at]:
             for sentence in sentences(message.text):
                 if place := _entity_place(sentence, question, entities, speakers):
@@ -290,6 +292,24 @@ def answer_slot(
     if intent == "when" and evidence and evidence[0].timestamp:  # the best message's own date
         first = evidence[0]
         return SlotAnswer(fmt_day(first.timestamp), first.local_id, sentences(first.text)[0], "date")
+    return None
+
+
+def _place_phrase(found: re.Match) -> str:
+    """The locative as a place: what follows it cut ("... with Ana"), and a dangling preposition
+    ("at the station at" 7:45)."""
+    return re.sub(r"\s+(?:at|on|in|by|to|from|of)$", "", _LOCATIVE_END.sub("", found.group()), flags=re.I)
+
+
+def _locative(message: ChatMessage, question: str) -> SlotAnswer | None:
+    """A place in lower case ("at the station") in a sentence that shares the question's words
+    ("Meet at the station at 7:45" for "Where do they meet?"): the better message says where in
+    lower case before a worse one names a place in passing ("Train from Newcastle at 07:45?")."""
+    for sentence in sentences(message.text):
+        if _shared_words(question, sentence):
+            for found in _LOCATIVE.finditer(sentence):
+                if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
+                    return SlotAnswer(_place_phrase(found), message.local_id, sentence, "place")
     return None
 
 

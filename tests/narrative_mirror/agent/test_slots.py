@@ -86,6 +86,18 @@ def test_a_place_in_lower_case_is_the_fallback_of_a_where_question():
         assert answer_slot("Where was it?", "where", [Msg("D3:1", "Ana", text, FRIDAY)]) is None, text
 
 
+def test_a_message_saying_where_the_asked_thing_happens_beats_a_place_named_in_passing():
+    """ "Meet at the station at 7:45 then" (best first) says where they meet; "Newcastle", in the
+    message about the train, names a place in passing."""
+    evidence = [
+        Msg("2014", "Greta", "Meet at the station at 7:45 then", FRIDAY),
+        Msg("2012", "Yusuf", "Train from Newcastle at 07:45 then?", FRIDAY),
+    ]
+    found = answer_slot("Where do they meet before the train?", "where", evidence)
+    assert (found.text, found.local_id, found.kind) == ("at the station", "2014", "place")
+    assert answer_slot("Where do they meet before the train?", "where", evidence[::-1]).text == "Newcastle"
+
+
 def test_phrase_span_keeps_the_words_the_question_lacks():
     assert phrase_span("I made pasta with ham and peas", "What kind of pasta did Kate make?") == "ham and peas"
     assert phrase_span("Kate made pasta", "What kind of pasta did Kate make?") is None
