@@ -167,4 +167,6 @@ def test_ask_page_marks_the_edited_message_in_the_evidence_list(export_site, bro
     assert set(marked) == edited_ids | plain_ids
     assert {i for i, badges in marked.items() if badges} == edited_ids
     assert [b.text for b in marked[next(iter(edited_ids))]] == ["edited"]
+    badges = [li.find_element(By.CSS_SELECTOR, ".badge").text for li in browser.css("li.claim")]
+    assert sorted(badges) == ["in the evidence, does not state what is asked", "verified"]
     browser.screenshot("ask_real_chat_edited")
