@@ -54,6 +54,7 @@ def _worse_retrieval_config(folder):
     )
 
 
+@pytest.mark.slow  # layers, index and two evaluations of a chat: ~30 s
 def test_qa_eval_records_lineage_and_a_worse_config_fails_the_run(tmp_path, monkeypatch):
     with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])
@@ -220,6 +221,7 @@ def test_test_eval_job_tags_its_runs_as_test():
     assert test_eval_job.tags[TEST_TAG] == "test"
 
 
+@pytest.mark.slow  # three profiles evaluated on a built chat: ~24 s
 def test_profile_protocol_runs_three_profiles_and_reports_the_adoption_gate(tmp_path):
     with home_instance() as instance:
         instance.add_dynamic_partitions("chat_files", [TRAIN_KEY])

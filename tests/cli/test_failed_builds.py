@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import dagster as dg
+import pytest
 from chat_factory import small_chat, write_chat
 
 import assets.index.assets as index_assets
@@ -34,6 +35,7 @@ def _json(capsys, argv) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow  # four builds of one chat through Dagster: ~28 s
 def test_a_failed_blocking_check_is_reported_by_every_later_command_until_retried(tmp_path, capsys, monkeypatch):
     data = tmp_path / "data"
     write_chat(data, "good", small_chat())

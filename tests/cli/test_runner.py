@@ -78,6 +78,7 @@ def _materializations(instance, asset: str, partition: str) -> int:
     return len(instance.fetch_materializations(filter_, limit=100).records)
 
 
+@pytest.mark.slow  # two builds of the demo: ~21 s
 def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys):
     first = _json(capsys, ["build", "--data", str(data), "--json"])
     assert first["encoded_messages"] == first["messages"]
