@@ -277,14 +277,14 @@ def answer_slot(
             found = _fill(question, intent, sentence, message, entities, speakers)
             if found:
                 return SlotAnswer(found[0], message.local_id, sentence, found[1])
+        # a lower-case place in a sentence with the question's words ("Meet at the station at 7:45")
+        # answers before a place a later message names in passing ("Train from Newcastle at 07:45?")
         if intent == "where" and (here := _locative(message, question)):
             return here
     if intent == "where":  # a place written in lower case ("along the river"), then a name the chat uses
         for message in list(evidence)[:look_at]:
-            for sentence in sentences(message.text):
-                for found in _LOCATIVE.finditer(sentence):
-                    if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
-                        return SlotAnswer(_place_phrase(found), message.local_id, sentence, "place")
+            if here := _locative(message):
+                return here
         for message in list(evidence)[:look_at]:
             for sentence in sentences(message.text):
                 if place := _entity_place(sentence, question, entities, speakers):
@@ -301,12 +301,11 @@ def _place_phrase(found: re.Match) -> str:
     return re.sub(r"\s+(?:at|on|in|by|to|from|of)$", "", _LOCATIVE_END.sub("", found.group()), flags=re.I)
 
 
-def _locative(message: ChatMessage, question: str) -> SlotAnswer | None:
-    """A place in lower case ("at the station") in a sentence that shares the question's words
-    ("Meet at the station at 7:45" for "Where do they meet?"): the better message says where in
-    lower case before a worse one names a place in passing ("Train from Newcastle at 07:45?")."""
+def _locative(message: ChatMessage, question: str | None = None) -> SlotAnswer | None:
+    """The first place written in lower case ("at the station") in the message; with ``question``,
+    only in a sentence that shares its words."""
     for sentence in sentences(message.text):
-        if _shared_words(question, sentence):
+        if question is None or _shared_words(question, sentence):
             for found in _LOCATIVE.finditer(sentence):
                 if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
                     return SlotAnswer(_place_phrase(found), message.local_id, sentence, "place")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import dagster as dg
 from chat_factory import small_chat, write_chat
+from home_instance import home_instance
 
 from cli.main import main
 from definitions import build_definitions
-from instance.lifecycle import dagster_home
 from jobs.integrity import integrity_sensor
 from narrative_mirror.index_store import IndexStore
 from resources.dagster_resources import default_resources
@@ -36,7 +36,7 @@ def test_the_sensor_requests_the_rebuild_of_what_is_damaged(tmp_path, capsys):
     assert main(["build", "--data", str(data), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["repairs"] == []
     home = Path(os.environ["NM_HOME"])
-    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+    with home_instance() as instance:
         healthy = evaluate(instance, data)
         assert isinstance(healthy, dg.SkipReason) and "every materialized output is whole" in healthy.skip_message
 

@@ -86,9 +86,7 @@ def materialize(env: dict[str, str], runs: list[list[str]], timeout_s: float = 3
 @contextmanager
 def instance_of(env: dict[str, str]) -> Iterator:
     """The Dagster instance of the setup ``env`` describes (its NM_HOME and NM_DAGSTER_PG_URL)."""
-    import dagster as dg
-
-    from instance.lifecycle import dagster_home
+    from home_instance import home_instance
 
     with pytest.MonkeyPatch.context() as mp:
         for key in ("NM_HOME", "NM_DAGSTER_PG_URL"):
@@ -96,7 +94,7 @@ def instance_of(env: dict[str, str]) -> Iterator:
                 mp.setenv(key, env[key])
             else:
                 mp.delenv(key, raising=False)
-        with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+        with home_instance() as instance:
             yield instance
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from home_instance import home_instance
 
 from instance.lifecycle import (
     INSTANCE_YAML,
@@ -39,7 +40,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 def _materialize_in(home: Path, monkeypatch, times: int = 1) -> int:
     monkeypatch.setenv("NM_HOME", str(home))
-    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+    with home_instance() as instance:
         assert isinstance(instance, NarrativeMirrorInstance)
         assert isinstance(instance.run_storage, PooledSqliteRunStorage)
         assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)

@@ -47,8 +47,7 @@ def test_demo_chats_built_and_evaluated_on_a_postgres_instance(tmp_path, pg_data
 
 def test_postgres_selected_by_the_url_setting_and_the_url_never_stored(tmp_path, monkeypatch, pg_database):
     import dagster as dg
-
-    from instance.lifecycle import dagster_home
+    from home_instance import home_instance
 
     monkeypatch.setenv("NM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NM_DAGSTER_PG_URL", pg_database)  # a plain postgresql:// URL works
@@ -57,7 +56,7 @@ def test_postgres_selected_by_the_url_setting_and_the_url_never_stored(tmp_path,
     def numbers() -> int:
         return 1
 
-    with dg.DagsterInstance.from_config(str(dagster_home())) as instance:
+    with home_instance() as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
         assert all(dg.materialize([numbers], instance=instance).success for _ in range(3))
