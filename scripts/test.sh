@@ -3,8 +3,9 @@
 #   scripts/test.sh                  the default suite on three workers (NM_TEST_WORKERS; the tiers `slow`, `e2e`,
 #                                    `browser`, `llm_server` and `services` are left out: tests/README.md)
 #   scripts/test.sh -m e2e           one tier (`-m "slow or e2e"`: several)
-#   scripts/test.sh -n 3 --dist worksteal --all-tiers -m "not services"
-#                                    every local tier in one session (.ci/run): no tier left out, -m alone selects
+#   scripts/test.sh -n 3 --dist worksteal --all-tiers
+#                                    every tier in one session, services included (.ci/run): no tier left out, an
+#                                    -m expression alone selects (-m "not services": every local tier)
 #   scripts/test.sh -m services      the tests on real servers: PostgreSQL, Redis + Celery workers and an
 #                                    S3-compatible server, installed if missing and started on loopback by
 #                                    scripts/services.sh, stopped at the end (unless they were already running)
@@ -17,11 +18,13 @@ cd "$(dirname "$0")/.."
 wants_services=0
 has_m=0
 has_n=0
+all_tiers=0
 prev=""
 for arg in "$@"; do
   case "$arg" in
     -m|-m*) has_m=1 ;;
     -n|-n*|--numprocesses*) has_n=1 ;;
+    --all-tiers) all_tiers=1 ;;
   esac
   expr=""
   case "$arg" in
@@ -36,6 +39,8 @@ for arg in "$@"; do
   fi
   prev="$arg"
 done
+# --all-tiers without -m: every tier, services included
+[ "$all_tiers" = 1 ] && [ "$has_m" = 0 ] && wants_services=1
 
 # The default suite runs on NM_TEST_WORKERS pytest-xdist workers (default 3; 0: one process). Work stealing:
 # a worker that runs out takes queued tests from the others, so none is left alone with a long queue at the end.
@@ -53,7 +58,7 @@ if [ "$wants_services" = 1 ]; then
   if [ "$started_here" = 1 ]; then
     trap 'bash scripts/services.sh stop' EXIT
   fi
-  .venv/bin/python -m pytest "$@"
+  .venv/bin/python -m pytest "${workers[@]}" "$@"
 else
   exec .venv/bin/python -m pytest "${workers[@]}" "$@"
 fi

@@ -129,13 +129,14 @@ def pytest_addoption(parser):
     parser.addoption(
         "--all-tiers",
         action="store_true",
-        help="leave no opt-in tier out: the -m expression alone selects (.ci/run: -m 'not services')",
+        help="leave no opt-in tier out: an -m expression alone selects (.ci/run: every tier, services included)",
     )
 
 
 # The tiers by what one of their tests costs, dearest first: a run starts these first, so that no
-# worker is left alone with a long test at the end of the run.
-COST_RANK = {"slow": 0, "e2e": 1, "llm_server": 1, "browser": 2}
+# worker is left alone with a long test at the end of the run. A `services` test mostly waits on its
+# servers and Celery workers: started early, its waits overlap the local tiers' work.
+COST_RANK = {"slow": 0, "e2e": 1, "llm_server": 1, "services": 1, "browser": 2}
 
 
 def cost_rank(item) -> int:

@@ -6,6 +6,10 @@ from cli.session import build_memory, not_built, outcome, runner_for
 
 
 def cmd_serve(args) -> dict:
+    from cli.commands.serve_control import control
+
+    if (result := control(args)) is not None:  # stop, status, --background: before the server's imports
+        return result
     import functools
 
     from api.access import load_tokens
@@ -14,12 +18,9 @@ def cmd_serve(args) -> dict:
     from api.limits import AskLimits, SearchLimits
     from api.live import mount_live
     from api.readiness import warm_up
-    from cli.commands.serve_control import control
     from narrative_mirror.keys import find_chat_files
     from resources import runtime
 
-    if (result := control(args)) is not None:
-        return result
     tokens = load_tokens(args.tokens) if args.tokens else None
     check_host(args.host, tokens is not None)  # before the build, not after it
     # settings checked before the build, not after it

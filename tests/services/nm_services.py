@@ -228,7 +228,7 @@ def demo_copy(target: Path, names: list[str] | None = None) -> Path:
 class Workers:
     """Celery workers of the distributed engine, each its own process (scripts/worker.sh)."""
 
-    def __init__(self, env: dict[str, str], logs: Path, count: int = 2, ready_timeout_s: float = 120):
+    def __init__(self, env: dict[str, str], logs: Path, count: int = 2, ready_timeout_s: float = 300):
         self.procs: list[subprocess.Popen] = []
         self.logs = [logs / f"worker{i}.log" for i in range(1, count + 1)]
         for i, log in enumerate(self.logs, 1):

@@ -7,7 +7,7 @@ import dagster as dg
 from dagster_celery import celery_executor
 
 POOL = "nm_test_pool"
-STEP_S = 2.0
+STEP_S = 5.0  # long enough that two free workers overlap on a loaded machine
 
 
 @dg.asset(pool=POOL)

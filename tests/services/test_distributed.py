@@ -22,7 +22,7 @@ from nm_services import (
     s3_env,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.services, pytest.mark.timeout(900)]
 
 CHATS = ["demo_garden_Mara_Theo", "demo_harbor_Lena_Sam"]
 MEMORY = [
@@ -37,7 +37,7 @@ MEMORY = [
     "lancedb_index",
 ]
 BROKER_DB = 1  # the workers' Redis database, emptied first
-RUN_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 600
 
 
 @dataclass

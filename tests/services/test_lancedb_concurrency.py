@@ -72,7 +72,7 @@ def _spawn(args: list[str], env: dict[str, str] | None) -> subprocess.Popen:
 
 def _report(proc: subprocess.Popen) -> dict:
     try:
-        out, err = proc.communicate(timeout=240)
+        out, err = proc.communicate(timeout=480)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
@@ -88,7 +88,7 @@ def race_first_writes(uris: list[str], work: Path, env: dict[str, str] | None) -
     procs = [_spawn(["race", chat, str(work), *uris], env) for chat in chats]
     try:
         for k in range(len(uris)):
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 240
             while not all((work / f"ready_{k}_{chat}").exists() for chat in chats):
                 assert time.monotonic() < deadline and all(p.poll() in (None, 0) for p in procs), [
                     p.communicate()[1][-2000:] for p in procs if p.poll() not in (None, 0)
@@ -149,7 +149,7 @@ def check_both(uris: list[str], last: str, work: Path, env: dict[str, str] | Non
     }
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.e2e
 def test_parallel_writers_on_a_local_folder(tmp_path):
     uris = [str(tmp_path / f"store{k}") for k in range(RACES)]
@@ -157,7 +157,7 @@ def test_parallel_writers_on_a_local_folder(tmp_path):
 
 
 @pytest.mark.services
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_parallel_writers_on_the_s3_compatible_server(tmp_path, services, s3_bucket):
     import os
 

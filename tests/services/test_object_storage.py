@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from nm_services import clean_env, cli, demo_copy, s3_client, s3_env
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.services, pytest.mark.timeout(600)]
 
 CHAT = "demo_garden_Mara_Theo"
 

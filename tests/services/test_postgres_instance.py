@@ -7,7 +7,7 @@ import psycopg2
 import pytest
 from nm_services import clean_env, cli, demo_copy
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.timeout(900)]
 
 
 def _count(url: str, sql: str) -> int:
