@@ -27,10 +27,9 @@ import numpy as np
 import polars as pl
 from common import DEFAULT_DATA, build_embedder, index_chat, message_vectors, open_index, train_files
 
+from narrative_mirror import Memory
 from narrative_mirror.chats import load_chat
 from narrative_mirror.gold import gold_qa_frame
-from narrative_mirror.query import ask
-from narrative_mirror.retrieval.engine import Retriever
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -68,16 +67,16 @@ def main(argv: list[str] | None = None) -> int:
             gold = gold.head(args.per_chat)
         questions += [(chat.chat_file, r["question"], r["category"], r["gold_ids"]) for r in gold.iter_rows(named=True)]
 
-    retriever = Retriever(store, embedder)
+    memory = Memory(None, store=store, embedder=embedder)
     for chat_file in sorted({q[0] for q in questions}):
-        retriever.search(chat_file, "warm up", k=1)  # load the chat into memory before timing
+        memory.search([chat_file], "warm up", k=1)  # load the chat into memory before timing
 
     summary = {}
     for profile in args.profiles.split(","):
         latencies, cpu, recalls, precisions, pool_r10, calls, stops = [], [], [], [], [], [], Counter()
         for chat_file, question, _category, gold_ids in questions:
             started, cpu_started = time.perf_counter(), time.process_time()
-            answer = ask(retriever, chat_file, question, profile=profile)
+            answer = memory.trace(chat_file, question, profile=profile)
             latencies.append((time.perf_counter() - started) * 1000)
             cpu.append((time.process_time() - cpu_started) * 1000)
             gold, selected = set(gold_ids), set(answer.selected_ids)

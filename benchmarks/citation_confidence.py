@@ -1,5 +1,6 @@
 """The citation confidences retrieval events get over the demo chats' questions (seed 001): every
-gold question of each chat asked offline through ``ask_logged``, then the distribution of the
+gold question of each chat asked offline through ``Memory.ask`` (logged in the home's event log as a
+user of its own, one per run), then the distribution of the
 events' ``citation_confidence`` and of the per-cited-id values.
 
     NM_HOME=... narrative-mirror build   # the demo chats' memory first
@@ -9,24 +10,21 @@ events' ``citation_confidence`` and of the per-cited-id values.
 from __future__ import annotations
 
 import json
-import tempfile
+import uuid
 from collections import Counter
 
-from narrative_mirror import settings
-from narrative_mirror.events.writer import EventLog
-from narrative_mirror.logged_query import ask_logged
-from resources import environment, runtime
+from narrative_mirror import Memory, settings
+from resources import environment
 
 
 def main() -> None:
     environment.hand_to_library()
-    retriever = runtime.retriever(runtime.index_from_environment(), runtime.embedder())
-    events = EventLog(tempfile.mkdtemp(prefix="nm-confidence-") + "/events")
-    for path in sorted(settings.DEMO_DATA_DIR.glob("*.json")):
-        for qa in json.loads(path.read_text(encoding="utf-8")).get("qa", []):
-            ask_logged(retriever, path.stem, qa["question"], "balanced", None, "agent", events)
-    frame = events.events()
-    events.close()
+    user = f"citation-confidence-{uuid.uuid4().hex[:12]}"  # this run's events, apart from any other
+    with Memory.open(environment.nm_home()) as memory:
+        for path in sorted(settings.DEMO_DATA_DIR.glob("*.json")):
+            for qa in json.loads(path.read_text(encoding="utf-8")).get("qa", []):
+                memory.ask([path.stem], qa["question"], "balanced", user_id=user)
+        frame = memory.event_log.events(user_id=user)
     event_values = frame["citation_confidence"].to_list()
     per_id = [v for values in frame["cited_confidences"].to_list() for v in values or []]
     known = [v for v in event_values if v is not None]

@@ -21,11 +21,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(TESTS / "narrative_mirror" / "exports"), str(TESTS)]
 import realtalk_exports as rx  # noqa: E402
 
+from narrative_mirror import Memory  # noqa: E402
 from narrative_mirror.chats import load_chat  # noqa: E402
 from narrative_mirror.evaluation import markdown_table  # noqa: E402
-from narrative_mirror.home import Home  # noqa: E402
-from narrative_mirror.index_store import IndexStore  # noqa: E402
-from narrative_mirror.retrieval.engine import Retriever  # noqa: E402
 
 
 def main() -> None:
@@ -39,8 +37,8 @@ def main() -> None:
         files = [f for f in files if any(f.stem.startswith(f"{c}_") for c in args.chats)]
     vectors = rx.TextVectors(build_embedder())
     root = Path(tempfile.mkdtemp(prefix="export_retrieval_"))
-    store = IndexStore(str(Home(root).lancedb))
-    retriever = Retriever(store, vectors)
+    memory = Memory.open(root, embedder=vectors)
+    store, retriever = memory.store, memory.retriever
     rows, totals = [], {}
     for path in files:
         chat = load_chat(path)

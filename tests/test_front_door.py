@@ -1,6 +1,7 @@
 """The command line, the HTTP API and the benchmarks reach the library's assembly (retriever, event
 log, LLM client, live memory, the questions over them) only through ``Memory``: an AST walk over
-their files lists every name they import from ``narrative_mirror``."""
+their files lists every name they import from ``narrative_mirror``. A benchmark that measures one
+component rather than what a person gets from a memory is named in ``COMPONENT_BENCHMARKS``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,27 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CALLERS = ("cli", "api")
+CALLERS = ("cli", "api", "benchmarks")
+# Benchmarks that measure one part of the assembly, so they build that part themselves: what each measures.
+COMPONENT_BENCHMARKS = {
+    "across_chats.py": "the cross-chat merge rules against each other",
+    "adapted_embedder.py": "fine-tuning the embedder and the fusion fitted on it",
+    "answers.py": "the answer step alone, over evidence captured from the agent graph",
+    "api_bulkhead.py": "the API's bulkheads with a given LLM server and event log",
+    "build_layers.py": "the texts the layers embed",
+    "common.py": "the helpers the component benchmarks share (an index from vectors, the embedder)",
+    "embedding_backends.py": "the embedder's backends",
+    "embedding_pipeline.py": "the ONNX embedder against torch",
+    "hard_questions.py": "retrieval configurations against each other",
+    "live_forget.py": "forgetting over a large live log",
+    "live_memory.py": "live adds as serve wires them, against a bare encode",
+    "retrieval_variants.py": "the retrieval variants against each other",
+    "rewrite_ablation.py": "the query rewriter",
+    "scale.py": "the texts the layers embed, at scale",
+    "scale_queries.py": "a retriever's cold load and queries at scale",
+    "seed003_traversal.py": "the traversal study's variants",
+    "train_fusion.py": "fitting the learned fusion",
+}
 
 # The modules that assemble and run a memory: callers get them through Memory.
 ASSEMBLY = (
@@ -94,10 +115,19 @@ def test_callers_reach_the_assembly_only_through_memory():
         f"{path.relative_to(ROOT).as_posix()}: {name}"
         for folder in CALLERS
         for path in sorted((ROOT / folder).rglob("*.py"))
+        if not (folder == "benchmarks" and path.name in COMPONENT_BENCHMARKS)
         for name in imported_names(path.read_text(encoding="utf-8"))
         if reaches_assembly(name)
     }
     assert not found, "go through narrative_mirror.Memory instead:\n" + "\n".join(sorted(found))
+
+
+def test_each_component_benchmark_exists_and_reaches_the_assembly():
+    """The list holds no name left behind by a move or a benchmark that now goes through Memory."""
+    for name in COMPONENT_BENCHMARKS:
+        path = ROOT / "benchmarks" / name
+        assert path.is_file(), name
+        assert any(map(reaches_assembly, imported_names(path.read_text(encoding="utf-8")))), name
 
 
 def test_the_library_exports_memory_without_loading_its_parts():
