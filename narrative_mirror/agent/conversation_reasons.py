@@ -9,6 +9,7 @@ import re
 
 from narrative_mirror.agent.exchange_values import NEGATIVE, PLAN, TIME
 from narrative_mirror.agent.exchanges import (
+    FOLLOWING,
     PROPOSES,
     Said,
     asks,
@@ -19,8 +20,10 @@ from narrative_mirror.agent.exchanges import (
     statements,
     word_stems,
 )
+from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
+STILL = re.compile(r"\b(?:still|any ?more|after all)\b", re.I)  # a question about a plan's status now
 _CAUSE = re.compile(r"\b(?:because|since|due to|given|as a result of|'cause|cos)\b\s*(.+)", re.I)
 
 
@@ -30,7 +33,10 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     ("Is anyone using the bike?" -> "It's my cousin's, he left it ..."); for one telling the
     thing, the reply that explains it (shares its words, adds its own); else the message's clause
     that does not restate the question ("Can't Thursday, I have parent-teacher night"); else its
-    writer's message before ("my sister's graduation got moved" before "Can we move it?")."""
+    writer's message before ("my sister's graduation got moved" before "Can we move it?"). A
+    question why someone does not ("Why can't Dev come?") is answered by that person first."""
+    if withdrawn := _withdrawal_reason(chat, said, question):
+        return withdrawn
     ranked = sorted(
         (s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
         key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about),
@@ -65,6 +71,36 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
+def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
+    """Why a person the question names does not do something, from their message saying so: their
+    next message when another asked them why in between ("I can't make Whitby anymore" - "why?" -
+    "My boss moved the audit to that weekend"), else the message's other statement ("Sorry, I'm
+    out. My sister's wedding got moved to Saturday")."""
+    named = query_names.persons(question, chat.speaker_names, chat.aliases)
+    if not named or not NEGATIVE.search(question):
+        return None
+    for s in said:
+        text, speaker = chat.raw_texts[s.row], chat.speakers[s.row]
+        if speaker not in named or not NEGATIVE.search(text) or asks(text):
+            continue
+        asked_why = False
+        for r in range(s.row + 1, min(s.row + 1 + 2 * FOLLOWING, chat.size)):
+            if chat.sessions[r] != chat.sessions[s.row]:
+                break
+            if chat.speakers[r] != speaker:
+                asked_why = asked_why or bool(
+                    re.search(r"\bwhy\b", chat.raw_texts[r], re.I) and asks(chat.raw_texts[r])
+                )
+            elif asked_why and (told := statements(chat.raw_texts[r])):
+                return " ".join(told).strip(), [r, s.row], "phrase", chat.raw_texts[r]
+            else:
+                break
+        rest = [x for x in statements(text) if not NEGATIVE.search(x) and len(re.findall(r"[A-Za-z]{2,}", x)) >= 4]
+        if rest:
+            return rest[0].strip().rstrip("."), [s.row], "phrase", text
+    return None
+
+
 def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
     """The first clause of ``text``'s statements that does not restate the ``effect`` (the
     question's words) and has three words at least ("guilty, sorry, I was on a deadline" -> "I
@@ -84,6 +120,12 @@ def when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     first = next((s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about), None)
     if first is None:
         return None
+    if asks(chat.raw_texts[first.row]) and not PLAN.search(chat.raw_texts[first.row]):
+        # "When do the old keys have to go back?" is answered by its reply ("by noon on Monday the
+        # 27th"), never by the day it was asked on
+        for r in replies(chat, first.row):
+            if not asks(chat.raw_texts[r]) and (days := list(PLAN.finditer(chat.raw_texts[r]))):
+                return days[-1].group(0).strip(), [r, first.row], "phrase", chat.raw_texts[r]
     changes = later_changes(
         chat, first.row, about | content_stems(chat.raw_texts[first.row]), lambda t: bool(PLAN.search(t))
     )
@@ -106,7 +148,7 @@ def yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     plan), "no" where it is negated ("I'll miss this one"), or where the question names a day
     that a later message changed ("Was the release on 21 April?" after "moving the release to
     Thursday 23 April")."""
-    named = [s for s in chat.speaker_names if re.search(rf"\b{re.escape(s)}\b", question)]
+    named = query_names.persons(question, chat.speaker_names, chat.aliases)  # "Dev" names "Dev Nair"
     candidates = [
         s
         for s in said
@@ -117,10 +159,12 @@ def yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     if not candidates:
         return None
 
-    def rank(s: Said):
+    def by_them(s: Said) -> bool:
         text = chat.raw_texts[s.row]
-        by_them = chat.speakers[s.row] in named or any(re.search(rf"\b{re.escape(n)}\b", text) for n in named)
-        return (by_them, len(word_stems(text) & about), chat.positions[s.row])
+        return chat.speakers[s.row] in named or bool(query_names.persons(text, named, chat.aliases))
+
+    def rank(s: Said):
+        return (by_them(s), len(word_stems(chat.raw_texts[s.row]) & about), chat.positions[s.row])
 
     best = max(candidates, key=rank)
     asked_day = PLAN.search(question)
@@ -131,6 +175,10 @@ def yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         if changed and asked_day.group(0).lower() not in chat.raw_texts[changed[-1]].lower():
             return _quoted("No", chat, changed[-1]), [changed[-1], best.row], "yes_no", chat.raw_texts[changed[-1]]
     statement = max(statements(chat.raw_texts[best.row]), key=lambda x: len(word_stems(x) & about))
+    if STILL.search(question) and chat.speakers[best.row] in named:
+        # "Is Sam still helping?" by Sam: "Sorry, I'm out. My sister's wedding moved": the withdrawal
+        # is the verdict wherever it stands in the message, the rest is the reason.
+        statement = chat.raw_texts[best.row]
     return (
         _quoted("No" if NEGATIVE.search(statement) else "Yes", chat, best.row),
         [best.row],

@@ -60,9 +60,10 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
         ):
             continue
         value = float(m.group(1).replace(",", ""))
-        if 1900 <= value <= 2100 and "." not in m.group(1):
+        priced = m.group(0)[0] in "£$€"  # "£150 deposit", "£850 of the £950": an amount by its symbol
+        if 1900 <= value <= 2100 and "." not in m.group(1) and not priced:
             continue
-        if re.match(r"^\s*[a-z]", after) and not MONEY_AFTER.match(after):
+        if re.match(r"^\s*[a-z]", after) and not MONEY_AFTER.match(after) and not priced:
             continue
         out.append((value, m.group(0).strip(), after))
     return out
@@ -80,5 +81,7 @@ PLAN = re.compile(
 )
 
 NEGATIVE = re.compile(
-    r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b", re.I
+    r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b"
+    r"|\b(?:I'?m|I am|count me|drop(?:ped|ping)?|pull(?:ed|ing)?)\s+out\b(?!\s+of\b)",  # withdrawing: "I'm out"
+    re.I,
 )

@@ -105,6 +105,8 @@ _QUANTITY = re.compile(
 )
 _A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen|many|since|every)\b", re.I)
 _UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|summers?|winters?)"
+_MONEY_ASKED = re.compile(r"\b(?:cost|costs|price|pay|paid|spend|spent|charge|charged|fee|deposit)\b", re.I)
+_TIME_UNIT = re.compile(rf"{_UNITS}|mins?|hrs?|secs?|seconds?|nights?", re.I)
 _DURATION = re.compile(
     rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
     rf"\d+|{_COUNT_WORDS}|a|an)\s+)*{_UNITS}\b",
@@ -238,6 +240,8 @@ def _quantity(sentence: str, question: str) -> str | None:
         for m in _QUANTITY.finditer(sentence)
         if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)
     ]
+    if _MONEY_ASKED.search(question):  # "How much did the pizza cost?" is not answered by "in 20 mins"
+        found = [(count, unit) for count, unit in found if not _TIME_UNIT.fullmatch(unit)]
     once = _ONCE.search(sentence)
     if once and ("times" in asked or "often" in asked):
         return once.group()

@@ -1,0 +1,114 @@
+"""Answers from the own_chats_3 question set's chats (tests/answer_sets/own_chats_3: a Messenger and a
+Signal export written for it, read by the export readers and built into a real LanceDB with the real
+embedder), asked offline: a person named by first name where the app writes full names, someone
+who drops out ("still coming?", "why can't they?"), a question answered by its reply, amounts
+written with their currency, and a cost never said."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from index_frames import index_messages
+
+from narrative_mirror.agent.answer import NO_ANSWER
+from narrative_mirror.agent.exchange_values import NEGATIVE, amounts
+from narrative_mirror.agent.slots import answer_slot
+from narrative_mirror.embedding import message_texts
+from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+from narrative_mirror.exports.frames import load_export_chat
+from narrative_mirror.index_store import IndexStore
+from narrative_mirror.query import ask
+from narrative_mirror.retrieval.engine import Retriever
+from narrative_mirror.retrieval.records import ChatMessage
+
+SET = Path(__file__).resolve().parents[2] / "answer_sets" / "own_chats_3"
+WHITBY, MOVE = "messenger_whitby_cousins", "signal_moving_flat"
+
+
+@pytest.fixture(scope="module")
+def chats(tmp_path_factory, embedder):
+    """(retriever, {chat key: messages}) of the set's two exports."""
+    options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
+    found, problems = find_folder_chats(SET / "chats", options)
+    assert problems == [] and sorted(found) == sorted([WHITBY, MOVE])
+    store = IndexStore(str(tmp_path_factory.mktemp("third_set") / "lancedb"))
+    frames = {}
+    for key, source in found.items():
+        messages = load_export_chat(source, options).messages.with_columns(
+            pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
+        )
+        index_messages(store, messages, embedder.encode(message_texts(messages)))
+        frames[key] = messages
+    return Retriever(store, embedder), frames
+
+
+def said(frames, key: str, start: str) -> str:
+    """The id of the message of chat ``key`` whose text starts with ``start``."""
+    rows = frames[key].filter(pl.col("text").str.starts_with(start))
+    assert rows.height == 1, start
+    return rows["local_id"][0]
+
+
+@pytest.mark.slow
+def test_someone_who_drops_out_is_no_longer_coming_and_says_why(chats):
+    retriever, frames = chats
+    # Messenger writes "Dev Nair"; the question says "Dev".
+    dev = ask(retriever, WHITBY, "Is Dev still coming to Whitby?")
+    assert dev.answer.startswith("No") and dev.claims[0].ids[0] == said(frames, WHITBY, "Bad news guys")
+    # "Sorry Noor, I'm out. My sister's wedding got moved to Saturday": the withdrawal is the verdict.
+    sam = ask(retriever, MOVE, "Is Sam still helping on Saturday?")
+    assert sam.answer.startswith("No") and sam.claims[0].ids[0] == said(frames, MOVE, "Sorry Noor, I'm out")
+    # Dev's reason comes after Priya's "Noooo why?"; Sam's in the same message.
+    why_dev = ask(retriever, WHITBY, "Why can't Dev come?")
+    assert "My boss moved the year-end audit to that weekend" in why_dev.answer
+    assert why_dev.claims[0].ids == [said(frames, WHITBY, "My boss moved"), said(frames, WHITBY, "Bad news guys")]
+    why_sam = ask(retriever, MOVE, "Why can't Sam help?")
+    assert "My sister's wedding got moved to Saturday" in why_sam.answer
+
+
+@pytest.mark.slow
+def test_a_when_question_asked_in_the_chat_is_answered_by_its_reply_not_by_its_date(chats):
+    retriever, frames = chats
+    keys = ask(retriever, MOVE, "When do the old flat keys have to go back?")
+    assert keys.answer == "Monday the 27th"
+    assert keys.claims[0].ids == [said(frames, MOVE, "Letting agent wants them"), said(frames, MOVE, "When do the old")]
+
+
+@pytest.mark.slow
+def test_amounts_with_their_currency_and_a_cost_never_said(chats):
+    retriever, _ = chats
+    assert (
+        ask(retriever, WHITBY, "How much was the cottage deposit?").answer == "£150"
+    )  # "five of us. ... £150 deposit"
+    assert ask(retriever, MOVE, "How much of the deposit did Noor get back?").answer == "£850"
+    pizza = ask(retriever, MOVE, "How much did the pizza cost?")  # "Pizza at mine in 20 mins": no cost
+    assert pizza.answer == NO_ANSWER and pizza.abstained
+
+
+def test_a_number_written_with_its_currency_is_an_amount_whatever_follows():
+    assert [a[1] for a in amounts("Great, five of us. I'll pay the £150 deposit tonight")] == ["£150"]
+    assert [a[1] for a in amounts("Got £850 of the £950 deposit back")] == ["£850", "£950"]
+    assert [a[1] for a in amounts("Pizza at mine in 20 mins")] == []
+
+
+def test_withdrawing_is_a_no_and_running_out_of_something_is_not():
+    assert NEGATIVE.search("Sorry Noor, I'm out.") and NEGATIVE.search("Count me out this time")
+    assert NEGATIVE.search("Jo dropped out last night")
+    assert not NEGATIVE.search("I'm out of milk, can you grab some") and not NEGATIVE.search("Out at 6 tonight")
+
+
+def test_a_cost_is_not_answered_by_a_duration():
+    evidence = [ChatMessage("m1", "c/m1", 0, 0, "Noor", "Pizza at mine in 20 mins", datetime(2025, 10, 18, 18, 40))]
+    assert answer_slot("How much did the pizza cost?", "how_many", evidence) is None
+    assert answer_slot("How many mins until the pizza?", "how_many", evidence).text == "20 mins"
+
+
+def test_the_question_set_is_well_formed():
+    questions = json.loads((SET / "questions.json").read_text())["questions"]
+    assert len(questions) == 41 and len({q["chat"] for q in questions}) == 2
+    assert {q["kind"] for q in questions} == {"who", "when", "where", "how_much", "yes_no", "why", "never_said"}
+    assert all(q["required"] or q["kind"] == "never_said" for q in questions)
