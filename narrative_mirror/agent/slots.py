@@ -36,6 +36,16 @@ _PLACE_CUE = re.compile(
     r"\b(?:in|at|to|from|near|around|visit(?:ed|ing)?|moved to|live in|lives in|trip to)\s+"
     r"(?P<place>(?:the\s+)?[A-Z][\w'’.&-]*(?:\s+(?:of\s+)?[A-Z][\w'’.&-]*)*)"
 )
+# "Where is the cottage?", "Where are the spare keys?": the thing asked about, by its last word
+_WHERE_IS = re.compile(
+    r"\W*where\s+(?:is|are|was|were)\s+(?:(?:the|a|an|my|our|your|his|her|their)\s+)?(?:[\w'’-]+\s+)?"
+    r"(?P<noun>[a-z][\w-]*)\s*\??\s*$",
+    re.I,
+)
+_ADDRESS = re.compile(
+    r"\b\d{1,4}[a-z]?\s+(?:[A-Z][\w'’-]*\s+){1,3}(?:Road|Rd|Street|St|Lane|Ln|Avenue|Ave|Close|Drive|Way|"
+    r"Place|Square|Crescent|Terrace|Gardens|Grove|Hill|Row|Mews|Court)\b"
+)
 # A place written in lower case ("along the river path near the old mill"): the fallback of a
 # "where" question when no message names a place.
 _LOCATIVE = re.compile(
@@ -178,6 +188,8 @@ def phrase_span(sentence: str, question: str) -> str | None:
 
 
 def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
+    if address := _ADDRESS.search(sentence):  # "New place is 14 Carlton Road": a place whatever precedes it
+        return address.group(0)
     known = _question_stems(question) | {s.lower() for s in speakers}
     for match in _PLACE_CUE.finditer(sentence):
         place = re.sub(r"^the\s+", "", match.group("place")).strip(" .")
@@ -276,6 +288,8 @@ def answer_slot(
         return _alternative(question, list(evidence)[:look_at])
     if intent in OPEN_INTENTS and (best := _best_phrase(question, list(evidence)[:look_at])):
         return best
+    if intent == "where" and (attached := _place_of_asked_noun(question, list(evidence)[:look_at], speakers)):
+        return attached
     for message in list(evidence)[:look_at]:
         for sentence in sorted(sentences(message.text), key=lambda s: -_shared_words(question, s)):
             found = _fill(question, intent, sentence, message, entities, speakers)
@@ -287,7 +301,7 @@ def answer_slot(
             return here
     if intent == "where":  # a place written in lower case ("along the river"), then a name the chat uses
         for message in list(evidence)[:look_at]:
-            if here := _locative(message):
+            if here := _locative(message, question, shared=False):
                 return here
         for message in list(evidence)[:look_at]:
             for sentence in sentences(message.text):
@@ -299,20 +313,47 @@ def answer_slot(
     return None
 
 
+def _place_of_asked_noun(question: str, evidence: list, speakers: set[str]) -> SlotAnswer | None:
+    """A place named right after the thing a "where is ..." question asks about ("Where is the
+    cottage?": "I've found a cottage in Robin Hood's Bay"), before a place another message names in
+    passing ("pick everyone up from Scarborough ... 30 mins to the cottage")."""
+    subject = _WHERE_IS.match(question)
+    if not subject:
+        return None
+    asked = {stem(subject.group("noun").lower())}
+    for message in evidence:
+        for sentence in sentences(message.text):
+            for match in _PLACE_CUE.finditer(sentence):
+                before = re.findall(r"[A-Za-z]+", sentence[: match.start()])
+                if (
+                    before
+                    and stem(before[-1].lower()) in asked
+                    and (place := _place(match.group(0), question, speakers))
+                ):
+                    return SlotAnswer(place, message.local_id, sentence, "place")
+    return None
+
+
 def _place_phrase(found: re.Match) -> str:
     """The locative as a place: what follows it cut ("... with Ana"), and a dangling preposition
     ("at the station at" 7:45)."""
     return re.sub(r"\s+(?:at|on|in|by|to|from|of)$", "", _LOCATIVE_END.sub("", found.group()), flags=re.I)
 
 
-def _locative(message: ChatMessage, question: str | None = None) -> SlotAnswer | None:
-    """The first place written in lower case ("at the station") in the message; with ``question``,
-    only in a sentence that shares its words."""
+def _locative(message: ChatMessage, question: str, shared: bool = True) -> SlotAnswer | None:
+    """The first place written in lower case ("at the station") in the message; with ``shared``,
+    only in a sentence that shares the question's words. Never the thing a "where is" question
+    asks about: "at the old flat" does not say where the new flat is."""
+    subject = _WHERE_IS.match(question)
+    asked = stem(subject.group("noun").lower()) if subject else None
     for sentence in sentences(message.text):
-        if question is None or _shared_words(question, sentence):
+        if not shared or _shared_words(question, sentence):
             for found in _LOCATIVE.finditer(sentence):
-                if found.group("noun").lower() not in _NOT_PLACE_NOUNS:
-                    return SlotAnswer(_place_phrase(found), message.local_id, sentence, "place")
+                place = _place_phrase(found)
+                if found.group("noun").lower() not in _NOT_PLACE_NOUNS and asked not in {
+                    stem(w.lower()) for w in re.findall(r"[A-Za-z]+", place)
+                }:
+                    return SlotAnswer(place, message.local_id, sentence, "place")
     return None
 
 

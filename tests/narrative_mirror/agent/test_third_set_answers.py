@@ -102,7 +102,7 @@ def test_withdrawing_is_a_no_and_running_out_of_something_is_not():
 
 
 def test_a_cost_is_not_answered_by_a_duration():
-    evidence = [ChatMessage("m1", "c/m1", 0, 0, "Noor", "Pizza at mine in 20 mins", datetime(2025, 10, 18, 18, 40))]
+    evidence = _messages("Pizza at mine in 20 mins")
     assert answer_slot("How much did the pizza cost?", "how_many", evidence) is None
     assert answer_slot("How many mins until the pizza?", "how_many", evidence).text == "20 mins"
 
@@ -112,3 +112,25 @@ def test_the_question_set_is_well_formed():
     assert len(questions) == 41 and len({q["chat"] for q in questions}) == 2
     assert {q["kind"] for q in questions} == {"who", "when", "where", "how_much", "yes_no", "why", "never_said"}
     assert all(q["required"] or q["kind"] == "never_said" for q in questions)
+
+
+def _messages(*texts: str) -> list[ChatMessage]:
+    return [
+        ChatMessage(f"m{i}", f"c/m{i}", i, 0, "Noor", text, datetime(2025, 10, 6, 19, i))
+        for i, text in enumerate(texts)
+    ]
+
+
+def test_where_reads_an_address_and_the_place_of_the_thing_asked_about():
+    new_flat = _messages(
+        "Amazing. New place is 14 Carlton Road, second floor, no lift", "Let's start at 9 at the old flat"
+    )
+    assert answer_slot("Where is the new flat?", "where", new_flat).text == "14 Carlton Road"
+    # "at the old flat" does not say where the new flat is
+    assert answer_slot("Where is the new flat?", "where", new_flat[1:]) is None
+    cottage = _messages(
+        "I'll pick everyone up from Scarborough in the van, it's 30 mins to the cottage",
+        "Right cousins, I've found a cottage in Robin Hood's Bay",
+    )
+    assert answer_slot("Where is the cottage?", "where", cottage).text == "Robin Hood's Bay"
+    assert answer_slot("Where do we get picked up?", "where", cottage).text == "Scarborough"
