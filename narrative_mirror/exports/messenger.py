@@ -4,7 +4,8 @@ thread folder, or an ``inbox/`` tree (folder or zip) with one folder per thread.
 Facts: no message ids and no replies; ``message_1.json`` holds the newest messages and each
 file lists newest first; ``sender_name``, ``timestamp_ms`` (UTC epoch in ms), ``content``,
 media lists (``photos``, ``videos``, ``audio_files``, ``files``, ``gifs``, ``sticker``,
-``share``); ``type`` ``Subscribe``/``Unsubscribe``/``Call`` are system messages; ``is_unsent``
+``share``); ``type`` ``Subscribe``/``Unsubscribe``/``Call`` are system messages, and so is a group
+action stored as a ``Generic`` message ("Tom named the group ..."); ``is_unsent``
 messages have no content left and are skipped. Every string is UTF-8 bytes escaped as
 ``\\u00XX``: it is repaired with latin-1 -> utf-8 (strings that are not such mojibake stay).
 
@@ -39,6 +40,13 @@ from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
 FORMAT = "messenger"
 MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")
 SYSTEM_TYPES = frozenset({"Subscribe", "Unsubscribe", "Call"})
+_GROUP_ACTION = re.compile(
+    r"(?:named the group\b|changed the group (?:name|photo)\b|removed the group (?:name|photo)\b|"
+    r"set (?:the|your|his|her|their) nickname\b|set the (?:quick reaction|emoji)\b|changed the (?:chat )?theme\b|"
+    r"added .+ to the group\.?$|removed .+ from the group\.?$|left the group\.?$|"
+    r"started (?:a|an) (?:audio |video )?call\b|joined the (?:audio |video )?call\b|"
+    r"created (?:a|the) (?:group|poll|plan|reminder)\b)"
+)
 MEDIA_KINDS = (("photos", "photo"), ("videos", "video"), ("audio_files", "audio"), ("files", "file"), ("gifs", "gif"))
 
 
@@ -154,8 +162,15 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         tz_source=shown[1],
         text=text,
         attachments=_attachments(item, where, label),
-        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES,
+        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES or group_action(author, text),
     )
+
+
+def group_action(author: str, text: str) -> bool:
+    """Whether ``text`` is a line Messenger writes about its sender's action on the group, stored
+    as an ordinary ("Generic") message: "Tom Ashworth named the group Whitby cousins.", "... changed
+    the group photo.", "... added Zoë Clarke to the group." It starts with the sender's own name."""
+    return text.startswith(author + " ") and bool(_GROUP_ACTION.match(text[len(author) + 1 :]))
 
 
 def _attachments(item: dict, where: str, label: str) -> tuple[Attachment, ...]:

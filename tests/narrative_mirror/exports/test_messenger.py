@@ -120,3 +120,24 @@ def test_missing_sender_and_bad_json_name_file_and_path(tmp_path):
     (folder / "message_1.json").write_text('{"messages": [', encoding="utf-8")
     with pytest.raises(ExportFormatError, match=r"t_1/message_1.json: line 1: invalid JSON"):
         list(read_export(folder, format="messenger"))
+
+
+def test_a_group_action_written_as_an_ordinary_message_is_a_system_line(tmp_path):
+    """Messenger stores "Zoë named the group ..." as a "Generic" message with the sender's name first:
+    a line about the sender, not said by them (a name read from it answered "What is the dog's name?")."""
+    lines = [
+        ("Zoë", "Zoë named the group Whitby cousins 🌊."),
+        ("Zoë", "Zoë changed the group photo."),
+        ("Max", "Max added Zoë to the group."),
+        ("Max", "Max left the group."),
+        ("Max", "Zoë named the group, not me"),  # another sender: said by Max
+        ("Zoë", "I named the group after the beach"),
+    ]
+    messages = [
+        {"sender_name": _escaped(who), "timestamp_ms": 1700000000000 + i * 1000, "content": _escaped(text)}
+        for i, (who, text) in enumerate(lines)
+    ][::-1]
+    folder = tmp_path / "inbox" / "zoemax_1"
+    _write_thread(folder, [messages])
+    [conversation] = list(read_export(folder / "message_1.json"))
+    assert [(m.text, m.system) for m in conversation.messages()] == [(text, i < 4) for i, (_, text) in enumerate(lines)]
