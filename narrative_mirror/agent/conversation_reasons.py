@@ -161,7 +161,7 @@ def yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
 
     def by_them(s: Said) -> bool:
         text = chat.raw_texts[s.row]
-        return chat.speakers[s.row] in named or bool(query_names.persons(text, named, chat.aliases))
+        return chat.speakers[s.row] in named or bool(set(query_names.persons(text, named, chat.aliases)) & set(named))
 
     def rank(s: Said):
         return (by_them(s), len(word_stems(chat.raw_texts[s.row]) & about), chat.positions[s.row])

@@ -313,21 +313,26 @@ def answer_slot(
     return None
 
 
+def _where_subject(question: str) -> str | None:
+    """The stem of the thing a "where is ..." question asks about ("cottage"), else None."""
+    subject = _WHERE_IS.match(question)
+    return stem(subject.group("noun").lower()) if subject else None
+
+
 def _place_of_asked_noun(question: str, evidence: list, speakers: set[str]) -> SlotAnswer | None:
     """A place named right after the thing a "where is ..." question asks about ("Where is the
     cottage?": "I've found a cottage in Robin Hood's Bay"), before a place another message names in
     passing ("pick everyone up from Scarborough ... 30 mins to the cottage")."""
-    subject = _WHERE_IS.match(question)
-    if not subject:
+    asked = _where_subject(question)
+    if asked is None:
         return None
-    asked = {stem(subject.group("noun").lower())}
     for message in evidence:
         for sentence in sentences(message.text):
             for match in _PLACE_CUE.finditer(sentence):
                 before = re.findall(r"[A-Za-z]+", sentence[: match.start()])
                 if (
                     before
-                    and stem(before[-1].lower()) in asked
+                    and stem(before[-1].lower()) == asked
                     and (place := _place(match.group(0), question, speakers))
                 ):
                     return SlotAnswer(place, message.local_id, sentence, "place")
@@ -344,8 +349,7 @@ def _locative(message: ChatMessage, question: str, shared: bool = True) -> SlotA
     """The first place written in lower case ("at the station") in the message; with ``shared``,
     only in a sentence that shares the question's words. Never the thing a "where is" question
     asks about: "at the old flat" does not say where the new flat is."""
-    subject = _WHERE_IS.match(question)
-    asked = stem(subject.group("noun").lower()) if subject else None
+    asked = _where_subject(question)
     for sentence in sentences(message.text):
         if not shared or _shared_words(question, sentence):
             for found in _LOCATIVE.finditer(sentence):
