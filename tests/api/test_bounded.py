@@ -193,9 +193,11 @@ def test_one_tokens_flood_of_searches_gets_429s_while_another_tokens_searches_an
     assert statuses == {200, 429} and len(refused) >= 150
     assert {s["retry_after"] for s in refused} == {"3"}
     assert len(during) >= 5 and len(measured["health_during"]) >= 5  # the other token's searches all answered (200)
-    # loose bounds for a loaded 2-core machine; benchmarks/api_load.py measures the real ratios
+    # loose bounds for a loaded 2-core machine; benchmarks/api_load.py measures the real ratios. The
+    # probe's p95 over about 20 searches is nearly its slowest one: 4.08x (165 ms against 40 ms) once
+    # in CI beside the services tests, hence 100 ms of slack; queued behind the flood it is 10x or more.
     assert max(measured["health_during"]) < 0.5
-    assert p95(during) <= 4 * p95(idle), (p95(idle), p95(during))
+    assert p95(during) <= 4 * p95(idle) + 0.1, (p95(idle), p95(during))
 
 
 def test_a_flood_gives_back_its_extra_slots_while_another_client_has_work_and_takes_them_again_after():
