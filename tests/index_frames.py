@@ -126,24 +126,34 @@ def index_messages(store, messages: pl.DataFrame, vectors) -> None:
         store.replace_partition(table, messages["chat_file"][0], rows)
 
 
-def index_whatsapp_text(folder, name: str, text: str, embedder):
-    """(retriever, chat key, messages) of a WhatsApp Android export ``text`` written to ``folder``
-    as ``WhatsApp Chat with <name>.txt``, read by the export reader in Europe/London and indexed
-    with its real layers into a LanceDB in ``folder``."""
+def index_export_folder(chats, lancedb, embedder):
+    """(retriever, {chat key: messages}) of every export in the folder ``chats``, read by the export
+    readers in Europe/London and indexed with their real layers into a LanceDB at ``lancedb``."""
     from narrative_mirror.embedding import message_texts
     from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
     from narrative_mirror.exports.frames import load_export_chat
     from narrative_mirror.index_store import IndexStore
     from narrative_mirror.retrieval.engine import Retriever
 
-    (folder / f"WhatsApp Chat with {name}.txt").write_text(text, encoding="utf-8")
     options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
-    found, problems = find_folder_chats(folder, options)
-    assert problems == [] and len(found) == 1
-    ((key, source),) = found.items()
-    messages = load_export_chat(source, options).messages.with_columns(
-        pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
-    )
-    store = IndexStore(str(folder / "lancedb"))
-    index_messages(store, messages, embedder.encode(message_texts(messages)))
-    return Retriever(store, embedder), key, messages
+    found, problems = find_folder_chats(chats, options)
+    assert problems == [], problems
+    store = IndexStore(str(lancedb))
+    frames = {}
+    for key, source in found.items():
+        messages = load_export_chat(source, options).messages.with_columns(
+            pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
+        )
+        index_messages(store, messages, embedder.encode(message_texts(messages)))
+        frames[key] = messages
+    return Retriever(store, embedder), frames
+
+
+def index_whatsapp_text(folder, name: str, text: str, embedder):
+    """(retriever, chat key, messages) of a WhatsApp Android export ``text`` written to ``folder``
+    as ``WhatsApp Chat with <name>.txt``, read by the export reader in Europe/London and indexed
+    with its real layers into a LanceDB in ``folder``."""
+    (folder / f"WhatsApp Chat with {name}.txt").write_text(text, encoding="utf-8")
+    retriever, frames = index_export_folder(folder, folder / "lancedb", embedder)
+    ((key, messages),) = frames.items()
+    return retriever, key, messages

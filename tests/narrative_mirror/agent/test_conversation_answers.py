@@ -13,16 +13,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from index_frames import index_messages
+from index_frames import index_export_folder
 
 from narrative_mirror.agent.answer import NO_ANSWER
 from narrative_mirror.agent.exchange_values import amounts
-from narrative_mirror.embedding import message_texts
-from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
-from narrative_mirror.exports.frames import load_export_chat
-from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
-from narrative_mirror.retrieval.engine import Retriever
 
 SET = Path(__file__).resolve().parents[2] / "answer_sets" / "own_chats"
 CABIN, FLAT, LAUNCH, FOOTBALL = "whatsapp_lake_cabin", "telegram_flat_3b", "slack_launch-team", "discord_five-a-side"
@@ -35,18 +30,11 @@ slow = pytest.mark.slow
 @pytest.fixture(scope="module")
 def chats(tmp_path_factory, embedder):
     """(retriever, {chat key: messages}) of the set's four exports."""
-    options = ImportOptions(tz="Europe/London", machine_tz="Europe/London")
-    found, problems = find_folder_chats(SET / "chats", options)
-    assert problems == [] and sorted(found) == sorted([CABIN, FLAT, LAUNCH, FOOTBALL])
-    store = IndexStore(str(tmp_path_factory.mktemp("conversation") / "lancedb"))
-    frames = {}
-    for key, source in found.items():
-        messages = load_export_chat(source, options).messages.with_columns(
-            pl.lit(key).alias("chat_file"), (pl.lit(f"{key}/") + pl.col("local_id")).alias("message_id")
-        )
-        index_messages(store, messages, embedder.encode(message_texts(messages)))
-        frames[key] = messages.filter(~pl.col("system"))
-    return Retriever(store, embedder), frames
+    retriever, frames = index_export_folder(
+        SET / "chats", tmp_path_factory.mktemp("conversation") / "lancedb", embedder
+    )
+    assert sorted(frames) == sorted([CABIN, FLAT, LAUNCH, FOOTBALL])
+    return retriever, {key: messages.filter(~pl.col("system")) for key, messages in frames.items()}
 
 
 def said(frames, key: str, start: str) -> str:
