@@ -90,6 +90,10 @@ EDITED_MARKS = (
     "<Questo messaggio è stato modificato>",
     "<Esta mensagem foi editada>",
 )
+# A contact not in the exporter's address book: "~ Megan" (iOS puts U+202F after the tilde).
+_UNSAVED = re.compile(r"^~[\s\u202f\u00a0]*")
+# A shared location: "Location: https://maps.google.com/?q=51.37,-2.35" (iOS), "location: ..." (Android).
+LOCATION = re.compile(r"^(?:live )?location(?: shared)?: https?://\S+$", re.I)
 # Whole-message texts WhatsApp writes in an author's name that are no words of theirs: a deleted
 # message (kept as a system line saying so) and calls (English, German, Spanish).
 DELETED_TEXTS = frozenset(
@@ -328,8 +332,8 @@ def _local_time(header: _Header, order: str, label: str) -> datetime:
 def _split_author(body: str, known: set[str | None] | None) -> tuple[str | None, str]:
     """(author, first line of text); author None for an Android system line."""
     name, sep, rest = body.partition(": ")
-    if sep and name.strip(_MARKS):
-        return name.strip(_MARKS), rest
+    if sep and _UNSAVED.sub("", name.strip(_MARKS)):
+        return _UNSAVED.sub("", name.strip(_MARKS)), rest
     # "Bob:" with nothing (or no space) after the colon: a message only when Bob writes elsewhere.
     if ":" in body and known is not None:
         name, _, rest = body.partition(":")
@@ -372,9 +376,12 @@ def _message(
 
 
 def _attachment(first: str, rest: list[str]) -> tuple[Attachment, str] | None:
-    """(attachment, remaining text) when the message is a media placeholder, else None."""
+    """(attachment, remaining text) when the message is a media placeholder, else None. A shared
+    location keeps its line as text: its map link is what the person said."""
     first = first.strip(_MARKS)
     caption = "\n".join(rest) if rest else None
+    if LOCATION.match(first):
+        return Attachment("location", "", None), "\n".join([first, *rest])
     if first in MEDIA_OMITTED:
         return Attachment("media", "", caption), caption or ""
     if (match := OMITTED.match(first)) is not None:

@@ -100,6 +100,27 @@ def test_ios_with_narrow_space_and_left_to_right_marks(tmp_path):
     assert conversation.source.endswith("WhatsApp Chat - Family.zip!_chat.txt")
 
 
+def test_ios_unsaved_contact_and_shared_location_are_messages_of_their_person(tmp_path):
+    # Someone not in the exporter's contacts is "~ Megan" (tilde, U+202F); a shared location is
+    # a line of its own with a map link, marked like an attachment.
+    path = tmp_path / "WhatsApp Chat - Hen do.txt"
+    path.write_text(
+        f"[02/06/2026, 22:31:10] Hen do: {LRM}~{NNBSP}Megan joined using this group's invite link\r\n"
+        f"[03/06/2026, 09:20:02] ~{NNBSP}Megan: sent x\r\n"
+        f"{LRM}[15/06/2026, 12:15:30] Amira: {LRM}Location: https://maps.google.com/?q=51.376452,-2.353910\r\n"
+        "[15/06/2026, 12:16:00] Amira: that's the pub\r\n",
+        encoding="utf-8",
+    )
+    _, messages = _read(path, tz="Europe/London")
+    assert [(m.author, m.text, m.system) for m in messages] == [
+        ("", f"~{NNBSP}Megan joined using this group's invite link", True),
+        ("Megan", "sent x", False),
+        ("Amira", "Location: https://maps.google.com/?q=51.376452,-2.353910", False),
+        ("Amira", "that's the pub", False),
+    ]
+    assert messages[2].attachments == (Attachment("location", "", None),)
+
+
 def test_ios_24h_with_seconds_day_first(tmp_path):
     folder = tmp_path / "WhatsApp Chat - Ski"
     folder.mkdir()
