@@ -127,8 +127,25 @@ def test_amounts_are_no_times_dates_versions_or_counts_of_things():
     assert [a[1] for a in amounts("Pitch is 60 for the hour, 10 of us so 6 each")] == ["60", "6"]
 
 
-def test_the_question_set_is_well_formed():
-    questions = json.loads((SET / "questions.json").read_text())["questions"]
-    assert len(questions) >= 60 and len({q["chat"] for q in questions}) == 4
+@pytest.mark.parametrize("name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4"])
+def test_each_question_set_is_well_formed(name):
+    """Every set: the seven kinds, an answer's key words and gold ids exactly when it is said, one
+    chat per format (the scorer names chats by format), ids that its exports' readers give."""
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+    from narrative_mirror.exports.frames import load_export_chat
+
+    folder = SET.parent / name
+    data = json.loads((folder / "questions.json").read_text())
+    questions = data["questions"]
     assert {q["kind"] for q in questions} == {"who", "when", "where", "how_much", "yes_no", "why", "never_said"}
     assert all(bool(q["required"]) == (q["kind"] != "never_said") == bool(q["evidence"]) for q in questions)
+    assert {q["chat"] for q in questions} == set(data["chats"].values())
+    options = ImportOptions(tz=data["tz"], machine_tz=data["tz"])
+    found, problems = find_folder_chats(folder / "chats", options)
+    assert problems == [] and sorted(k.split("_")[0] for k in found) == sorted(
+        k.split("_")[0] for k in data["chats"].values()
+    )
+    ids = {lid for source in found.values() for lid in load_export_chat(source, options).messages["local_id"]}
+    assert {i for q in questions for i in q["evidence"]} <= ids
+    if name in ("own_chats", "own_chats_4"):  # the sets the done-when counts: 60+ questions, 4 chats
+        assert len(questions) >= 60 and len(data["chats"]) == 4
