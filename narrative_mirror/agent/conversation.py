@@ -36,6 +36,7 @@ from narrative_mirror.agent.exchanges import (
     Said,
     asks,
     context,
+    correction_of,
     flagged_rows,
     later_changes,
     replies,
@@ -53,6 +54,8 @@ from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|we|we'll|we're|me|mine|my)\b", re.I)
+# The writer alone: "we can borrow 6 tables" says the group will, not who does it
+_THE_WRITER = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|me|mine|my)\b", re.I)
 _NOT_NAMES = {
     "i",
     "ok",
@@ -199,42 +202,68 @@ def _who(chat: ChatIndex, said: list[Said], about: set[str], question: str):
 
 
 def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], speakers: dict[str, str]):
-    for wanted in ([act] if act else []) + [about - act]:  # the verb first, then only its object
-        for item in said:
-            text = chat.raw_texts[item.row]
-            for sentence in statements(text):
-                words = word_stems(sentence)
-                if not words & wanted or asks(sentence):
-                    continue
-                if name := _named(sentence, speakers, wanted):
-                    return name, [item.row], "name", text
-                opening = re.match(r"^\W*([A-Za-z]+)", sentence)
-                elliptic = (
-                    wanted is act
-                    and opening
-                    and opening.group(1)[0].isupper()
-                    and word_stem(opening.group(1).lower()) in act
-                )
-                if _FIRST_PERSON.search(sentence) or elliptic:  # "Found a nasty bug": its writer found it
-                    return chat.speakers[item.row], [item.row], "author", text
-        for item in said:
-            text = chat.raw_texts[item.row]
-            asked = [x for x in sentences(text) if asks(x) and word_stems(x) & wanted]
-            if not asked or item.role != "evidence":
+    thing = about - act
+    # A message saying both the act and its object, or asking about both and answered ("Who's
+    # bringing games?" -> "Me, I've got Ticket to Ride"), before one with the act alone ("I'll
+    # bring the speaker").
+    passes = [(act, thing)] if act and thing else []
+    passes += [(act, set())] if act else []
+    passes += [(thing, set())]
+    for wanted, also in passes:
+        found = _stated_doer(chat, said, wanted, also, act, speakers) or _answered_doer(
+            chat, said, wanted, also, speakers
+        )
+        if found:
+            return found
+    return None
+
+
+def _stated_doer(chat, said, wanted, also, act, speakers):
+    """The person a statement sharing ``wanted`` (and ``also``) names before the act, or its
+    writer speaking of themselves."""
+    for item in said:
+        text = chat.raw_texts[item.row]
+        for sentence in statements(text):
+            words = word_stems(sentence)
+            if not words & wanted or (also and not words & also) or asks(sentence):
                 continue
-            for reply in replies(chat, item.row):
-                answer_text = chat.raw_texts[reply]
-                if asks(answer_text):
-                    continue
-                # "I'll do it, I've used Castle Rock Hostel before": its writer takes it on; the
-                # names after that are what they speak of
-                if _TAKES_IT_ON.match(answer_text):
-                    return chat.speakers[reply], [reply, item.row], "author", answer_text
-                if name := _named(answer_text, speakers, wanted, anywhere=True):
-                    if name != chat.speakers[item.row]:
-                        return name, [reply, item.row], "name", answer_text
-                if _FIRST_PERSON.search(answer_text) or re.match(r"^\W*(?:yes|yep|sure|me)\b", answer_text, re.I):
-                    return chat.speakers[reply], [reply, item.row], "author", answer_text
+            if name := _named(sentence, speakers, wanted):
+                return name, [item.row], "name", text
+            opening = re.match(r"^\W*([A-Za-z]+)", sentence)
+            elliptic = (
+                wanted is act
+                and opening
+                and opening.group(1)[0].isupper()
+                and word_stem(opening.group(1).lower()) in act
+            )
+            if _THE_WRITER.search(sentence) or elliptic:  # "Found a nasty bug": its writer found it
+                return chat.speakers[item.row], [item.row], "author", text
+    return None
+
+
+def _answered_doer(chat, said, wanted, also, speakers):
+    """For an evidence message asking about ``wanted`` (and ``also``): its reply's writer taking
+    it on, or the person the reply names."""
+    for item in said:
+        text = chat.raw_texts[item.row]
+        asked = [
+            x for x in sentences(text) if asks(x) and word_stems(x) & wanted and (not also or word_stems(x) & also)
+        ]
+        if not asked or item.role != "evidence":
+            continue
+        for reply in replies(chat, item.row):
+            answer_text = chat.raw_texts[reply]
+            if asks(answer_text):
+                continue
+            # "I'll do it, I've used Castle Rock Hostel before": its writer takes it on; the
+            # names after that are what they speak of
+            if _TAKES_IT_ON.match(answer_text):
+                return chat.speakers[reply], [reply, item.row], "author", answer_text
+            if name := _named(answer_text, speakers, wanted, anywhere=True):
+                if name != chat.speakers[item.row]:
+                    return name, [reply, item.row], "name", answer_text
+            if _FIRST_PERSON.search(answer_text) or re.match(r"^\W*(?:yes|yep|sure|me)\b", answer_text, re.I):
+                return chat.speakers[reply], [reply, item.row], "author", answer_text
     return None
 
 
@@ -282,6 +311,7 @@ def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     if not candidates:
         return None
     row = max(set(candidates), key=lambda r: (len(word_stems(chat.raw_texts[r]) & about), chat.positions[r]))
+    row = correction_of(chat, row, lambda t: bool(times_in(t)))
     text = chat.raw_texts[row]
     words = [m.start() for m in re.finditer(r"[A-Za-z'-]+", text) if word_stem(m.group().lower()) in about] or [0]
     best = min(times_in(text), key=lambda m: min(abs(m.start() - w) for w in words))
@@ -290,9 +320,9 @@ def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
 
 def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, each: bool = False):
     """An amount from the messages about the question (most shared words, then the latest); a
-    share per person when "each" is asked: written as one ("62 each", the latest said in the
-    same session on the same numbers or words), else the total split by the people counted in
-    the same message ("250 split 6 ways")."""
+    share per person when "each" is asked: written as one ("62 each", "everyone owes me £12";
+    the latest said in the same session on the same numbers or words), else the total split by
+    the people counted in the same message ("250 split 6 ways")."""
 
     def cited(s: Said) -> list[int]:
         return [s.row, s.of] if s.row != s.of else [s.row]
@@ -310,12 +340,13 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
         spoken = about | set().union(*(word_stems(chat.raw_texts[s.row]) for s in said)) - COMMON_WORDS
         for s in ranked:
             text = chat.raw_texts[s.row]
-            if [a for a in amounts(text) if EACH_AFTER.match(a[2])]:
+            if [a for a in amounts(text) if _a_share(text, a)]:
                 row = _latest_share(chat, s.row, spoken)
-                shares = [a for a in amounts(chat.raw_texts[row]) if EACH_AFTER.match(a[2])]
+                shares = [a for a in amounts(chat.raw_texts[row]) if _a_share(chat.raw_texts[row], a)]
                 written, after = shares[-1][1], shares[-1][2]
+                each_words = EACH_AFTER.match(after)
                 return (
-                    f"{written} {' '.join(EACH_AFTER.match(after).group(0).split())}",  # as said: "22 a night each"
+                    f"{written} {' '.join(each_words.group(0).split())}" if each_words else written,
                     [row, *cited(s)][:2] if row != s.row else cited(s),
                     "phrase",
                     chat.raw_texts[row],
@@ -334,6 +365,18 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
     return chosen[1] + (" each" if EACH_AFTER.match(chosen[2]) else " total" if total else ""), cited(s), "phrase", text
 
 
+_EACH_BEFORE = re.compile(r"\b(?:each|everyone|every one|per person)\b(?:\s+[a-z']+){0,3}\s*$", re.I)
+
+
+def _before(text: str, amount: tuple[float, str, str]) -> str:
+    return text[: len(text) - len(amount[2]) - len(amount[1])]
+
+
+def _a_share(text: str, amount: tuple[float, str, str]) -> bool:
+    """Whether the amount is one person's share: "62 each", "everyone owes me £12"."""
+    return bool(EACH_AFTER.match(amount[2]) or _EACH_BEFORE.search(_before(text, amount)))
+
+
 def _latest_share(chat: ChatIndex, row: int, spoken: set[str]) -> int:
     """The last message of ``row``'s session, from ``row`` on, giving a share per person that
     shares a word or number with what was said ("250 split 6 ways is about 42 each" after "If
@@ -345,7 +388,7 @@ def _latest_share(chat: ChatIndex, row: int, spoken: set[str]) -> int:
         if r in flagged_rows(chat):
             continue
         text = chat.raw_texts[r]
-        if any(EACH_AFTER.match(a[2]) for a in amounts(text)) and word_stems(text) & spoken:
+        if any(_a_share(text, a) for a in amounts(text)) and word_stems(text) & spoken:
             latest = r
     return latest
 

@@ -253,7 +253,7 @@ def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int
         if r in flagged or not typed(text):
             continue
         shares = bool(word_stems(text) & about)
-        if shares and _CHANGE.search(text) and not text.rstrip().endswith("?"):
+        if (shares and _CHANGE.search(text) or negates(text, chat.raw_texts[row])) and not text.rstrip().endswith("?"):
             found.append(r)
         elif (
             chat.sessions[r] == chat.sessions[row]
@@ -264,6 +264,33 @@ def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int
         ):
             found.append(r)
     return found
+
+
+# "not 7", "not the 16:42", "not Friday": a value said not to hold
+_NOT_VALUE = re.compile(r"\bnot\s+(?:the\s+|at\s+|on\s+)?([£$€]?\d[\d:.,]*(?:am|pm)?|[A-Z][a-z]+)")
+_VALUE = re.compile(r"[£$€]?\d[\d:.,]*(?:am|pm)?|[A-Za-z]+")
+
+
+def _value_word(token: str) -> str:
+    return re.sub(r"(?:am|pm)$", "", token.lower().lstrip("£$€").rstrip(".,"))
+
+
+def negates(text: str, earlier: str) -> bool:
+    """Whether ``text`` says a value ``earlier`` gave does not hold: "we're at 6:30 not 7"
+    corrects "table for five at 7pm", whatever words the two share."""
+    said = {_value_word(m.group(0)) for m in _VALUE.finditer(earlier)}
+    return any(_value_word(m.group(1)) in said for m in _NOT_VALUE.finditer(text))
+
+
+def correction_of(chat: ChatIndex, row: int, typed) -> int:
+    """The last message that corrects ``row`` (a statement of the same type, ``typed``, saying
+    a value of it does not hold), following corrections of corrections; ``row`` when none."""
+    flagged = flagged_rows(chat)
+    for r in range(row + 1, chat.size):
+        text = chat.raw_texts[r]
+        if r not in flagged and typed(text) and not text.rstrip().endswith("?") and negates(text, chat.raw_texts[row]):
+            row = r
+    return row
 
 
 def statements(text: str) -> list[str]:

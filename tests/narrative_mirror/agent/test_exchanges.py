@@ -102,3 +102,64 @@ def test_a_count_keeps_the_question_noun_written_after_it(tmp_path):
     ]:
         found = READERS["count"](chat, context(chat, [row]), topic_stems(question, chat), question)
         assert found[0] == answer
+
+
+def _read(chat, kind: str, question: str, rows: list[int]):
+    from narrative_mirror.agent.conversation import READERS
+    from narrative_mirror.agent.exchanges import context, topic_stems
+
+    return READERS[kind](chat, context(chat, rows), topic_stems(question, chat), question)
+
+
+def test_who_a_message_asking_it_and_answered_beats_one_with_only_the_verb(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Priya", "Who's bringing games?"),
+            ("Zoë", "Me, I've got Ticket to Ride and Codenames"),
+            ("Tom", "I'll bring the speaker"),
+        ],
+    )
+    # "I'll bring the speaker" shares the act, not what is brought
+    assert _read(chat, "who", "Who is bringing the board games?", [0, 2])[:2] == ("Zoë", [1, 0])
+    assert _read(chat, "who", "Who is bringing the speaker?", [0, 2])[:2] == ("Tom", [2])
+
+
+def test_who_we_is_the_group_not_the_writer(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Maggie", "Holy Trinity said we can borrow 6 trestle tables from their church hall"),
+            ("Gaz", "Tables from the church: I'll collect them Friday night, I've got the van"),
+        ],
+    )
+    assert _read(chat, "who", "Who is collecting the tables from the church?", [0, 1])[0] == "Gaz"
+    assert _read(chat, "who", "Who is borrowing the tables from the church?", [0])[0] != "Maggie"
+
+
+def test_a_later_message_saying_a_value_does_not_hold_corrects_it(tmp_path):
+    from narrative_mirror.agent.exchanges import negates
+
+    chat = _chat(
+        tmp_path,
+        [
+            ("Zoë", "Just rang the Magpie Café, table for five at 7pm on Saturday"),
+            ("Tom", "Lovely, I'm starving already"),
+            ("Zoë", "Actually they only had 6:30 left when I confirmed, so we're at 6:30 not 7"),
+        ],
+    )
+    found = _read(chat, "time", "What time is the dinner at the Magpie Café?", [0])
+    assert found[:2] == ("6:30", 2)
+    assert negates("it's the 16:12 not the 16:42", "the 16:42 from York") and negates("Saturday, not Friday", "Friday?")
+    # a "not" before something the earlier message never said corrects nothing
+    assert not negates("we're at 6:30 not 7", "table for five at 8pm") and not negates("not sure", "sure, 7pm")
+
+
+def test_a_share_is_written_after_the_amount_or_before_it(tmp_path):
+    shirts = _chat(
+        tmp_path / "shirts",
+        [("Rachel", "I've paid Kat for the shirts (£84 for the 7) so everyone owes me £12, bank details in DM")],
+    )
+    house = _chat(tmp_path / "house", [("Amira", "Booked! £1,560 for the 2 nights so £195 each if there's 8 of us")])
+    assert _read(shirts, "each", "How much does everyone owe Rachel for their shirt?", [0])[0] == "£12"
+    assert _read(house, "each", "How much is each person's share of the 2 nights?", [0])[0] == "£195 each"
