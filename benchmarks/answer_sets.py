@@ -49,7 +49,7 @@ config = settings.load_config("layers")
 # id), and the set has one chat per format.
 named = {k.split("_")[0]: k for k in questions["chats"].values()}
 for found, source in chats.items():
-    key = named[found.split("_")[0]]
+    key = found if found in questions["chats"].values() else named[found.split("_")[0]]
     messages = load_export_chat(source, options).messages.with_columns(
         pl.lit(key).alias("chat_file"), (pl.lit(key + "/") + pl.col("local_id")).alias("message_id"))
     texts = message_texts(messages)

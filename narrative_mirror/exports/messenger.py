@@ -126,7 +126,10 @@ def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> 
     if not participants:
         participants = list(dict.fromkeys(m.author for m in messages if not m.system))
     conversation = conversation_from_messages(
-        key=conversation_key(FORMAT, title or ", ".join(participants) or thread),
+        # Instagram writes the same files; its download's folders say which app the chat is of
+        key=conversation_key(
+            "instagram" if "instagram" in source.lower() else FORMAT, title or ", ".join(participants) or thread
+        ),
         title=title or ", ".join(participants) or thread,
         source_format=FORMAT,
         source=source,

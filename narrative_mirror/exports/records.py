@@ -214,7 +214,10 @@ _KIND_BY_EXTENSION = {
 
 
 def kind_from_name(name: str, default: str = "file") -> str:
-    """Attachment kind from a file name's extension (``default`` when unknown)."""
+    """Attachment kind from a file name's extension (``default`` when unknown); WhatsApp names a
+    sticker ``STK-<date>-WA0001.webp``."""
+    if name.startswith("STK-"):
+        return "sticker"
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     for kind, extensions in _KIND_BY_EXTENSION.items():
         if extension in extensions:

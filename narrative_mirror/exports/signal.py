@@ -3,8 +3,10 @@
 
 Facts: no message ids; ``date`` is local time without a zone; ``sender``, ``body``,
 ``attachments`` (listed by file); ``quote`` is the quoted message's text, not an id, so a reply
-link is made only when exactly one earlier message has that text. In the text layout, lines
-without a header continue the previous message.
+link is made only when exactly one earlier message has that text. signal-export pads every body
+with two spaces (markdown line breaks) and writes a quote as markdown (``"\n\n> text\n\n"``); a
+sticker is its emoji. A row with no text, sticker or file (a group update) is a system line. In the
+text layout, lines without a header continue the previous message.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
 
     def message(raw: Any, where: str) -> ExportedMessage:
         local, author, body, quote, attachments = parse(raw, path, where)
+        quote = _unquoted(quote) if quote else quote
         utc = zone.to_utc(local, path)
         local_id = ids.next_id(author, utc, body)
         reply_to = by_text.get(quote.strip()) or None if quote else None
@@ -89,6 +92,7 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
             text=body,
             reply_to=reply_to,
             attachments=attachments,
+            system=not body.strip() and not attachments,
         )
 
     warnings: list[str] = []
@@ -134,6 +138,8 @@ def _json_row(line: str, path: Path, where: str) -> Row:
     body = record.get("body") or ""
     if not isinstance(body, str):
         raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
+    body = body.removesuffix("  ")
+    sticker = record.get("sticker") or ""
     quote = record.get("quote") or None
     if quote is not None and not isinstance(quote, str):
         raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")
@@ -142,8 +148,15 @@ def _json_row(line: str, path: Path, where: str) -> Row:
         sender,
         body,
         quote,
-        _attachments(record.get("attachments") or [], path, where),
+        _attachments(record.get("attachments") or [], path, where)
+        + ((Attachment("sticker", "", sticker),) if isinstance(sticker, str) and sticker else ()),
     )
+
+
+def _unquoted(quote: str) -> str:
+    """The quoted text of a quote written as markdown ("> line" per line) or plainly."""
+    lines = quote.strip("\n").split("\n")
+    return "\n".join(line[2:] if line.startswith("> ") else line.removeprefix(">") for line in lines)
 
 
 def _attachments(items: Any, path: Path, where: str) -> tuple[Attachment, ...]:

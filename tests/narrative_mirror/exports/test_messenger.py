@@ -141,3 +141,11 @@ def test_a_group_action_written_as_an_ordinary_message_is_a_system_line(tmp_path
     _write_thread(folder, [messages])
     [conversation] = list(read_export(folder / "message_1.json"))
     assert [(m.text, m.system) for m in conversation.messages()] == [(text, i < 4) for i, (_, text) in enumerate(lines)]
+
+
+def test_an_instagram_download_keys_its_chats_as_instagram(tmp_path):
+    # Instagram writes Messenger's files; only its download's folders name the app.
+    _write_thread(tmp_path / "your_instagram_activity" / "messages" / "inbox" / "zoemax_1", [NEWEST, OLDEST])
+    [conversation] = list(read_export(tmp_path / "your_instagram_activity"))
+    assert conversation.key == "instagram_zoe_max" and conversation.source_format == "messenger"
+    assert [m.text for m in conversation.messages()][-1] == "très bien 👍"

@@ -71,3 +71,31 @@ def test_text_layout_continuations_and_errors(tmp_path):
     bad = _rows(tmp_path / "y" / "data.json", [{"date": "soon", "sender": "Ann", "body": "x"}])
     with pytest.raises(ExportFormatError, match=r"data.json: line 1\.date: bad date 'soon'"):
         list(read_export(bad, format="signal", tz="UTC"))
+
+
+def test_signal_export_padding_markdown_quotes_stickers_and_group_updates(tmp_path):
+    # As signal-export writes data.json: two spaces after every body, a quote as markdown, a
+    # sticker as its emoji, a group update as a row with nothing in it.
+    rows = [
+        {"date": "2026-03-01 18:00", "sender": "Ann", "body": "who's bringing the speaker?  ", "quote": ""},
+        {
+            "date": "2026-03-01 18:05",
+            "sender": "Bob",
+            "body": "me, it's charged  ",
+            "quote": "\n\n> who's bringing the speaker?\n\n",
+        },
+        {"date": "2026-03-01 18:06", "sender": "Cy", "body": "  ", "quote": "", "sticker": "👍"},
+        {"date": "2026-03-01 18:07", "sender": "Jules", "body": "  ", "quote": "", "attachments": []},
+        {"date": "2026-03-01 18:08", "sender": "Ann", "body": "two\nlines  ", "quote": "\n\n> me, it's charged\n\n"},
+    ]
+    [conversation] = list(read_export(_rows(tmp_path / "Party" / "data.json", rows), tz="Europe/London"))
+    messages = list(conversation.messages())
+    assert [(m.author, m.text, m.system) for m in messages] == [
+        ("Ann", "who's bringing the speaker?", False),
+        ("Bob", "me, it's charged", False),
+        ("Cy", "", False),
+        ("Jules", "", True),
+        ("Ann", "two\nlines", False),
+    ]
+    assert [m.reply_to for m in messages] == [None, messages[0].local_id, None, None, messages[1].local_id]
+    assert messages[2].attachments == (Attachment("sticker", "", "👍"),)

@@ -222,3 +222,14 @@ def test_android_zip_with_media_and_a_localized_chat_name(tmp_path):
     assert messages[1].attachments == (Attachment("document", "DOC-20231224-WA0002.txt", None),)
     assert conversation.source.endswith("export.zip!WhatsApp-Chat mit Oma.txt")
     assert (conversation.title, conversation.key) == ("Oma", "whatsapp_oma")
+
+
+def test_android_sticker_file_is_a_sticker(tmp_path):
+    path = tmp_path / "WhatsApp Chat with Pat.txt"
+    path.write_text(
+        "17/03/2026, 19:02 - Sue: STK-20260317-WA0004.webp (file attached)\n"
+        "17/03/2026, 19:03 - Sue: IMG-20260317-WA0005.jpg (file attached)\n",
+        encoding="utf-8",
+    )
+    _, messages = _read(path, tz="Europe/London")
+    assert [m.attachments[0].kind for m in messages] == ["sticker", "photo"]
