@@ -125,9 +125,11 @@ def test_amounts_are_no_times_dates_versions_or_counts_of_things():
     assert [a[1] for a in amounts("Pizza ordered for tomorrow: 14 pizzas, came to 238")] == ["238"]
     assert [a[1] for a in amounts("Target for the v2.3 release is Tuesday 21 April at 8pm")] == []
     assert [a[1] for a in amounts("Pitch is 60 for the hour, 10 of us so 6 each")] == ["60", "6"]
+    # the minutes of a clock time are no amount
+    assert [a[1] for a in amounts("meet Boathouse Café 8:30, race 9:15, Anchor 12:30, £5 for the raffle")] == ["£5"]
 
 
-@pytest.mark.parametrize("name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4"])
+@pytest.mark.parametrize("name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4", "own_chats_5"])
 def test_each_question_set_is_well_formed(name):
     """Every set: the seven kinds, an answer's key words and gold ids exactly when it is said, one
     chat per format (the scorer names chats by format), ids that its exports' readers give."""
