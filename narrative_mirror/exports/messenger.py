@@ -165,8 +165,14 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         tz_source=shown[1],
         text=text,
         attachments=_attachments(item, where, label),
-        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES or group_action(author, text),
+        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES
+        or group_action(author, text)
+        or bool(_REACTION_NOTICE.match(text)),
     )
+
+
+# Instagram stores a reaction as a message of its own: "Liked a message", "Reacted 😂 to your message"
+_REACTION_NOTICE = re.compile(r"^\s*(?:Liked a message|Reacted \S{1,8} to (?:your|a) message)\s*$")
 
 
 def group_action(author: str, text: str) -> bool:

@@ -149,3 +149,14 @@ def test_an_instagram_download_keys_its_chats_as_instagram(tmp_path):
     [conversation] = list(read_export(tmp_path / "your_instagram_activity"))
     assert conversation.key == "instagram_zoe_max" and conversation.source_format == "messenger"
     assert [m.text for m in conversation.messages()][-1] == "très bien 👍"
+
+
+def test_instagram_reaction_notices_are_system_lines(tmp_path):
+    thread = [
+        {"sender_name": "Max", "timestamp_ms": 1700000300000, "content": _escaped("Reacted 😂 to your message ")},
+        {"sender_name": "Max", "timestamp_ms": 1700000200000, "content": "Liked a message"},
+        {"sender_name": "Max", "timestamp_ms": 1700000100000, "content": "Liked a message about the gazebo, nice"},
+    ]
+    _write_thread(tmp_path / "your_instagram_activity" / "messages" / "inbox" / "zoemax_1", [thread])
+    [conversation] = list(read_export(tmp_path / "your_instagram_activity"))
+    assert [m.system for m in conversation.messages()] == [False, True, True]
