@@ -129,13 +129,15 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
         if e.message.local_id in chat.row_of and not e.reply_to and chat.row_of[e.message.local_id] not in flagged
     ]
     said = context(chat, rows)
-    if never := unmentioned(run.question, chat):
+    kind = question_kind(run.question, run.facets.intent)
+    # A why-question's last words are the event's ("fall through", "leave so early"), not a thing
+    # the chat has to name: it is answered, or not, by the reason reader.
+    if kind != "why" and (never := unmentioned(run.question, chat)):
         read = [chat.texts[s.row] for s in said]
         never = [w for w in never if not said_in_other_words(w, read, run.retriever.embedder.encode)]
-    if never:
-        note = f"No message of this chat mentions: {', '.join(never)}"
-        return answer_mod.NO_ANSWER, [], [note], []
-    kind = question_kind(run.question, run.facets.intent)
+        if never:
+            note = f"No message of this chat mentions: {', '.join(never)}"
+            return answer_mod.NO_ANSWER, [], [note], []
     if kind is None or not rows:
         return None
     about = topic_stems(run.question, chat)

@@ -41,6 +41,8 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         (s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
         key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about),
     )
+    if not any(_CAUSE.search(chat.raw_texts[s.row]) for s in ranked) and (told := _bad_news(chat, ranked)):
+        return told
     for s in ranked:
         text = chat.raw_texts[s.row]
         if (m := _CAUSE.search(text)) and not text[m.start() :].rstrip().endswith("?"):
@@ -71,6 +73,28 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
+# What a message explaining a change says: news that something went wrong ("Bad news. The Fox just
+# rang, there's been a burst pipe upstairs"), a thing that broke, closed or was cancelled.
+_BAD_NEWS = re.compile(
+    r"\b(?:bad news|disaster|unfortunately|turns out|cancel(?:led|ed|s)?|called off|closed|shut|burst|"
+    r"broke|broken|flood(?:ed|ing)?|fractured|injured|strike|tripped|tripping|overrun(?:ning)?|running over|"
+    r"double[- ]booked|out of action)\b",
+    re.I,
+)
+
+
+def _bad_news(chat: ChatIndex, ranked: list[Said]):
+    """A message about the question's thing that tells what went wrong, its sentences that say
+    it whole (the best ranked of those sharing most words); None when none does."""
+    for s in ranked:
+        text = chat.raw_texts[s.row]
+        if _BAD_NEWS.search(text) and not asks(text):
+            told = [x.strip() for x in statements(text) if len(re.findall(r"[A-Za-z]{2,}", x)) >= 3]
+            if told:
+                return " ".join(told[:2]), [s.row], "phrase", text
+    return None
+
+
 def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
     """Why a person the question names does not do something, from their message saying so: their
     next message when another asked them why in between ("I can't make Whitby anymore" - "why?" -
@@ -96,9 +120,21 @@ def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
             else:
                 break
         rest = [x for x in statements(text) if not NEGATIVE.search(x) and len(re.findall(r"[A-Za-z]{2,}", x)) >= 4]
+        # the reason in the withdrawing sentence itself: "work are sending me to Lisbon that week and
+        # I'm not back till the Sunday, so I can't do the 14th"
+        rest = rest or [
+            part
+            for x in statements(text)
+            for part in re.split(r"[,;:]\s+|\s+(?:and|so|but)\s+", x)
+            if not NEGATIVE.search(part) and len(re.findall(r"[A-Za-z]{2,}", part)) >= 4
+        ]
         if rest:
             return rest[0].strip().rstrip("."), [s.row], "phrase", text
     return None
+
+
+# A heading that announces news explains nothing: "CHANGE OF PLAN.", "Bad news guys"
+_ANNOUNCES = re.compile(r"^\W*(?:change of plans?|(?:bad |good )?news|update|heads up|psa|fyi)\b[\w\s]{0,12}\W*$", re.I)
 
 
 def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
@@ -106,6 +142,8 @@ def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
     question's words) and has three words at least ("guilty, sorry, I was on a deadline" -> "I
     was on a deadline"); ``whole``: the sentence holding it."""
     for sentence in statements(text):
+        if _ANNOUNCES.match(sentence):
+            continue
         for clause in clauses(sentence):
             if len(re.findall(r"[A-Za-z]{2,}", clause)) >= 3 and not word_stems(clause) & effect:
                 return sentence.strip().rstrip(".") if whole else clause

@@ -13,7 +13,7 @@ TIME = re.compile(
     r"|(?P<hm>\d{1,2}:\d{2})|(?<=\bat )(?P<bare>\d{1,2})(?![\d:.,]|\s*(?:%|each|people|of|th|st|nd|rd)))",
     re.I,
 )
-NUMBER = re.compile(r"(?<![\w#.,/-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)")
+NUMBER = re.compile(r"(?<![\w#.,/:-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)")
 MONEY_AFTER = re.compile(
     r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for|"
     r"a (?:night|month)\b)",
@@ -82,6 +82,7 @@ PLAN = re.compile(
 
 NEGATIVE = re.compile(
     r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b"
-    r"|\b(?:I'?m|I am|count me|drop(?:ped|ping)?|pull(?:ed|ing)?)\s+out\b(?!\s+of\b)",  # withdrawing: "I'm out"
+    # withdrawing: "I'm out" (not "I'm out of milk"), "pulled out (of the trip)"
+    r"|\b(?:I'?m|I am|count me)\s+out\b(?!\s+of\b)|\b(?:drop(?:ped|ping|s)?|pull(?:ed|ing|s)?)\s+out\b",
     re.I,
 )

@@ -163,3 +163,51 @@ def test_a_share_is_written_after_the_amount_or_before_it(tmp_path):
     house = _chat(tmp_path / "house", [("Amira", "Booked! £1,560 for the 2 nights so £195 each if there's 8 of us")])
     assert _read(shirts, "each", "How much does everyone owe Rachel for their shirt?", [0])[0] == "£12"
     assert _read(house, "each", "How much is each person's share of the 2 nights?", [0])[0] == "£195 each"
+
+
+def test_why_reads_the_message_telling_what_went_wrong(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Gaz", "fox is perfect, he basically lives there anyway"),
+            ("Me", "Bad news. The Fox just rang, there's been a burst pipe upstairs and the room's out of action"),
+            ("Ana", "noooo"),
+        ],
+    )
+    found = _read(chat, "why", "Why did we have to move the party from the Fox?", [0, 1])
+    assert found[0] == "The Fox just rang, there's been a burst pipe upstairs and the room's out of action"
+    assert found[1][0] == 1
+    # the news told in a message of its own, not as a reply to the one naming the place
+    alone = _read(chat, "why", "Why did we have to move the party from the Fox?", [1])
+    assert alone[:2] == (found[0], [1])
+
+
+def test_why_someone_cannot_reads_the_reason_in_the_sentence_that_withdraws(tmp_path):
+    from narrative_mirror.agent.exchange_values import NEGATIVE
+
+    chat = _chat(
+        tmp_path,
+        [
+            (
+                "Jules",
+                "Guys I'm so sorry. Work are sending me to Lisbon that week and I'm not back, so I can't do the 14th",
+            ),
+            ("Gaz", "gutted mate"),
+        ],
+    )
+    assert _read(chat, "why", "Why couldn't Jules make the party?", [0])[0] == "Work are sending me to Lisbon that week"
+    assert NEGATIVE.search("Why did Laura pull out of the hen?") and NEGATIVE.search("Sam dropped out of the trip")
+    assert not NEGATIVE.search("I'm out of milk, can someone grab some")
+
+
+def test_a_heading_announcing_news_is_no_reason(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            (
+                "Kwame",
+                "CHANGE OF PLAN. Read that the car park queue was 4+ hours last year. We're leaving at 7am instead",
+            )
+        ],
+    )
+    assert "queue" in _read(chat, "why", "Why did we leave so early?", [0])[0]
