@@ -313,7 +313,7 @@ _MEDIA_KINDS = {
 def _attachments(item: dict) -> tuple[Attachment, ...]:
     found = []
     if item.get("photo"):
-        found.append(Attachment("photo", str(item["photo"]).rsplit("/", 1)[-1], None))
+        found.append(Attachment("photo", _exported_file(item["photo"]).rsplit("/", 1)[-1], None))
     if item.get("file") or item.get("media_type"):
         name = str(item.get("file_name") or _exported_file(item.get("file"))).rsplit("/", 1)[-1]
         media_type = str(item.get("media_type") or "")

@@ -129,7 +129,9 @@ def test_amounts_are_no_times_dates_versions_or_counts_of_things():
     assert [a[1] for a in amounts("meet Boathouse Café 8:30, race 9:15, Anchor 12:30, £5 for the raffle")] == ["£5"]
 
 
-@pytest.mark.parametrize("name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4", "own_chats_5"])
+@pytest.mark.parametrize(
+    "name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4", "own_chats_5", "own_chats_6"]
+)
 def test_each_question_set_is_well_formed(name):
     """Every set: the seven kinds, an answer's key words and gold ids exactly when it is said, one
     chat per format (the scorer names chats by format), ids that its exports' readers give."""
@@ -149,5 +151,5 @@ def test_each_question_set_is_well_formed(name):
     )
     ids = {lid for source in found.values() for lid in load_export_chat(source, options).messages["local_id"]}
     assert {i for q in questions for i in q["evidence"]} <= ids
-    if name in ("own_chats", "own_chats_4"):  # the sets the done-when counts: 60+ questions, 4 chats
+    if name in ("own_chats", "own_chats_4", "own_chats_5", "own_chats_6"):  # 60+ questions, 4 chats
         assert len(questions) >= 60 and len(data["chats"]) == 4

@@ -208,3 +208,32 @@ def test_reading_time_grows_linearly_with_a_text_length(tmp_path):
         seconds.append(_read_seconds(path))
     # Linear: 4x the text, about 4x the time; the quadratic reader took 16x (0.25 s -> 4 s).
     assert seconds[1] < max(8 * seconds[0], 0.5), seconds
+
+
+def test_a_photo_the_export_left_out_has_no_name(tmp_path):
+    from narrative_mirror.exports import read_export
+
+    data = {
+        "name": "Fair",
+        "type": "private_group",
+        "id": 77,
+        "messages": [
+            _message(
+                1,
+                "2026-06-08T18:04:02",
+                1780938242,
+                **{
+                    "from": "Priti",
+                    "from_id": "user5",
+                    "text": "the stall plan",
+                    "photo": "(File not included. Change data exporting settings to download.)",
+                    "width": 1280,
+                    "height": 960,
+                },
+            )
+        ],
+    }
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    [message] = list(next(iter(read_export(path))).messages())
+    assert message.attachments == (Attachment("photo", "", "the stall plan"),) and message.text == "the stall plan"
