@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import conversation, people, quoting, slot_nouns
+from narrative_mirror.agent import conversation, exchanges, people, quoting, slot_nouns, slots
 from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.arc_mode import build_arc
 from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
@@ -59,10 +59,62 @@ def generator(state: AgentState, run: Run) -> dict:
             run.evidence += replies
             drafted = _offline_answer(run, replies)
             run.step(f"generator: replies {[e.message.local_id for e in replies]} to the questions in the evidence")
-    run.draft = drafted
+    run.draft = _moved_place(run, drafted)
     run.evidence += people.linked_context(run)  # the messages they answer and their replies
     run.step(f"generator: {len(run.evidence)} evidence messages, {len(drafted[1])} claims")
     return {}
+
+
+# "at the big Tesco Extra", "to 14 Carlton Road"; not "at 7am"
+_A_PLACE = re.compile(r"\b(?:at|to|in|outside|near|by)\s+(?:the\s+|a\s+)?(?:[a-z]+\s+){0,2}(?:\d+\s+)?[A-Z]")
+# A message saying the place changed, not one that only mentions a move or asks "what about ..."
+_MOVES_IT = re.compile(r"\b(?:instead|change of plans?|moved? (?:it |us |the \w+ )?to|we're now|now at)\b", re.I)
+_WHEN_WORDS = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|afternoon|evening|night|weekend)\b", re.I
+)
+
+
+def _moved_place(run: Run, drafted: tuple[str, list[answer_mod.Claim], list[str]]):
+    """A where-answer's place as a later message changed it ("CHANGE OF PLAN for Friday ... meet
+    at the Archway Arms" after "meet at Bath Spa station"; "gate C not B"): the place of the last
+    such message, cited with the first; the draft unchanged when none moves it."""
+    text, claims, unknowns = drafted
+    if run.facets.intent != "where" or len(claims) != 1 or claims[0].kind not in ("place", "home"):
+        return drafted
+    chat = run.retriever.chat(run.chat_file)
+    row = chat.row_of.get(claims[0].ids[0])
+    if row is None:
+        return drafted
+    about = exchanges.topic_stems(run.question, chat)
+    entities, speakers = run.retriever.names(run.chat_file)
+    moves = [
+        r
+        for r in exchanges.later_changes(chat, row, about, lambda t: bool(_A_PLACE.search(t)))
+        if _MOVES_IT.search(chat.raw_texts[r]) or exchanges.negates(chat.raw_texts[r], chat.raw_texts[row])
+    ]
+    for later in reversed(moves):
+        hit = chat.hit(later, 0.0, sources=["conversation"])
+        slot = slots.answer_slot(run.question, "where", [hit], entities=entities, speakers=speakers, look_at=1)
+        if (
+            slot is None
+            or slot.kind != "place"
+            or slot.text == claims[0].text
+            or not re.search(r"\b[A-Z]", slot.text)  # a named place, not "on my hair"
+            or _WHEN_WORDS.search(slot.text)
+        ):
+            continue
+        run.evidence.insert(
+            0,
+            answer_mod.EvidenceMessage(
+                hit,
+                grade=run.evidence[0].grade if run.evidence else 0.0,
+                match=run.matcher.match(hit.speaker, hit.text),
+            ),
+        )
+        run.step(f"generator: the place moved later: {slot.text} ({hit.local_id})")
+        moved = answer_mod.Claim(slot.text, [hit.local_id, *claims[0].ids], kind="place", sentence=slot.sentence)
+        return slot.text, [moved], unknowns
+    return drafted
 
 
 def _offline_answer(
