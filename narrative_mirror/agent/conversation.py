@@ -29,7 +29,15 @@ import re
 
 from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent import conversation_reasons, countries, people
-from narrative_mirror.agent.exchange_values import COUNT_OF_PEOPLE, EACH_AFTER, NUMBER, NUMBER_WORDS, amounts, times_in
+from narrative_mirror.agent.exchange_values import (
+    COUNT_OF_PEOPLE,
+    EACH_AFTER,
+    NEGATIVE,
+    NUMBER,
+    NUMBER_WORDS,
+    amounts,
+    times_in,
+)
 from narrative_mirror.agent.exchanges import (
     ASKS,
     COMMON_WORDS,
@@ -51,6 +59,7 @@ from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.slots import home_place, offered_answers, sentences
 from narrative_mirror.agent.text import MONTHS, WEEKDAYS
 from narrative_mirror.layers.text import STOPWORDS
+from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|we|we'll|we're|me|mine|my)\b", re.I)
@@ -132,7 +141,8 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     kind = question_kind(run.question, run.facets.intent)
     # A why-question's last words are the event's ("fall through", "leave so early"), not a thing
     # the chat has to name: it is answered, or not, by the reason reader.
-    if kind != "why" and (never := unmentioned(run.question, chat)):
+    # ... nor is "place" in "Who took Ellie's place?": the person is asked, the place is a relation
+    if kind != "why" and not _ASKS_REPLACEMENT.search(run.question) and (never := unmentioned(run.question, chat)):
         read = [chat.texts[s.row] for s in said]
         never = [w for w in never if not said_in_other_words(w, read, run.retriever.embedder.encode)]
         if never:
@@ -195,12 +205,66 @@ def _who(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     themselves ("I'll fix it today", "Fixed in PR #482"); for a message asking it, its reply's
     writer or the person the reply names ("That was Sofia's friend Jonas")."""
     speakers = {s.lower(): s for s in chat.speaker_names}
+    if _ASKS_REPLACEMENT.search(question) and (found := _replacement(chat, question, speakers)):
+        return found
     act = _act(question)
     found = _doer(chat, said, about, act, speakers)
     # "Who helped Mara ...?" asks for someone other than Mara
     if found and not re.search(rf"\b{re.escape(found[0])}\b", question.split(None, 1)[-1]):
         return found
     return None
+
+
+# "Who's coming instead of Laura?", "Who took Ellie's place?", "Who stood in on drums?"
+_ASKS_REPLACEMENT = re.compile(
+    r"\b(?:instead of|in place of|in \w+['’]s (?:place|spot)|\w+['’]s (?:place|spot)|replac\w*|stood in|stand(?:s|ing)? in|"
+    r"dep(?:ped|ping)?)\b",
+    re.I,
+)
+# A message offering or settling someone in another's place
+_TAKES_PLACE = re.compile(
+    r"\b(?:tak(?:e|es|ing)|took)\s+(?:your|his|her|their|the|\w+['’]s)\s+(?:place|spot|ticket)|\btransfer\w*\b"
+    r"|\bdep(?:ped|ping|s)?\b|\bst(?:and|ood|anding)\s+in\b|\bwould\s+(?:100%\s+)?(?:take it|be up for it)\b",
+    re.I,
+)
+
+
+def _replacement(chat: ChatIndex, question: str, speakers: dict[str, str]):
+    """Who takes another's place: from the first message after the person named in the question
+    drops out (else from the chat's start) that offers or settles someone in the place ("Our
+    cousin Megan ... she'd 100% take your place", "what about Kit? he depped for us"), the person
+    it names other than the one replaced; None when no such message names one."""
+    replaced = set(query_names.persons(question, chat.speaker_names, chat.aliases))
+    first_names = {p.split()[0].lower() for p in replaced}
+    start = 0
+    if replaced:
+        out = [r for r in range(chat.size) if chat.speakers[r] in replaced and NEGATIVE.search(chat.raw_texts[r])]
+        start = out[0] if out else 0
+    flagged = flagged_rows(chat)
+    for row in range(start, chat.size):
+        text = chat.raw_texts[row]
+        if row in flagged or not _TAKES_PLACE.search(text):
+            continue
+        for m in re.finditer(r"(?<![\w@])([A-Z][a-zë-ÿ]+)", text):
+            name, before = m.group(1), text[: m.start()]
+            if (
+                name.lower() in first_names
+                or name.lower() in _NOT_NAMES
+                or name.lower() in _CALENDAR
+                or re.search(r"(?:^|[.!?]\s*)$", before)
+                and name.lower() not in speakers
+                and not _known_person(chat, name)
+                or re.match(r"^['’]s\s+(?:place|spot)", text[m.end() :])
+            ):
+                continue
+            # cited with the message of the one replaced dropping out: the answer rests on both
+            return speakers.get(name.lower(), name), [row, start] if replaced and start != row else [row], "name", text
+    return None
+
+
+def _known_person(chat: ChatIndex, name: str) -> bool:
+    """Whether a speaker of the chat goes by this first name."""
+    return any(s.split()[0] == name for s in chat.speaker_names)
 
 
 def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], speakers: dict[str, str]):

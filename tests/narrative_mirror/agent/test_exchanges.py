@@ -211,3 +211,26 @@ def test_a_heading_announcing_news_is_no_reason(tmp_path):
         ],
     )
     assert "queue" in _read(chat, "why", "Why did we leave so early?", [0])[0]
+
+
+def test_who_takes_a_place_is_the_person_offered_after_the_one_replaced_drops_out(tmp_path):
+    chat = _chat(
+        tmp_path / "hen",
+        [
+            ("Amira", "Laura will love the spa, she takes her place at the front of every queue"),
+            ("Laura", "Girls I'm so sorry, work are sending me to Dublin that weekend and I can't make it"),
+            ("Beth", "Our cousin Megan was gutted she wasn't invited, she'd 100% take your place"),
+            ("Megan", "YES count me in"),
+        ],
+    )
+    # the message before Laura drops out names no one taking her place
+    assert _read(chat, "who", "Who's coming instead of Laura?", [1])[:2] == ("Megan", [2, 1])
+    band = _chat(
+        tmp_path / "band",
+        [
+            ("Tomás", "fractured my wrist bouldering, no way I can drum on the 8th"),
+            ("Chloé", "what about Kit from Hollow Oaks? he depped for us at the Chapel"),
+            ("Rhys", "messaged him, he's IN"),
+        ],
+    )
+    assert _read(band, "who", "Who stood in on drums for the gig?", [0])[0] == "Kit"
