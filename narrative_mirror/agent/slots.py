@@ -435,6 +435,8 @@ def _fill(
     return (span, "phrase") if span else None
 
 
+_MONTH = "|".join(MONTH_NAMES)
+_A_DAY = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})\b|\b(?:{_MONTH})\s+\d{{1,2}}\b", re.I)
 _CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|^at \d{1,2}$", re.I)
 
 
@@ -450,6 +452,8 @@ def required_slot_filled(intent: str, answer: str) -> bool:
         )
     if intent == "who":
         return bool(re.search(r"\b[A-Z]", answer))
-    if intent == "how_many":
-        return bool(_A_COUNT.search(answer) or _DURATION.search(answer))
+    if intent == "how_many":  # a count or an amount, never a day or a clock time ("8 November", "8:30")
+        return bool(_A_COUNT.search(answer) or _DURATION.search(answer)) and not (
+            _A_DAY.search(answer) or _CLOCK.search(answer)
+        )
     return bool(answer.strip())

@@ -301,3 +301,12 @@ def test_a_question_about_a_kind_of_named_thing_lists_the_names_of_the_sentence(
     trip = [Msg("D1:1", "Ana", "We flew from Miami to Los Angeles and then drove to San Diego.", FRIDAY)]
     found = answer_slot("Which cities did Ana visit?", "what", trip)
     assert (found.text, found.kind) == ("Miami, Los Angeles, San Diego", "names")
+
+
+def test_a_count_or_amount_is_never_a_day_or_a_clock_time():
+
+    # "How much was the race entry fee?" was answered "8 November" and "30" (of "8:30")
+    assert [required_slot_filled("how_many", a) for a in ("8 November", "May 3", "8:30", "7pm")] == [False] * 4
+    assert [required_slot_filled("how_many", a) for a in ("£12", "3 days", "12 teams", "since September 2020")] == [
+        True
+    ] * 4
