@@ -78,7 +78,7 @@ def _moved_place(run: Run, drafted: tuple[str, list[answer_mod.Claim], list[str]
     """A where-answer's place as a later message changed it ("CHANGE OF PLAN for Friday ... meet
     at the Archway Arms" after "meet at Bath Spa station"; "gate C not B"): the place of the last
     such message, cited with the first; the draft unchanged when none moves it."""
-    text, claims, unknowns = drafted
+    _, claims, unknowns = drafted
     if run.facets.intent != "where" or len(claims) != 1 or claims[0].kind not in ("place", "home"):
         return drafted
     chat = run.retriever.chat(run.chat_file)

@@ -62,9 +62,10 @@ from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|we|we'll|we're|me|mine|my)\b", re.I)
-# The writer alone: "we can borrow 6 tables" says the group will, not who does it
-_THE_WRITER = re.compile(r"\b(?:i|i'm|i'll|i've|i'd|me|mine|my)\b", re.I)
+# The writer alone; "we can borrow 6 tables" says the group will, not who does it
+_I = r"i|i'm|i'll|i've|i'd|me|mine|my"
+_THE_WRITER = re.compile(rf"\b(?:{_I})\b", re.I)
+_FIRST_PERSON = re.compile(rf"\b(?:{_I}|we|we'll|we're)\b", re.I)
 _NOT_NAMES = {
     "i",
     "ok",
@@ -236,10 +237,8 @@ def _replacement(chat: ChatIndex, question: str, speakers: dict[str, str]):
     it names other than the one replaced; None when no such message names one."""
     replaced = set(query_names.persons(question, chat.speaker_names, chat.aliases))
     first_names = {p.split()[0].lower() for p in replaced}
-    start = 0
-    if replaced:
-        out = [r for r in range(chat.size) if chat.speakers[r] in replaced and NEGATIVE.search(chat.raw_texts[r])]
-        start = out[0] if out else 0
+    dropped_out = (r for r in range(chat.size) if chat.speakers[r] in replaced and NEGATIVE.search(chat.raw_texts[r]))
+    start = next(dropped_out, 0)
     flagged = flagged_rows(chat)
     for row in range(start, chat.size):
         text = chat.raw_texts[row]
@@ -252,19 +251,13 @@ def _replacement(chat: ChatIndex, question: str, speakers: dict[str, str]):
                 or name.lower() in _NOT_NAMES
                 or name.lower() in _CALENDAR
                 or re.search(r"(?:^|[.!?]\s*)$", before)
-                and name.lower() not in speakers
-                and not _known_person(chat, name)
+                and not query_names.persons(name, chat.speaker_names, chat.aliases)
                 or re.match(r"^['’]s\s+(?:place|spot)", text[m.end() :])
             ):
                 continue
             # cited with the message of the one replaced dropping out: the answer rests on both
             return speakers.get(name.lower(), name), [row, start] if replaced and start != row else [row], "name", text
     return None
-
-
-def _known_person(chat: ChatIndex, name: str) -> bool:
-    """Whether a speaker of the chat goes by this first name."""
-    return any(s.split()[0] == name for s in chat.speaker_names)
 
 
 def _doer(chat: ChatIndex, said: list[Said], about: set[str], act: set[str], speakers: dict[str, str]):

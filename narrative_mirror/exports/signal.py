@@ -77,7 +77,6 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
 
     def message(raw: Any, where: str) -> ExportedMessage:
         local, author, body, quote, attachments = parse(raw, path, where)
-        quote = _unquoted(quote) if quote else quote
         utc = zone.to_utc(local, path)
         local_id = ids.next_id(author, utc, body)
         reply_to = by_text.get(quote.strip()) or None if quote else None
@@ -147,7 +146,7 @@ def _json_row(line: str, path: Path, where: str) -> Row:
         _parse_date(date, path, f"{where}.date"),
         sender,
         body,
-        quote,
+        _unquoted(quote) if quote else None,
         _attachments(record.get("attachments") or [], path, where)
         + ((Attachment("sticker", "", sticker),) if isinstance(sticker, str) and sticker else ()),
     )

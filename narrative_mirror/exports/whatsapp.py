@@ -332,8 +332,9 @@ def _local_time(header: _Header, order: str, label: str) -> datetime:
 def _split_author(body: str, known: set[str | None] | None) -> tuple[str | None, str]:
     """(author, first line of text); author None for an Android system line."""
     name, sep, rest = body.partition(": ")
-    if sep and _UNSAVED.sub("", name.strip(_MARKS)):
-        return _UNSAVED.sub("", name.strip(_MARKS)), rest
+    name = _UNSAVED.sub("", name.strip(_MARKS))
+    if sep and name:
+        return name, rest
     # "Bob:" with nothing (or no space) after the colon: a message only when Bob writes elsewhere.
     if ":" in body and known is not None:
         name, _, rest = body.partition(":")
