@@ -77,6 +77,8 @@ OMITTED = re.compile(
     r"|^(?P<es>imagen|video|audio|sticker|documento) omitid[oa]$"
     r"|^(?P<de>Bild|Video|Audio|Sticker|Dokument) weggelassen$"
 )
+# iOS shares a document as "Site rules.pdf • 3 pages <attached: 00000041-Site rules.pdf>"
+DOCUMENT = re.compile(r"^(?P<shown>\S.*?\s+•\s+.+?)\s*<attached: (?P<name>.+)>$")
 ATTACHED = re.compile(r"^<(?:attached|Anhang|adjunto|pièce jointe|allegato|anexo)\s?: (?P<name>.+)>$")
 FILE_ATTACHED = re.compile(
     r"^(?P<name>\S.*?) \((?:file attached|Datei angehängt|archivo adjunto|fichier joint|"
@@ -362,6 +364,8 @@ def _message(
         attachments, text = (found[0],), found[1]
     if text.strip().rstrip(".") in DELETED_TEXTS or text.strip() in CALL_TEXTS:
         system = True
+    if system:  # "~ Megan joined using this group's invite link": Megan, as her messages name her
+        text = _UNSAVED.sub("", text)
     name = "" if author is None or (system and author == title) else author
     return ExportedMessage(
         local_id=ids.next_id(name, utc, text),
@@ -394,4 +398,8 @@ def _attachment(first: str, rest: list[str]) -> tuple[Attachment, str] | None:
     if (match := FILE_ATTACHED.match(first)) is not None:
         name = match["name"].strip(_MARKS)
         return Attachment(kind_from_name(name), name, caption), caption or ""
+    if (match := DOCUMENT.match(first.replace(LRM, ""))) is not None:
+        # the document's title as the chat shows it ("Site rules 2026.pdf • 3 pages")
+        name = match["name"].strip()
+        return Attachment(kind_from_name(name), name, caption), "\n".join([match["shown"], *rest])
     return None

@@ -100,25 +100,29 @@ def test_ios_with_narrow_space_and_left_to_right_marks(tmp_path):
     assert conversation.source.endswith("WhatsApp Chat - Family.zip!_chat.txt")
 
 
-def test_ios_unsaved_contact_and_shared_location_are_messages_of_their_person(tmp_path):
-    # Someone not in the exporter's contacts is "~ Megan" (tilde, U+202F); a shared location is
-    # a line of its own with a map link, marked like an attachment.
+def test_ios_unsaved_contact_shared_location_and_document_are_messages_of_their_person(tmp_path):
+    # Someone not in the exporter's contacts is "~ Megan" (tilde, U+202F), in her messages and
+    # in the line saying she joined; a shared location is a line of its own with a map link,
+    # marked like an attachment; a document line starts with U+200E like a system line.
     path = tmp_path / "WhatsApp Chat - Hen do.txt"
     path.write_text(
         f"[02/06/2026, 22:31:10] Hen do: {LRM}~{NNBSP}Megan joined using this group's invite link\r\n"
         f"[03/06/2026, 09:20:02] ~{NNBSP}Megan: sent x\r\n"
         f"{LRM}[15/06/2026, 12:15:30] Amira: {LRM}Location: https://maps.google.com/?q=51.376452,-2.353910\r\n"
-        "[15/06/2026, 12:16:00] Amira: that's the pub\r\n",
+        "[15/06/2026, 12:16:00] Amira: that's the pub\r\n"
+        f"{LRM}[15/06/2026, 12:17:00] Amira: {LRM}House rules.pdf • {LRM}3 pages {LRM}<attached: 00000041-House rules.pdf>\r\n",
         encoding="utf-8",
     )
     _, messages = _read(path, tz="Europe/London")
     assert [(m.author, m.text, m.system) for m in messages] == [
-        ("", f"~{NNBSP}Megan joined using this group's invite link", True),
+        ("", "Megan joined using this group's invite link", True),
         ("Megan", "sent x", False),
         ("Amira", "Location: https://maps.google.com/?q=51.376452,-2.353910", False),
         ("Amira", "that's the pub", False),
+        ("Amira", "House rules.pdf • 3 pages", False),  # a document, by its title
     ]
     assert messages[2].attachments == (Attachment("location", "", None),)
+    assert messages[4].attachments == (Attachment("document", "00000041-House rules.pdf", None),)
 
 
 def test_ios_24h_with_seconds_day_first(tmp_path):
