@@ -31,11 +31,9 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import TypeVar
 
-import lancedb
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import FTS
 
 from narrative_mirror.index_rows import block_schema, columns_added, message_schema, thread_schema
 
@@ -98,9 +96,24 @@ def _text_index(tbl) -> str | None:
     return next((i.name for i in tbl.list_indices() if i.columns == ["text"]), None)
 
 
+def _lancedb():
+    """lancedb, imported when a store is opened: its import takes about 2 s of CPU (most of it its
+    REST namespace client), which every process loading the Dagster definitions (webserver, code
+    server, daemon, each step) would pay without ever opening a store."""
+    import lancedb
+
+    return lancedb
+
+
+def _full_text_index():
+    from lancedb.index import FTS
+
+    return FTS()
+
+
 def _ensure_text_index(tbl) -> None:
     if _text_index(tbl) is None:
-        tbl.create_index("text", config=FTS(), replace=True)
+        tbl.create_index("text", config=_full_text_index(), replace=True)
 
 
 class IndexStore:
@@ -114,7 +127,7 @@ class IndexStore:
     def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
         self.storage_options = dict(storage_options) if storage_options else None
-        self._db = lancedb.connect(self.uri, storage_options=self.storage_options)
+        self._db = _lancedb().connect(self.uri, storage_options=self.storage_options)
 
     def _open(self, table: str):
         if table not in TABLES:
@@ -139,7 +152,7 @@ class IndexStore:
 
     def reopen(self) -> None:
         """A new connection to the database (what was cached by the old one is dropped)."""
-        self._db = lancedb.connect(self.uri, storage_options=self.storage_options)
+        self._db = _lancedb().connect(self.uri, storage_options=self.storage_options)
 
     # -- integrity -----------------------------------------------------------------------------
     def chat_rows(self, chat_file: str) -> dict[str, int]:
@@ -234,7 +247,9 @@ class IndexStore:
             raise ValueError(f"{table} rows for {chat_file}: write failed, previous rows kept: {exc}") from exc
         if created:
             # The table's first rows come with its full-text index, as when a table is made in one piece.
-            retry_commit_conflicts(lambda: self._db.open_table(table).create_index("text", config=FTS(), replace=True))
+            retry_commit_conflicts(
+                lambda: self._db.open_table(table).create_index("text", config=_full_text_index(), replace=True)
+            )
             version = self._db.open_table(table).version
         return version
 

@@ -8,10 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import lancedb
 import polars as pl
 import pyarrow as pa
-from lancedb.index import BTree
 
 from narrative_mirror.events.record import ADDED_COLUMNS, EVENT_SCHEMA
 
@@ -29,7 +27,10 @@ def sql_time(moment: datetime) -> str:
 
 
 def connect(uri: str, storage_options: Mapping[str, str] | None = None):
-    # Always read the latest version: another process (CLI, Dagster) may append too.
+    # Always read the latest version: another process (CLI, Dagster) may append too. lancedb is
+    # imported here, not by every process loading the definitions (index_store._lancedb).
+    import lancedb
+
     return lancedb.connect(
         uri, read_consistency_interval=timedelta(0), storage_options=dict(storage_options) if storage_options else None
     )
@@ -42,6 +43,8 @@ def prepare(table) -> None:
     if missing:
         table.add_columns(pa.schema(missing))
     indexed = {column for index in table.list_indices() for column in index.columns}
+    from lancedb.index import BTree
+
     for column in INDEXED:
         if column not in indexed:
             table.create_index(column, config=BTree())
