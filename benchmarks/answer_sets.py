@@ -48,8 +48,11 @@ config = settings.load_config("layers")
 # Each export under the key its questions name: an older tree names chats otherwise (by native
 # id), and the set has one chat per format.
 named = {k.split("_")[0]: k for k in questions["chats"].values()}
+exact = set(chats) & set(named.values())
 for found, source in chats.items():
-    key = found if found in questions["chats"].values() else named[found.split("_")[0]]
+    if found not in exact and named[found.split("_")[0]] in exact:
+        continue  # another channel of a named export (a Slack workspace's #general)
+    key = found if found in exact else named[found.split("_")[0]]
     messages = load_export_chat(source, options).messages.with_columns(
         pl.lit(key).alias("chat_file"), (pl.lit(key + "/") + pl.col("local_id")).alias("message_id"))
     texts = message_texts(messages)

@@ -39,6 +39,7 @@ def message_schema(dim: int) -> pa.Schema:
             # Last, so a table written before it existed takes it as an added column (null).
             ("reply_to", pa.string()),  # local_id of the message this one answers, else null
             ("edited", pa.bool_()),  # the text is the edited one (exports keep only the final text)
+            ("bot", pa.bool_()),  # written by a bot or an integration, not a person
         ]
     )
 
@@ -124,11 +125,14 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
     replies = (
         messages["reply_to"] if "reply_to" in messages.columns else pl.Series([None] * messages.height, dtype=pl.String)
     )
-    edited = (
-        messages["edited"].fill_null(False) if "edited" in messages.columns else pl.Series([False] * messages.height)
-    )
+    flags = [
+        (messages[name].fill_null(False) if name in messages.columns else pl.Series([False] * messages.height))
+        .cast(pl.Boolean)
+        .alias(name)
+        for name in ("edited", "bot")
+    ]
     msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(
-        replies.cast(pl.String).alias("reply_to"), edited.cast(pl.Boolean).alias("edited")
+        replies.cast(pl.String).alias("reply_to"), *flags
     )
     msgs = msgs.sort("position")
     lookup, matrix = _vector_lookup(embeddings)
@@ -180,6 +184,7 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
             "vector": _fixed_vectors(vectors),
             "reply_to": msgs["reply_to"].to_arrow(),
             "edited": msgs["edited"].to_arrow(),
+            "bot": msgs["bot"].to_arrow(),
         },
         schema=message_schema(matrix.shape[1]),
     )

@@ -119,6 +119,17 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         return []
     core = _TRAILING_SETTING.sub("", question.strip()).rstrip(" ?")
     words = [re.sub(r"['’]s$", "", w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]", core)]
+    # An amount asked for: the verb a "did"/"does" puts last, after its subject, only relates it
+    # ("How much did the bake sale raise?": the chat says "£236 from the bake sale"); an object is
+    # named ("... cost for the photo of the clouds"). Elsewhere the verb names what happened
+    # ("What did the plumber charge?", "Where did the team celebrate?").
+    if (
+        len(words) > 1
+        and re.match(r"\W*how (?:much|many)\b.*\b(?:did|does|do)\b", core, re.I)
+        and not words[-1].lower().endswith("ing")
+        and words[-2].lower() not in _DETERMINER | STOPWORDS
+    ):
+        words = words[:-1]
     people = {s.lower() for s in chat.speaker_names} | {w for s in chat.speaker_names for w in s.lower().split()}
     named: list[str] = []
     phrase: list[str] = []
@@ -154,6 +165,19 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
 
 
 _FLAGGED: weakref.WeakKeyDictionary[ChatIndex, frozenset[int]] = weakref.WeakKeyDictionary()
+_LOWERCASE: weakref.WeakKeyDictionary[ChatIndex, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def lowercase_words(chat: ChatIndex) -> frozenset[str]:
+    """The words the chat writes in lower case somewhere, its people's names and aliases aside: a
+    capitalised one of them ("As maid of honour", "Photo book", "Temporary Event Notice") is an
+    ordinary word, not someone's name ("marek already the MVP" is still Marek)."""
+    if chat not in _LOWERCASE:
+        names = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+        _LOWERCASE[chat] = frozenset(
+            w for t in chat.raw_texts for w in re.findall(r"(?<![\w@'’])[a-z]+(?![\w'’])", t) if w not in names
+        )
+    return _LOWERCASE[chat]
 
 
 def flagged_rows(chat: ChatIndex) -> frozenset[int]:

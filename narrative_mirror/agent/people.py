@@ -29,9 +29,11 @@ from narrative_mirror.retrieval.chat_index import ChatIndex
 GROUP_SIZE = 3  # speakers from which "who did X" asks for the person who wrote it
 _SAYING = re.compile(
     r"^(?:suggest|propos|sa(?:y|id)|mention|ask|offer|recommend|writ|wrote|post|shar|announc|volunteer|promis"
-    r"|agree|complain|invit|remind|warn|brought|bring|pitch|insist|claim|tell|told)",
+    r"|agree|complain|invit|remind|warn|pitch|insist|claim|tell|told)",
     re.I,
 )
+# "Who brought up the move?" asks who said it; "Who brought the gazebo?" who did it
+_BRINGS_UP = re.compile(r"^\W*who\s+(?:\w+\s+)?(?:brought|bring|brings|bringing)\s+(?:\w+\s+){0,3}up\b", re.I)
 _AUTHOR = re.compile(r"^\W*who\s+(?:(will|would|can|could|is|was|has|had)\s+)?([a-z]+)\b", re.I)
 
 
@@ -45,7 +47,7 @@ def author_question(question: str) -> str | None:
     # "Who is bringing the ball?" asks who will do it (a reply "I'll bring mine"), not who brought it up
     if aux in {"will", "would", "can", "could"} or (aux in {"is", "was"} and verb.endswith("ing")) or verb == "going":
         return "first_person"
-    if _SAYING.match(verb):
+    if _SAYING.match(verb) or _BRINGS_UP.match(question):
         return "saying"
     return None
 

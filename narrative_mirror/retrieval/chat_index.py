@@ -82,11 +82,12 @@ def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_onl
     return out
 
 
-def edited_flags(messages: pl.DataFrame) -> list[bool]:
-    """Per message, whether it was edited (False for a table written before edits were kept)."""
-    if "edited" not in messages.columns:
+def flags(messages: pl.DataFrame, column: str) -> list[bool]:
+    """Per message, the boolean ``column`` ("edited", "bot"); False for a table written before the
+    column existed."""
+    if column not in messages.columns:
         return [False] * messages.height
-    return [bool(e) for e in messages["edited"].to_list()]
+    return [bool(e) for e in messages[column].to_list()]
 
 
 class ChatIndex:
@@ -123,7 +124,8 @@ class ChatIndex:
         self.row_of_message = {mid: i for i, mid in enumerate(self.message_ids)}
         # Reply links (exports that carry them): the row each message answers, the rows answering it.
         replies_to = messages["reply_to"].to_list() if "reply_to" in messages.columns else [None] * self.size
-        self.edited: list[bool] = edited_flags(messages)
+        self.edited: list[bool] = flags(messages, "edited")
+        self.bots: list[bool] = flags(messages, "bot")
         self.parent_row = np.array([self.row_of.get(p, -1) if p else -1 for p in replies_to], dtype=np.int64)
         self.reply_rows: dict[int, list[int]] = {}
         for row in np.flatnonzero(self.parent_row >= 0).tolist():

@@ -72,6 +72,7 @@ def rows(chat: str, round_: int) -> pa.Table:
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
         "reply_to": [None] * n,
         "edited": [False] * n,
+        "bot": [False] * n,
     }
     return pa.table(data, schema=message_schema(DIM))
 

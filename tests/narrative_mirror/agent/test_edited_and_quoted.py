@@ -85,9 +85,9 @@ def test_unsure_is_a_dropped_claim_or_none_about_the_question(drafted, kept, sta
 
 
 def test_an_index_written_before_edits_were_kept_gains_the_column_and_reads_not_edited(tmp_path, embedder):
-    """A messages table without the ``edited`` column (written before it existed) takes it as an
-    added column when another chat is written: the old chat's messages read as not edited, the
-    new chat's edit is kept."""
+    """A messages table without the ``edited`` and ``bot`` columns (written before they existed)
+    takes them as added columns when another chat is written: the old chat's messages read as not
+    edited and by no bot, the new chat's edit and bot are kept."""
     from index_frames import TEXTS, chat_frames
 
     from narrative_mirror.index_rows import build_rows
@@ -95,13 +95,14 @@ def test_an_index_written_before_edits_were_kept_gains_the_column_and_reads_not_
     store = IndexStore(str(tmp_path / "lancedb"))
     messages, embeddings, blocks, signals, threads = chat_frames("old_chat", TEXTS)
     old = build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads)
-    store.replace_partition("messages", "old_chat", old["messages"].drop_columns(["edited"]))
+    store.replace_partition("messages", "old_chat", old["messages"].drop_columns(["edited", "bot"]))
     messages, embeddings, blocks, signals, threads = chat_frames("new_chat", ["we meet at 7", "see you then"])
-    messages = messages.with_columns(pl.Series("edited", [True, False]))
+    messages = messages.with_columns(pl.Series("edited", [True, False]), pl.Series("bot", [False, True]))
     new = build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads)
     store.replace_partition("messages", "new_chat", new["messages"])
     retriever = Retriever(store, embedder)
-    assert retriever.chat("old_chat").edited == [False] * len(TEXTS)
+    assert retriever.chat("old_chat").edited == retriever.chat("old_chat").bots == [False] * len(TEXTS)
+    assert retriever.chat("new_chat").bots == [False, True]
     first, second = retriever.messages("new_chat", ["D1:1", "D1:2"])
     assert (first.edited, second.edited) == (True, False)
 

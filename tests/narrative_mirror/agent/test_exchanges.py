@@ -29,8 +29,9 @@ def test_content_stems_leave_out_the_grammar():
     )
 
 
-def _chat(tmp_path, texts: list[tuple[str, str]], captions: dict[int, str] | None = None):
-    """A ChatIndex of ``texts`` ((speaker, text), one session) read back from a real LanceDB."""
+def _chat(tmp_path, texts: list[tuple[str, str]], captions: dict[int, str] | None = None, bots: tuple[str, ...] = ()):
+    """A ChatIndex of ``texts`` ((speaker, text), one session; ``bots`` speak as bots) read back
+    from a real LanceDB."""
     from datetime import datetime
 
     import polars as pl
@@ -46,10 +47,11 @@ def _chat(tmp_path, texts: list[tuple[str, str]], captions: dict[int, str] | Non
         pl.Series("speaker", [s for s, _ in texts]),
         pl.Series("image_caption", [(captions or {}).get(i, "") for i in range(len(texts))]),
         pl.Series("timestamp", [datetime(2024, 1, 1, 10, i) for i in range(len(texts))]),
+        pl.Series("bot", [s in bots for s, _ in texts]),
     )
     store = IndexStore(str(tmp_path / "lancedb"))
     store.replace_partition(
-        "messages", "tiny", build_rows(messages.select(schema.MESSAGES.keys()), embeddings)["messages"]
+        "messages", "tiny", build_rows(messages.select(*schema.MESSAGES.keys(), "bot"), embeddings)["messages"]
     )
     return Retriever(store, None).chat("tiny")
 
@@ -234,3 +236,91 @@ def test_who_takes_a_place_is_the_person_offered_after_the_one_replaced_drops_ou
         ],
     )
     assert _read(band, "who", "Who stood in on drums for the gig?", [0])[0] == "Kit"
+
+
+def test_who_is_a_person_not_a_capitalised_word_a_title_or_a_bot(tmp_path):
+    poll = [
+        ("Claire", "POLL:\nPresent for Mum?\nOPTION: Tickets for Mamma Mia at the Hippodrome\nOPTION: Photo book"),
+        ("Josh", "a photo book would make her cry"),
+    ]
+    # no message says who makes it: no name is read off the poll's capitalised words
+    assert _read(_chat(tmp_path / "poll", poll), "who", "Who made the photo book?", [0, 1]) is None
+    made = _chat(tmp_path / "made", [*poll, ("Aoife", "I'll do the photo book, Snapfish have 40% off")])
+    assert _read(made, "who", "Who made the photo book?", [0, 2])[0] == "Aoife"
+    notice = _chat(
+        tmp_path / "notice",
+        [("Tomasz", "we can't, someone has to put in a Temporary Event Notice 10 working days before")],
+    )
+    assert _read(notice, "who", "Who put in the application for the bar?", [0]) is None
+    # a bot's message is no one's act; the person it names as doing it is
+    hall = _chat(
+        tmp_path / "hall",
+        [
+            ("Hallmaster", "Booking updated\nMain Hall - Sat 26 Oct 2024\nBooked by: Margaret E"),
+            ("Deepa", "v2 of the poster with the 26th on it"),
+        ],
+        bots=("Hallmaster",),
+    )
+    assert _read(hall, "who", "Who booked the hall for the quiz?", [0])[0] == "Margaret"
+
+
+def test_who_a_mention_first_is_told_and_the_writer_did_it(tmp_path):
+    told = _chat(
+        tmp_path / "told",
+        [("Tomasz Nowak", "@Fiona MacLeod sent the £50 deposit to Codfather this morning, can you let them know")],
+    )
+    assert _read(told, "who", "Who put down the deposit for the chip shop?", [0])[0] == "Tomasz Nowak"
+    # a mention that tells no one anything is the one doing it
+    named = _chat(
+        tmp_path / "named",
+        [("Felix", "morning all"), ("Dana", "@Felix will demo the new checkout, I'll do the numbers")],
+    )
+    assert _read(named, "who", "Who is demoing the new checkout?", [1])[0] == "Felix"
+
+
+def test_who_an_offer_asked_as_a_question_is_its_writers(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Marcus Webb", "I'll set up a fundraising page tonight, JustGiving ok with everyone?"),
+            ("Ellie Shaw", "yes pls Marcus 🙏"),
+        ],
+    )
+    assert _read(chat, "who", "Who set up the JustGiving page?", [0, 1])[:2] == ("Marcus Webb", [0])
+
+
+def test_who_ended_up_doing_it_is_the_latest_to_say_so_and_never_the_one_asked_about(tmp_path):
+    lift = _chat(
+        tmp_path / "lift",
+        [
+            ("Mark", "I'll drive Nana to the lunch"),
+            ("Claire", "thanks Mark"),
+            ("Josh", "Mark's car failed its MOT so I'll drive Nana to the lunch"),
+        ],
+    )
+    assert _read(lift, "who", "Who ended up driving Nana to the lunch?", [0, 2])[0] == "Josh"
+    ticket = _chat(tmp_path / "ticket", [("Bea Lindqvist", "I'll sell my ticket to whoever wants it, face value")])
+    assert _read(ticket, "who", "Who ended up with Bea's ticket?", [0]) is None
+
+
+def test_a_verb_put_last_by_did_is_no_thing_the_chat_must_name(tmp_path):
+    from narrative_mirror.agent.exchanges import unmentioned
+
+    chat = _chat(tmp_path, [("Ellie", "FINAL COUNT: £236 from the bake sale!!!"), ("Marcus", "legends")])
+    assert unmentioned("How much did the bake sale raise?", chat) == []
+    assert unmentioned("Where did they go hiking?", chat) == ["hiking"]
+    assert unmentioned("What did the plumber charge?", chat) == ["charge"]
+    assert unmentioned("What was the wifi password?", chat) == ["password"]
+
+
+def test_a_chat_writing_prices_with_a_sign_has_no_bare_number_for_a_price(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Tomasz", "cake stand from the Co-op was £12"),
+            ("Ana", "lovely, balloons were £38"),
+            ("Deb", "I'll bring the cake, big enough for 20"),
+        ],
+    )
+    assert _read(chat, "amount", "How much was the cake stand?", [0])[0] == "£12"
+    assert _read(chat, "amount", "How much did the cake cost?", [2]) is None

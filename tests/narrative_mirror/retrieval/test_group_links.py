@@ -60,8 +60,8 @@ def test_a_table_written_before_the_reply_column_takes_it(tmp_path):
     store = IndexStore(str(tmp_path / "db"))
     messages, embeddings, *_ = chat_frames("old", TEXTS)
     new_rows = message_rows(messages, embeddings)
-    old_rows = new_rows.drop_columns(["reply_to", "edited"])  # as index_rows wrote them before those columns
-    added = [new_rows.schema.field("reply_to"), new_rows.schema.field("edited")]
+    old_rows = new_rows.drop_columns(["reply_to", "edited", "bot"])  # as index_rows wrote them before those columns
+    added = [new_rows.schema.field(name) for name in ("reply_to", "edited", "bot")]
     assert columns_added(old_rows.schema, new_rows.schema) == added
     assert columns_added(new_rows.schema, new_rows.schema) == []
     assert columns_added(new_rows.schema.remove(0), new_rows.schema) == []  # another difference: not an upgrade
@@ -132,6 +132,9 @@ def test_author_questions():
     # a verb of saying ("bring up") with "is ...ing" asks who will do it: answered by "I'll bring mine"
     assert author_question("Who is bringing the ball?") == "first_person"
     assert author_question("Who brought the idea up?") == "saying"
+    assert author_question("Who brought up the move?") == "saying"
+    # bringing a thing is an act: the conversation names who did it ("I have one, it's in my boot")
+    assert author_question("Who brought the gazebo?") is None
     for question in (
         "Who did Kate meet at Art Basel?",
         "Who is Kate's sister?",
