@@ -79,10 +79,12 @@ KINDS = ("who", "when", "where", "how_much", "yes_no", "why", "never_said")
 
 
 def has_words(answer: str, required: list[str]) -> bool:
-    """Whether ``answer`` holds, for each required entry, one of its "|" alternatives as whole words."""
+    """Whether ``answer`` holds, for each required entry, one of its "|" alternatives as whole words
+    (a time or a number followed by am or pm counts: "9:15am" holds "9:15")."""
 
     def holds(word: str) -> bool:
-        return re.search(rf"(?<![\w]){re.escape(word.lower())}(?![\w])", answer.lower()) is not None
+        after = r"(?![\w])|(?=(?:am|pm)\b)" if word[-1:].isdigit() else r"(?![\w])"
+        return re.search(rf"(?<![\w]){re.escape(word.lower())}(?:{after})", answer.lower()) is not None
 
     return all(any(holds(w) for w in entry.split("|")) for entry in required)
 

@@ -42,6 +42,7 @@ from narrative_mirror.agent.exchanges import (
     COMMON_WORDS,
     Said,
     asks,
+    content_stems,
     context,
     correction_of,
     flagged_rows,
@@ -139,6 +140,10 @@ def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     if not candidates:
         return None
     row = max(set(candidates), key=lambda r: (len(word_stems(chat.raw_texts[r]) & about), chat.positions[r]))
+    # a later message moving that plan, in its own words ("they've moved our masterclass to 2pm"
+    # after "a cocktail masterclass at Copper & Lime, 4pm")
+    if moved := later_changes(chat, row, about | content_stems(chat.raw_texts[row]), lambda t: bool(times_in(t))):
+        row = moved[-1]
     row = correction_of(chat, row, lambda t: bool(times_in(t)))
     text = chat.raw_texts[row]
     words = [m.start() for m in re.finditer(r"[A-Za-z'-]+", text) if word_stem(m.group().lower()) in about] or [0]

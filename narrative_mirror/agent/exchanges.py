@@ -130,6 +130,10 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         and words[-2].lower() not in _DETERMINER | STOPWORDS
     ):
         words = words[:-1]
+    # a passive's verb names nothing either: "Where's the LAN being held?" (the chat says "Where:
+    # 1st Todmorden Scout Hut"), "Where are the prizes being kept?"
+    if len(words) > 1 and words[-2].lower() in ("being", "been", "be"):
+        words = words[:-1]
     people = {s.lower() for s in chat.speaker_names} | {w for s in chat.speaker_names for w in s.lower().split()}
     named: list[str] = []
     phrase: list[str] = []
@@ -308,13 +312,23 @@ def negates(text: str, earlier: str) -> bool:
 
 def correction_of(chat: ChatIndex, row: int, typed) -> int:
     """The last message that corrects ``row`` (a statement of the same type, ``typed``, saying
-    a value of it does not hold), following corrections of corrections; ``row`` when none."""
+    a value of it does not hold, or its writer's next words of that type opening with a
+    correction: "sorry the 15:33!!", "*5pm"), following corrections of corrections; ``row`` when
+    none."""
     flagged = flagged_rows(chat)
     for r in range(row + 1, chat.size):
         text = chat.raw_texts[r]
-        if r not in flagged and typed(text) and not text.rstrip().endswith("?") and negates(text, chat.raw_texts[row]):
+        if r in flagged or not typed(text) or text.rstrip().endswith("?"):
+            continue
+        own = chat.speakers[r] == chat.speakers[row] and r - row <= _CORRECTION_WITHIN and _CORRECTS.match(text)
+        if own or negates(text, chat.raw_texts[row]):
             row = r
     return row
+
+
+# A writer correcting what they just said
+_CORRECTS = re.compile(r"^\W*(?:sorry\b|correction\b|oops\b|typo\b|i meant\b|scratch that\b|\*\s*\w)", re.I)
+_CORRECTION_WITHIN = 6  # messages
 
 
 def statements(text: str) -> list[str]:

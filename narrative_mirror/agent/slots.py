@@ -202,19 +202,21 @@ def _place(sentence: str, question: str, speakers: set[str]) -> str | None:
 # A person's home said as the place: "at mine", "back to ours", "to my flat", "at Sam's" (not "at
 # Sam's party", not "similar to mine")
 _AT_SOMEONES_HOME = re.compile(
-    r"\b(?:(?:at|(?i:back|over|round)\s+to)\s+(?P<own>mine|ours)|(?:at|to)\s+(?:my|our)\s+"
-    r"(?P<noun>place|house|flat|home|apartment)|(?:at|to)\s+(?P<name>[A-Z][\w-]*)['’]s\b"
+    r"\b(?:(?:at|(?i:back|over|round)\s+to)\s+(?P<own>mine|ours)|(?P<prep>at|to|in)\s+(?:my|our)\s+"
+    r"(?P<noun>place|house|flat|home|apartment|garage|shed|loft|attic|cellar|basement|spare room|garden)\b"
+    r"|(?:at|to)\s+(?P<name>[A-Z][\w-]*)['’]s\b"
     r"(?!\s+(?!and\b|or\b|then\b|at\b|on\b|for\b|after\b|before\b|instead\b|tonight\b|tomorrow\b)[a-z]))\b"
 )
 
 
 def home_place(sentence: str, author: str) -> str | None:
     """The home a sentence names as a place, as whose it is: "I can host at mine" by Omar is "at
-    Omar's place", "at Sam's" is "at Sam's place"; None when it names no home."""
+    Omar's place", "at Sam's" is "at Sam's place", "stick them in my garage" by Tom "in Tom's
+    garage"; None when it names no home."""
     if not (found := _AT_SOMEONES_HOME.search(straight_apostrophes(sentence))):
         return None
     owner = found.group("name") or author
-    return f"at {owner}'s {found.group('noun') or 'place'}"
+    return f"{'in' if found.group('prep') == 'in' else 'at'} {owner}'s {found.group('noun') or 'place'}"
 
 
 def _entity_place(sentence: str, question: str, entities: set[str], speakers: set[str]) -> str | None:

@@ -154,3 +154,15 @@ def test_each_question_set_is_well_formed(name):
     assert {i for q in questions for i in q["evidence"]} <= ids
     if name in ("own_chats", "own_chats_4", "own_chats_5", "own_chats_6", "own_chats_7"):  # 60+ questions, 4 chats
         assert len(questions) >= 60 and len(data["chats"]) == 4
+
+
+def test_the_scorer_holds_whole_words_and_a_time_with_am_or_pm(monkeypatch):
+    monkeypatch.syspath_prepend(str(SET.parents[2] / "benchmarks"))
+    from answer_sets import has_words, is_right
+
+    assert has_words("9:15am", ["9:15|09:15"]) and has_words("at 2pm on Saturday", ["2pm|2", "saturday"])
+    assert not has_words("19:15", ["9:15"]) and not has_words("9:155", ["9:15"]) and not has_words("Bobby", ["Bob"])
+    never = {"kind": "never_said", "required": []}
+    assert is_right(never, {"abstained": True, "answer": "Not found"})
+    assert not is_right(never, {"abstained": False, "answer": "£12"})
+    assert not is_right({"kind": "who", "required": ["Ann"]}, {"abstained": True, "answer": "Ann, maybe"})

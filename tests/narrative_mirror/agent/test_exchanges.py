@@ -324,3 +324,47 @@ def test_a_chat_writing_prices_with_a_sign_has_no_bare_number_for_a_price(tmp_pa
     )
     assert _read(chat, "amount", "How much was the cake stand?", [0])[0] == "£12"
     assert _read(chat, "amount", "How much did the cake cost?", [2]) is None
+
+
+def test_a_time_is_corrected_by_its_writer_and_moved_by_a_message_in_its_own_words(tmp_path):
+    train = _chat(
+        tmp_path / "train",
+        [
+            ("Priya", "Me and Sian are getting the train, the 15:03 from Paddington"),
+            ("Amira", "amazing"),
+            ("Priya", "sorry the 15:33!! the 15:03 was the one that's £20 more"),
+        ],
+    )
+    assert _read(train, "time", "What time is Priya's train from Paddington?", [0])[:2] == ("15:33", 2)
+    # someone else saying "sorry" corrects nothing of Priya's
+    other = _chat(
+        tmp_path / "other", [("Priya", "the 15:03 from Paddington"), ("Amira", "sorry I'm on the 17:10, see you there")]
+    )
+    assert _read(other, "time", "What time is Priya's train from Paddington?", [0])[:2] == ("15:03", 0)
+    class_ = _chat(
+        tmp_path / "class",
+        [
+            ("Sian", "Found a cocktail masterclass at Copper & Lime on the Saturday, 4pm"),
+            ("Beth", "yesss"),
+            ("Sian", "Bit of a change: Copper & Lime have a wedding party so they've moved our masterclass to 2pm"),
+        ],
+    )
+    assert _read(class_, "time", "What time is the cocktail class on Saturday?", [0])[:2] == ("2pm", 2)
+
+
+def test_where_a_question_asking_it_is_answered_by_the_place_its_reply_offers(tmp_path):
+    from narrative_mirror.agent.exchanges import unmentioned
+
+    chat = _chat(
+        tmp_path,
+        [
+            ("Fiona", "raffle update: the farm shop (Haworths) are giving us a hamper"),
+            ("Margaret", "brilliant. where are we keeping all the prizes till the night? my spare room is full"),
+            ("Tomasz", "stick them in my garage, it's dry and there's a key safe"),
+        ],
+    )
+    found = _read(chat, "where", "Where are the raffle prizes being kept until the quiz?", [1, 0])
+    assert found[:2] == ("in Tomasz's garage", [2, 1])
+    # "kept" and "held" are the passive's verb, not a thing the chat has to name
+    assert unmentioned("Where are the raffle prizes being kept?", chat) == []
+    assert unmentioned("Where's the LAN being held in the end?", chat) == ["lan"]
