@@ -19,7 +19,6 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 from scipy import sparse
 
 from narrative_mirror.retrieval.fusion import order_desc
@@ -27,9 +26,15 @@ from narrative_mirror.retrieval.fusion import order_desc
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SEPARATOR = "\x00"
 _WORD_OR_SEPARATOR = re.compile(_TOKEN.pattern + "|" + _SEPARATOR)
+# bm25s.stopwords.STOPWORDS_EN, written out (tests/narrative_mirror/retrieval/test_lexical.py compares):
+# importing bm25s imports numba, ~0.3 s of CPU in every process that searches.
+LUCENE_STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with""".split()
+)
 # bm25s's (Lucene's) 33 words plus pronouns, auxiliaries and question words: in chat
 # messages and questions about them these carry no topic.
-STOPWORDS = frozenset(STOPWORDS_EN) | frozenset(
+STOPWORDS = LUCENE_STOPWORDS | frozenset(
     """i me my mine myself you your yours yourself he him his himself she her hers herself we us
     our ours ourselves them theirs themselves its itself what which who whom whose when where why
     how do does did done doing have has had having am were been being can could would should

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from narrative_mirror.retrieval.lexical import (
+    LUCENE_STOPWORDS,
     BM25Index,
     Vocabulary,
     group_sum,
@@ -31,6 +32,25 @@ from narrative_mirror.retrieval.lexical import (
 )
 def test_light_stem(word, stem):
     assert light_stem(word) == stem
+
+
+def test_lucene_stopwords_are_those_of_bm25s():
+    from bm25s.stopwords import STOPWORDS_EN
+
+    assert frozenset(STOPWORDS_EN) == LUCENE_STOPWORDS
+
+
+def test_the_search_engine_loads_without_bm25s():
+    """bm25s imports numba (~0.3 s of CPU): no process that searches pays it for 33 words."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nimport narrative_mirror.retrieval.engine\n"
+        "print(sorted(m for m in ('bm25s', 'numba') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_tokenize_drops_stopwords_possessives_and_single_letters():
