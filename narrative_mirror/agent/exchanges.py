@@ -5,20 +5,36 @@ and the words a question is about (and those of them no message mentions)."""
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 import weakref
 from dataclasses import dataclass
 
+import snowballstemmer
+
 from narrative_mirror.agent.addressed import addresses_the_reader
 from narrative_mirror.agent.slots import sentences
-from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval.chat_index import ChatIndex
+
+_ENGLISH = snowballstemmer.stemmer("english")
+_ENGLISH_LOCK = threading.Lock()  # a stemmer keeps its word in itself: one at a time (the API answers in threads)
+
+
+@functools.lru_cache(maxsize=65536)
+def word_stem(word: str) -> str:
+    """The Snowball (Porter2) English stem: "paddleboard" and "paddleboarding", "cancelled" and
+    "cancel", "applied" and "apply" are one stem each (the agent's crude ``text.stem`` makes
+    "paddleboar" of the first)."""
+    with _ENGLISH_LOCK:
+        return _ENGLISH.stemWord(re.sub(r"['’]s$", "", word))
+
 
 LOOK_AT = 5  # the best this many evidence messages are read with their conversation
 FOLLOWING = 3  # without reply links: this many next messages of the others answer a message
 _FORM = {
-    stem(w)
+    word_stem(w)
     for w in (
         "much",
         "many",
@@ -208,12 +224,6 @@ def said_in_other_words(word: str, texts: list[str], encode) -> bool:
     return float((vectors[1:] @ vectors[0]).max()) >= SAME_THING_MIN
 
 
-def word_stem(word: str) -> str:
-    """``text.stem`` with "applied" and "apply" one stem."""
-    found = stem(word)
-    return found[:-1] + "y" if found.endswith("i") and len(found) > 3 else found
-
-
 def word_stems(text: str) -> set[str]:
     return {word_stem(t) for t in re.findall(r"[a-z0-9][a-z0-9'.-]*[a-z0-9]|[a-z0-9]", text.lower())}
 
@@ -344,7 +354,9 @@ def asks(text: str) -> bool:
     return any(s.rstrip().endswith("?") or ASKS.match(s) for s in sentences(text))
 
 
-COMMON_WORDS = {stem(w) for w in ("ok", "yes", "the", "that", "this", "then", "now", "just", "really", "good", "great")}
+COMMON_WORDS = {
+    word_stem(w) for w in ("ok", "yes", "the", "that", "this", "then", "now", "just", "really", "good", "great")
+}
 _NOT_CONTENT = COMMON_WORDS | {word_stem(w) for w in _FUNCTION | STOPWORDS}
 
 

@@ -368,3 +368,23 @@ def test_where_a_question_asking_it_is_answered_by_the_place_its_reply_offers(tm
     # "kept" and "held" are the passive's verb, not a thing the chat has to name
     assert unmentioned("Where are the raffle prizes being kept?", chat) == []
     assert unmentioned("Where's the LAN being held in the end?", chat) == ["lan"]
+
+
+def test_one_stem_for_a_word_and_its_forms_so_the_news_is_about_the_question(tmp_path):
+    from narrative_mirror.agent.exchanges import word_stem
+
+    for forms in (("paddleboard", "paddleboarding"), ("cancelled", "cancel", "cancels"), ("applied", "apply")):
+        assert len({word_stem(w) for w in forms}) == 1, forms
+    chat = _chat(
+        tmp_path,
+        [
+            (
+                "Hannah",
+                "Oh also what about paddleboarding on the river Sunday? There's a place that does group sessions",
+            ),
+            ("Amira", "yes!!"),
+            ("Hannah", "Bad news, the paddleboard place cancelled on us, the river's too high after all the rain"),
+        ],
+    )
+    found = _read(chat, "why", "Why isn't the paddleboarding happening anymore?", [2, 0])
+    assert found[1] == [2] and "the river's too high" in found[0]
