@@ -98,6 +98,21 @@ NAMED_KINDS = set(
 _QUESTION_NOUN = re.compile(r"\b(?:what|which)\s+(?:(?:kind|type|sort)s?\s+of\s+)?(?P<noun>[a-z][\w-]*)", re.I)
 
 
+# What "which/what <noun>" leaves open without naming a thing ("what time", "which one", "what did")
+_OPEN_NOUNS = frozenset(
+    "time times day days date dates year month week one ones way ways thing things place places else "
+    "did does do is was are were will would can could should has have had".split()
+)
+
+
+def asked_noun(question: str) -> str | None:
+    """The thing a "which/what <noun>" question asks for ("Which team won the quiz?": team; "What
+    size T-shirt ...?": size); None for other questions and open words ("what time", "which one")."""
+    found = _QUESTION_NOUN.match(question.strip()) or None
+    noun = found.group("noun").lower() if found else None
+    return noun if noun and noun not in _OPEN_NOUNS else None
+
+
 def asked_kind(question: str, intent: str) -> str | None:
     """ "names" (what something was named or called), "colour", "role", "people" (a "who"
     question), or None."""
