@@ -37,12 +37,21 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     question why someone does not ("Why can't Dev come?") is answered by that person first."""
     if withdrawn := _withdrawal_reason(chat, said, question):
         return withdrawn
+    # about the question's thing, or written by the person it names ("Why couldn't we do it at
+    # Rhys's place?": Rhys's "bad news, ... the whole garage tripped")
+    named = set(query_names.persons(question, chat.speaker_names, chat.aliases))
     ranked = sorted(
-        (s for s in said if s.role == "evidence" and word_stems(chat.raw_texts[s.row]) & about),
+        (
+            s
+            for s in said
+            if s.role == "evidence" and (word_stems(chat.raw_texts[s.row]) & about or chat.speakers[s.row] in named)
+        ),
         key=lambda s: -len(word_stems(chat.raw_texts[s.row]) & about),
     )
     if not any(_CAUSE.search(chat.raw_texts[s.row]) for s in ranked) and (told := _bad_news(chat, ranked)):
         return told
+    if NEGATIVE.search(question) and (refused := _refused(chat, ranked)):
+        return refused
     for s in ranked:
         text = chat.raw_texts[s.row]
         if (m := _CAUSE.search(text)) and not text[m.start() :].rstrip().endswith("?"):
@@ -95,6 +104,22 @@ def _bad_news(chat: ChatIndex, ranked: list[Said]):
     return None
 
 
+def _refused(chat: ChatIndex, ranked: list[Said]):
+    """Why something is not happening, from the reply refusing a message that asks for it ("are we
+    doing a bar?" - "we can't this time I'm afraid. you need a Temporary Event Notice ..."): the
+    reply's statements; None when no asking message has a refusing reply."""
+    for s in ranked:
+        if not asks(chat.raw_texts[s.row]):
+            continue
+        for r in replies(chat, s.row):
+            text = chat.raw_texts[r]
+            if NEGATIVE.search(text) and not asks(text):
+                told = [x.strip() for x in statements(text) if len(re.findall(r"[A-Za-z]{2,}", x)) >= 3]
+                if told:
+                    return " ".join(told[:2]), [r, s.row], "phrase", text
+    return None
+
+
 def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
     """Why a person the question names does not do something, from their message saying so: their
     next message when another asked them why in between ("I can't make Whitby anymore" - "why?" -
@@ -133,6 +158,8 @@ def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
     return None
 
 
+_SO = re.compile(r",?\s+(?:so|which means|that's why|that is why)\s+", re.I)
+
 # A heading that announces news explains nothing: "CHANGE OF PLAN.", "Bad news guys"
 _ANNOUNCES = re.compile(r"^\W*(?:change of plans?|(?:bad |good )?news|update|heads up|psa|fyi)\b[\w\s]{0,12}\W*$", re.I)
 
@@ -140,11 +167,16 @@ _ANNOUNCES = re.compile(r"^\W*(?:change of plans?|(?:bad |good )?news|update|hea
 def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
     """The first clause of ``text``'s statements that does not restate the ``effect`` (the
     question's words) and has three words at least ("guilty, sorry, I was on a deadline" -> "I
-    was on a deadline"); ``whole``: the sentence holding it."""
-    for sentence in statements(text):
+    was on a deadline"); ``whole``: the sentence holding it. A line is a sentence of its own (a
+    heading "START TIME CHANGE" above the notice)."""
+    for sentence in (line for x in statements(text) for line in x.split("\n") if line.strip()):
         if _ANNOUNCES.match(sentence):
             continue
-        for clause in clauses(sentence):
+        # "The council only approved the closure until 11:00, so the race will now start at 9:15":
+        # what comes before "so" is the reason, whatever words the effect after it shares
+        cause = _SO.split(sentence, maxsplit=1)
+        candidates = clauses(cause[0]) if len(cause) > 1 else []
+        for clause in candidates + clauses(sentence):
             if len(re.findall(r"[A-Za-z]{2,}", clause)) >= 3 and not word_stems(clause) & effect:
                 return sentence.strip().rstrip(".") if whole else clause
     return None

@@ -388,3 +388,36 @@ def test_one_stem_for_a_word_and_its_forms_so_the_news_is_about_the_question(tmp
     )
     found = _read(chat, "why", "Why isn't the paddleboarding happening anymore?", [2, 0])
     assert found[1] == [2] and "the river's too high" in found[0]
+
+
+def test_why_reads_the_cause_before_so_the_refusing_reply_and_the_named_persons_news(tmp_path):
+    race = _chat(
+        tmp_path / "race",
+        [
+            (
+                "Dan",
+                "START TIME CHANGE\nThe council only approved the road closure until 11:00, so the race will now "
+                "start at 9:15am. Bag drop opens at 8:00 at the bandstand.",
+            )
+        ],
+    )
+    found = _read(race, "why", "Why did the start time change?", [0])
+    assert found[0] == "The council only approved the road closure until 11:00"
+    bar = _chat(
+        tmp_path / "bar",
+        [
+            ("Gaz", "I've still got 8 rounds from the rugby club quiz, happy to host too"),
+            ("Maggie", "amazing. are we doing a bar? Bob ran it last time"),
+            ("Tom", "we can't this time I'm afraid. you need a Temporary Event Notice 10 working days before"),
+        ],
+    )
+    refused = _read(bar, "why", "Why isn't there a bar at the quiz?", [1, 0])
+    assert refused[1] == [2, 1] and "Temporary Event Notice" in refused[0]
+    garage = _chat(
+        tmp_path / "garage",
+        [
+            ("Kez", "LAN is happening, at Rhys's garage like last year?"),
+            ("Rhys", "bad news. tested it with 4 of our PCs and the kettle and the whole garage tripped"),
+        ],
+    )
+    assert "tripped" in _read(garage, "why", "Why couldn't we do it at Rhys's place?", [1])[0]
