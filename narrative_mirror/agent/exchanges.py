@@ -135,17 +135,14 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         return []
     core = _TRAILING_SETTING.sub("", question.strip()).rstrip(" ?")
     words = [re.sub(r"['’]s$", "", w) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]", core)]
-    # An amount asked for: the verb a "did"/"does" puts last, after its subject, only relates it
-    # ("How much did the bake sale raise?": the chat says "£236 from the bake sale"); an object is
-    # named ("... cost for the photo of the clouds"). Elsewhere the verb names what happened
-    # ("What did the plumber charge?", "Where did the team celebrate?").
-    if (
-        len(words) > 1
-        and re.match(r"\W*how (?:much|many)\b.*\b(?:did|does|do)\b", core, re.I)
-        and not words[-1].lower().endswith("ing")
-        and words[-2].lower() not in _DETERMINER | STOPWORDS
-    ):
-        words = words[:-1]
+    # An amount asked for: the verb a "did"/"does" puts after its subject, and what follows it,
+    # only relate the amount ("How much did the bake sale raise?": the chat says "£236 from the
+    # bake sale"; "How much do I owe Priya?"): the last word is not asked about, a thing named
+    # with a determiner is ("... for the photo of the clouds"). Elsewhere the verb names what
+    # happened ("What did the plumber charge?", "Where did the team celebrate?").
+    amount_verb = bool(re.match(r"\W*how (?:much|many)\b.*\b(?:did|does|do)\b", core, re.I))
+    if amount_verb and len(words) > 1 and words[-1][:1].islower() and words[-2].lower() not in _DETERMINER:
+        words = words[:-1]  # the verb, out of the noun before it ("the bake sale raise")
     # a passive's verb names nothing either: "Where's the LAN being held?" (the chat says "Where:
     # 1st Todmorden Scout Hut"), "Where are the prizes being kept?"
     if len(words) > 1 and words[-2].lower() in ("being", "been", "be"):
@@ -166,7 +163,7 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         elif phrase is not None and phrase and low not in STOPWORDS and not verb:
             phrase.append(word)
     named = [w for w in named if w]
-    if words and words[-1].lower() not in STOPWORDS and not re.fullmatch(r"[\d.]+", words[-1]):
+    if words and words[-1].lower() not in STOPWORDS and not re.fullmatch(r"[\d.]+", words[-1]) and not amount_verb:
         named.append(words[-1])
     said = set().union(*(word_stems(t) for t in chat.texts))  # with the captions of its images
 

@@ -308,6 +308,7 @@ def test_a_verb_put_last_by_did_is_no_thing_the_chat_must_name(tmp_path):
 
     chat = _chat(tmp_path, [("Ellie", "FINAL COUNT: £236 from the bake sale!!!"), ("Marcus", "legends")])
     assert unmentioned("How much did the bake sale raise?", chat) == []
+    assert unmentioned("How much does each of us owe Ellie for the bake sale?", chat) == []
     assert unmentioned("Where did they go hiking?", chat) == ["hiking"]
     assert unmentioned("What did the plumber charge?", chat) == ["charge"]
     assert unmentioned("What was the wifi password?", chat) == ["password"]
