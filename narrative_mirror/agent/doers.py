@@ -94,7 +94,7 @@ _IRREGULAR = {
 }
 
 
-# "Who ended up driving?", "Where was it in the end?": the last state of a plan that changed
+# "Who ended up driving?", "Who actually bought it?": the last state of a plan that changed
 _FINAL = r"ended up|end up|ends up|actually|finally|eventually|in the end|after all"
 _ASKS_FINAL = re.compile(rf"\b(?:{_FINAL})\b", re.I)
 
