@@ -293,12 +293,12 @@ def verification(state: AgentState, run: Run) -> dict:
             "verifier", lambda: answer_mod.llm_verify(run.llm, run.question, kept, evidence), final=True
         ),
     )
-    if not run.llm_active and (unnamed := _not_the_thing_asked(run, verified, evidence)):
+    noun = slot_nouns.asked_noun(run.question)
+    if not run.llm_active and noun and (unnamed := _not_the_thing_asked(run, noun, verified, evidence)):
         # "Which team won the quiz?" is not answered by "8 rounds from the rugby club quiz"
         verified = [c for c in verified if c not in unnamed]
         notes = [
-            f"Unverified (its message names no {slot_nouns.asked_noun(run.question)}): {c.text}" if c in unnamed else n
-            for c, n in zip(claims, notes)
+            f"Unverified (its message names no {noun}): {c.text}" if c in unnamed else n for c, n in zip(claims, notes)
         ]
     problems = [note for note in notes if note]
     stated = [
@@ -376,13 +376,12 @@ def verification(state: AgentState, run: Run) -> dict:
 _A_NAME = re.compile(r"(?:[A-Z][\w'’&.-]*|of|the|and)(?:\s+(?:[A-Z][\w'’&.-]*|of|the|and))*")
 
 
-def _not_the_thing_asked(run: Run, claims: list[answer_mod.Claim], evidence: dict) -> list[answer_mod.Claim]:
+def _not_the_thing_asked(run: Run, noun: str, claims: list[answer_mod.Claim], evidence: dict) -> list[answer_mod.Claim]:
     """Of the claims answering a "which/what <noun>" question that asks for one named thing or a
     size ("Which team won?", "What song did we close with?", "What size T-shirt?"), those whose
     cited messages neither name the noun nor a word for the same thing; a name is an answer of its
     own ("Which country ...?" - "Morocco"). Other nouns stay open: "What activity relaxes them?" is
     answered by "doing yoga", which names no activity."""
-    noun = slot_nouns.asked_noun(run.question)
     if noun not in slot_nouns.NAMED_KINDS | {"size"} or noun.endswith("s") or slot_nouns.asks_for_several(run.question):
         return []
     wanted = exchanges.word_stem(noun)

@@ -108,7 +108,7 @@ _OPEN_NOUNS = frozenset(
 def asked_noun(question: str) -> str | None:
     """The thing a "which/what <noun>" question asks for ("Which team won the quiz?": team; "What
     size T-shirt ...?": size); None for other questions and open words ("what time", "which one")."""
-    found = _QUESTION_NOUN.match(question.strip()) or None
+    found = _QUESTION_NOUN.match(question.strip())
     noun = found.group("noun").lower() if found else None
     return noun if noun and noun not in _OPEN_NOUNS else None
 
