@@ -47,6 +47,7 @@ from narrative_mirror.agent.exchanges import (
     correction_of,
     flagged_rows,
     later_changes,
+    per_chat,
     said_in_other_words,
     topic_stems,
     unmentioned,
@@ -205,6 +206,7 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
     return chosen[1] + (" each" if EACH_AFTER.match(chosen[2]) else " total" if total else ""), cited(s), "phrase", text
 
 
+@per_chat
 def _prices_with_a_sign(chat: ChatIndex) -> bool:
     """Whether the chat writes at least two prices with a currency sign."""
     return sum(bool(re.search(r"[£$€]\s?\d", t)) for t in chat.raw_texts) >= 2

@@ -35,6 +35,7 @@ from narrative_mirror.retrieval.chat_index import ChatIndex
 _I = r"i|i'm|i'll|i've|i'd|me|mine|my"
 _THE_WRITER = re.compile(rf"\b(?:{_I})\b", re.I)
 _FIRST_PERSON = re.compile(rf"\b(?:{_I}|we|we'll|we're)\b", re.I)
+_TITLES = ("dr", "mr", "mrs", "ms")
 _NOT_NAMES = {
     "i",
     "ok",
@@ -51,18 +52,15 @@ _NOT_NAMES = {
     "so",
     "and",
     "but",
-    "dr",
-    "mr",
-    "mrs",
-    "ms",
+    *_TITLES,
 }
-_TITLES = ("dr", "mr", "mrs", "ms")
 _MENTIONS_FIRST = re.compile(r"^\W*(?:@[\w.-]+(?:\s+[A-Z][\w-]*)?[\s,:]*)+")
 _TO_YOU = re.compile(r"\b(?:you|your|pls|please)\b", re.I)
 _CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MONTHS}
 _ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
-_OFFERS = re.compile(r"^\W*i(?:['’]ll| will| can)\b", re.I)
-_TAKES_IT_ON = re.compile(r"^\W*(?:i['’]ll|i will|i can|i['’]m on it|me\b|leave it (?:with|to) me)", re.I)
+_I_WILL = r"i['’]ll|i will|i can"
+_OFFERS = re.compile(rf"^\W*(?:{_I_WILL})\b", re.I)
+_TAKES_IT_ON = re.compile(rf"^\W*(?:{_I_WILL}|i['’]m on it|me\b|leave it (?:with|to) me)", re.I)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+(?:the\s+)?$", re.I)
 
 

@@ -181,28 +181,35 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     return out
 
 
-_FLAGGED: weakref.WeakKeyDictionary[ChatIndex, frozenset[int]] = weakref.WeakKeyDictionary()
-_LOWERCASE: weakref.WeakKeyDictionary[ChatIndex, frozenset[str]] = weakref.WeakKeyDictionary()
+def per_chat(compute):
+    """``compute(chat)`` once per chat object (a chat grown by a live add is a new object)."""
+    cache: weakref.WeakKeyDictionary[ChatIndex, object] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(compute)
+    def cached(chat: ChatIndex):
+        if chat not in cache:
+            cache[chat] = compute(chat)
+        return cache[chat]
+
+    return cached
 
 
+@per_chat
 def lowercase_words(chat: ChatIndex) -> frozenset[str]:
     """The words the chat writes in lower case somewhere, its people's names and aliases aside: a
     capitalised one of them ("As maid of honour", "Photo book", "Temporary Event Notice") is an
     ordinary word, not someone's name ("marek already the MVP" is still Marek)."""
-    if chat not in _LOWERCASE:
-        names = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
-        _LOWERCASE[chat] = frozenset(
-            w for t in chat.raw_texts for w in re.findall(r"(?<![\w@'’])[a-z]+(?![\w'’])", t) if w not in names
-        )
-    return _LOWERCASE[chat]
+    names = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+    return frozenset(
+        w for t in chat.raw_texts for w in re.findall(r"(?<![\w@'’])[a-z]+(?![\w'’])", t) if w not in names
+    )
 
 
+@per_chat
 def flagged_rows(chat: ChatIndex) -> frozenset[int]:
     """Rows of messages that tell their reader how to answer (agent/addressed.py): data, never
     evidence, so the conversation read around the evidence skips them too."""
-    if chat not in _FLAGGED:
-        _FLAGGED[chat] = frozenset(r for r, t in enumerate(chat.raw_texts) if addresses_the_reader(t))
-    return _FLAGGED[chat]
+    return frozenset(r for r, t in enumerate(chat.raw_texts) if addresses_the_reader(t))
 
 
 # Cosine of the packaged embedder between two single words that name the same thing ("wood" and
