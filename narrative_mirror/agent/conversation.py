@@ -56,7 +56,19 @@ from narrative_mirror.agent.exchanges import (
 )
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.slots import home_place, offered_answers
+from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
+
+# One person's part of a cost: "each", "per head", or what the asker or several people owe or pay
+# ("How much do I owe Priya?", "What do Sofia and Rhys owe Ify?")
+ASKS_A_SHARE = re.compile(
+    r"\b(?:each|per|a head|everyone|my share|(?:i|we|\w+ and \w+) owe|(?:do|should|shall) (?:i|we) (?:pay|send))\b"
+)
+
+
+# Kinds whose question, put to the chat and left unanswered, is not answered by the asking
+# message ("Does the library have an urn?" is no "Yes")
+ASKED_IN_THE_CHAT = ("yes_no",)
 
 
 def question_kind(question: str, intent: str) -> str | None:
@@ -66,8 +78,12 @@ def question_kind(question: str, intent: str) -> str | None:
         return "who"
     if re.search(r"\bwhat time\b", q):
         return "time"
-    if intent == "how_many" and re.search(r"\bhow much\b", q) or re.search(r"\b(?:cost|price|budget|charge)\b", q):
-        return "each" if re.search(r"\b(?:each|per|a head|everyone)\b", q) else "amount"
+    if (
+        intent == "how_many"
+        and re.search(r"\bhow much\b", q)
+        or re.search(r"\b(?:cost|price|budget|charge|owes?)\b", q)
+    ):
+        return "each" if ASKS_A_SHARE.search(q) else "amount"
     if re.search(r"\bhow many\b", q) and not re.search(r"\btimes\b", q):
         return "count"
     if intent == "why":
@@ -118,6 +134,10 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     if kind is None or not rows:
         return None
     about = topic_stems(run.question, chat)
+    if kind in ASKED_IN_THE_CHAT and (row := conversation_reasons.asked_unanswered(chat, said, about)) is not None:
+        when = chat.hit(row, 0.0).timestamp
+        note = f"{chat.speakers[row]} asked this on {when:%d %b %Y}; no one in the chat answered it"
+        return answer_mod.NO_ANSWER, [], [note], [row]
     found = READERS[kind](chat, said, about, run.question)
     if found is None:
         return None
@@ -174,6 +194,22 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
     paid_for = about - names or about
     typed = [s for s in said if prices(chat.raw_texts[s.row]) and not chat.raw_texts[s.row].rstrip().endswith("?")]
     relevant = [s for s in typed if (word_stems(chat.raw_texts[s.row]) | word_stems(chat.raw_texts[s.of])) & paid_for]
+    # No share of the thing in the evidence: the latest one the chat gives for it, or posted by
+    # the person the question says is owed ("How much do I owe Priya for the skip?")
+    owed = set(query_names.persons(question, chat.speaker_names, chat.aliases))
+
+    def a_share_of_it(row: int) -> bool:
+        text = chat.raw_texts[row]
+        about_it = chat.speakers[row] in owed or word_stems(text) & paid_for
+        return bool(about_it) and any(_a_share(text, a) for a in prices(text)) and row not in flagged_rows(chat)
+
+    if each and not any(a_share_of_it(s.row) for s in relevant):
+        shares = [r for r in range(chat.size) if a_share_of_it(r)]
+        if shares:
+            best = max(
+                shares, key=lambda r: (chat.speakers[r] in owed, bool(word_stems(chat.raw_texts[r]) & paid_for), r)
+            )
+            relevant = [Said(best, "evidence", best)]
     if not relevant:
         return None
     ranked = sorted(relevant, key=lambda s: (-len(word_stems(chat.raw_texts[s.row]) & about), -chat.positions[s.row]))
@@ -182,7 +218,10 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
         for s in ranked:
             text = chat.raw_texts[s.row]
             if [a for a in prices(text) if _a_share(text, a)]:
-                row = _latest_share(chat, s.row, spoken)
+                later = _latest_share(chat, s.row, spoken)
+                # a later share by its writer, or about the thing; not another's split of the petrol
+                corrects = chat.speakers[later] == chat.speakers[s.row] or a_share_of_it(later)
+                row = later if corrects or not a_share_of_it(s.row) else s.row
                 shares = [a for a in prices(chat.raw_texts[row]) if _a_share(chat.raw_texts[row], a)]
                 written, after = shares[-1][1], shares[-1][2]
                 each_words = EACH_AFTER.match(after)

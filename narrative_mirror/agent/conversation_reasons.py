@@ -6,6 +6,7 @@ where from (the statement saying "from ...")."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from narrative_mirror.agent.exchange_values import NEGATIVE, PLAN, TIME
 from narrative_mirror.agent.exchanges import (
@@ -16,10 +17,12 @@ from narrative_mirror.agent.exchanges import (
     clauses,
     content_stems,
     later_changes,
+    per_chat,
     replies,
     statements,
     word_stems,
 )
+from narrative_mirror.agent.slots import sentences
 from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
@@ -255,6 +258,49 @@ def yes_no(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         "yes_no",
         chat.raw_texts[best.row],
     )
+
+
+# A yes/no question as put to a chat ("Does anyone know if ...", "Is the van coming?"), not "Why
+# are we not ...?" (whose premise says it); a reply that gives a verdict ("Yes full £150 back",
+# "Dave confirmed yesterday!")
+_YES_NO_ASKED = re.compile(
+    r"^\W*(?:(?:does|do) (?:anyone|anybody) know (?:if|whether)|does|do|did|is|are|was|were|can|could|will|has|have)\b",
+    re.I,
+)
+_VERDICT = re.compile(r"^\W*(?:yes|yeah|yep|yup|no|nope|nah)\b|\bconfirm(?:s|ed)?\b", re.I)
+
+
+def asked_unanswered(chat: ChatIndex, said: list[Said], about: set[str]) -> int | None:
+    """The row of an evidence message putting the yes/no question to the chat ("Does anyone know
+    if the car park takes cards?") that nobody answered: no reply gives a verdict and no later
+    message of another person has the question's rarest words in the chat ("cards", "urn",
+    "permit": what is asked, where the place asked about is named in other messages too); None
+    when answered, or when nothing asks it."""
+    counts = _stem_counts(chat)
+    for s in said:
+        text = chat.raw_texts[s.row]
+        asking = [x for x in sentences(text) if asks(x) and _YES_NO_ASKED.match(x)]
+        if s.role != "evidence" or not asking:
+            continue
+        asked = {w for x in asking for w in word_stems(x)}
+        shared = about & asked
+        if len(shared) < 2:
+            continue
+        fewest = min(counts.get(w, 0) for w in shared)
+        rare = {w for w in shared if counts.get(w, 0) == fewest}
+        verdict = any(_VERDICT.search(chat.raw_texts[r]) for r in replies(chat, s.row))
+        spoken_of = any(
+            chat.speakers[r] != chat.speakers[s.row] and word_stems(" ".join(statements(chat.raw_texts[r]))) & rare
+            for r in range(s.row + 1, chat.size)
+        )
+        return None if verdict or spoken_of else s.row
+    return None
+
+
+@per_chat
+def _stem_counts(chat: ChatIndex) -> dict[str, int]:
+    """In how many messages of the chat each word stem is."""
+    return Counter(w for t in chat.raw_texts for w in word_stems(t))
 
 
 def _quoted(verdict: str, chat: ChatIndex, row: int) -> str:

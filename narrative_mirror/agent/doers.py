@@ -101,7 +101,7 @@ def _act(question: str) -> set[str]:
     """Stems of the verb of a who-question ("Who fixed ..." -> fix, "Who gave ..." -> give, gave;
     "Who ended up driving?" -> drive)."""
     m = re.match(
-        rf"\W*who\s+(?:(?:is|was|will|would|can|could|has|had|did|does|'s)\s+)?(?:(?:{_FINAL})\s+)?([a-z]+)",
+        rf"\W*who(?:\s+(?:is|was|will|would|can|could|has|had|did|does)|['’]s)?\s+(?:(?:{_FINAL})\s+)?([a-z]+)",
         question.lower(),
     )
     if not m or m.group(1) in STOPWORDS:
