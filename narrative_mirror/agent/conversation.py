@@ -34,7 +34,9 @@ from narrative_mirror.agent.exchange_values import (
     MONEY_AFTER,
     NUMBER,
     NUMBER_WORDS,
+    TIME,
     amounts,
+    kept,
     times_in,
 )
 from narrative_mirror.agent.exchanges import (
@@ -157,18 +159,18 @@ def _time(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     ]
     for s in said:
         if s.role == "evidence":
-            candidates += later_changes(chat, s.row, about, lambda t: bool(times_in(t)))
+            candidates += later_changes(chat, s.row, about, lambda t: bool(times_in(t)), TIME)
     if not candidates:
         return None
     row = max(set(candidates), key=lambda r: (len(word_stems(chat.raw_texts[r]) & about), chat.positions[r]))
     # a later message moving that plan, in its own words ("they've moved our masterclass to 2pm"
     # after "a cocktail masterclass at Copper & Lime, 4pm")
-    if moved := later_changes(chat, row, about | content_stems(chat.raw_texts[row]), lambda t: bool(times_in(t))):
+    if moved := later_changes(chat, row, about | content_stems(chat.raw_texts[row]), lambda t: bool(times_in(t)), TIME):
         row = moved[-1]
     row = correction_of(chat, row, lambda t: bool(times_in(t)))
     text = chat.raw_texts[row]
     words = [m.start() for m in re.finditer(r"[A-Za-z'-]+", text) if word_stem(m.group().lower()) in about] or [0]
-    best = min(times_in(text), key=lambda m: min(abs(m.start() - w) for w in words))
+    best = min(kept(times_in(text), text), key=lambda m: min(abs(m.start() - w) for w in words))
     return ("at " if best.group("bare") else "") + best.group(0).strip(), row, "phrase", text
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from narrative_mirror.agent.exchange_values import NEGATIVE, PLAN, TIME
+from narrative_mirror.agent.exchange_values import NEGATIVE, PLAN, TIME, kept
 from narrative_mirror.agent.exchanges import (
     FOLLOWING,
     PROPOSES,
@@ -200,7 +200,7 @@ def when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
             if not asks(chat.raw_texts[r]) and (days := list(PLAN.finditer(chat.raw_texts[r]))):
                 return days[-1].group(0).strip(), [r, first.row], "phrase", chat.raw_texts[r]
     changes = later_changes(
-        chat, first.row, about | content_stems(chat.raw_texts[first.row]), lambda t: bool(PLAN.search(t))
+        chat, first.row, about | content_stems(chat.raw_texts[first.row]), lambda t: bool(PLAN.search(t)), PLAN
     )
     if changes:
         row = changes[-1]
@@ -210,7 +210,7 @@ def when(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         row = first.row  # a day with its time ("Wednesday at 11"); a day alone is read as a date as before
     else:
         return None
-    days = list(PLAN.finditer(chat.raw_texts[row]))
+    days = kept(list(PLAN.finditer(chat.raw_texts[row])), chat.raw_texts[row])
     phrase = ([m for m in days if TIME.search(m.group(0))] or days)[-1].group(0).strip()
     return phrase, [row, first.row] if row != first.row else [row], "phrase", chat.raw_texts[row]
 

@@ -70,8 +70,12 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
 
 
 MONTH_WORD = "|".join(m for m in MONTHS if m != "may") + "|may(?=\\s+\\d)"
+_DAY_NUMBER = rf"\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?:{MONTH_WORD}))?"
 PLAN_DAY = (
-    rf"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?:{MONTH_WORD}))?)?"
+    rf"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:{_DAY_NUMBER})?"
+    # a short weekday only with its day ("Fri 28th", "Sat 29 Mar"): "sat", "sun", "wed" are words too
+    rf"|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?\s+(?:the\s+)?\d{{1,2}}"
+    rf"(?:(?:st|nd|rd|th)(?:\s+(?:of\s+)?(?:{MONTH_WORD}))?|\s+(?:of\s+)?(?:{MONTH_WORD}))\b"
     rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_WORD})\b)"
 )
 PLAN = re.compile(
@@ -79,6 +83,16 @@ PLAN = re.compile(
     rf"(?:,?\s+(?:at|from)?\s*(?:\d{{1,2}}(?::\d{{2}})?\s*(?:am|pm)|\d{{1,2}}:\d{{2}}|(?<=at )\d{{1,2}}\b))?",
     re.I,
 )
+
+# A value said not to hold: "9:15 not 9:45", "instead of Friday", "~~Sat 29 Mar~~" (struck through)
+_REJECTED_BEFORE = re.compile(r"(?:\bnot|\binstead of|\brather than|\bno longer|~~?)\s*(?:the\s+|at\s+|on\s+)?$", re.I)
+
+
+def kept(found: list[re.Match], text: str) -> list[re.Match]:
+    """The values of ``found`` (matches in ``text``) that the text does not reject; all of them
+    when it rejects every one."""
+    return [m for m in found if not _REJECTED_BEFORE.search(text[: m.start()])] or found
+
 
 NEGATIVE = re.compile(
     r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b"

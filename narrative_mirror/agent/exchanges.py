@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import snowballstemmer
 
 from narrative_mirror.agent.addressed import addresses_the_reader
+from narrative_mirror.agent.exchange_values import kept
 from narrative_mirror.agent.slots import sentences
 from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval.chat_index import ChatIndex
@@ -284,15 +285,20 @@ def replies(chat: ChatIndex, row: int) -> list[int]:
     return following[:FOLLOWING]
 
 
-def later_changes(chat: ChatIndex, row: int, about: set[str], typed) -> list[int]:
+def later_changes(chat: ChatIndex, row: int, about: set[str], typed, values=None) -> list[int]:
     """Later messages that change what ``row`` said: a statement of the same type (``typed``)
     sharing a word of ``about`` with a change word, or a proposal of the same type in the same
-    session that the next message of another agrees to."""
+    session that the next message of another agrees to. With ``values`` (a pattern of the type's
+    values), only one giving a value ``row`` did not ("Going to be useless Saturday" moves no
+    "Saturday 28th")."""
     found = []
     flagged = flagged_rows(chat)
+    earlier = chat.raw_texts[row].lower()
     for r in range(row + 1, chat.size):
         text = chat.raw_texts[r]
         if r in flagged or not typed(text):
+            continue
+        if values is not None and all(m.group(0).lower() in earlier for m in kept(list(values.finditer(text)), text)):
             continue
         shares = bool(word_stems(text) & about)
         if (shares and _CHANGE.search(text) or negates(text, chat.raw_texts[row])) and not text.rstrip().endswith("?"):

@@ -18,6 +18,7 @@ from datetime import datetime
 from narrative_mirror.agent import slot_nouns, slot_phrases
 from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.dates import MONTH_NAMES, WEEKDAY_NUMBERS, fmt_day, resolve_date
+from narrative_mirror.agent.exchange_values import PLAN
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
 from narrative_mirror.retrieval.records import ChatMessage
@@ -445,8 +446,10 @@ _CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\
 def required_slot_filled(intent: str, answer: str) -> bool:
     """Whether ``answer`` holds what a question of this type asks for (a date for "when", a
     name-like word or a place phrase for "where", a name for "who", a count for "how many"); other types need any words."""
-    if intent == "when":  # a date, or a clock time ("What time is check-in?")
-        return resolve_date(answer, datetime(2000, 1, 1)) is not None or bool(_CLOCK.search(answer))
+    if intent == "when":  # a date, a day as a plan gives it ("Fri 28th"), or a clock time ("What time is check-in?")
+        return resolve_date(answer, datetime(2000, 1, 1)) is not None or bool(
+            _CLOCK.search(answer) or PLAN.search(answer)
+        )
     if intent == "where":
         return bool(
             re.search(r"\b[A-Z]", answer)

@@ -422,3 +422,34 @@ def test_why_reads_the_cause_before_so_the_refusing_reply_and_the_named_persons_
         ],
     )
     assert "tripped" in _read(garage, "why", "Why couldn't we do it at Rhys's place?", [1])[0]
+
+
+def test_a_day_or_time_said_not_to_hold_is_never_the_answer_and_a_change_gives_a_new_one(tmp_path):
+    from narrative_mirror.agent.exchange_values import PLAN
+    from narrative_mirror.agent.exchanges import later_changes, topic_stems
+
+    assert [m.group(0) for m in PLAN.finditer("Move to Fri 28th? Sat the 5th at 4pm")] == [
+        "Fri 28th",
+        "Sat the 5th at 4pm",
+    ]
+    assert not PLAN.search("we sat 3 hours in the sun 12 mins from home")  # "sat", "sun" are words too
+    chat = _chat(
+        tmp_path,
+        [
+            ("Rhi", "Timings for the 8th: setup from 9:45, doors open 10"),
+            ("Rhi", "sorry 9:15 not 9:45! the library lets us in at 9:15"),
+            ("Priya", "So can we move the working day to Saturday 28th instead?"),
+            ("Tom", "Bad news, done my back in moving a sofa. Going to be useless Saturday, really sorry"),
+            ("Hazel", "Marathon night is Sat 29 Mar, who's in?"),
+            ("Hazel", "PLAN (keeping this updated)\nDate changed: ~~Sat 29 Mar~~ **Fri 28 Mar**"),
+        ],
+    )
+    assert _read(chat, "time", "What time do we need to be at the library to set up?", [0])[:2] == ("9:15", 1)
+    # Tom moving a sofa gives no new day: the working day is still the 28th
+    about = topic_stems("When is the working day now?", chat) | content_stems(chat.raw_texts[2])
+    assert later_changes(chat, 2, about, lambda t: bool(PLAN.search(t))) == [3]
+    assert later_changes(chat, 2, about, lambda t: bool(PLAN.search(t)), PLAN) == []
+    assert _read(chat, "when", "When is the marathon night?", [4])[:2] == (
+        "Fri 28 Mar",
+        [5, 4],
+    )  # not the struck-out day
