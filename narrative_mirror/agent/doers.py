@@ -60,7 +60,12 @@ _CALENDAR = set(WEEKDAYS) | {w + "s" for w in WEEKDAYS} | {m.lower() for m in MO
 _ADDRESSED = re.compile(r"^\s*,?\s*(?:can|could|would|will|do|did|are|please)\s+you\b", re.I)
 _I_WILL = r"i['’]ll|i will|i can"
 _OFFERS = re.compile(rf"^\W*(?:{_I_WILL})\b", re.I)
-_TAKES_IT_ON = re.compile(rf"^\W*(?:{_I_WILL}|i['’]m on it|me\b|leave it (?:with|to) me)", re.I)
+# taking it on, or offering one's own ("I've got my old one, I'll bring it" to "has anyone got a spare?")
+_TAKES_IT_ON = re.compile(rf"^\W*(?:{_I_WILL}|i['’]m on it|me\b|leave it (?:with|to) me|i['’]ve got|i have got)", re.I)
+# A reply turning the task down: "Not me, I burn toast", "sorry can't that day"
+_DECLINES = re.compile(
+    r"^\W*(?:not (?:me|us|i)\b|no\b|nope|nah|sorry\b|(?:i )?can['’]?t\b|(?:i )?cannot\b|i won['’]t\b)", re.I
+)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|on|from|to|near|into|outside|inside|via)\s+(?:the\s+)?$", re.I)
 
 
@@ -89,6 +94,7 @@ _IRREGULAR = {
     "sold": "sell",
     "kept": "keep",
     "lost": "lose",
+    "lent": "lend",
 }
 
 
@@ -261,7 +267,7 @@ def _answered_doer(chat, said, wanted, also, speakers):
             return chat.speakers[item.row], [item.row], "author", text
         for reply in replies(chat, item.row):
             answer_text = chat.raw_texts[reply]
-            if asks(answer_text) or chat.bots[reply]:
+            if asks(answer_text) or chat.bots[reply] or _DECLINES.match(answer_text):
                 continue
             # "I'll do it, I've used Castle Rock Hostel before": its writer takes it on; the
             # names after that are what they speak of

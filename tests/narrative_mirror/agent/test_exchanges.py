@@ -453,3 +453,19 @@ def test_a_day_or_time_said_not_to_hold_is_never_the_answer_and_a_change_gives_a
         "Fri 28 Mar",
         [5, 4],
     )  # not the struck-out day
+
+
+def test_who_a_reply_turning_it_down_is_not_taking_it_and_one_offering_its_own_is(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Josh", "who's doing the cake?? pls not a supermarket one"),
+            ("Mark", "Not me, I burn toast"),
+            ("Sunita", "Me 🙋 ordered it from Crumbs. Lemon drizzle with a big 80 on top"),
+            ("Rhys", "I've not got a harness at the moment - has anyone got a spare one?"),
+            ("Callum", "I've got my old Black Diamond one, should fit you. I'll bring it"),
+        ],
+    )
+    assert _read(chat, "who", "Who sorted the cake?", [0])[:2] == ("Sunita", [2, 0])
+    # the person who has one lends it, not the brand of harness
+    assert _read(chat, "who", "Who lent Rhys a harness?", [3])[:2] == ("Callum", [4, 3])
