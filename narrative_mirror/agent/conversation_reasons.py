@@ -59,7 +59,13 @@ def why(chat: ChatIndex, said: list[Said], about: set[str], question: str):
         text = chat.raw_texts[s.row]
         if (m := _CAUSE.search(text)) and not text[m.start() :].rstrip().endswith("?"):
             return clauses(m.group(0))[0], [s.row], "phrase", text
-        answers = [r for r in replies(chat, s.row) if not asks(chat.raw_texts[r])]
+        if _SO.search(text) and (reason := _reason(text, about)):  # "the skip's going in front of the gate so ..."
+            return reason, [s.row], "phrase", text
+        # a reply accepting the change or echoing it ("fine by me", "Cobden Lane gate, 9:45, got it")
+        # explains nothing
+        answers = [
+            r for r in replies(chat, s.row) if not asks(chat.raw_texts[r]) and not _ACCEPTS.search(chat.raw_texts[r])
+        ]
         if asks(text) and not PROPOSES.search(text):
             for r in answers:  # the reply's sentence, whole: "It's my cousin's, he left it when he moved to Leipzig."
                 if reason := _reason(chat.raw_texts[r], set(), whole=True):
@@ -100,10 +106,11 @@ def _bad_news(chat: ChatIndex, ranked: list[Said]):
     it whole (the best ranked of those sharing most words); None when none does."""
     for s in ranked:
         text = chat.raw_texts[s.row]
-        if _BAD_NEWS.search(text) and not asks(text):
-            told = [x.strip() for x in statements(text) if len(re.findall(r"[A-Za-z]{2,}", x)) >= 3]
-            if told:
-                return " ".join(told[:2]), [s.row], "phrase", text
+        # told, not asked ("Is the pub closed?"); a message may ask after telling it ("can
+        # everyone do Sunday instead?")
+        told = [x.strip() for x in statements(text) if len(re.findall(r"[A-Za-z]{2,}", x)) >= 3]
+        if any(_BAD_NEWS.search(x) for x in told):
+            return " ".join(told[:2]), [s.row], "phrase", text
     return None
 
 
@@ -163,6 +170,12 @@ def _withdrawal_reason(chat: ChatIndex, said: list[Said], question: str):
 
 _SO = re.compile(r",?\s+(?:so|which means|that's why|that is why)\s+", re.I)
 
+_ACCEPTS = re.compile(
+    r"^\W*(?:\w+ )?(?:works|fine|ok|okay|sure|yes|yep|yeah|agreed|deal|sounds good|perfect|great|no problem)\b"
+    r"|\b(?:got it|noted|will do)\W*$",
+    re.I,
+)
+
 # A heading that announces news explains nothing: "CHANGE OF PLAN.", "Bad news guys"
 _ANNOUNCES = re.compile(r"^\W*(?:change of plans?|(?:bad |good )?news|update|heads up|psa|fyi)\b[\w\s]{0,12}\W*$", re.I)
 
@@ -178,8 +191,11 @@ def _reason(text: str, effect: set[str], whole: bool = False) -> str | None:
         # "The council only approved the closure until 11:00, so the race will now start at 9:15":
         # what comes before "so" is the reason, whatever words the effect after it shares
         cause = _SO.split(sentence, maxsplit=1)
-        candidates = clauses(cause[0]) if len(cause) > 1 else []
-        for clause in candidates + clauses(sentence):
+        if len(cause) > 1 and len(re.findall(r"[A-Za-z]{2,}", nearest := clauses(cause[0])[-1])) >= 3:
+            # the clause right before "so", whatever words it shares with the effect ("the skip's
+            # going right in front of the main gate so let's meet at the side gate")
+            return sentence.strip().rstrip(".") if whole else nearest
+        for clause in clauses(sentence):
             if len(re.findall(r"[A-Za-z]{2,}", clause)) >= 3 and not word_stems(clause) & effect:
                 return sentence.strip().rstrip(".") if whole else clause
     return None

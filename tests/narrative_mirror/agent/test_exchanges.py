@@ -469,3 +469,30 @@ def test_who_a_reply_turning_it_down_is_not_taking_it_and_one_offering_its_own_i
     assert _read(chat, "who", "Who sorted the cake?", [0])[:2] == ("Sunita", [2, 0])
     # the person who has one lends it, not the brand of harness
     assert _read(chat, "who", "Who lent Rhys a harness?", [3])[:2] == ("Callum", [4, 3])
+
+
+def test_why_a_reply_accepting_the_change_explains_nothing_and_the_cause_before_so_does(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            (
+                "Callum",
+                "Change of plan 😬 Moss Bros rang, they've double booked the fitting room on the Saturday\n"
+                "They've moved us to Sunday 31st at 2pm instead. Everyone ok with that?",
+            ),
+            ("Josh", "fine by me"),
+            (
+                "Priya",
+                "Change of plan on the gate - the skip's going right in front of the main gate so let's meet at Cobden Lane",
+            ),
+            ("Dev", "Cobden Lane gate, 9:45, got it"),
+        ],
+    )
+    # the bad news told before the message asks, not the reply accepting it
+    found = _read(chat, "why", "Why did the suit fitting get moved?", [0])
+    assert "double booked" in found[0] and found[1] == [0], found
+    # the clause before "so" is the reason though it names the main gate, as the question does
+    assert _read(chat, "why", "Why aren't we meeting at the main gate?", [2])[:2] == (
+        "the skip's going right in front of the main gate",
+        [2],
+    )
