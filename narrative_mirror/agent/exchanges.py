@@ -84,6 +84,9 @@ def topic_stems(question: str, chat: ChatIndex) -> set[str]:
 
 # Words of a question's grammar, not of what it is about (the index's STOPWORDS also drop verbs
 # such as "come", "go", "get" that a question may be about).
+_GENERAL_HEADS = frozenset(
+    {"point", "spot", "place", "location", "time", "day", "date", "plan", "details", "arrangements"}
+)
 _FUNCTION = frozenset(
     """a an the this that these those it its i me my we us our you your he him his she her they them
 their who whom whose what which when where why how is are was were be been being am do does did doing have has had
@@ -148,6 +151,12 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
     # 1st Todmorden Scout Hut"), "Where are the prizes being kept?"
     if len(words) > 1 and words[-2].lower() in ("being", "been", "be"):
         words = words[:-1]
+    # ... nor does the verb a "where's"/"what time is" puts last: "Where's the set build happening?"
+    # ("Where did they go hiking?" asks about the hiking)
+    if re.match(r"\W*(?:what time|\w+)(?:['’]s|\s+(?:is|are|was|were))\b", core, re.I) and re.search(
+        r"\w(?:ing|ed)$", words[-1]
+    ):
+        words = words[:-1]
     people = {s.lower() for s in chat.speaker_names} | {w for s in chat.speaker_names for w in s.lower().split()}
     named: list[str] = []
     phrase: list[str] = []
@@ -172,9 +181,14 @@ def unmentioned(question: str, chat: ChatIndex) -> list[str]:
         w = word_stem(word)
         return w in said or any(len(w) >= 5 and s.startswith(w) for s in said)
 
+    # a general head named by the word before it: "the meeting point" is where we meet
+    lowered = [w.lower() for w in words]
+    qualified = {
+        w for w in _GENERAL_HEADS if w in lowered and lowered.index(w) > 0 and mentioned(lowered[lowered.index(w) - 1])
+    }
     out = []
     for word in dict.fromkeys(w.lower() for w in named):
-        if word in people or word in _TALK or word_stem(word) in _FORM or mentioned(word):
+        if word in people or word in _TALK or word_stem(word) in _FORM or mentioned(word) or word in qualified:
             continue
         if "-" in word and all(mentioned(part) for part in word.split("-") if len(part) >= 3):
             continue

@@ -137,7 +137,10 @@ _NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n'
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
 _NOT_PLACES = (
     {m.lower() for m in MONTH_NAMES}
+    | {m.lower()[:3] for m in MONTH_NAMES}
+    | {"sept"}
     | set(WEEKDAY_NUMBERS)
+    | {d[:3] for d in WEEKDAY_NUMBERS}
     | {"i", "i'm", "i've", "i'll", "ok", "okay", "lol", "omg", "haha", "yes", "no"}
 )
 _CLAIM_KINDS = {"people": "name", "named": "names"}  # how a typed slot's claim is checked (answer._in_evidence)

@@ -496,3 +496,23 @@ def test_why_a_reply_accepting_the_change_explains_nothing_and_the_cause_before_
         "the skip's going right in front of the main gate",
         [2],
     )
+
+
+def test_the_verb_a_wheres_puts_last_and_a_general_head_named_by_its_modifier_are_no_things_to_find(tmp_path):
+    from narrative_mirror.agent.exchanges import unmentioned
+    from narrative_mirror.agent.slots import answer_slot
+
+    chat = _chat(
+        tmp_path,
+        [
+            ("Fiona", "set build is SUNDAY 9th at St Aidan's church hall"),
+            ("Hazel", "Meet at Marshby Leisure Centre car park at 7:45 on Friday, we met the Feb meeting crowd there"),
+        ],
+    )
+    assert unmentioned("Where's the set build happening?", chat) == []
+    assert unmentioned("Where is the meeting point for the car share?", chat) == []  # where we meet
+    assert unmentioned("Where did they go hiking?", chat) == ["hiking"]  # the activity asked about
+    assert unmentioned("What time is the quiz happening?", chat) == ["quiz"]
+    # a short month is no place ("the Feb meeting")
+    slot = answer_slot("Where did we meet in Feb?", "where", [chat.hit(1, 1.0)])
+    assert slot is not None and slot.text != "Feb", slot
