@@ -116,7 +116,11 @@ _QUANTITY = re.compile(
 )
 _A_COUNT = re.compile(rf"\d|\b(?:{_COUNT_WORDS}|once|twice|thrice|couple|few|several|dozen|many|since|every)\b", re.I)
 _UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|summers?|winters?)"
-_MONEY_ASKED = re.compile(r"\b(?:cost|costs|price|pay|paid|spend|spent|charge|charged|fee|deposit)\b", re.I)
+_MONEY_ASKED = re.compile(
+    r"\b(?:cost|costs|price|pay|paid|spend|spent|charge|charged|fee|deposit|owe|owes)\b|\bhow much (?:is|are|was|were)\b",
+    re.I,
+)
+_MONEY_UNIT = re.compile(r"quid|pounds?|euros?|dollars?|bucks|pence|p|grand|k", re.I)
 _TIME_UNIT = re.compile(rf"{_UNITS}|mins?|hrs?|secs?|seconds?|nights?", re.I)
 _DURATION = re.compile(
     rf"\bfor\s+(?:(?:many|several|a\s+few|a\s+couple\s+of|about|almost|over|like|the\s+past|"
@@ -253,13 +257,17 @@ def _quantity(sentence: str, question: str) -> str | None:
         return span.group().strip()
     if "often" in asked and (span := _EVERY.search(sentence)):
         return span.group().strip()
-    found = [
-        (m.group("count"), m.group("unit"))
+    matches = [
+        m
         for m in _QUANTITY.finditer(sentence)
         if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)
     ]
-    if _MONEY_ASKED.search(question):  # "How much did the pizza cost?" is not answered by "in 20 mins"
-        found = [(count, unit) for count, unit in found if not _TIME_UNIT.fullmatch(unit)]
+    if _MONEY_ASKED.search(question):
+        # "How much did the burgers cost?" is answered by money, not "80 sausages" nor "in 20 mins"
+        matches = [
+            m for m in matches if sentence[: m.start()].rstrip()[-1:] in "£$€" or _MONEY_UNIT.fullmatch(m["unit"])
+        ]
+    found = [(m.group("count"), m.group("unit")) for m in matches]
     once = _ONCE.search(sentence)
     if once and ("times" in asked or "often" in asked):
         return once.group()
@@ -441,7 +449,7 @@ def _fill(
     return (span, "phrase") if span else None
 
 
-_MONTH = "|".join(MONTH_NAMES)
+_MONTH = "|".join(MONTH_NAMES) + "|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
 _A_DAY = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})\b|\b(?:{_MONTH})\s+\d{{1,2}}\b", re.I)
 _CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|^at \d{1,2}$", re.I)
 

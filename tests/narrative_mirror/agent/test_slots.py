@@ -310,3 +310,26 @@ def test_a_count_or_amount_is_never_a_day_or_a_clock_time():
     assert [required_slot_filled("how_many", a) for a in ("£12", "3 days", "12 teams", "since September 2020")] == [
         True
     ] * 4
+
+
+def test_a_price_asked_is_answered_by_money_never_a_count_of_things_or_a_day():
+    order = "Order confirmed: 120 beef burgers, 80 sausages, collecting Saturday"
+    assert (
+        answer_slot("How much did the burgers and sausages cost?", "how_many", [Msg("m1", "Mark", order, FRIDAY)])
+        is None
+    )
+    assert (
+        answer_slot("How many sausages did we order?", "how_many", [Msg("m1", "Mark", order, FRIDAY)]).text
+        == "80 sausages"
+    )
+    paid = "Butcher came to £45 deposit, rest on the day"
+    assert (
+        answer_slot("How much did the burgers cost?", "how_many", [Msg("m2", "Mark", paid, FRIDAY)]).text
+        == "45 deposit"
+    )
+    # "How much are tickets?" asks a price; "20 Feb" is a day, no amount
+    assert not required_slot_filled("how_many", "20 Feb")
+    sales = "Thu 20 Feb 7.30pm: 41 sold"
+    assert (
+        answer_slot("How much are tickets for the show?", "how_many", [Msg("m3", "Box office", sales, FRIDAY)]) is None
+    )
