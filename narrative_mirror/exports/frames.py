@@ -20,8 +20,8 @@ from narrative_mirror.chats import MAX_TEXT_CHARS, Chat, ChatFormatError
 from narrative_mirror.exports.folder import ChatSource, ImportOptions
 from narrative_mirror.exports.limits import checked_messages
 from narrative_mirror.exports.reader import read_export
-from narrative_mirror.exports.records import Conversation, ExportedMessage, ExportFormatError
-from narrative_mirror.exports.timezones import choose_zone, zone_named
+from narrative_mirror.exports.records import TZ_FROM_FILE, Conversation, ExportedMessage, ExportFormatError
+from narrative_mirror.exports.timezones import choose_zone, zone_named, zone_of_offsets
 from narrative_mirror.layers.sessions import sessions_by_gap
 
 
@@ -113,7 +113,11 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
         messages=frame,
         qa=[],
         notes=notes,
-        tz=conversation.tz or (zone.name or "UTC"),
+        tz=zone_of_offsets(
+            [m.timestamp.astimezone(zone_named(m.tz)) for m in messages if m.tz_source == TZ_FROM_FILE],
+            conversation.tz or (zone.name or "UTC"),
+            zone.zone,
+        ),
         tz_source=conversation.tz_source,
     )
 

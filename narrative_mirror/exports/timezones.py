@@ -91,3 +91,16 @@ def zone_named(name: str) -> tzinfo:
     if name in ("", "UTC"):
         return UTC
     return _zone(name, "recorded zone")
+
+
+def zone_of_offsets(moments: list[datetime], recorded: str, zone: ZoneInfo | None) -> str:
+    """A chat's zone label from the offsets its file records (``recorded``: the reader's choice,
+    the first one's): the zone the user gave when it explains every offset (a chat across a
+    clock change is "Europe/London", not the "UTC" of its winter half); else the offsets seen,
+    when more than one ("UTC+00:00 / UTC+01:00")."""
+    offsets = dict.fromkeys(m.utcoffset() for m in moments)
+    if len(offsets) <= 1:
+        return recorded
+    if zone is not None and all(m.astimezone(zone).utcoffset() == m.utcoffset() for m in moments):
+        return zone.key
+    return " / ".join(offset_name(o) for o in offsets)

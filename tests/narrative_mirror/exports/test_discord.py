@@ -166,3 +166,32 @@ def test_a_bad_message_is_one_warning_naming_the_json_path_and_the_rest_is_read(
         f"{path}: messages[1].attachments: expected list, found 3 (message id 101 left out; the rest of the channel"
         " is read)"
     ]
+
+
+def test_a_chat_across_a_clock_change_is_labelled_with_the_zone_that_explains_its_offsets(tmp_path):
+    from narrative_mirror.exports.folder import ImportOptions, find_folder_chats
+    from narrative_mirror.exports.frames import load_export_chat
+
+    export = {
+        "guild": {"id": "1", "name": "Astro"},
+        "channel": {"id": "56", "type": "GuildTextChat", "category": "events", "name": "trip planning"},
+        "messages": [
+            _message(
+                "200", "Default", "2025-03-28T19:45:00+00:00", "Hazel", "meet at 7:45, before the clocks go forward"
+            ),
+            _message("201", "Default", "2025-03-30T10:00:00+01:00", "Ollie", "everyone back safe"),
+        ],
+    }
+    folder = tmp_path / "chats"
+    folder.mkdir()
+    (folder / "Astro - events - trip planning [56].json").write_text(json.dumps(export), encoding="utf-8")
+
+    def zone_label(tz):
+        options = ImportOptions(tz=tz, machine_tz="UTC")
+        [source] = find_folder_chats(folder, options)[0].values()
+        return load_export_chat(source, options).tz
+
+    # the winter half's "UTC" was the label before; London explains both offsets
+    assert zone_label("Europe/London") == "Europe/London"
+    assert zone_label(None) == "UTC / UTC+01:00"  # no zone given: the offsets the file records
+    assert zone_label("Europe/Berlin") == "UTC / UTC+01:00"  # a zone that does not explain them is not used
