@@ -139,6 +139,8 @@ def _json_row(line: str, path: Path, where: str) -> Row:
         raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
     body = body.removesuffix("  ")
     sticker = record.get("sticker") or ""
+    if isinstance(sticker, dict):  # signal-export's newer layout: {"id", "packId", "emoji", ...}
+        sticker = sticker.get("emoji") or "sticker"
     quote = record.get("quote") or None
     if quote is not None and not isinstance(quote, str):
         raise ExportFormatError(path, f"{where}.quote", f"expected str, found {quote!r}")

@@ -87,6 +87,13 @@ def test_signal_export_padding_markdown_quotes_stickers_and_group_updates(tmp_pa
         {"date": "2026-03-01 18:06", "sender": "Cy", "body": "  ", "quote": "", "sticker": "👍"},
         {"date": "2026-03-01 18:07", "sender": "Jules", "body": "  ", "quote": "", "attachments": []},
         {"date": "2026-03-01 18:08", "sender": "Ann", "body": "two\nlines  ", "quote": "\n\n> me, it's charged\n\n"},
+        # the newer layout keeps the sticker as an object
+        {
+            "date": "2026-03-01 18:09",
+            "sender": "Cy",
+            "body": "  ",
+            "sticker": {"id": "14", "packId": "9a", "emoji": "🎉"},
+        },
     ]
     [conversation] = list(read_export(_rows(tmp_path / "Party" / "data.json", rows), tz="Europe/London"))
     messages = list(conversation.messages())
@@ -96,6 +103,8 @@ def test_signal_export_padding_markdown_quotes_stickers_and_group_updates(tmp_pa
         ("Cy", "", False),
         ("Jules", "", True),
         ("Ann", "two\nlines", False),
+        ("Cy", "", False),
     ]
-    assert [m.reply_to for m in messages] == [None, messages[0].local_id, None, None, messages[1].local_id]
+    assert [m.reply_to for m in messages] == [None, messages[0].local_id, None, None, messages[1].local_id, None]
     assert messages[2].attachments == (Attachment("sticker", "", "👍"),)
+    assert messages[5].attachments == (Attachment("sticker", "", "🎉"),)
