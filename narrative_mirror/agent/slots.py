@@ -136,7 +136,9 @@ _SINCE = re.compile(
 _EVERY = re.compile(rf"\bevery\s+(?:(?:other|single|\d+|{_COUNT_WORDS})\s+)?[a-z]+", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
 _PAST_QUESTION = re.compile(r"\b(?:did|was|were|had)\b", re.I)
-_NEGATION = re.compile(r"\b(?:no|not|never|nothing|none|nobody|neither|nor)\b|n't\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:no|not|never|nothing|none|nobody|neither|nor|exclude[sd]?|banned|forbidden|refused|prohibited)\b|n't\b", re.I
+)
 # A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
 _NOT_PLACES = (

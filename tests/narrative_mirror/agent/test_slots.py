@@ -333,3 +333,12 @@ def test_a_price_asked_is_answered_by_money_never_a_count_of_things_or_a_day():
     assert (
         answer_slot("How much are tickets for the show?", "how_many", [Msg("m3", "Box office", sales, FRIDAY)]) is None
     )
+
+
+def test_a_thing_ruled_out_is_a_no():
+    from narrative_mirror.agent.exchange_values import NEGATIVE
+
+    ruled_out = "Checked with our insurer - microwaves are still excluded, and anything gas"
+    assert answer_slot("Can people bring microwaves?", "yes_no", [Msg("m1", "Mags", ruled_out, FRIDAY)]).text == "No"
+    assert NEGATIVE.search(ruled_out) and NEGATIVE.search("dogs are banned from the hall")
+    assert not NEGATIVE.search("everyone's included, kids too")
