@@ -16,8 +16,10 @@ import re
 from narrative_mirror.agent import countries
 from narrative_mirror.agent.exchange_values import NEGATIVE
 from narrative_mirror.agent.exchanges import (
+    FOLLOWING,
     Said,
     asks,
+    clauses,
     flagged_rows,
     lowercase_words,
     replies,
@@ -232,7 +234,24 @@ def _stated_doer(chat, said, wanted, also, act, speakers):
             word = opening.group(1).lower() if opening else ""
             elliptic = word in act or word in _IRREGULAR or word.endswith("ed") and len(word) > 4
             if _THE_WRITER.search(sentence) or elliptic:
+                # "can't do the strimming": the one taking it over instead ("I can do the design, not
+                # printing though" is done: the clause with the act is what counts)
+                if any(NEGATIVE.search(c) for c in clauses(sentence) if word_stems(c) & wanted):
+                    if taker := _taking_over(chat, item.row):
+                        return chat.speakers[taker], [taker, item.row], "author", chat.raw_texts[taker]
+                    continue
                 return chat.speakers[item.row], [item.row], "author", text
+    return None
+
+
+def _taking_over(chat: ChatIndex, row: int) -> int | None:
+    """The first message after ``row`` (its writer withdrawing) in the same session, by someone
+    else, taking the task on ("Anyone fancy the strimmer?" -> "I'll do it"); None when none does."""
+    for r in range(row + 1, min(row + 1 + 2 * FOLLOWING, chat.size)):
+        if chat.sessions[r] != chat.sessions[row]:
+            break
+        if chat.speakers[r] != chat.speakers[row] and not chat.bots[r] and _TAKES_IT_ON.match(chat.raw_texts[r]):
+            return r
     return None
 
 

@@ -516,3 +516,21 @@ def test_the_verb_a_wheres_puts_last_and_a_general_head_named_by_its_modifier_ar
     # a short month is no place ("the Feb meeting")
     slot = answer_slot("Where did we meet in Feb?", "where", [chat.hit(1, 1.0)])
     assert slot is not None and slot.text != "Feb", slot
+
+
+def test_who_a_writer_withdrawing_from_the_task_passes_it_to_the_one_taking_it_over(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            (
+                "Tom",
+                "Bad news, I've done my back in moving a sofa 🤦 Going to be useless Saturday, can't do the strimming",
+            ),
+            ("Priya", "Oh no Tommo! Rest up. Anyone fancy the strimmer?"),
+            ("Dev", "I'll do it. I'll start on the railway fence first thing"),
+            ("Tomasz", "I can do the flyer design, not printing though, my printer is dead"),
+        ],
+    )
+    assert _read(chat, "who", "Who ended up doing the strimming?", [0])[:2] == ("Dev", [2, 0])
+    # "not printing" is another task: Tomasz does the design
+    assert _read(chat, "who", "Who did the flyer design?", [3])[0] == "Tomasz"
