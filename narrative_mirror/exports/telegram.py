@@ -322,13 +322,21 @@ def _attachments(item: dict) -> tuple[Attachment, ...]:
     for field_name, kind, parts in (
         ("contact_information", "contact", ("first_name", "last_name", "phone_number")),
         ("location_information", "location", ("latitude", "longitude")),
-        ("poll", "poll", ("question",)),
     ):
         value = item.get(field_name)
         if value:
             words = [str(value[p]) for p in parts if isinstance(value, dict) and value.get(p) not in (None, "")]
             found.append(Attachment(kind, "", " ".join(words) or None))
+    if isinstance(poll := item.get("poll"), dict):
+        found.append(Attachment("poll", "", _poll_text(poll) or None))
     return tuple(found)
+
+
+def _poll_text(poll: dict) -> str:
+    """A poll as its members saw it: "Bank holiday: where? Llanberis 0 votes, Peak 5 votes"."""
+    answers = [a for a in poll.get("answers") or [] if isinstance(a, dict) and a.get("text")]
+    counted = ", ".join(f"{a['text']} {a.get('voters', 0)} vote{'' if a.get('voters') == 1 else 's'}" for a in answers)
+    return " ".join(p for p in (str(poll.get("question") or ""), counted) if p)
 
 
 def _exported_file(value: Any) -> str:

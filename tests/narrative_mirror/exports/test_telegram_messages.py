@@ -117,7 +117,11 @@ CHAT = {
                 "from": "Cy",
                 "from_id": "user3",
                 "text": "",
-                "poll": {"question": "Dinner at 8?", "closed": False, "answers": []},
+                "poll": {
+                    "question": "Dinner at 8?",
+                    "closed": True,
+                    "answers": [{"text": "Yes", "voters": 4, "chosen": True}, {"text": "Later", "voters": 1}],
+                },
             },
         ),
         _message(
@@ -165,7 +169,7 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         (Attachment("photo", "photo_3@02-04-2024_18-02-00.jpg", None),),
     ]
     assert [m.attachments for m in messages[14:]] == [
-        (Attachment("poll", "", "Dinner at 8?"),),
+        (Attachment("poll", "", "Dinner at 8? Yes 4 votes, Later 1 vote"),),  # what was voted, searchable
         (Attachment("location", "", "52.52 13.405"),),
     ]
     assert chat.participants == ("Bob", "Cy", "Dee", "Ann")
