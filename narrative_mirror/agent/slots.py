@@ -264,8 +264,9 @@ def _quantity(sentence: str, question: str) -> str | None:
         for m in _QUANTITY.finditer(sentence)
         if m.group("unit").lower() not in STOPWORDS or m.group("unit").lower() in ("times",)
     ]
-    if _MONEY_ASKED.search(question):
+    if _MONEY_ASKED.search(question) and not re.search(r"\bhow much time\b", question, re.I):
         # "How much did the burgers cost?" is answered by money, not "80 sausages" nor "in 20 mins"
+        # ("How much time does he spend on the road?" asks a time)
         matches = [
             m for m in matches if sentence[: m.start()].rstrip()[-1:] in "£$€" or _MONEY_UNIT.fullmatch(m["unit"])
         ]

@@ -333,6 +333,12 @@ def test_a_price_asked_is_answered_by_money_never_a_count_of_things_or_a_day():
     assert (
         answer_slot("How much are tickets for the show?", "how_many", [Msg("m3", "Box office", sales, FRIDAY)]) is None
     )
+    # time spent is no money
+    drive = "The drive is about 90 minutes without traffic"
+    assert (
+        answer_slot("How much time does he spend on the road?", "how_many", [Msg("m4", "Mo", drive, FRIDAY)]).text
+        == "90 minutes"
+    )
 
 
 def test_a_thing_ruled_out_is_a_no():
