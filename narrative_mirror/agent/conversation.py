@@ -68,11 +68,6 @@ ASKS_A_SHARE = re.compile(
 )
 
 
-# Kinds whose question, put to the chat and left unanswered, is not answered by the asking
-# message ("Does the library have an urn?" is no "Yes")
-ASKED_IN_THE_CHAT = ("yes_no",)
-
-
 def question_kind(question: str, intent: str) -> str | None:
     """The kinds read from the conversation: who, time, each, amount, count, why, when; else None."""
     q = question.lower()
@@ -136,9 +131,9 @@ def answer(run, evidence: list[answer_mod.EvidenceMessage]):
     if kind is None or not rows:
         return None
     about = topic_stems(run.question, chat)
-    if kind in ASKED_IN_THE_CHAT and (row := conversation_reasons.asked_unanswered(chat, said, about)) is not None:
-        when = chat.hit(row, 0.0).timestamp
-        note = f"{chat.speakers[row]} asked this on {when:%d %b %Y}; no one in the chat answered it"
+    # a yes/no question the chat asked and left unanswered is not answered by the asking message
+    if kind == "yes_no" and (row := conversation_reasons.asked_unanswered(chat, said, about)) is not None:
+        note = f"{chat.speakers[row]} asked this on {chat.timestamps[row]:%d %b %Y}; no one in the chat answered it"
         return answer_mod.NO_ANSWER, [], [note], [row]
     found = READERS[kind](chat, said, about, run.question)
     if found is None:
