@@ -94,10 +94,12 @@ def kept(found: list[re.Match], text: str) -> list[re.Match]:
     return [m for m in found if not _REJECTED_BEFORE.search(text[: m.start()])] or found
 
 
+# A thing refused or ruled out is a "no" (slots.py's yes/no reads them too)
+RULED_OUT = r"exclude[sd]?|banned|forbidden|refused|prohibited"
 NEGATIVE = re.compile(
     r"\b(?:not|no|never|can't|cannot|won't|couldn't|didn't|isn't|wasn't|miss|skip|cancel(?:led)?|unable)\b|n't\b"
     # refused or ruled out: "microwaves are still excluded"
-    r"|\b(?:exclude[sd]?|banned|forbidden|refused|prohibited|ruled out)\b"
+    rf"|\b(?:{RULED_OUT}|ruled out)\b"
     # withdrawing: "I'm out" (not "I'm out of milk"), "pulled out (of the trip)"
     r"|\b(?:I'?m|I am|count me)\s+out\b(?!\s+of\b)|\b(?:drop(?:ped|ping|s)?|pull(?:ed|ing|s)?)\s+out\b",
     re.I,

@@ -18,7 +18,7 @@ from datetime import datetime
 from narrative_mirror.agent import slot_nouns, slot_phrases
 from narrative_mirror.agent.config import module_settings, setting
 from narrative_mirror.agent.dates import MONTH_NAMES, WEEKDAY_NUMBERS, fmt_day, resolve_date
-from narrative_mirror.agent.exchange_values import PLAN
+from narrative_mirror.agent.exchange_values import PLAN, RULED_OUT
 from narrative_mirror.agent.text import stem
 from narrative_mirror.layers.text import STOPWORDS, straight_apostrophes, tokens
 from narrative_mirror.retrieval.records import ChatMessage
@@ -136,15 +136,13 @@ _SINCE = re.compile(
 _EVERY = re.compile(rf"\bevery\s+(?:(?:other|single|\d+|{_COUNT_WORDS})\s+)?[a-z]+", re.I)
 _ONCE = re.compile(r"\b(?:once|twice|thrice)\b", re.I)
 _PAST_QUESTION = re.compile(r"\b(?:did|was|were|had)\b", re.I)
-_NEGATION = re.compile(
-    r"\b(?:no|not|never|nothing|none|nobody|neither|nor|exclude[sd]?|banned|forbidden|refused|prohibited)\b|n't\b", re.I
-)
+_NEGATION = re.compile(rf"\b(?:no|not|never|nothing|none|nobody|neither|nor|{RULED_OUT})\b|n't\b", re.I)
 # A sentence ends at . ! ? but not after a title ("Mr. Okafor", "Dr. Brandt", "St. Columba's").
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)\s+")
+_SHORT_MONTHS = [m.lower()[:3] for m in MONTH_NAMES] + ["sept"]
 _NOT_PLACES = (
     {m.lower() for m in MONTH_NAMES}
-    | {m.lower()[:3] for m in MONTH_NAMES}
-    | {"sept"}
+    | set(_SHORT_MONTHS)
     | set(WEEKDAY_NUMBERS)
     | {d[:3] for d in WEEKDAY_NUMBERS}
     | {"i", "i'm", "i've", "i'll", "ok", "okay", "lol", "omg", "haha", "yes", "no"}
@@ -452,7 +450,7 @@ def _fill(
     return (span, "phrase") if span else None
 
 
-_MONTH = "|".join(MONTH_NAMES) + "|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
+_MONTH = "|".join([*MONTH_NAMES, *_SHORT_MONTHS])
 _A_DAY = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})\b|\b(?:{_MONTH})\s+\d{{1,2}}\b", re.I)
 _CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|^at \d{1,2}$", re.I)
 

@@ -114,7 +114,7 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
         qa=[],
         notes=notes,
         tz=zone_of_offsets(
-            [m.timestamp.astimezone(zone_named(m.tz)) for m in messages if m.tz_source == TZ_FROM_FILE],
+            [(m.timestamp, m.tz) for m in messages if m.tz_source == TZ_FROM_FILE],
             conversation.tz or (zone.name or "UTC"),
             zone.zone,
         ),

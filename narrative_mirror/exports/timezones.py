@@ -93,14 +93,18 @@ def zone_named(name: str) -> tzinfo:
     return _zone(name, "recorded zone")
 
 
-def zone_of_offsets(moments: list[datetime], recorded: str, zone: ZoneInfo | None) -> str:
-    """A chat's zone label from the offsets its file records (``recorded``: the reader's choice,
-    the first one's): the zone the user gave when it explains every offset (a chat across a
-    clock change is "Europe/London", not the "UTC" of its winter half); else the offsets seen,
-    when more than one ("UTC+00:00 / UTC+01:00")."""
-    offsets = dict.fromkeys(m.utcoffset() for m in moments)
-    if len(offsets) <= 1:
+def zone_of_offsets(stamps: list[tuple[datetime, str]], recorded: str, zone: ZoneInfo | None) -> str:
+    """A chat's zone label from the offsets its file records (``stamps``: each message's UTC time
+    and the offset name it records; ``recorded``: the reader's choice, the first one's): the zone
+    the user gave when it explains every offset (a chat across a clock change is "Europe/London",
+    not the "UTC" of its winter half); else the offsets seen, when more than one ("UTC+00:00 /
+    UTC+01:00")."""
+    names = list(dict.fromkeys(name for _, name in stamps))
+    if len(names) <= 1:
         return recorded
-    if zone is not None and all(m.astimezone(zone).utcoffset() == m.utcoffset() for m in moments):
+    if zone is not None and all(
+        moment.astimezone(zone).utcoffset() == moment.astimezone(zone_named(name)).utcoffset()
+        for moment, name in stamps
+    ):
         return zone.key
-    return " / ".join(offset_name(o) for o in offsets)
+    return " / ".join(names)
