@@ -69,6 +69,11 @@ for found, source in chats.items():
         store.replace_partition(table, key, rows)
 vector_file.write_bytes(pickle.dumps(known))
 retriever = Retriever(store, embedder, settings.load_config("retrieval"))
+if sys.argv[4:] == ["pools"]:  # the learned fusion's training rows (benchmarks/train_fusion.py --sets)
+    for q in questions["questions"]:
+        (pool, features), = retriever.training_pools(q["chat"], [q["question"]])
+        print(json.dumps({"id": q["id"], "pool": pool, "features": features.tolist()}))
+    sys.exit(0)
 for q in questions["questions"]:
     a = ask(retriever, q["chat"], q["question"])
     print(json.dumps({"id": q["id"], "answer": a.answer, "abstained": a.abstained, "evidence": a.selected_ids,
@@ -95,10 +100,11 @@ def is_right(question: dict, row: dict) -> bool:
     return not row["abstained"] and has_words(row["answer"], question["required"])
 
 
-def run_tree(tree: Path, folder: Path, vector_file: Path) -> dict[str, dict]:
-    """The set's answers from the source tree ``tree`` (its own process), by question id."""
+def run_tree(tree: Path, folder: Path, vector_file: Path, mode: str = "ask") -> dict[str, dict]:
+    """The set's answers from the source tree ``tree`` (its own process), by question id; with
+    ``mode`` "pools" instead each question's candidate pool and its learned-fusion features."""
     proc = subprocess.run(
-        [sys.executable, "-c", ASK_SCRIPT, str(folder), str(folder / "questions.json"), str(vector_file)],
+        [sys.executable, "-c", ASK_SCRIPT, str(folder), str(folder / "questions.json"), str(vector_file), mode],
         cwd=tree,
         env={
             "PYTHONPATH": str(tree),

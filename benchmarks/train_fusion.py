@@ -7,7 +7,14 @@ the other six), beside the hybrid order of the same pools. Then the weights are 
 all seven chats and printed as retrieval.toml's ``[learned]`` section (``--write`` replaces
 that section in narrative_mirror/config/retrieval.toml). Test chats are refused.
 
+With ``--sets`` a model is fitted instead on the read answer sets' gold ids (tests/answer_sets/,
+GROUP_SETS: group chats in export formats) and reported, not written: held out is each set under
+weights fitted on the others, beside the hybrid order and the shipped ``[learned]`` on the same
+pools; R@1 and R@3 count, as an answer reads its first messages (docs/decisions.md: better
+rankings, worse answers, not shipped).
+
     .venv/bin/python benchmarks/train_fusion.py [--data DIR] [--cache DIR] [--l2 0.001] [--write]
+    .venv/bin/python benchmarks/train_fusion.py --sets
 
 Retrain after changing the ``[hybrid]`` settings: the features include the hybrid lists.
 """
@@ -15,6 +22,7 @@ Retrain after changing the ``[hybrid]`` settings: the features include the hybri
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import tempfile
@@ -25,7 +33,7 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from common import DEFAULT_DATA, build_embedder, open_index
+from common import DEFAULT_DATA, REPO, build_embedder, open_index
 from retrieval_variants import CATEGORIES, ChatData, load_train
 
 from narrative_mirror import settings
@@ -40,8 +48,8 @@ class TrainingPools:
 
     pools: list[tuple[list[str], np.ndarray]]
     golds: list[list[str]]
-    categories: list[int]
-    chat_of: list[int]  # index of the question's chat
+    categories: list  # RealTalk category, or the answer set's question kind
+    chat_of: list[int]  # index of the question's chat (with --sets: of its set)
 
     @classmethod
     def collect(cls, retriever: Retriever, chats: Sequence[ChatData]) -> TrainingPools:
@@ -51,6 +59,25 @@ class TrainingPools:
             data.golds += chat.questions["gold_ids"].to_list()
             data.categories += chat.questions["category"].to_list()
             data.chat_of += [number] * chat.questions.height
+        return data
+
+    @classmethod
+    def from_sets(cls, names: Sequence[str]) -> TrainingPools:
+        """The pools of every answerable question with gold ids of the answer sets ``names``,
+        each set built as benchmarks/answers.py --set builds it (answer_sets.run_tree)."""
+        from answer_sets import run_tree
+
+        data = cls([], [], [], [])
+        for number, name in enumerate(names):
+            folder = REPO / "tests" / "answer_sets" / name
+            vector_file = Path(tempfile.gettempdir()) / f"nm_answer_set_{name}_vectors.pkl"
+            rows = run_tree(REPO, folder, vector_file, mode="pools")
+            for q in json.loads((folder / "questions.json").read_text())["questions"]:
+                if q["evidence"]:
+                    data.pools.append((rows[q["id"]]["pool"], np.array(rows[q["id"]]["features"])))
+                    data.golds.append(q["evidence"])
+                    data.categories.append(q["kind"])
+                    data.chat_of.append(number)
         return data
 
     @cached_property
@@ -103,13 +130,57 @@ def write_section(section: str) -> Path:
     return path
 
 
+# The answer sets whose questions have been read (their READMEs say so); the blind ones stay out of
+# every fit so that they can judge it.
+GROUP_SETS = ("own_chats", "own_chats_2", "own_chats_3", "own_chats_4", "own_chats_5", "own_chats_6", "own_chats_7")
+
+
+def hit_at(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
+    return float(bool(set(ranked[:k]) & set(gold)))
+
+
+def report_on_sets(l2: float) -> int:
+    """Report a fit on GROUP_SETS, each set held out, against the shipped ``[learned]``."""
+    started = time.perf_counter()
+    data = TrainingPools.from_sets(GROUP_SETS)
+    print(f"{len(data.pools)} questions with gold ids: pools in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    shipped = LearnedFusion.from_config(settings.load_config("retrieval")["learned"])
+    columns = [list(FEATURES).index(f) for f in shipped.features]
+    models = data.leave_one_chat_out(l2)
+    orders = {
+        "hybrid": [ids for ids, _ in data.pools],
+        "[learned]": [[ids[i] for i in ranking(shipped.score(x[:, columns]))] for ids, x in data.pools],
+        "held out": [
+            [ids[i] for i in ranking(models[number].score(x))] for (ids, x), number in zip(data.pools, data.chat_of)
+        ],
+    }
+    chat_of = np.array(data.chat_of)
+    for number, name in [*enumerate(GROUP_SETS), (None, "all")]:
+        part = np.flatnonzero(chat_of == number) if number is not None else np.arange(len(chat_of))
+        cells = [
+            f"{label} "
+            + "/".join(f"{np.mean([hit_at(ranked[q], data.golds[q], k) for q in part]):.3f}" for k in (1, 3, 10))
+            for label, ranked in orders.items()
+        ]
+        print(f"  {name:<12} n={len(part):>3}  R@1/R@3/R@10  " + "  ".join(cells))
+    return 0
+
+
+def ranking(scores: np.ndarray) -> np.ndarray:
+    """Positions by score, best first; ties keep pool order."""
+    return np.lexsort((np.arange(len(scores)), -scores))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", action="store_true", help="report a fit on the read answer sets (not written)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--cache", type=Path, default=None, help="folder to cache message vectors between runs")
     parser.add_argument("--l2", type=float, default=1e-3, help="L2 penalty on the standardized weights")
     parser.add_argument("--write", action="store_true", help="write the [learned] section into retrieval.toml")
     args = parser.parse_args(argv)
+    if args.sets:
+        return report_on_sets(args.l2)
 
     embedder = build_embedder()
     with tempfile.TemporaryDirectory(prefix="nm_fusion_") as tmp:
@@ -129,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     for number, (chat, model) in enumerate(zip(chats, data.leave_one_chat_out(args.l2))):
         for q in np.flatnonzero(chat_of == number):
             ids, features = pools[q]
-            order = np.lexsort((np.arange(len(ids)), -model.score(features)))
+            order = ranking(model.score(features))
             held_out[q] = recall_at_k([ids[i] for i in order], golds[q], 10)
         part = chat_of == number
         print(
