@@ -13,9 +13,15 @@ TIME = re.compile(
     r"|(?P<hm>\d{1,2}:\d{2})|(?<=\bat )(?P<bare>\d{1,2})(?![\d:.,]|\s*(?:%|each|people|of|th|st|nd|rd)))",
     re.I,
 )
-NUMBER = re.compile(r"(?<![\w#.,/:-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)")
+# "1,500" groups thousands; "143,50" (two digits after the comma) is a decimal comma, as euro
+# amounts are written on the continent.
+NUMBER = re.compile(
+    r"(?<![\w#.,/:-])[£$€]?\s?(\d{1,3}(?:,\d{3})+|\d+,\d{2}(?!\d)|\d+(?:\.\d+)?)(?![\w/]|[.,]\d|:\d|-\d)"
+)
+_DECIMAL_COMMA = re.compile(r"\d+,\d{2}")
+_EURO_AFTER = re.compile(r"^\s*(?:€|(?:euros?|eur)\b)", re.I)
 MONEY_AFTER = re.compile(
-    r"^\s*(?:quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for|"
+    r"^\s*(?:€|quid|euros?|eur|pounds?|dollars?|bucks|gbp|usd|each|total|a head|per\b|pp\b|left|for|"
     r"a (?:night|month)\b)",
     re.I,
 )
@@ -59,8 +65,13 @@ def amounts(text: str) -> list[tuple[float, str, str]]:
             re.I,
         ):
             continue
-        value = float(m.group(1).replace(",", ""))
         priced = m.group(0)[0] in "£$€"  # "£150 deposit", "£850 of the £950": an amount by its symbol
+        if _DECIMAL_COMMA.fullmatch(m.group(1)):
+            if not (priced or _EURO_AFTER.match(after)):
+                continue  # "pitches 5,10": a list, not an amount
+            value = float(m.group(1).replace(",", "."))
+        else:
+            value = float(m.group(1).replace(",", ""))
         if 1900 <= value <= 2100 and "." not in m.group(1) and not priced:
             continue
         if re.match(r"^\s*[a-z]", after) and not MONEY_AFTER.match(after) and not priced:

@@ -4,7 +4,10 @@
 Facts: ``id`` is a snowflake string (the message id); ``timestamp`` is ISO with an offset;
 ``author{id, name, nickname, isBot}`` (the nickname is what the server shows); ``content``;
 ``reference.messageId`` names the message a reply answers (``type: Reply``);
-``timestampEdited`` is set on edited messages; ``attachments[{fileName}]`` and ``stickers``.
+``timestampEdited`` is set on edited messages; ``attachments[{fileName}]`` and ``stickers``. A
+message with no ``content`` (a bot's event card) is the text of its ``embeds`` (title,
+description, fields, footer; markdown bold dropped); a message with content keeps only that
+(its embeds are link previews).
 Types other than ordinary messages, replies and command results (member joins, pins, calls,
 thread creation, renames) are system messages. For a thread, ``channel.category`` is the parent.
 """
@@ -111,6 +114,8 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
     content = item.get("content") or ""
     if not isinstance(content, str):
         raise ExportFormatError(path, f"{where}.content", f"expected str, found {content!r}")
+    if not content.strip():
+        content = _embed_text(item)
     kind = optional_field(item, "type", where, path, str, "Default")
     system = kind not in MESSAGE_TYPES
     if system:
@@ -133,6 +138,24 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
         system=system,
         bot=bool(author.get("isBot")),
     )
+
+
+def _embed_text(item: dict) -> str:
+    parts = []
+    for embed in item.get("embeds") or []:
+        if not isinstance(embed, dict):
+            continue
+        fields = [f for f in embed.get("fields") or [] if isinstance(f, dict)]
+        footer = embed.get("footer") if isinstance(embed.get("footer"), dict) else {}
+        for value in (
+            embed.get("title"),
+            embed.get("description"),
+            *(f"{f.get('name') or ''}: {f.get('value') or ''}" for f in fields),
+            footer.get("text"),
+        ):
+            if isinstance(value, str) and value.strip(": "):
+                parts.append(value.replace("**", "").strip())
+    return "\n".join(parts)
 
 
 def _system_line(author: str, kind: str, content: str) -> str:

@@ -167,6 +167,7 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         attachments=_attachments(item, where, label),
         system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES
         or group_action(author, text)
+        or "call_duration" in item  # "The audio call ended." (a call's end, its length in seconds)
         or bool(_REACTION_NOTICE.match(text)),
     )
 

@@ -5,8 +5,11 @@ Facts: no message ids; ``date`` is local time without a zone; ``sender``, ``body
 ``attachments`` (listed by file); ``quote`` is the quoted message's text, not an id, so a reply
 link is made only when exactly one earlier message has that text. signal-export pads every body
 with two spaces (markdown line breaks) and writes a quote as markdown (``"\n\n> text\n\n"``); a
-sticker is its emoji. A row with no text, sticker or file (a group update) is a system line. In the
-text layout, lines without a header continue the previous message.
+sticker is its emoji. A row with no text, sticker or file (a group update) is a system line, and so
+is a call, which it writes as text ("Outgoing voice call (accepted, 18m 5s)", "Missed video call").
+Rows come in sending order, so a time in the hour that repeats when clocks go back is placed in
+the pass that keeps that order. In the text layout, lines without a header continue the previous
+message.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ def looks_like_json_line(first_line: str) -> bool:
     return isinstance(value, dict) and JSON_KEYS <= value.keys()
 
 
+_CALL = re.compile(r"(?:Incoming|Outgoing|Missed) (?:voice|video) call(?: \([^)]*\))?")
+
+
 def chat_title(path: Path) -> str:
     return path.parent.name if path.name == "data.json" and path.parent.name else path.stem
 
@@ -74,10 +80,12 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
     zone.require(path)
     ids = StableIds()
     by_text: dict[str, str] = {}
+    previous: list[datetime] = []  # the last message's UTC time (rows come in sending order)
 
     def message(raw: Any, where: str) -> ExportedMessage:
         local, author, body, quote, attachments = parse(raw, path, where)
-        utc = zone.to_utc(local, path)
+        utc = zone.to_utc(local, path, after=previous[-1] if previous else None)
+        previous[:] = [utc]
         local_id = ids.next_id(author, utc, body)
         reply_to = by_text.get(quote.strip()) or None if quote else None
         key = body.strip()
@@ -91,7 +99,7 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
             text=body,
             reply_to=reply_to,
             attachments=attachments,
-            system=not body.strip() and not attachments,
+            system=(not body.strip() and not attachments) or bool(_CALL.fullmatch(body.strip())),
         )
 
     warnings: list[str] = []

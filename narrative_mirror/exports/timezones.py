@@ -32,8 +32,8 @@ class ZoneChoice:
             raise ExportFormatError(file, None, "the export has local times without a zone: pass a time zone (--tz)")
         return self.zone
 
-    def to_utc(self, local: datetime, file: object) -> datetime:
-        return local_to_utc(local, self.require(file))
+    def to_utc(self, local: datetime, file: object, after: datetime | None = None) -> datetime:
+        return local_to_utc(local, self.require(file), after)
 
 
 def _zone(value: str | tzinfo, what: str) -> ZoneInfo:
@@ -56,9 +56,16 @@ def choose_zone(tz: str | tzinfo | None, machine_tz: str | tzinfo | None) -> Zon
     return ZoneChoice(None, "", TZ_FROM_MACHINE)
 
 
-def local_to_utc(local: datetime, zone: ZoneInfo) -> datetime:
-    """A naive local time in ``zone`` as UTC (gap: offset before the change; overlap: first)."""
-    return local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+def local_to_utc(local: datetime, zone: ZoneInfo, after: datetime | None = None) -> datetime:
+    """A naive local time in ``zone`` as UTC (gap: offset before the change). In the hour that
+    repeats when clocks go back, the first pass, unless that would put it before ``after`` (the
+    previous message's UTC time, for a file written in sending order): then the second pass."""
+    first = local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if after is not None and first < after:
+        second = local.replace(tzinfo=zone, fold=1).astimezone(UTC)
+        if second != first:
+            return second
+    return first
 
 
 def epoch_to_utc(seconds: float) -> datetime:

@@ -201,9 +201,10 @@ def parse_chat(text: str, *, label: str, title: str, zone: ZoneChoice, day_first
     authors = {_split_author(h.body[0], None)[0] for h in headers} - {None}
     ids = StableIds()
     messages = []
+    utc = None
     for header in headers:
         local = _local_time(header, order, label)
-        utc = zone.to_utc(local, label)
+        utc = zone.to_utc(local, label, after=utc)
         author, first = _split_author(header.body[0], authors)
         lines = [first, *header.body[1:]]
         messages.append(_message(author, lines, header.ios, title, utc, ids, tzinfo.key, zone.source))

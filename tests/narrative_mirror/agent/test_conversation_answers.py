@@ -127,11 +127,16 @@ def test_amounts_are_no_times_dates_versions_or_counts_of_things():
     assert [a[1] for a in amounts("Pitch is 60 for the hour, 10 of us so 6 each")] == ["60", "6"]
     # the minutes of a clock time are no amount
     assert [a[1] for a in amounts("meet Boathouse Café 8:30, race 9:15, Anchor 12:30, £5 for the raffle")] == ["£5"]
+    # a decimal comma, as euros are written on the continent; not in a list of numbers
+    assert [a[:2] for a in amounts("Boat is €431,50 so 86,30 € each, €1,500 in the kitty")] == [
+        (431.5, "€431,50"),
+        (86.3, "86,30"),
+        (1500.0, "€1,500"),
+    ]
+    assert [a[1] for a in amounts("we're on pitches 5,10 and 12")] == ["12"]
 
 
-@pytest.mark.parametrize(
-    "name", ["own_chats", "own_chats_2", "own_chats_3", "own_chats_4", "own_chats_5", "own_chats_6", "own_chats_7"]
-)
+@pytest.mark.parametrize("name", ["own_chats", *(f"own_chats_{n}" for n in range(2, 11))])
 def test_each_question_set_is_well_formed(name):
     """Every set: the seven kinds, an answer's key words and gold ids exactly when it is said, one
     chat per format (the scorer names chats by format), ids that its exports' readers give."""

@@ -165,6 +165,8 @@ def test_a_share_is_written_after_the_amount_or_before_it(tmp_path):
     house = _chat(tmp_path / "house", [("Amira", "Booked! £1,560 for the 2 nights so £195 each if there's 8 of us")])
     assert _read(shirts, "each", "How much does everyone owe Rachel for their shirt?", [0])[0] == "£12"
     assert _read(house, "each", "How much is each person's share of the 2 nights?", [0])[0] == "£195 each"
+    boat = _chat(tmp_path / "boat", [("Tom", "Boat came to €431,50 so €86,30 each, Tikkie coming")])
+    assert _read(boat, "each", "How much is each person's share of the boat?", [0])[0] == "€86,30 each"
 
 
 def test_why_reads_the_message_telling_what_went_wrong(tmp_path):

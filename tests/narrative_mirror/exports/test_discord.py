@@ -195,3 +195,34 @@ def test_a_chat_across_a_clock_change_is_labelled_with_the_zone_that_explains_it
     assert zone_label("Europe/London") == "Europe/London"
     assert zone_label(None) == "UTC / UTC+01:00"  # no zone given: the offsets the file records
     assert zone_label("Europe/Berlin") == "UTC / UTC+01:00"  # a zone that does not explain them is not used
+
+
+def test_a_bot_message_with_only_an_embed_is_read_from_the_embed(tmp_path):
+    # A scheduling bot posts an event card: no content, the plan in its embed. A person's message
+    # with a link keeps its own words (the embed is the link's preview).
+    card = {
+        "title": "Charity Tourney starts tomorrow",
+        "description": "**When:** Sunday, 30 March 2025 10:00 AM (GMT)\n**Where:** Powerleague Shoreditch",
+        "fields": [{"name": "Going", "value": "9"}],
+        "footer": {"text": "sesh | event reminder"},
+    }
+    preview = {"title": "Powerleague Shoreditch", "description": "5-a-side pitches in east London"}
+    export = {
+        **EXPORT,
+        "messages": [
+            {**_message("1", "Default", "2025-03-29T10:00:00+00:00", "sesh", "", bot=True), "embeds": [card]},
+            {
+                **_message("2", "Default", "2025-03-29T10:01:00+00:00", "Ann", "https://powerleague.com/shoreditch"),
+                "embeds": [preview],
+            },
+        ],
+    }
+    path = tmp_path / "tourney.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    _, messages = _read(path)
+    assert [m.text for m in messages] == [
+        "Charity Tourney starts tomorrow\nWhen: Sunday, 30 March 2025 10:00 AM (GMT)\nWhere: Powerleague Shoreditch\n"
+        "Going: 9\nsesh | event reminder",
+        "https://powerleague.com/shoreditch",
+    ]
+    assert messages[0].bot and not messages[0].system

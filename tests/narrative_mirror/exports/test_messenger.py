@@ -132,15 +132,20 @@ def test_a_group_action_written_as_an_ordinary_message_is_a_system_line(tmp_path
         ("Max", "Max left the group."),
         ("Max", "Zoë named the group, not me"),  # another sender: said by Max
         ("Zoë", "I named the group after the beach"),
+        ("Max", "The audio call ended."),  # a call's end carries its length
     ]
     messages = [
         {"sender_name": _escaped(who), "timestamp_ms": 1700000000000 + i * 1000, "content": _escaped(text)}
         for i, (who, text) in enumerate(lines)
-    ][::-1]
+    ]
+    messages[-1]["call_duration"] = 1268
+    messages = messages[::-1]
     folder = tmp_path / "inbox" / "zoemax_1"
     _write_thread(folder, [messages])
     [conversation] = list(read_export(folder / "message_1.json"))
-    assert [(m.text, m.system) for m in conversation.messages()] == [(text, i < 4) for i, (_, text) in enumerate(lines)]
+    assert [(m.text, m.system) for m in conversation.messages()] == [
+        (text, i < 4 or i == 6) for i, (_, text) in enumerate(lines)
+    ]
 
 
 def test_an_instagram_download_keys_its_chats_as_instagram(tmp_path):

@@ -108,3 +108,26 @@ def test_signal_export_padding_markdown_quotes_stickers_and_group_updates(tmp_pa
     assert [m.reply_to for m in messages] == [None, messages[0].local_id, None, None, messages[1].local_id, None]
     assert messages[2].attachments == (Attachment("sticker", "", "👍"),)
     assert messages[5].attachments == (Attachment("sticker", "", "🎉"),)
+
+
+def test_calls_are_system_lines_and_the_repeated_hour_keeps_the_sending_order(tmp_path):
+    # signal-export writes a call as a row of text; on 25 Oct 2026 London's clocks go back at 02:00,
+    # so 01:00-01:59 happens twice: the 01:12 after 01:37 (a reply to it) is in the second pass.
+    rows = [
+        {"date": "2026-10-13 20:31:12", "sender": "Me", "body": "Outgoing voice call (accepted, 18m 5s)  "},
+        {"date": "2026-10-19 19:40:11", "sender": "Rhi", "body": "Missed voice call  "},
+        {"date": "2026-10-19 19:41:00", "sender": "Rhi", "body": "Missed voice call, ring me back  "},
+        {"date": "2026-10-25 01:37:00", "sender": "Rhi", "body": "still up?  "},
+        {"date": "2026-10-25 01:12:44", "sender": "Me", "body": "yes  ", "quote": "> still up?"},
+        {"date": "2026-10-25 09:00:00", "sender": "Rhi", "body": "morning  "},
+    ]
+    [conversation] = list(read_export(_rows(tmp_path / "Rhi" / "data.json", rows), tz="Europe/London"))
+    messages = list(conversation.messages())
+    assert [m.system for m in messages] == [True, True, False, False, False, False]
+    times = [m.timestamp for m in messages[3:]]
+    assert times == [
+        datetime(2026, 10, 25, 0, 37, tzinfo=UTC),  # BST, first pass
+        datetime(2026, 10, 25, 1, 12, 44, tzinfo=UTC),  # GMT, second pass: after the message it answers
+        datetime(2026, 10, 25, 9, 0, tzinfo=UTC),
+    ]
+    assert messages[4].reply_to == messages[3].local_id

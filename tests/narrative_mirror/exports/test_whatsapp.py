@@ -237,3 +237,19 @@ def test_android_sticker_file_is_a_sticker(tmp_path):
     )
     _, messages = _read(path, tz="Europe/London")
     assert [m.attachments[0].kind for m in messages] == ["sticker", "photo"]
+
+
+def test_a_time_in_the_repeated_hour_after_a_later_one_is_in_the_second_pass(tmp_path):
+    # London's clocks go back at 02:00 on 25 Oct 2026: 01:37 BST, then 01:12 GMT, 35 minutes later.
+    path = tmp_path / "WhatsApp Chat with Night owls.txt"
+    path.write_text(
+        "25/10/2026, 01:37 - Ann: still up?\n25/10/2026, 01:12 - Bob: yes, clocks went back\n"
+        "25/10/2026, 01:20 - Ann: ha\n",
+        encoding="utf-8",
+    )
+    [conversation] = list(read_export(path, tz="Europe/London"))
+    assert [m.timestamp for m in conversation.messages()] == [
+        datetime(2026, 10, 25, 0, 37, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 12, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 20, tzinfo=UTC),
+    ]
