@@ -16,7 +16,8 @@ question's slot with a typed value:
   question about the thing, the message's other sentence, or the writer's message before;
 - when: a later message that moves the plan ("instead", "moved to", "what about ...") answers
   instead of the one it changes;
-- where: a person's home given as the place ("I can host at mine": at the writer's place).
+- where: a person's home given as the place ("I can host at mine": at the writer's place), the
+  place a reply names or a later message moves it to (agent/places.py).
 
 ``answer`` returns None when the question is not of these kinds or nothing fits: the
 single-message answer (answer.offline_answer) runs then.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 
 from narrative_mirror.agent import answer as answer_mod
-from narrative_mirror.agent import conversation_reasons, doers, people
+from narrative_mirror.agent import conversation_reasons, doers, people, places
 from narrative_mirror.agent.exchange_values import (
     COUNT_OF_PEOPLE,
     EACH_AFTER,
@@ -43,7 +44,6 @@ from narrative_mirror.agent.exchanges import (
     ASKS,
     COMMON_WORDS,
     Said,
-    asks,
     content_stems,
     context,
     correction_of,
@@ -57,7 +57,7 @@ from narrative_mirror.agent.exchanges import (
     word_stems,
 )
 from narrative_mirror.agent.planner import reply_question
-from narrative_mirror.agent.slots import home_place, offered_answers
+from narrative_mirror.agent.slots import offered_answers
 from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
@@ -296,23 +296,6 @@ def _count(chat: ChatIndex, said: list[Said], about: set[str], question: str):
     return None
 
 
-def _home(chat: ChatIndex, said: list[Said], about: set[str], question: str):
-    """A where-question answered with a person's home ("Book club this Thursday, who's hosting?"
-    answered by Omar's "I can host at mine": at Omar's place), from a message about the
-    question's topic: the best evidence message or a reply to an evidence message asking
-    something; None when neither names a home (a place in the other messages is read then)."""
-    for s in said:
-        text = chat.raw_texts[s.row]
-        if not (s is said[0] or (s.role == "reply" and asks(chat.raw_texts[s.of]))):
-            continue
-        if not (word_stems(text) | word_stems(chat.raw_texts[s.of])) & about:
-            continue
-        # a home offered as a question is a proposal ("Barbecue at mine to celebrate?")
-        if home := home_place(text, chat.speakers[s.row]):
-            return home, [s.row, s.of] if s.row != s.of else [s.row], "home", text
-    return None
-
-
 READERS = {
     "who": doers.who,
     "time": _time,
@@ -323,5 +306,5 @@ READERS = {
     "when": conversation_reasons.when,
     "yes_no": conversation_reasons.yes_no,
     "from": conversation_reasons.came_from,
-    "where": _home,
+    "where": places.where,
 }

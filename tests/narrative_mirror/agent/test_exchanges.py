@@ -536,3 +536,53 @@ def test_who_a_writer_withdrawing_from_the_task_passes_it_to_the_one_taking_it_o
     assert _read(chat, "who", "Who ended up doing the strimming?", [0])[:2] == ("Dev", [2, 0])
     # "not printing" is another task: Tomasz does the design
     assert _read(chat, "who", "Who did the flyer design?", [3])[0] == "Tomasz"
+
+
+def test_where_a_reply_names_the_place_a_message_asks_for(tmp_path):
+    pub = _chat(
+        tmp_path / "pub",
+        [
+            ("Maya", "Pub after the match? Red Lion as usual?"),
+            ("Joe", "Red Lion's closed for a refit, saw the sign"),
+            ("Kit", "Fat Cat then? It's round the corner from the ground"),
+        ],
+    )
+    # the first reply rules the proposal out; the next one proposes another
+    assert _read(pub, "where", "Where are we going after the match?", [0])[:2] == ("Fat Cat", [2, 0])
+    station = _chat(
+        tmp_path / "station",
+        [
+            ("Cal", "Ben's train gets in at 6"),
+            ("Ana", "Which station are you coming into, Piccadilly or Victoria?"),
+            ("Ben", "Victoria. Piccadilly would mean a change at Stockport"),
+        ],
+    )
+    assert _read(station, "where", "Which station is Ben coming into?", [1])[:2] == ("Victoria", [2, 1])
+    # two people: a question's reply is mostly about the other's life, not a place settled
+    two = _chat(tmp_path / "two", [("Ana", "Which hotel was it, Hilton or Marriott?"), ("Ben", "Hilton. Loved it")])
+    assert _read(two, "where", "Which hotel did Ben stay at?", [0]) is None
+
+
+def test_where_a_later_message_moves_the_place(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Zoë", "Leaving do Friday, Crown and Anchor beer garden 7pm?"),
+            ("Tom", "yes!"),
+            ("Niamh", "bad news, the Crown and Anchor has a private party Friday. Old Bell instead? it's next door"),
+            ("Zoë", "Old Bell it is, still 7"),
+        ],
+    )
+    assert _read(chat, "where", "Where is the leaving do now?", [0])[:2] == ("Old Bell", [2, 0])
+    # a place said once and never moved is left to the single-message reader
+    assert _read(chat, "where", "Where is the beer garden?", [1]) is None
+
+
+def test_a_place_name_is_no_sentence_opener_person_or_shouted_word(tmp_path):
+    from narrative_mirror.agent.places import PlaceNames
+
+    chat = _chat(tmp_path, [("Finn", "change of plan, booked it"), ("Ola", "also fine")])
+    places = PlaceNames(chat)
+    assert places.usable("CHANGE OF PLAN. Finn I've booked the Archway Arms") == ["Archway Arms"]
+    assert places.usable("Booked Quayside for March. Also Ola said yes") == ["Quayside"]
+    assert places.usable("Not the Archway Arms, it's shut") == []
