@@ -58,6 +58,7 @@ from narrative_mirror.agent.exchanges import (
 )
 from narrative_mirror.agent.planner import reply_question
 from narrative_mirror.agent.slots import offered_answers
+from narrative_mirror.layers.text import STOPWORDS
 from narrative_mirror.retrieval import query_names
 from narrative_mirror.retrieval.chat_index import ChatIndex
 
@@ -238,8 +239,38 @@ def _amount(chat: ChatIndex, said: list[Said], about: set[str], question: str, e
     text = chat.raw_texts[s.row]
     written = prices(text)
     total = [a for a in written if re.match(r"^\s*total", a[2], re.I)]
-    chosen = (total or written)[0]
+    chosen = _next_to(text, written, question) or (total or written)[0]
     return chosen[1] + (" each" if EACH_AFTER.match(chosen[2]) else " total" if total else ""), cited(s), "phrase", text
+
+
+# "How much was the deposit to hold it?": the thing priced (deposit); not "How much of the deposit
+# ..." (a part of it) nor "How much did Noor pay" (a person)
+_PRICED = re.compile(
+    r"\bhow much (?:is|was|were|are|will|would)\s+(?:the|a|an|our|my|your)\s+([a-z][\w'-]*)(?:\s+([a-z][\w'-]*))?"
+)
+
+
+def _next_to(text: str, written: list[tuple[float, str, str]], question: str):
+    """Of several amounts in a message, the one written with the thing the question prices ("£180
+    for the evening, £60 deposit now" asked "How much was the deposit?": £60; "Hotel: €1,392 (the
+    €200 deposit ...)": €200); None when the question prices no thing or no amount goes with it."""
+    priced = _PRICED.search(question.lower())
+    if len(written) < 2 or not priced:
+        return None
+    head, second = priced.groups()
+    noun = word_stem(second if second and second not in STOPWORDS else head)
+    position = 0
+    for amount in written:
+        position = text.find(amount[1], position) + len(amount[1])
+        after = re.match(r"\s*([A-Za-z'-]+)", text[position:])
+        # "deposit: £60", "deposit of £60", "urn hire £15"
+        before = re.search(
+            r"([A-Za-z'-]+)(?:\s+([A-Za-z'-]+))?\s*(?::|is|was|of)?\s*$", text[: position - len(amount[1])]
+        )
+        words = [after and after.group(1), *(before.groups() if before else ())]
+        if any(w and word_stem(w.lower()) == noun for w in words):
+            return amount
+    return None
 
 
 @per_chat

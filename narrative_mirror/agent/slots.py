@@ -462,13 +462,12 @@ def required_slot_filled(intent: str, answer: str) -> bool:
         return resolve_date(answer, datetime(2000, 1, 1)) is not None or bool(
             _CLOCK.search(answer) or PLAN.search(answer)
         )
+    # a name: a capitalised word that is no day, month or "I" ("Tue" names no one)
+    named = any(w.lower() not in _NOT_PLACES for w in re.findall(r"\b[A-Z][\w'’-]*", answer))
     if intent == "where":
-        return bool(
-            re.search(r"\b[A-Z]", answer)
-            or ((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS)
-        )
+        return named or bool((m := _LOCATIVE.match(answer)) and m.group("noun").lower() not in _NOT_PLACE_NOUNS)
     if intent == "who":
-        return bool(re.search(r"\b[A-Z]", answer))
+        return named
     if intent == "how_many":  # a count or an amount, never a day or a clock time ("8 November", "8:30")
         return bool(_A_COUNT.search(answer) or _DURATION.search(answer)) and not (
             _A_DAY.search(answer) or _CLOCK.search(answer)

@@ -586,3 +586,17 @@ def test_a_place_name_is_no_sentence_opener_person_or_shouted_word(tmp_path):
     assert places.usable("CHANGE OF PLAN. Finn I've booked the Archway Arms") == ["Archway Arms"]
     assert places.usable("Booked Quayside for March. Also Ola said yes") == ["Quayside"]
     assert places.usable("Not the Archway Arms, it's shut") == []
+
+
+def test_how_much_the_thing_costs_is_the_amount_written_with_it(tmp_path):
+    chat = _chat(
+        tmp_path,
+        [
+            ("Dev", "Village hall can do the 9th. £220 for the day, £50 deposit to hold it, urn hire £15 extra"),
+            ("Ana", "Spreadsheet: Hall: £220 (the £50 deposit + £170 on the day) – Dev. Cake: £40 – me"),
+        ],
+    )
+    assert _read(chat, "amount", "How much was the deposit to hold the hall?", [0])[0] == "£50"
+    assert _read(chat, "amount", "How much is the urn?", [0])[0] == "£15"
+    # "How much of the deposit ..." asks a part of it: not the amount written with it
+    assert _read(chat, "amount", "How much of the deposit did we get back?", [0])[0] == "£220"

@@ -115,6 +115,9 @@ def test_phrase_span_keeps_the_words_the_question_lacks():
         ("where", "at the old mill", True),
         ("where", "in a year", False),
         ("who", "her mother", False),
+        ("who", "Tue", False),  # a day names no one
+        ("who", "Niamh", True),
+        ("where", "Friday", False),
         ("what", "ham", True),
     ],
 )
