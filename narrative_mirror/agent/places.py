@@ -86,7 +86,11 @@ class PlaceNames:
             while j + 1 < len(words) and keep[j + 1]:
                 j += 1
             names = [_bare(w.group(0)) for w in words[i : j + 1]]
-            if not all(n in self.ordinary or n in _JOINS for n in names) and names[-1] not in _JOINS:
+            written = [w.group(0) for w in words[i : j + 1]]
+            # shouted ("CHANGE OF PLAN", "BIG NEWS"): every word in capitals, one of four letters or
+            # more; an acronym ("KS1", "UK") is a name
+            shouted = all(w.isupper() for w in written) and any(len(n) >= 4 for n in names)
+            if not shouted and not all(n in self.ordinary or n in _JOINS for n in names) and names[-1] not in _JOINS:
                 text = run.group(0)[words[i].start() : words[j].end()]
                 out.append(_Place(re.sub(r"['’]s$", "", text), offset + run.start() + words[i].start()))
             i = j + 1

@@ -586,6 +586,8 @@ def test_a_place_name_is_no_sentence_opener_person_or_shouted_word(tmp_path):
     assert places.usable("CHANGE OF PLAN. Finn I've booked the Archway Arms") == ["Archway Arms"]
     assert places.usable("Booked Quayside for March. Also Ola said yes") == ["Quayside"]
     assert places.usable("Not the Archway Arms, it's shut") == []
+    # shouting is no name, whether or not the chat writes its words in lower case; an acronym is
+    assert places.usable("BIG NEWS for Friday! We're in KS1 now") == ["KS1"]
 
 
 def test_how_much_the_thing_costs_is_the_amount_written_with_it(tmp_path):
