@@ -6,8 +6,10 @@ Skyrack has a private function ... Original Oak instead?"). So the place is read
 to a message asking it, then from the latest message that changes it, as ``when`` reads days.
 
 A place here is a name the chat writes with capitals ("Original Oak", "Kirkstall Road",
-"Shannon"): a run of capitalised words that is not a person of the chat, a day or a month, nor a
-sentence's first word that the chat also writes in lower case ("Bad news", "Right").
+"Crown and Anchor"): a run of capitalised words that is no person of the chat, day, month or
+shouting ("CHANGE OF PLAN"); a sentence's first words the chat also writes in lower case are
+dropped ("Booked Quayside"), and a single word opening a sentence counts only when offered as a
+choice ("Shannon or Knock?").
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class PlaceNames:
     def _names(self, run: re.Match, offset: int, at_start: bool) -> list[_Place]:
         """The runs of words of ``run`` that may name a place: no person of the chat, day, month,
         "I'm" or function word; a sentence's first words the chat writes in lower case dropped
-        ("Booked Quayside"); none whose every word the chat writes in lower case ("CHANGE OF PLAN")."""
+        ("Booked Quayside"); none shouted, nor one whose every word the chat writes in lower case."""
         words = list(re.finditer(r"\S+", run.group(0)))
         keep = [not self._never(w.group(0)) for w in words]
         if at_start:
@@ -102,7 +104,7 @@ class PlaceNames:
             bare in self.people
             or bare in _NOT_NAMES
             or bare in STOPWORDS
-            and bare not in ("of", "&")
+            and bare not in _JOINS
             or bare.startswith("i'")
         )
 

@@ -588,6 +588,7 @@ def test_a_place_name_is_no_sentence_opener_person_or_shouted_word(tmp_path):
     assert places.usable("Not the Archway Arms, it's shut") == []
     # shouting is no name, whether or not the chat writes its words in lower case; an acronym is
     assert places.usable("BIG NEWS for Friday! We're in KS1 now") == ["KS1"]
+    assert places.usable("Meet at the Crown and Anchor, Isle of Dogs") == ["Crown and Anchor", "Isle of Dogs"]
 
 
 def test_how_much_the_thing_costs_is_the_amount_written_with_it(tmp_path):
