@@ -310,7 +310,8 @@ def later_changes(chat: ChatIndex, row: int, about: set[str], typed, values=None
     earlier = chat.raw_texts[row].lower()
     for r in range(row + 1, chat.size):
         text = chat.raw_texts[r]
-        if r in flagged or not typed(text):
+        # a bot's reminder repeats a plan as it was set up; it changes nothing a person said
+        if r in flagged or chat.bots[r] or not typed(text):
             continue
         if values is not None and all(m.group(0).lower() in earlier for m in kept(list(values.finditer(text)), text)):
             continue

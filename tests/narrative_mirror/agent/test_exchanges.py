@@ -428,7 +428,7 @@ def test_why_reads_the_cause_before_so_the_refusing_reply_and_the_named_persons_
 
 def test_a_day_or_time_said_not_to_hold_is_never_the_answer_and_a_change_gives_a_new_one(tmp_path):
     from narrative_mirror.agent.exchange_values import PLAN
-    from narrative_mirror.agent.exchanges import later_changes, topic_stems
+    from narrative_mirror.agent.exchanges import content_stems, later_changes, topic_stems
 
     assert [m.group(0) for m in PLAN.finditer("Move to Fri 28th? Sat the 5th at 4pm")] == [
         "Fri 28th",
@@ -603,3 +603,20 @@ def test_how_much_the_thing_costs_is_the_amount_written_with_it(tmp_path):
     assert _read(chat, "amount", "How much is the urn?", [0])[0] == "£15"
     # "How much of the deposit ..." asks a part of it: not the amount written with it
     assert _read(chat, "amount", "How much of the deposit did we get back?", [0])[0] == "£220"
+
+
+def test_a_bots_reminder_changes_no_plan(tmp_path):
+    from narrative_mirror.agent.exchange_values import PLAN
+    from narrative_mirror.agent.exchanges import content_stems, later_changes, topic_stems
+
+    chat = _chat(
+        tmp_path,
+        [
+            ("Rob", "Tournament is Saturday 29th at Hackney Marshes"),
+            ("Ola", "Marshes are double booked, moving it to Sunday 30th instead"),
+            ("sesh", "Reminder: Tournament moved to Saturday 29th, 10:00"),  # the card kept the old plan
+        ],
+        bots=("sesh",),
+    )
+    about = topic_stems("When is the tournament now?", chat) | content_stems(chat.raw_texts[0])
+    assert later_changes(chat, 0, about, lambda t: bool(PLAN.search(t)), PLAN) == [1]
