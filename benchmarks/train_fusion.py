@@ -39,6 +39,7 @@ from retrieval_variants import CATEGORIES, ChatData, load_train
 from narrative_mirror import settings
 from narrative_mirror.metrics.recall_at_k import recall_at_k
 from narrative_mirror.retrieval.engine import Retriever
+from narrative_mirror.retrieval.hybrid import ranking
 from narrative_mirror.retrieval.learned_fusion import FEATURES, LearnedFusion, fit_listwise, inputs_fingerprint
 
 
@@ -164,11 +165,6 @@ def report_on_sets(l2: float) -> int:
         ]
         print(f"  {name:<12} n={len(part):>3}  R@1/R@3/R@10  " + "  ".join(cells))
     return 0
-
-
-def ranking(scores: np.ndarray) -> np.ndarray:
-    """Positions by score, best first; ties keep pool order."""
-    return np.lexsort((np.arange(len(scores)), -scores))
 
 
 def main(argv: list[str] | None = None) -> int:
