@@ -308,8 +308,13 @@ def verification(state: AgentState, run: Run) -> dict:
     kept = [c for c, note in zip(claims, notes) if note is None]
     about = [answer_mod.cites_what_it_is_about(c, evidence, run.facets.artifact, subjects) for c in kept]
     # offline only: an LLM's claims are sentences written to answer, checked by its verifier, not fragments
-    quoted = quoting.QUOTE_WHEN_UNSURE and not run.llm_active and quoting.unsure(len(claims), len(verified), about)
-    shown = quoting.best_quoted(kept, evidence) if quoted else None
+    misfit = quoting.answers_another_kind(verified, run.question, run.retriever.chat(run.chat_file))
+    quoted = (
+        quoting.QUOTE_WHEN_UNSURE
+        and not run.llm_active
+        and (quoting.unsure(len(claims), len(verified), about) or misfit)
+    )
+    shown = quoting.best_quoted(kept, evidence, values=not misfit) if quoted else None
     # Of the claims answering a question that asks for one thing, those whose messages state what
     # is asked answer; the others are words of messages about something else found beside them. A
     # question asking for several things ("What sports does Kevin play?") is answered item by item

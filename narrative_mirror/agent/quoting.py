@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from narrative_mirror.agent import countries, exchange_values
 from narrative_mirror.retrieval.records import ChatMessage
 
 QUOTE_WHEN_UNSURE = True  # the benchmarks switch it off to measure the fragment beside it
@@ -66,14 +67,42 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def best_quoted(kept: Sequence, evidence: Mapping[str, object]) -> str | None:
+def best_quoted(kept: Sequence, evidence: Mapping[str, object], values: bool = True) -> str | None:
     """The quote of the first message a kept claim cites (best first), None when none is held (or
     the claim is a typed value and those are not quoted); a typed value stays before its quote
-    ("No. Nora, ...: ..."): the quote shows why, the value is not a fragment of it."""
+    ("No. Nora, ...: ..."): the quote shows why, the value is not a fragment of it. ``values``
+    False: no value before the quote (one of another kind than the question asks for)."""
     for claim in kept:
         for i in claim.ids:
             if i in evidence:
-                if not is_value(claim) or _words(claim.text) == _words(evidence[i].message.text):
+                if not values or not is_value(claim) or _words(claim.text) == _words(evidence[i].message.text):
                     return quote(evidence[i].message)  # a fragment, or a value that is the whole message
                 return f"{claim.text}. {quote(evidence[i].message)}" if QUOTE_TYPED_VALUES else None
     return None
+
+
+# Questions asking for one typed value, by their first words.
+_ASKS_FOR = (
+    ("who", re.compile(r"^\W*(?:who|whose)\b", re.I)),
+    ("how_much", re.compile(r"^\W*how much\b(?!\s+(?:time|longer|later|earlier|further|of)\b)", re.I)),
+)
+_STREET = re.compile(r"\b(?:rd|road|st|street|lane|ave|avenue|close|way|drive|square)\.?$", re.I)
+
+
+def answers_another_kind(claims: Sequence, question: str, chat) -> bool:
+    """Whether the claims hold no value of the kind the question asks for, so the answer quotes its
+    best message instead: who -> a person of the chat, or a name that is no street and no place of
+    the gazetteer ("Tucson" answers no who-question); how much -> an amount ("12 teams" is a count)."""
+    asked = next((kind for kind, asks in _ASKS_FOR if asks.search(question)), None)
+    if not claims or asked is None:
+        return False
+    if asked == "how_much":
+        return not any(exchange_values.amounts(c.text) for c in claims)
+    people = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+
+    def a_person(text: str) -> bool:
+        if {w.lower() for w in re.findall(r"[\w'’.-]+", text)} & people:
+            return True
+        return not (_STREET.search(text.strip()) or countries.countries_in(text.strip()))
+
+    return not any(a_person(c.text) for c in claims)
