@@ -10,6 +10,8 @@ description, fields, footer; markdown bold dropped); a message with content keep
 (its embeds are link previews).
 Types other than ordinary messages, replies and command results (member joins, pins, calls,
 thread creation, renames) are system messages. For a thread, ``channel.category`` is the parent.
+A ``ChannelPinnedMessage``'s ``reference.messageId`` is the pinned message: its line quotes that
+message and replies to it when the file holds it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from narrative_mirror.exports.records import (
     kind_from_name,
     optional_field,
     read_each,
+    resolve_pins,
 )
 from narrative_mirror.exports.timezones import file_zone_of
 
@@ -61,15 +64,18 @@ def read(path: Path) -> Iterator[Conversation]:
     guild = export.get("guild") if isinstance(export.get("guild"), dict) else {}
     channel_id = str(channel.get("id") or "")
     warnings: list[str] = []
+    pins: dict[str, str] = {}  # pin line's id -> the pinned message's id
     items = iter_with_index(json_field(export, "messages", "$", path, list), str(path), "messages")
     messages = read_each(
         ((f"messages[{index}]", item) for index, item in items),
-        lambda item, where: _message(item, where, path, channel_id),
+        lambda item, where: _message(item, where, path, channel_id, pins),
         "channel",
         warnings,
         name_of=_native_id,
         none_read_raises=True,
     )
+    if pins:  # resolved once the whole channel is read, wherever the pinned message stands in it
+        messages = resolve_pins(messages, pins)
     title = " / ".join(str(p) for p in (guild.get("name"), channel.get("category"), channel.get("name")) if p)
     title = title or path.stem
     tz = messages[0].tz if messages else "UTC"
@@ -102,7 +108,7 @@ def _time(value: str, path: Path, where: str) -> datetime:
     return moment
 
 
-def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMessage:
+def _message(item: Any, where: str, path: Path, channel_id: str, pins: dict[str, str]) -> ExportedMessage:
     if not isinstance(item, dict):
         raise ExportFormatError(path, where, f"expected a message object, found {type(item).__name__}")
     native = json_field(item, "id", where, path, (str, int))
@@ -123,8 +129,10 @@ def _message(item: Any, where: str, path: Path, channel_id: str) -> ExportedMess
     reference = item.get("reference") if isinstance(item.get("reference"), dict) else {}
     reply_to = reference.get("messageId")
     same_channel = str(reference.get("channelId") or channel_id) == channel_id
+    if kind == "ChannelPinnedMessage" and same_channel and isinstance(reply_to, (str, int)) and str(reply_to):
+        pins[str(native)] = str(reply_to)
     if system or not same_channel or reply_to is None:
-        reply_to = None
+        reply_to = None  # a pin's is set by resolve_pins when the pinned message is in the file
     return ExportedMessage(
         local_id=str(native),
         author=name,

@@ -12,7 +12,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -99,6 +99,32 @@ class ExportedMessage:
     edited: bool = False
     system: bool = False  # joins, calls, group changes: kept in the transcript, out of retrieval
     bot: bool = False  # written by a bot account (Slack bot_message, Discord isBot)
+
+
+def resolve_pins(messages: list[ExportedMessage], pins: dict[str, str]) -> list[ExportedMessage]:
+    """Each pin line (``pins``: its local id -> the pinned message's local id) as ``Ann pinned a
+    message: "<its text>"`` replying to it, when ``messages`` hold it; else left as it is. Run once
+    a chat is read: a pinned message may stand after its pin line."""
+    pinned = {m.local_id: m for m in messages if m.local_id in set(pins.values())}
+    resolved = []
+    for message in messages:
+        target = pinned.get(pins.get(message.local_id, "")) if message.system else None
+        if target is not None:
+            line = f"{message.author or 'Someone'} pinned a message{pin_gist(target)}"
+            message = replace(message, text=line, reply_to=target.local_id)
+        resolved.append(message)
+    return resolved
+
+
+def pin_gist(message: ExportedMessage, limit: int = 80) -> str:
+    """What a pin line adds about the pinned message: ``: "its text"`` (whitespace collapsed, cut
+    to ``limit`` characters with "…"), else `` (photo)`` for media without text, else ""."""
+    text = " ".join(message.text.split()) or next(
+        (" ".join(a.caption.split()) for a in message.attachments if a.caption), ""
+    )
+    if text:
+        return f': "{text if len(text) <= limit else text[: limit - 1].rstrip() + "…"}"'
+    return f" ({message.attachments[0].kind})" if message.attachments else ""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What a Slack message says as people read it: its ``text``, its ``blocks`` and its legacy
-``attachments``, with mrkdwn rendered (mentions by name, links by label, entities unescaped).
+``attachments``, with mrkdwn rendered (bold, italic and strike markers dropped, mentions by name,
+links by label, entities unescaped).
 
 Slack puts a message's words in up to three places. People's messages have ``text`` and the same
 words again as ``rich_text`` blocks. Apps and bots often leave ``text`` empty (or a one-line
@@ -16,12 +17,31 @@ import re
 from typing import Any
 
 MARKUP = re.compile(r"<([^<>]*)>")
+# What mrkdwn leaves as it is: code (inline and blocks), <...> markup (links, mentions) and bare URLs.
+_VERBATIM = r"```[\s\S]*?```|`[^`\n]+`|<[^<>]*>|\b[A-Za-z][\w+.-]{0,31}://[^\s<>`]+"
+
+
+def _emphasis(marker: str) -> re.Pattern[str]:
+    """``*bold*``, ``_italic_`` or ``~strike~`` as Slack draws it: on one line, the marker opens
+    after no letter or digit and before a non-space, and closes after a non-space and before no
+    letter or digit; so ``5*3``, ``snake_case``, ``~/path`` and a lone ``*`` stay text. Inside, the
+    marker may stand only where it cannot open (``*5*3 rooms*``): one scan per line, not one per
+    marker."""
+    m = re.escape(marker)
+    words = rf"(?:<[^<>\n]*>|`[^`\n]*`|[^\n<`{m}]|(?<=[^\W_]){m}|(?<![^\W_]){m}(?=\s))+?"
+    opens = rf"(?<![^\W_])(?<!{m}){m}(?![\s{m}])"
+    closes = rf"(?<![\s{m}]){m}(?![^\W_]|{m})"
+    return re.compile(rf"(?P<verbatim>{_VERBATIM})|{opens}(?P<words>{words}){closes}")
+
+
+_EMPHASIS = [_emphasis(marker) for marker in "*_~"]
 # Slack's notification text for a message made only of blocks: says nothing of the message.
 NO_DISPLAY = "This content can't be displayed."
 
 
 def render_markup(text: str, names: dict[str, str], channel_ids: dict[str, str]) -> str:
-    """Slack mrkdwn as people read it: mentions by name, links by label, entities unescaped."""
+    """Slack mrkdwn as people read it: bold, italic and strike markers dropped, mentions by name,
+    links by label, entities unescaped."""
 
     def replace(match: re.Match[str]) -> str:
         target, _, label = match[1].partition("|")
@@ -35,6 +55,8 @@ def render_markup(text: str, names: dict[str, str], channel_ids: dict[str, str])
             return "@" + target[1:].split("^", 1)[0]
         return label or target
 
+    for pattern in _EMPHASIS:  # markers first, so that names and link targets keep theirs
+        text = pattern.sub(lambda found: found["verbatim"] or found["words"], text)
     rendered = MARKUP.sub(replace, text)
     return rendered.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 

@@ -8,7 +8,9 @@ difference is the offset the exporting machine showed, kept per message; ``from`
 ``reply_to_message_id``; ``edited``/``edited_unixtime``; ``forwarded_from``/``saved_from`` (the
 origin leads the forwarder's text); ``photo``/``file`` (+ ``media_type``, ``file_name``).
 ``text`` is a string or a list of strings and ``{type, text, href}`` entities, joined without
-adding spaces (``text_entities`` is the same as a list).
+adding spaces (``text_entities`` is the same as a list). A ``pin_message`` service message's
+``message_id`` is the pinned message (same chat): its line quotes that message and replies to it
+when the export holds it (a pin may point before the export's range).
 
 Files are streamed with ijson (in linear time: exports/jsonstream.py): a single chat's messages
 one at a time, a full export one chat at a time.
@@ -40,6 +42,7 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
     read_each,
+    resolve_pins,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc, offset_name
 
@@ -143,13 +146,16 @@ def _chat(
     key = conversation_key(FORMAT, title)
     ids = StableIds()
     warnings: list[str] = []
+    pins: dict[str, str] = {}  # pin line's local id -> the pinned message's id
     messages = read_each(
         ((f"{prefix}messages[{index}]", item) for index, item in enumerate(items)),
-        lambda item, where: _message(item, where, path, zone, ids),
+        lambda item, where: _message(item, where, path, zone, ids, pins),
         "chat",
         warnings,
         name_of=_id_name,
     )
+    if pins:  # resolved once the whole chat is read: a pinned message may come after its pin line
+        messages = resolve_pins(messages, pins)
     file_zones = Counter(m.tz for m in messages if m.tz_source == TZ_FROM_FILE)
     tz, tz_source = (file_zones.most_common(1)[0][0], TZ_FROM_FILE) if file_zones else (zone.name, zone.source)
     conversation = conversation_from_messages(
@@ -214,7 +220,9 @@ def _time(item: dict, where: str, path: Path, zone: ZoneChoice) -> tuple[datetim
     return zone.to_utc(local, path), zone.name, zone.source
 
 
-def _message(item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds) -> ExportedMessage:
+def _message(
+    item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds, pins: dict[str, str]
+) -> ExportedMessage:
     if not isinstance(item, dict):
         raise ExportFormatError(path, where, f"expected a message object, found {type(item).__name__}")
     kind = item.get("type", "message")
@@ -238,6 +246,11 @@ def _message(item: Any, where: str, path: Path, zone: ZoneChoice, ids: StableIds
     native = item.get("id")
     local_id = str(native) if native is not None else ids.next_id(author, utc, text)
     reply = item.get("reply_to_message_id")
+    if system and item.get("action") == "pin_message":
+        pinned = item.get("message_id", reply)
+        if isinstance(pinned, (str, int)) and not isinstance(pinned, bool) and str(pinned):
+            pins[local_id] = str(pinned)
+        reply = None  # set by resolve_pins when the pinned message is in the export
     attachments = tuple(a._replace(caption=text or a.caption) for a in _attachments(item)) if not system else ()
     return ExportedMessage(
         local_id=local_id,
@@ -278,7 +291,7 @@ def service_text(item: dict, actor: str) -> str:
     if action == "join_group_by_request":
         return f"{who} joined the group (request approved)"
     if action == "pin_message":
-        return f"{who} pinned message {item.get('message_id')}" if item.get("message_id") else f"{who} pinned a message"
+        return f"{who} pinned a message"  # which one: records.resolve_pins, once the chat is read
     if action == "edit_group_title":
         return f"{who} changed the group name to «{title}»"
     if action == "edit_group_photo":

@@ -363,11 +363,14 @@ def _message(
     found = _attachment(text.split("\n", 1)[0], text.split("\n")[1:])
     if found is not None:
         attachments, text = (found[0],), found[1]
-    if text.strip().rstrip(".") in DELETED_TEXTS or text.strip() in CALL_TEXTS:
+    theirs = text.strip().rstrip(".") in DELETED_TEXTS or text.strip() in CALL_TEXTS
+    if theirs:
         system = True
     if system:  # "~ Megan joined using this group's invite link": Megan, as her messages name her
         text = _UNSAVED.sub("", text)
-    name = "" if author is None or (system and author == title) else author
+    # iOS gives its own lines the chat's name, dropped here; but a one-to-one chat is named after
+    # the other person, and a deletion or a call in that name is theirs (on Android as on iOS).
+    name = "" if author is None or (system and not theirs and author == title) else author
     return ExportedMessage(
         local_id=ids.next_id(name, utc, text),
         author=name,

@@ -104,7 +104,7 @@ def test_replies_bots_edits_and_system_types(tmp_path):
         ("101", "Ann", "servo arrived", False, False, None, False),
         ("102", "Bob", "nice!", False, False, "101", True),
         ("103", "Helper", "reminder set", False, True, None, False),
-        ("104", "Ann", "Ann pinned a message", True, False, None, False),
+        ("104", "Ann", 'Ann pinned a message: "servo arrived"', True, False, "101", False),
         ("105", "Bob", "from elsewhere", False, False, None, False),
     ]
     assert messages[1].timestamp == datetime(2024, 2, 1, 8, 1, 0, 500000, tzinfo=UTC)
@@ -226,3 +226,71 @@ def test_a_bot_message_with_only_an_embed_is_read_from_the_embed(tmp_path):
         "https://powerleague.com/shoreditch",
     ]
     assert messages[0].bot and not messages[0].system
+
+
+def _pins_export(*messages):
+    channel = {"id": "1301948837416210472", "type": "GuildTextChat", "category": "EVENTS", "name": "lan-planning"}
+    return {
+        "guild": {"id": "1087418011337867264", "name": "Lag Lords"},
+        "channel": channel,
+        "messages": list(messages),
+        "messageCount": len(messages),
+    }
+
+
+def _pin(id_, when, name, pinned_id):
+    reference = {"messageId": pinned_id, "channelId": "1301948837416210472", "guildId": "1087418011337867264"}
+    return _message(id_, "ChannelPinnedMessage", when, name, "Pinned a message.", reference=reference)
+
+
+def _lines(tmp_path, export):
+    path = tmp_path / "Lag Lords - EVENTS - lan-planning [1301948837416210472].json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    return [(m.local_id, m.text, m.reply_to, m.system) for m in _read(path)[1]]
+
+
+def test_a_pin_line_quotes_the_pinned_message_and_replies_to_it(tmp_path):
+    plan = "LAN is at Kez's garage,\n\n  doors 6pm   bring your own   extension lead"
+    export = _pins_export(
+        _message("1304373700012345678", "Default", "2024-11-08T09:15:20.104+00:00", "Kez", plan),
+        _message("1304373801198765432", "Default", "2024-11-08T09:15:44.512+00:00", "Mo", "🔥"),
+        _pin("1304373928968974380", "2024-11-08T09:16:18.761+00:00", "Kez", "1304373700012345678"),
+    )
+    assert _lines(tmp_path, export)[2] == (
+        "1304373928968974380",
+        'Kez pinned a message: "LAN is at Kez\'s garage, doors 6pm bring your own extension lead"',
+        "1304373700012345678",
+        True,
+    )
+
+
+def test_a_pin_of_a_message_not_in_the_file_says_only_that_a_message_was_pinned(tmp_path):
+    # Exported with --after: the first pin is of a message from before the range, the second of
+    # one in it; each line stays with its own message.
+    export = _pins_export(
+        _pin("1304373928968974380", "2024-11-08T09:16:18.761+00:00", "Kez", "1290000000000000001"),
+        _message("1304374000000000001", "Default", "2024-11-08T09:17:02.000+00:00", "Mo", "which one?"),
+        _message("1304374100000000002", "Default", "2024-11-08T09:18:40.250+00:00", "Kez", "the old rota, now this"),
+        _pin("1304374200000000003", "2024-11-08T09:19:05.900+00:00", "Kez", "1304374100000000002"),
+    )
+    assert _lines(tmp_path, export) == [
+        ("1304373928968974380", "Kez pinned a message.", None, True),
+        ("1304374000000000001", "which one?", None, False),
+        ("1304374100000000002", "the old rota, now this", None, False),
+        ("1304374200000000003", 'Kez pinned a message: "the old rota, now this"', "1304374100000000002", True),
+    ]
+
+
+def test_a_long_pinned_message_is_shortened_in_the_pin_line(tmp_path):
+    rules = (
+        "House rules for the weekend: no drinks on the desks, label your power bricks, the hut "
+        "costs £31 each (six of us) and it's due to me by Friday 15th."
+    )
+    export = _pins_export(
+        _message("1304370000000000001", "Default", "2024-11-08T08:58:10.000+00:00", "Kez", rules),
+        _pin("1304373928968974380", "2024-11-08T09:16:18.761+00:00", "Kez", "1304370000000000001"),
+    )
+    local_id, text, reply_to, _ = _lines(tmp_path, export)[1]
+    quoted = 'Kez pinned a message: "House rules for the weekend: no drinks on the desks, label your power bricks, t…"'
+    assert (local_id, text, reply_to) == ("1304373928968974380", quoted, "1304370000000000001")
+    assert len(text.split(": ", 1)[1].strip('"')) <= 80

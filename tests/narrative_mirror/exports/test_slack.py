@@ -179,3 +179,46 @@ def test_direct_messages_are_titled_by_their_members(tmp_path):
     dm = conversations["slack_ann_lee_bob_ray"]
     assert (dm.title, dm.participants) == ("Ann Lee, Bob Ray", ("Ann Lee", "Bob Ray"))
     assert [(m.author, m.text) for m in dm.messages()] == [("Bob Ray", "psst")]
+
+
+# (what Slack stored, what people read): mrkdwn markers wrap words at word boundaries; the rest is text.
+MRKDWN = [
+    (
+        "*Room change* for Thursday: we're in _Aurora_ now, not ~Bellevue~",
+        "Room change for Thursday: we're in Aurora now, not Bellevue",
+    ),
+    (
+        "Agenda: *1. budget*, _maybe_ hiring (~old~ plan dropped).",
+        "Agenda: 1. budget, maybe hiring (old plan dropped).",
+    ),
+    ("*_really_ important*, <@U2>: ~*no* longer~ needed", "really important, @Bob Ray: no longer needed"),
+    ("*see <https://wiki.acme.org/rooms|the floor plan>*", "see the floor plan"),
+    ("5*3 = 15, and 2 * 4 = 8", "5*3 = 15, and 2 * 4 = 8"),
+    (
+        "rename snake_case_name in file_name.txt and __init__.py",
+        "rename snake_case_name in file_name.txt and __init__.py",
+    ),
+    ("backups are in ~/path/to/backups and ~/notes", "backups are in ~/path/to/backups and ~/notes"),
+    (
+        "<https://wiki.acme.org/_drafts_/plan_v2|draft> at <https://x.org/*star*/a~b~/>, or https://y.org/_a_/b",
+        "draft at https://x.org/*star*/a~b~/, or https://y.org/_a_/b",
+    ),
+    ("run `make *all*` then ```rm ~tmp~ _x_```", "run `make *all*` then ```rm ~tmp~ _x_```"),
+    ("rated it 4* at best, *sigh", "rated it 4* at best, *sigh"),
+    (":white_check_mark: done :tada: _:+1:_", ":white_check_mark: done :tada: :+1:"),
+]
+
+
+def test_bold_italic_and_strike_markers_are_read_as_their_words(tmp_path):
+    root = _write(tmp_path / "ws")
+    (root / "random" / "2023-11-14.json").write_text(
+        json.dumps(
+            [
+                {"type": "message", "user": "U1", "text": said, "ts": f"17000000{n:02}.000000"}
+                for n, (said, _) in enumerate(MRKDWN)
+            ]
+        ),
+        encoding="utf-8",
+    )
+    [_, random] = list(read_export(root))
+    assert [m.text for m in random.messages()] == [read for _, read in MRKDWN]

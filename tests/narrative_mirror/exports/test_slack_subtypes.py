@@ -201,7 +201,7 @@ def test_every_message_keeps_its_words_author_and_files(tmp_path):
     assert ops.warnings == []
     assert [(m.author, m.text, m.bot, m.system) for m in messages] == [
         ("Jira Cloud", "New issue\nOPS-7 Disk full\ndb1 at 99%\nPriority: High", True, False),
-        ("deploy", "Deploy 42\n*api* shipped by @Ann Lee\nenv: prod\ntook 3 min", True, False),
+        ("deploy", "Deploy 42\napi shipped by @Ann Lee\nenv: prod\ntook 3 min", True, False),
         ("Standup", "Yesterday: fixed the lamp", True, False),
         ("Bobby", "hey @Ann Lee and @Cy Po", False, False),
         ("Cy Po", "see the doc\U0001f389\n- one\n- two\n> quoted", False, False),

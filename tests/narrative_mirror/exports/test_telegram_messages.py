@@ -152,7 +152,7 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         ("5", "Dee", "", False),
         ("6", "Bob", "the plan", False),
         ("7", "Ann", "", False),
-        ("8", "Ann", "Ann pinned message 6", True),
+        ("8", "Ann", 'Ann pinned a message: "the plan"', True),
         ("9", "Dee", "Dee left the group", True),
         ("10", "Ann", "Ann removed Cy", True),
         ("11", "Eve", "Eve joined the group via invite link from Ann", True),
@@ -163,6 +163,7 @@ def test_forwards_entities_services_and_media_read_as_shown(tmp_path):
         ("16", "Cy", "", False),
     ]
     assert (messages[4].reply_to, messages[4].edited) == ("3", True)
+    assert messages[7].reply_to == "6"  # the pin line points at what was pinned
     assert [m.attachments for m in messages[4:7]] == [
         (Attachment("sticker", "sticker.webp", "😂"),),
         (Attachment("document", "plan.pdf", "the plan"),),
@@ -241,3 +242,54 @@ def test_a_photo_the_export_left_out_has_no_name(tmp_path):
     path.write_text(json.dumps(data), encoding="utf-8")
     [message] = list(next(iter(read_export(path))).messages())
     assert message.attachments == (Attachment("photo", "", "the stall plan"),) and message.text == "the stall plan"
+
+
+def _pin_chat(*messages):
+    return {"name": "Allotment", "type": "private_supergroup", "id": 1877004512, "messages": list(messages)}
+
+
+def _read_chat(tmp_path, chat):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(chat, ensure_ascii=False), encoding="utf-8")
+    [conversation] = read_export(path, format="telegram")
+    return [(m.local_id, m.text, m.reply_to, m.system) for m in conversation.messages()]
+
+
+def test_a_pin_line_quotes_the_pinned_message_and_replies_to_it(tmp_path):
+    rota = "Watering rota:\n  Mon  Priti\n  Wed  Sam\n\nKey is in the blue box"
+    chat = _pin_chat(
+        _message(48390, "2026-05-04T08:12:40", 1777878760, **{"from": "Priti", "from_id": "user71", "text": rota}),
+        _message(48391, "2026-05-04T08:13:05", 1777878785, **{"from": "Sam", "from_id": "user72", "text": "👍"}),
+        _service(48392, "2026-05-04T08:14:10", 1777878850, "Priti", "pin_message", message_id=48390),
+    )
+    assert _read_chat(tmp_path, chat)[2] == (
+        "48392",
+        'Priti pinned a message: "Watering rota: Mon Priti Wed Sam Key is in the blue box"',
+        "48390",
+        True,
+    )
+
+
+def test_a_pin_of_a_message_from_before_the_export_says_only_that_a_message_was_pinned(tmp_path):
+    chat = _pin_chat(
+        _service(48392, "2026-05-04T08:14:10", 1777878850, "Priti", "pin_message", message_id=48001),
+        _message(48393, "2026-05-04T08:15:00", 1777878900, **{"from": "Sam", "from_id": "user72", "text": "ta"}),
+    )
+    assert _read_chat(tmp_path, chat)[0] == ("48392", "Priti pinned a message", None, True)
+
+
+def test_a_long_pinned_message_is_shortened_in_the_pin_line(tmp_path):
+    notice = (
+        "AGM moved to Saturday 16 May, 10am at the pavilion. Bring your plot numbers and the £12 "
+        "subs; anyone who can't come, message me before Friday please."
+    )
+    chat = _pin_chat(
+        _message(310, "2026-05-01T19:02:11", 1777658531, **{"from": "Joan Tait", "from_id": "user9", "text": notice}),
+        _service(311, "2026-05-01T19:02:30", 1777658550, "Joan Tait", "pin_message", message_id=310),
+    )
+    local_id, text, reply_to, _ = _read_chat(tmp_path, chat)[1]
+    quoted = (
+        'Joan Tait pinned a message: "AGM moved to Saturday 16 May, 10am at the pavilion. Bring your plot numbers and…"'
+    )
+    assert (local_id, text, reply_to) == ("311", quoted, "310")
+    assert len(text.split(": ", 1)[1].strip('"')) <= 80

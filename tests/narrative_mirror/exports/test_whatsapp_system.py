@@ -6,6 +6,8 @@ from __future__ import annotations
 import zipfile
 from datetime import UTC, datetime
 
+import pytest
+
 from narrative_mirror.exports import Attachment, read_export
 
 LRM = "\u200e"
@@ -154,3 +156,89 @@ def test_android_german_and_spanish(tmp_path):
     ]
     assert list(chat.messages())[3].timestamp == datetime(2024, 3, 12, 12, 24, tzinfo=UTC)
     assert chat.title == "Familia"
+
+
+# A one-to-one chat is titled with the other person's name, the name iOS also gives its system
+# lines: a message that person deleted, or their call, is still theirs, as the exporter's own are.
+ONE_TO_ONE = {
+    "en": (
+        "WhatsApp Chat with Tom Whitfield.txt",
+        "Messages and calls are end-to-end encrypted. No one outside of this chat, not even WhatsApp, "
+        "can read or listen to them.",
+        "Are we still on for Saturday?",
+        "This message was deleted",
+        "Sorry, wrong chat 🙈",
+        "You deleted this message",
+        "Missed voice call",
+    ),
+    "de": (
+        "WhatsApp-Chat mit Tom Whitfield.txt",
+        "Nachrichten und Anrufe sind Ende-zu-Ende-verschlüsselt. Niemand außerhalb dieses Chats kann sie lesen.",
+        "Steht Samstag noch?",
+        "Diese Nachricht wurde gelöscht",
+        "Sorry, falscher Chat 🙈",
+        "Du hast diese Nachricht gelöscht",
+        "Verpasster Sprachanruf",
+    ),
+    "es": (
+        "Chat de WhatsApp con Tom Whitfield.txt",
+        "Los mensajes y las llamadas están cifrados de extremo a extremo. Nadie fuera de este chat puede leerlos.",
+        "¿Sigue en pie lo del sábado?",
+        "Se eliminó este mensaje",
+        "Perdón, chat equivocado 🙈",
+        "Eliminaste este mensaje",
+        "Llamada perdida",
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(ONE_TO_ONE))
+def test_android_one_to_one_deletions_keep_who_deleted(tmp_path, language):
+    name, encrypted, asked, deleted, sorry, mine, call = ONE_TO_ONE[language]
+    path = tmp_path / name
+    path.write_text(
+        f"14/03/2026, 19:40 - {encrypted} Tap to learn more.\n"
+        f"14/03/2026, 19:41 - Rosie Hale: {asked}\n"
+        f"14/03/2026, 19:42 - Tom Whitfield: {deleted}\n"
+        f"14/03/2026, 19:43 - Tom Whitfield: {sorry}\n"
+        f"14/03/2026, 19:44 - Rosie Hale: {mine}\n"
+        f"14/03/2026, 19:50 - Tom Whitfield: {call}\n",
+        encoding="utf-8",
+    )
+    chat, rows = _rows(path)
+    assert chat.title == "Tom Whitfield"
+    assert [(author, text, system) for author, text, system, _, _ in rows] == [
+        ("", f"{encrypted} Tap to learn more.", True),
+        ("Rosie Hale", asked, False),
+        ("Tom Whitfield", deleted, True),
+        ("Tom Whitfield", sorry, False),
+        ("Rosie Hale", mine, True),
+        ("Tom Whitfield", call, True),
+    ]
+
+
+@pytest.mark.parametrize("language", sorted(ONE_TO_ONE))
+def test_ios_one_to_one_deletions_keep_who_deleted(tmp_path, language):
+    _, encrypted, asked, deleted, sorry, mine, call = ONE_TO_ONE[language]
+    archive = tmp_path / "WhatsApp Chat - Tom Whitfield.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr(
+            "_chat.txt",
+            f"[14.03.26, 19:40:02] Tom Whitfield: {LRM}{encrypted}\n"
+            f"[14.03.26, 19:41:15] Rosie Hale: {asked}\n"
+            f"[14.03.26, 19:42:30] Tom Whitfield: {LRM}{deleted}.\n"
+            f"[14.03.26, 19:43:05] Tom Whitfield: {sorry}\n"
+            f"[14.03.26, 19:44:12] Rosie Hale: {LRM}{mine}.\n"
+            f"[14.03.26, 19:50:40] Tom Whitfield: {LRM}{call}\n",
+        )
+    chat, rows = _rows(archive)
+    assert chat.title == "Tom Whitfield"
+    assert [(author, text, system) for author, text, system, _, _ in rows] == [
+        ("", encrypted, True),  # iOS names the chat as the author of its own lines
+        ("Rosie Hale", asked, False),
+        ("Tom Whitfield", f"{deleted}.", True),
+        ("Tom Whitfield", sorry, False),
+        ("Rosie Hale", f"{mine}.", True),
+        ("Tom Whitfield", call, True),
+    ]
+    assert chat.participants == ("Rosie Hale", "Tom Whitfield")
