@@ -92,7 +92,8 @@ _STREET = re.compile(r"\b(?:rd|road|st|street|lane|ave|avenue|close|way|drive|sq
 def answers_another_kind(claims: Sequence, question: str, chat) -> bool:
     """Whether the claims hold no value of the kind the question asks for, so the answer quotes its
     best message instead: who -> a person of the chat, or a name that is no street and no place of
-    the gazetteer ("Tucson" answers no who-question); how much -> an amount ("12 teams" is a count)."""
+    the gazetteer ("Tucson" answers no who-question); how much -> an amount ("12 teams" is a count).
+    The gazetteer is read once per process (about 2 s here), when a who-answer names no one of the chat."""
     asked = next((kind for kind, asks in _ASKS_FOR if asks.search(question)), None)
     if not claims or asked is None:
         return False
