@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 # Run in a source tree (today's or a commit's): build the set's chats as the asset graph builds
@@ -77,6 +78,7 @@ if sys.argv[4:] == ["pools"]:  # the learned fusion's training rows (benchmarks/
 for q in questions["questions"]:
     a = ask(retriever, q["chat"], q["question"])
     print(json.dumps({"id": q["id"], "answer": a.answer, "abstained": a.abstained, "evidence": a.selected_ids,
+                      "evidence_texts": [item.text for item in a.evidence],
                       "claims": [[c.text, c.ids, c.supported] for c in a.claims]}))
 """
 
@@ -124,7 +126,8 @@ def run_tree(tree: Path, folder: Path, vector_file: Path, mode: str = "ask") -> 
 
 def summary(questions: list[dict], rows: dict[str, dict]) -> dict:
     """Right share overall, per kind and per chat; never-said abstention rate; how often a gold
-    message was among the evidence shown (what retrieval gave the answer step to read)."""
+    message was among the evidence shown (what retrieval gave the answer step to read); where the
+    wrong answers' required words are in their evidence."""
 
     def share(group: list[dict]) -> dict:
         right = sum(is_right(q, rows[q["id"]]) for q in group)
@@ -137,6 +140,7 @@ def summary(questions: list[dict], rows: dict[str, dict]) -> dict:
         }
 
     answerable = [q for q in questions if q["kind"] != "never_said"]
+    wrong = [q for q in answerable if not is_right(q, rows[q["id"]])]
     return {
         "overall": share(questions),
         "answerable": share(answerable),
@@ -146,7 +150,21 @@ def summary(questions: list[dict], rows: dict[str, dict]) -> dict:
         },
         "never_said_abstained": share([q for q in questions if q["kind"] == "never_said"])["right"],
         "answerable_abstained": round(sum(rows[q["id"]]["abstained"] for q in answerable) / max(len(answerable), 1), 3),
+        "wrong_words_at": dict(Counter(words_at(q, rows[q["id"]]) for q in wrong)),
     }
+
+
+WORDS_AT = ("message 1", "messages 2-3", "later", "none")
+
+
+def words_at(question: dict, row: dict) -> str:
+    """Where a wrong answer's required words are in the evidence it was given (the first message,
+    the second or third, a later one, none): the answer step's miss, or retrieval's."""
+    texts = row.get("evidence_texts", [])
+    first = next((i for i, text in enumerate(texts) if has_words(text, question["required"])), None)
+    if first is None:
+        return "none"
+    return WORDS_AT[0] if first == 0 else WORDS_AT[1] if first < 3 else WORDS_AT[2]
 
 
 def score_set(name: str, baseline: str, show: int, as_json: bool) -> int:
@@ -184,6 +202,10 @@ def score_set(name: str, baseline: str, show: int, as_json: bool) -> int:
             line(c, lambda r, c=c: f"{r['per_chat'][c]['right']:.3f} n={r['per_chat'][c]['n']}")
         line("never-said abstained", lambda r: f"{r['never_said_abstained']:.3f}")
         line("answerable abstained", lambda r: f"{r['answerable_abstained']:.3f}")
+        line(
+            "wrong: words in evidence 1/2-3/later/none",
+            lambda r: "/".join(str(r["wrong_words_at"].get(w, 0)) for w in WORDS_AT),
+        )
     wrong = [q for q in questions if not is_right(q, runs["now"][q["id"]])]
     for q in wrong[:show]:
         r = runs["now"][q["id"]]
