@@ -210,11 +210,17 @@ def per_chat(compute):
 
 
 @per_chat
+def people_words(chat: ChatIndex) -> frozenset[str]:
+    """Each word of the chat's people's names and aliases, in lower case ("sofia", "reyes")."""
+    return frozenset(w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split())
+
+
+@per_chat
 def lowercase_words(chat: ChatIndex) -> frozenset[str]:
     """The words the chat writes in lower case somewhere, its people's names and aliases aside: a
     capitalised one of them ("As maid of honour", "Photo book", "Temporary Event Notice") is an
     ordinary word, not someone's name ("marek already the MVP" is still Marek)."""
-    names = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+    names = people_words(chat)
     return frozenset(
         w for t in chat.raw_texts for w in re.findall(r"(?<![\w@'’])[a-z]+(?![\w'’])", t) if w not in names
     )

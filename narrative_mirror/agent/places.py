@@ -24,6 +24,7 @@ from narrative_mirror.agent.exchanges import (
     content_stems,
     later_changes,
     lowercase_words,
+    people_words,
     replies,
     word_stems,
 )
@@ -48,7 +49,7 @@ class PlaceNames:
 
     def __init__(self, chat: ChatIndex):
         self.ordinary = lowercase_words(chat)
-        self.people = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+        self.people = people_words(chat)
 
     def finditer(self, text: str, asked: str = "") -> list[_Place]:
         """The place names of ``text`` (``asked``: the message it answers, whose choices it may name)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from narrative_mirror.agent import countries, exchange_values
+from narrative_mirror.agent import countries, exchange_values, exchanges
 from narrative_mirror.retrieval.records import ChatMessage
 
 QUOTE_WHEN_UNSURE = True  # the benchmarks switch it off to measure the fragment beside it
@@ -99,7 +99,7 @@ def answers_another_kind(claims: Sequence, question: str, chat) -> bool:
         return False
     if asked == "how_much":
         return not any(exchange_values.amounts(c.text) for c in claims)
-    people = {w for name in [*chat.speaker_names, *chat.aliases] for w in name.lower().split()}
+    people = exchanges.people_words(chat)
 
     def a_person(text: str) -> bool:
         if {w.lower() for w in re.findall(r"[\w'’.-]+", text)} & people:

@@ -105,7 +105,8 @@ def resolve_pins(messages: list[ExportedMessage], pins: dict[str, str]) -> list[
     """Each pin line (``pins``: its local id -> the pinned message's local id) as ``Ann pinned a
     message: "<its text>"`` replying to it, when ``messages`` hold it; else left as it is. Run once
     a chat is read: a pinned message may stand after its pin line."""
-    pinned = {m.local_id: m for m in messages if m.local_id in set(pins.values())}
+    wanted = set(pins.values())
+    pinned = {m.local_id: m for m in messages if m.local_id in wanted}
     resolved = []
     for message in messages:
         target = pinned.get(pins.get(message.local_id, "")) if message.system else None
