@@ -208,6 +208,8 @@ class Runner:
         for key in keys:
             reason = query.reason(key, partition) or "downstream of the above"
             by_reason.setdefault(reason, []).append(key.to_user_string())
+        if list(by_reason) == ["missing"]:  # a chat seen for the first time: its step names say nothing yet
+            return f"first build ({len(keys)} steps)"
         return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())
 
     # -- running ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import dagster as dg
 import pytest
 
 from cli.main import main
+from cli.session import INGEST, LAYERS
 from definitions import build_definitions
 from instance.lifecycle import dagster_home
 from jobs.sources import source_files_sensor
@@ -80,8 +81,13 @@ def _materializations(instance, asset: str, partition: str) -> int:
 
 @pytest.mark.slow  # two builds of the demo: ~21 s
 def test_an_edited_chat_reencodes_only_its_changed_and_new_messages(data, capsys):
-    first = _json(capsys, ["build", "--data", str(data), "--json"])
+    assert main(["build", "--data", str(data), "--json"]) == 0
+    out, err = capsys.readouterr()
+    first = json.loads(out)
     assert first["encoded_messages"] == first["messages"]
+    # A chat seen for the first time: its progress line says so, not which step names are "missing".
+    assert f"[1/3] demo_garden_Mara_Theo: first build ({len(INGEST + LAYERS)} steps)" in err.splitlines()
+    assert "missing" not in err
     # The evidence covers the question's term "operated": "dad's hip operation is confirmed ..."
     where = _json(capsys, ["ask", "--data", str(data), "--chat", HARBOR, "--json", "Where was Lena's dad operated on?"])
     assert "D1:14" in [e["id"] for e in where["evidence"]]
