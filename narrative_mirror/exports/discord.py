@@ -6,8 +6,9 @@ Facts: ``id`` is a snowflake string (the message id); ``timestamp`` is ISO with 
 ``reference.messageId`` names the message a reply answers (``type: Reply``);
 ``timestampEdited`` is set on edited messages; ``attachments[{fileName}]`` and ``stickers``. A
 message with no ``content`` (a bot's event card) is the text of its ``embeds`` (title,
-description, fields, footer; markdown bold dropped); a message with content keeps only that
-(its embeds are link previews).
+description, fields, footer; markdown bold dropped); a message with content keeps that as its
+text, and its embeds are link previews: ``link`` attachments whose caption (searched) is the
+preview's title and description.
 Types other than ordinary messages, replies and command results (member joins, pins, calls,
 thread creation, renames) are system messages. For a thread, ``channel.category`` is the parent.
 A ``ChannelPinnedMessage``'s ``reference.messageId`` is the pinned message: its line quotes that
@@ -120,6 +121,7 @@ def _message(item: Any, where: str, path: Path, channel_id: str, pins: dict[str,
     content = item.get("content") or ""
     if not isinstance(content, str):
         raise ExportFormatError(path, f"{where}.content", f"expected str, found {content!r}")
+    previews = _link_previews(item) if content.strip() else ()
     if not content.strip():
         content = _embed_text(item)
     kind = optional_field(item, "type", where, path, str, "Default")
@@ -141,7 +143,7 @@ def _message(item: Any, where: str, path: Path, channel_id: str, pins: dict[str,
         tz_source=TZ_FROM_FILE,
         text=content,
         reply_to=str(reply_to) if reply_to is not None else None,
-        attachments=_attachments(item, where, path),
+        attachments=_attachments(item, where, path) + previews,
         edited=bool(item.get("timestampEdited")),
         system=system,
         bot=bool(author.get("isBot")),
@@ -164,6 +166,22 @@ def _embed_text(item: dict) -> str:
             if isinstance(value, str) and value.strip(": "):
                 parts.append(value.replace("**", "").strip())
     return "\n".join(parts)
+
+
+def _link_previews(item: dict) -> tuple[Attachment, ...]:
+    """The embeds of a message with content: what its links show ("Powerleague Shoreditch:
+    5-a-side pitches in east London"), so that a question about the page finds the message."""
+    found = []
+    for embed in item.get("embeds") or []:
+        if not isinstance(embed, dict):
+            continue
+        said = [
+            v.replace("**", "").strip() for v in (embed.get("title"), embed.get("description")) if isinstance(v, str)
+        ]
+        caption = ": ".join(v for v in said if v)
+        if caption:
+            found.append(Attachment("link", str(embed.get("url") or ""), caption))
+    return tuple(found)
 
 
 def _system_line(author: str, kind: str, content: str) -> str:

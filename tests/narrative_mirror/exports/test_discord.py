@@ -206,7 +206,11 @@ def test_a_bot_message_with_only_an_embed_is_read_from_the_embed(tmp_path):
         "fields": [{"name": "Going", "value": "9"}],
         "footer": {"text": "sesh | event reminder"},
     }
-    preview = {"title": "Powerleague Shoreditch", "description": "5-a-side pitches in east London"}
+    preview = {
+        "title": "Powerleague Shoreditch",
+        "url": "https://powerleague.com/shoreditch",
+        "description": "5-a-side pitches in east London",
+    }
     export = {
         **EXPORT,
         "messages": [
@@ -226,6 +230,12 @@ def test_a_bot_message_with_only_an_embed_is_read_from_the_embed(tmp_path):
         "https://powerleague.com/shoreditch",
     ]
     assert messages[0].bot and not messages[0].system
+    # The preview is kept beside the words: a question about the pitches finds Ann's link.
+    assert messages[1].attachments == (
+        Attachment(
+            "link", "https://powerleague.com/shoreditch", "Powerleague Shoreditch: 5-a-side pitches in east London"
+        ),
+    )
 
 
 def _pins_export(*messages):
