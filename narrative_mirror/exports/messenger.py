@@ -5,8 +5,9 @@ Facts: no message ids and no replies; ``message_1.json`` holds the newest messag
 file lists newest first; ``sender_name``, ``timestamp_ms`` (UTC epoch in ms), ``content``,
 media lists (``photos``, ``videos``, ``audio_files``, ``files``, ``gifs``, ``sticker``,
 ``share``); ``type`` ``Subscribe``/``Unsubscribe``/``Call`` are system messages, and so is a group
-action stored as a ``Generic`` message ("Tom named the group ..."); ``is_unsent``
-messages have no content left and are skipped. Every string is UTF-8 bytes escaped as
+action stored as a ``Generic`` message ("Tom named the group ..."); an
+``is_unsent`` message has no content left: it is kept as the system line Messenger shows
+("Max unsent a message"), as a deleted WhatsApp message is. Every string is UTF-8 bytes escaped as
 ``\\u00XX``: it is repaired with latin-1 -> utf-8 (strings that are not such mojibake stay).
 
 Streaming: a thread's files are read one at a time; each thread is one conversation.
@@ -143,18 +144,17 @@ def _thread(thread: str, loaders: list, source: str, shown: tuple[str, str]) -> 
     return conversation
 
 
-def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str, str]) -> ExportedMessage | None:
+def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str, str]) -> ExportedMessage:
     if not isinstance(item, dict):
         raise ExportFormatError(label, where, f"expected a message object, found {type(item).__name__}")
-    if item.get("is_unsent") and not item.get("content"):
-        return None
     author = json_field(item, "sender_name", where, label, str)
+    unsent = bool(item.get("is_unsent")) and not item.get("content")
     millis = json_field(item, "timestamp_ms", where, label, int)
     try:
         utc = epoch_to_utc(millis / 1000)
     except (ValueError, OverflowError, OSError) as exc:
         raise ExportFormatError(label, f"{where}.timestamp_ms", f"bad timestamp {millis!r}") from exc
-    text = item.get("content") or ""
+    text = f"{author} unsent a message" if unsent else item.get("content") or ""
     if not isinstance(text, str):
         raise ExportFormatError(label, f"{where}.content", f"expected str, found {text!r}")
     return ExportedMessage(
@@ -165,7 +165,8 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         tz_source=shown[1],
         text=text,
         attachments=_attachments(item, where, label),
-        system=optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES
+        system=unsent
+        or optional_field(item, "type", where, label, str, "Generic") in SYSTEM_TYPES
         or group_action(author, text)
         or "call_duration" in item  # "The audio call ended." (a call's end, its length in seconds)
         or bool(_REACTION_NOTICE.match(text)),

@@ -64,11 +64,13 @@ def test_thread_files_mojibake_and_ordering(tmp_path):
     assert [(m.author, m.timestamp, m.text, m.system) for m in messages] == [
         ("Zoë", datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), "Zoë added Max", True),
         ("Max", datetime(2023, 11, 14, 22, 15, tzinfo=UTC), "salut", False),
+        # Unsent: kept as the line Messenger shows, as a deleted WhatsApp message is.
+        ("Max", datetime(2023, 11, 14, 22, 15, 50, tzinfo=UTC), "Max unsent a message", True),
         ("Zoë", datetime(2023, 11, 14, 22, 16, 40, tzinfo=UTC), "ça va?", False),
         ("Max", datetime(2023, 11, 14, 22, 18, 20, tzinfo=UTC), "très bien 👍", False),
     ]
     assert messages[1].attachments == (Attachment("link", "https://example.org", "look"),)
-    assert messages[3].attachments == (Attachment("photo", "p1.jpg", None),)
+    assert messages[4].attachments == (Attachment("photo", "p1.jpg", None),)
     assert all(m.reply_to is None and m.tz_source == "file" for m in messages)
 
 
