@@ -231,6 +231,7 @@ def with_research_details(messages: pl.DataFrame) -> pl.DataFrame:
             "edited": [False] * n,
             "system": [False] * n,
             "bot": [False] * n,
+            "reactions": [[] for _ in range(n)],
         },
         schema=schema.MESSAGE_DETAILS,
     )

@@ -28,6 +28,8 @@ MESSAGES = {
 }
 
 ATTACHMENT = pl.Struct({"kind": pl.String, "name": pl.String, "caption": pl.String})
+# One emoji of a message's reactions: who reacted (as far as the export lists them) and how many.
+REACTION = pl.Struct({"emoji": pl.String, "people": pl.List(pl.String), "count": pl.Int64})
 
 # The one message record of every format: MESSAGES plus these. ``timestamp`` stays the chat's
 # local wall-clock time (what the layers and relative dates read); ``utc_time`` is the instant,
@@ -41,6 +43,7 @@ MESSAGE_DETAILS = {
     "edited": pl.Boolean,
     "system": pl.Boolean,  # joins, calls, group changes: in the transcript, out of retrieval
     "bot": pl.Boolean,
+    "reactions": pl.List(REACTION),
 }
 MESSAGE_RECORD = {**MESSAGES, **MESSAGE_DETAILS}
 

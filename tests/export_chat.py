@@ -2,10 +2,12 @@
 added Y", "Y left", a missed call, a photo, a document, a voice note and a sticker, an edited
 message, a very long name, emoji names, a long unbroken word and a long URL; read by the real
 WhatsApp reader in Europe/Berlin, its layers built and indexed into a real LanceDB, its messages
-layer stored where ``serve`` finds it (``NM_HOME/storage``)."""
+layer stored where ``serve`` finds it (``NM_HOME/storage``). Also a small Telegram group whose
+messages carry reactions."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -68,13 +70,60 @@ def write_export(folder: Path) -> Path:
     return path
 
 
+# A Telegram group whose messages carry reactions (WhatsApp exports none): who reacted, and a
+# count above the people Telegram lists.
+REACTED = "Rota done: Priti Monday, Sam Wednesday"
+REACTIONS = [
+    {"type": "emoji", "count": 2, "emoji": "👍", "recent": [{"from": "Sam"}, {"from": "Dee"}]},
+    {"type": "emoji", "count": 5, "emoji": "❤", "recent": [{"from": "Sam"}]},
+]
+
+
+def write_reactions_export(folder: Path) -> Path:
+    """The Telegram group's ``result.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    said = [
+        ("Priti", REACTED, REACTIONS),
+        ("Sam", "Thanks, Wednesday is fine", []),
+        ("Dee", "Key in the blue box?", []),
+    ]
+    messages = [
+        {
+            "id": 100 + i,
+            "type": "message",
+            "date": f"2024-03-12T09:{20 + i}:00",
+            "date_unixtime": str(1710231600 + 60 * i),
+            "from": who,
+            "text": text,
+            "reactions": reactions,
+        }
+        for i, (who, text, reactions) in enumerate(said)
+    ]
+    path = folder / "result.json"
+    path.write_text(json.dumps({"name": "Allotment", "type": "private_group", "id": 7, "messages": messages}))
+    return path
+
+
 def build_export_chat(root: Path, embedder) -> tuple[str, Path, IndexStore]:
     """(chat key, NM_HOME, index) of the export read in ``ZONE``: its messages layer stored,
     its blocks, signals and index rows built by the layers' own functions."""
-    options = ImportOptions(tz=ZONE)
-    (conversation,) = read_export(write_export(root / "chats"), "whatsapp", ZONE, None, machine_tz=ZONE)
-    chat = conversation_chat(conversation, options)
-    home = root / "home"
+    return _built(write_export(root / "chats"), "whatsapp", root / "home", embedder)
+
+
+def build_reactions_chat(root: Path, embedder) -> tuple[str, Path, IndexStore]:
+    """The same for the Telegram group with reactions, in a home of its own."""
+    return _built(write_reactions_export(root / "chats"), "telegram", root / "home", embedder)
+
+
+def _built(path: Path, format: str, home: Path, embedder) -> tuple[str, Path, IndexStore]:
+    (conversation,) = read_export(path, format, ZONE, None, machine_tz=ZONE)
+    index = IndexStore(str(home / "lancedb"))
+    return store_chat(conversation, home, index, embedder), home, index
+
+
+def store_chat(conversation, home: Path, index: IndexStore, embedder) -> str:
+    """The conversation's messages layer stored and its index rows written; returns its key."""
+    chat = conversation_chat(conversation, ImportOptions(tz=ZONE))
     messages = chat.messages
     storage.write_frame(storage.frame_path(home / "storage", "messages", chat.chat_file), messages)
     vectors = embedder.encode(message_texts(messages))
@@ -90,7 +139,6 @@ def build_export_chat(root: Path, embedder) -> tuple[str, Path, IndexStore]:
         },
         schema=schema.MESSAGE_EMBEDDINGS,
     )
-    index = IndexStore(str(home / "lancedb"))
     for table, rows in build_rows(messages, embeddings, signals=signals, blocks=blocks).items():
         index.replace_partition(table, chat.chat_file, rows)
-    return chat.chat_file, home, index
+    return chat.chat_file

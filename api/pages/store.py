@@ -27,6 +27,13 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Reaction:
+    emoji: str
+    people: tuple[str, ...]  # who reacted, as far as the export lists them
+    count: int
+
+
+@dataclass(frozen=True)
 class Message:
     local_id: str
     position: int
@@ -39,6 +46,7 @@ class Message:
     edited: bool = False
     system: bool = False  # joins, leaves, calls, group changes: shown, never evidence
     bot: bool = False
+    reactions: tuple[Reaction, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ LINE_COLUMNS = (
     "edited",
     "system",
     "bot",
+    "reactions",
 )
 
 
@@ -204,6 +213,7 @@ class PageStore:
                 bool(r["edited"]),
                 bool(r["system"]),
                 bool(r["bot"]),
+                tuple(Reaction(x["emoji"], tuple(x["people"] or ()), x["count"]) for x in r["reactions"] or ()),
             )
             for r in rows.iter_rows(named=True)
         ]
@@ -227,6 +237,8 @@ class PageStore:
         """Every line of the chat in file order: the stored messages layer (system lines are in it,
         not in the index), else the index's rows without the layer's details."""
         stored = self.stored("messages", chat)
+        if stored is not None and "reactions" not in stored.columns:  # stored before reactions were read
+            stored = stored.with_columns(pl.lit([], pl.List(schema.REACTION)).alias("reactions"))
         if stored is not None and not set(LINE_COLUMNS) - set(stored.columns):
             return stored.select(LINE_COLUMNS).sort("position")
         return indexed.select(
@@ -236,6 +248,7 @@ class PageStore:
             pl.lit(False).alias("edited"),
             pl.lit(False).alias("system"),
             pl.lit(False).alias("bot"),
+            pl.lit([], pl.List(schema.REACTION)).alias("reactions"),
         )
 
     def _blocks(self, chat: str, thread_of: dict[str, str]) -> list[Block]:

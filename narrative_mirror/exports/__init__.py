@@ -5,6 +5,22 @@ per chat, channel or thread, each of :class:`ExportedMessage` records (see docs/
 """
 
 from narrative_mirror.exports.reader import detect, read_export
-from narrative_mirror.exports.records import FORMATS, Attachment, Conversation, ExportedMessage, ExportFormatError
+from narrative_mirror.exports.records import (
+    FORMATS,
+    Attachment,
+    Conversation,
+    ExportedMessage,
+    ExportFormatError,
+    Reaction,
+)
 
-__all__ = ["FORMATS", "Attachment", "Conversation", "ExportFormatError", "ExportedMessage", "detect", "read_export"]
+__all__ = [
+    "FORMATS",
+    "Attachment",
+    "Conversation",
+    "ExportFormatError",
+    "ExportedMessage",
+    "Reaction",
+    "detect",
+    "read_export",
+]

@@ -30,6 +30,7 @@ from narrative_mirror.exports.records import (
     Conversation,
     ExportedMessage,
     ExportFormatError,
+    Reaction,
     conversation_from_messages,
     conversation_key,
     json_field,
@@ -147,7 +148,26 @@ def _message(item: Any, where: str, path: Path, channel_id: str, pins: dict[str,
         edited=bool(item.get("timestampEdited")),
         system=system,
         bot=bool(author.get("isBot")),
+        reactions=_reactions(item.get("reactions")),
     )
+
+
+def _reactions(reactions: Any) -> tuple[Reaction, ...]:
+    """``reactions: [{emoji: {id, name}, count, users: [...]}]``: a custom emoji (one with an id)
+    is ``:name:``; ``users`` (newer exporters) name who reacted by their server nickname."""
+    found = []
+    for reaction in reactions if isinstance(reactions, list) else ():
+        drawn = reaction.get("emoji") if isinstance(reaction, dict) else None
+        if not isinstance(drawn, dict) or not isinstance(drawn.get("name"), str) or not drawn["name"]:
+            continue
+        people = tuple(
+            str(user.get("nickname") or user.get("name"))
+            for user in (reaction.get("users") if isinstance(reaction.get("users"), list) else [])
+            if isinstance(user, dict) and (user.get("nickname") or user.get("name"))
+        )
+        emoji = f":{drawn['name']}:" if drawn.get("id") else drawn["name"]
+        found.append(Reaction.listed(emoji, people, reaction.get("count")))
+    return tuple(found)
 
 
 def _embed_text(item: dict) -> str:

@@ -102,6 +102,9 @@ def conversation_chat(conversation: Conversation, options: ImportOptions, path=N
             "edited": [m.edited for m in messages],
             "system": [m.system for m in messages],
             "bot": [m.bot for m in messages],
+            "reactions": [
+                [{"emoji": r.emoji, "people": list(r.people), "count": r.count} for r in m.reactions] for m in messages
+            ],
         },
         schema=schema.MESSAGE_RECORD,
     )

@@ -34,6 +34,7 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
     optional_field,
+    reactions_of,
     read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
@@ -170,6 +171,11 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         or group_action(author, text)
         or "call_duration" in item  # "The audio call ended." (a call's end, its length in seconds)
         or bool(_REACTION_NOTICE.match(text)),
+        reactions=reactions_of(
+            (str(r.get("actor") or ""), str(r.get("reaction") or ""))
+            for r in optional_field(item, "reactions", where, label, list, [])
+            if isinstance(r, dict)
+        ),
     )
 
 

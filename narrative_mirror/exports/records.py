@@ -86,6 +86,27 @@ class Attachment(NamedTuple):
     caption: str | None = None
 
 
+class Reaction(NamedTuple):
+    emoji: str  # the emoji itself ("👍"), or ":name:" for a custom one the export names
+    people: tuple[str, ...]  # who reacted, as far as the export lists them
+    count: int  # how many reacted: more than ``people`` where the export lists only some
+
+    @classmethod
+    def listed(cls, emoji: str, people: Iterable[str], count: Any) -> Reaction:
+        """As an export gives it: ``count`` when it is a number not below the people listed."""
+        people = tuple(people)
+        return cls(emoji, people, max(count, len(people)) if type(count) is int else len(people))
+
+
+def reactions_of(pairs: Iterable[tuple[str, str]]) -> tuple[Reaction, ...]:
+    """(person, emoji) pairs of one message as its reactions, one per emoji, in first-seen order."""
+    people: dict[str, list[str]] = {}
+    for person, emoji in pairs:
+        if emoji:
+            people.setdefault(emoji, []).append(person)
+    return tuple(Reaction(emoji, tuple(names), len(names)) for emoji, names in people.items())
+
+
 @dataclass(frozen=True)
 class ExportedMessage:
     local_id: str  # native id (Telegram id, Slack ts, Discord id) else a stable content id
@@ -99,6 +120,7 @@ class ExportedMessage:
     edited: bool = False
     system: bool = False  # joins, calls, group changes: kept in the transcript, out of retrieval
     bot: bool = False  # written by a bot account (Slack bot_message, Discord isBot)
+    reactions: tuple[Reaction, ...] = ()
 
 
 def resolve_pins(messages: list[ExportedMessage], pins: dict[str, str]) -> list[ExportedMessage]:

@@ -5,8 +5,10 @@ Facts: no message ids; ``date`` is local time without a zone; ``sender``, ``body
 ``attachments`` (listed by file); ``quote`` is the quoted message's text, not an id, so a reply
 link is made only when exactly one earlier message has that text. signal-export pads every body
 with two spaces (markdown line breaks) and writes a quote as markdown (``"\n\n> text\n\n"``); a
-sticker is its emoji. A row with no text, sticker or file (a group update) is a system line, and so
-is a call, which it writes as text ("Outgoing voice call (accepted, 18m 5s)", "Missed video call").
+sticker is its emoji; ``reactions`` are ``[name, emoji]`` pairs (the text layout puts a line
+``(- Name: 👍, Name: 😂 -)`` after the words); a ``deleted`` row is "This message was deleted", a system line. A row
+with no text, sticker or file (a group update) is a system line, and so is a call, which it writes
+as text ("Outgoing voice call (accepted, 18m 5s)", "Missed video call").
 Rows come in sending order, so a time in the hour that repeats when clocks go back is placed in
 the pass that keeps that order. In the text layout, lines without a header continue the previous
 message.
@@ -27,11 +29,13 @@ from narrative_mirror.exports.records import (
     Conversation,
     ExportedMessage,
     ExportFormatError,
+    Reaction,
     StableIds,
     conversation_from_messages,
     conversation_key,
     json_field,
     kind_from_name,
+    reactions_of,
     read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice
@@ -83,7 +87,7 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
     previous: list[datetime] = []  # the last message's UTC time (rows come in sending order)
 
     def message(raw: Any, where: str) -> ExportedMessage:
-        local, author, body, quote, attachments = parse(raw, path, where)
+        local, author, body, quote, attachments, reactions = parse(raw, path, where)
         utc = zone.to_utc(local, path, after=previous[-1] if previous else None)
         previous[:] = [utc]
         local_id = ids.next_id(author, utc, body)
@@ -99,7 +103,8 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
             text=body,
             reply_to=reply_to,
             attachments=attachments,
-            system=(not body.strip() and not attachments) or bool(_CALL.fullmatch(body.strip())),
+            system=(not body.strip() and not attachments) or body == DELETED or bool(_CALL.fullmatch(body.strip())),
+            reactions=reactions,
         )
 
     warnings: list[str] = []
@@ -117,7 +122,10 @@ def read(path: Path, zone: ZoneChoice) -> Iterator[Conversation]:
     yield conversation
 
 
-Row = tuple[datetime, str, str, str | None, tuple[Attachment, ...]]
+Row = tuple[datetime, str, str, str | None, tuple[Attachment, ...], tuple[Reaction, ...]]
+DELETED = "This message was deleted"
+# The text layout's reactions, a line of their own after the words: "(- Dev: 😂, Rob Hartley: 👍 -)".
+_TEXT_REACTIONS = re.compile(r"\n\(- (?P<pairs>[^\n]*) -\)(?=\n|$)")
 
 
 def _parse_date(value: str, path: Path, where: str | int) -> datetime:
@@ -145,7 +153,7 @@ def _json_row(line: str, path: Path, where: str) -> Row:
     body = record.get("body") or ""
     if not isinstance(body, str):
         raise ExportFormatError(path, f"{where}.body", f"expected str, found {body!r}")
-    body = body.removesuffix("  ")
+    body = DELETED if record.get("deleted") is True else body.removesuffix("  ")
     sticker = record.get("sticker") or ""
     if isinstance(sticker, dict):  # signal-export's newer layout: {"id", "packId", "emoji", ...}
         sticker = sticker.get("emoji") or "sticker"
@@ -159,6 +167,11 @@ def _json_row(line: str, path: Path, where: str) -> Row:
         _unquoted(quote) if quote else None,
         _attachments(record.get("attachments") or [], path, where)
         + ((Attachment("sticker", "", sticker),) if isinstance(sticker, str) and sticker else ()),
+        reactions_of(
+            (str(pair[0]), str(pair[1]))
+            for pair in (record.get("reactions") if isinstance(record.get("reactions"), list) else [])
+            if isinstance(pair, list) and len(pair) == 2
+        ),
     )
 
 
@@ -209,4 +222,8 @@ def _text_row(fields: list[str], path: Path, where: str) -> Row:
     author, sep, body = text.partition(": ")
     if not sep:
         raise ExportFormatError(path, where, "no 'Name: ' after the date")
-    return _parse_date(f"{date} {time}", path, where), author, body, None, ()
+    pairs = ()
+    if found := _TEXT_REACTIONS.search(body):
+        body = body[: found.start()] + body[found.end() :]
+        pairs = (pair.rpartition(": ")[::2] for pair in found["pairs"].split(", "))
+    return _parse_date(f"{date} {time}", path, where), author, body, None, (), reactions_of(pairs)

@@ -34,13 +34,14 @@ from narrative_mirror.exports.records import (
     ExportedMessage,
     ExportFormatError,
     ProgressCallback,
+    Reaction,
     conversation_key,
     json_field,
     kind_from_name,
     optional_field,
     read_each,
 )
-from narrative_mirror.exports.slack_text import message_text, render_markup
+from narrative_mirror.exports.slack_text import message_text, render_markup, shortcode_emoji
 from narrative_mirror.exports.timezones import ZoneChoice
 
 FORMAT = "slack"
@@ -291,7 +292,21 @@ def _message(
         edited="edited" in item,
         system=subtype in SYSTEM_SUBTYPES,
         bot=bot,
+        reactions=_reactions(item.get("reactions"), users),
     )
+
+
+def _reactions(reactions: Any, users: Users) -> tuple[Reaction, ...]:
+    """``reactions: [{name: "+1", users: [ids], count}]`` as emoji, names and counts."""
+    found = []
+    for reaction in reactions if isinstance(reactions, list) else ():
+        if not isinstance(reaction, dict) or not isinstance(reaction.get("name"), str):
+            continue
+        name, _, tone = reaction["name"].partition("::skin-tone-")
+        listed = reaction.get("users") if isinstance(reaction.get("users"), list) else []
+        people = tuple(users.name(u) for u in listed if isinstance(u, str))
+        found.append(Reaction.listed(shortcode_emoji(name, tone), people, reaction.get("count")))
+    return tuple(found)
 
 
 def _author(item: dict, subtype: str | None, users: Users) -> tuple[str | None, bool]:

@@ -1,6 +1,6 @@
 """What a Slack message says as people read it: its ``text``, its ``blocks`` and its legacy
 ``attachments``, with mrkdwn rendered (bold, italic and strike markers dropped, mentions by name,
-links by label, entities unescaped).
+links by label, ``:emoji:`` codes as their emoji, entities unescaped).
 
 Slack puts a message's words in up to three places. People's messages have ``text`` and the same
 words again as ``rich_text`` blocks. Apps and bots often leave ``text`` empty (or a one-line
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+import emoji
 
 MARKUP = re.compile(r"<([^<>]*)>")
 # What mrkdwn leaves as it is: code (inline and blocks), <...> markup (links, mentions) and bare URLs.
@@ -35,6 +37,31 @@ def _emphasis(marker: str) -> re.Pattern[str]:
 
 
 _EMPHASIS = [_emphasis(marker) for marker in "*_~"]
+# ":tada:", ":+1::skin-tone-3:": Slack's emoji codes (a workspace's own emoji have names only).
+_SHORTCODE = re.compile(
+    rf"(?P<verbatim>{_VERBATIM})|(?<![\w:]):(?P<name>[a-z0-9_+'-]+):(?::skin-tone-(?P<tone>[2-6]):)?"
+)
+# Slack's skin tones 2-6 are the Fitzpatrick modifiers U+1F3FB..U+1F3FF.
+_FIRST_TONE = 0x1F3FB
+
+
+def shortcode_emoji(name: str, tone: str | None = None) -> str:
+    """The emoji Slack draws for ``:name:`` (``thumbsup``, ``+1``, ``white_check_mark``), with a
+    skin tone ("2".."6") when given; ``:name:`` for a name Unicode has no emoji for (a workspace's
+    own)."""
+    code = f":{name}:"
+    drawn = emoji.emojize(code, language="alias")
+    if drawn == code:
+        drawn = emoji.emojize(f":{name.replace('-', '_')}:", language="alias")
+    if drawn.startswith(":"):
+        return code
+    return drawn + chr(_FIRST_TONE + int(tone) - 2) if tone in ("2", "3", "4", "5", "6") else drawn
+
+
+def _emoji_codes(text: str) -> str:
+    return _SHORTCODE.sub(lambda m: m["verbatim"] or shortcode_emoji(m["name"], m["tone"]), text)
+
+
 # Slack's notification text for a message made only of blocks: says nothing of the message.
 NO_DISPLAY = "This content can't be displayed."
 
@@ -57,6 +84,7 @@ def render_markup(text: str, names: dict[str, str], channel_ids: dict[str, str])
 
     for pattern in _EMPHASIS:  # markers first, so that names and link targets keep theirs
         text = pattern.sub(lambda found: found["verbatim"] or found["words"], text)
+    text = _emoji_codes(text)
     rendered = MARKUP.sub(replace, text)
     return rendered.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
@@ -153,7 +181,8 @@ def _rich_text(element: Any, names: dict[str, str], channel_ids: dict[str, str])
             channel_id = str(piece.get("channel_id") or "")
             pieces.append("#" + channel_ids.get(channel_id, channel_id))
         elif piece_type == "emoji":
-            pieces.append(str(piece.get("unicode") and _emoji(piece["unicode"]) or f":{piece.get('name', '')}:"))
+            unicode = piece.get("unicode") and _emoji(piece["unicode"])
+            pieces.append(str(unicode or shortcode_emoji(str(piece.get("name") or ""))))
         elif piece_type == "broadcast":
             pieces.append("@" + str(piece.get("range") or "here"))
         elif piece_type == "usergroup":

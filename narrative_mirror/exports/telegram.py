@@ -36,6 +36,7 @@ from narrative_mirror.exports.records import (
     ExportedMessage,
     ExportFormatError,
     ProgressCallback,
+    Reaction,
     StableIds,
     conversation_from_messages,
     conversation_key,
@@ -263,7 +264,28 @@ def _message(
         attachments=attachments,
         edited="edited" in item or "edited_unixtime" in item,
         system=system,
+        reactions=_reactions(item.get("reactions")),
     )
+
+
+def _reactions(reactions: Any) -> tuple[Reaction, ...]:
+    """``reactions: [{type: emoji|custom_emoji|paid, count, emoji, recent: [{from}]}]``: ``recent``
+    names only the latest few who reacted; a custom emoji (a sticker id) is "custom emoji"."""
+    found = []
+    for reaction in reactions if isinstance(reactions, list) else ():
+        if not isinstance(reaction, dict):
+            continue
+        drawn = reaction.get("emoji") if reaction.get("type", "emoji") == "emoji" else reaction.get("type")
+        if not isinstance(drawn, str) or not drawn:
+            continue
+        recent = reaction.get("recent") if isinstance(reaction.get("recent"), list) else []
+        people = [
+            str(r.get("from") or r.get("from_id"))
+            for r in recent
+            if isinstance(r, dict) and (r.get("from") or r.get("from_id"))
+        ]
+        found.append(Reaction.listed(drawn.replace("_", " "), people, reaction.get("count")))
+    return tuple(found)
 
 
 def _names(value: Any) -> str:

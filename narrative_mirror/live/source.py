@@ -92,6 +92,7 @@ def record_frame(chat: str, messages: list[LiveMessage]) -> pl.DataFrame:
             "edited": [False] * n,
             "system": [False] * n,
             "bot": [False] * n,
+            "reactions": [[] for _ in messages],
         },
         schema={**schema.MESSAGE_DETAILS, "utc_time": pl.Datetime("us")},
     )

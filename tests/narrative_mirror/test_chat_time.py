@@ -34,6 +34,7 @@ def layer(rows: list[tuple[str, datetime | None, str]]) -> pl.DataFrame:
             "edited": [False] * len(rows),
             "system": [False] * len(rows),
             "bot": [False] * len(rows),
+            "reactions": [[]] * len(rows),
         },
         schema=schema.MESSAGE_RECORD,
     )

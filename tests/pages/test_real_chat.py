@@ -1,6 +1,6 @@
 """The inspector on a real group chat export (tests/pages/export_chat.py, read by the WhatsApp
 reader in Europe/Berlin and served by uvicorn): no row's id, author and text overlap at 1400 and
-800 px in Chromium; system lines, attachments, edits shown; times in the chat's zone, in the
+800 px in Chromium; system lines, attachments, edits and reactions shown; times in the chat's zone, in the
 pages and in ``POST /api/ask``'s JSON; the evaluation page of a chat without gold questions says
 so and what to do instead. Screenshots: ``transcript_real_chat`` and ``evaluation_no_gold``."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from export_chat import EDITED, LONG_NAME, PHOTO, SYSTEM_LINES, ZONE, build_export_chat
+from export_chat import EDITED, LONG_NAME, PHOTO, REACTED, SYSTEM_LINES, ZONE, build_export_chat, build_reactions_chat
 from inspector_browser import LoopbackServer
 from selenium.webdriver.common.by import By
 
@@ -43,19 +43,28 @@ def overlaps(a: dict, b: dict) -> bool:
     )
 
 
-@pytest.fixture(scope="module")
-def export_site(embedder, tmp_path_factory):
-    """(base URL, chat key) of an open inspector serving the export chat alone."""
+def _site(built, embedder):
+    """(base URL, chat key) of an open inspector serving ``built`` (chat key, home, index) alone."""
     from api.app import create_app
     from narrative_mirror.events.writer import EventLog
     from narrative_mirror.retrieval.engine import Retriever
 
-    chat, home, index = build_export_chat(tmp_path_factory.mktemp("export"), embedder)
+    chat, home, index = built
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NM_HOME", str(home))
         app = create_app(Retriever(index, embedder), EventLog(home / "lancedb", embedder=embedder))
     with LoopbackServer(app) as base:
         yield base, chat
+
+
+@pytest.fixture(scope="module")
+def export_site(embedder, tmp_path_factory):
+    yield from _site(build_export_chat(tmp_path_factory.mktemp("export"), embedder), embedder)
+
+
+@pytest.fixture(scope="module")
+def reactions_site(embedder, tmp_path_factory):
+    yield from _site(build_reactions_chat(tmp_path_factory.mktemp("reactions"), embedder), embedder)
 
 
 @pytest.mark.parametrize("width", [1400, 800])
@@ -109,6 +118,23 @@ def test_transcript_shows_system_lines_attachments_edits_in_the_chat_zone(export
     assert first.find_element(By.TAG_NAME, "time").text == "Tue 12 Mar 2024 09:20"
     assert browser.one("#times").text == f"times in {ZONE}"
     assert "9 messages and 6 system lines" in browser.one("p.meta").text
+
+
+def test_reactions_show_under_their_message_with_who_reacted(reactions_site, browser):
+    base, chat = reactions_site
+    browser.driver.set_window_size(1400, 1000)
+    browser.visit(f"{base}/chats/{chat}")
+    reacted = next(
+        m for m in browser.css(".transcript .msg") if m.find_element(By.CSS_SELECTOR, ".body").text == REACTED
+    )
+    # Telegram names the latest few who reacted: the rest are counted.
+    assert [r.text for r in reacted.find_elements(By.CSS_SELECTOR, ".reactions .reaction")] == [
+        "👍 Sam, Dee",
+        "❤ Sam and 4 more",
+    ]
+    others = [m for m in browser.css(".transcript .msg") if m != reacted]
+    assert others and not any(m.find_elements(By.CSS_SELECTOR, ".reactions") for m in others)
+    browser.screenshot("transcript_reactions")
 
 
 def ask(base: str, chat: str, question: str) -> dict:

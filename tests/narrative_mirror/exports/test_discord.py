@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+from narrative_mirror.exports import Attachment, ExportFormatError, Reaction, detect, read_export
 
 
 def _message(id_, kind, when, name, content, **extra):
@@ -304,3 +304,22 @@ def test_a_long_pinned_message_is_shortened_in_the_pin_line(tmp_path):
     quoted = 'Kez pinned a message: "House rules for the weekend: no drinks on the desks, label your power bricks, t…"'
     assert (local_id, text, reply_to) == ("1304373928968974380", quoted, "1304370000000000001")
     assert len(text.split(": ", 1)[1].strip('"')) <= 80
+
+
+def test_reactions_name_who_reacted_by_their_server_nickname(tmp_path):
+    darren = {"id": "29", "name": "dazzler_88", "nickname": "Darren", "isBot": False}
+    reactions = [
+        {"emoji": {"id": "", "name": "🙌", "code": "raised_hands"}, "count": 2, "users": [darren, {"name": "kez"}]},
+        {"emoji": {"id": "1187", "name": "pog", "isAnimated": False}, "count": 4},  # a server's own emoji
+        {"emoji": {"id": "", "name": ""}, "count": 1},  # nothing to show: left out
+    ]
+    export = {
+        **EXPORT,
+        "messages": [
+            {**_message("1", "Default", "2025-03-29T10:00:00+00:00", "Ann", "We won!"), "reactions": reactions}
+        ],
+    }
+    path = tmp_path / "tourney.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    [message] = _read(path)[1]
+    assert message.reactions == (Reaction("🙌", ("Darren", "kez"), 2), Reaction(":pog:", (), 4))

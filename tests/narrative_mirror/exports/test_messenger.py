@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+from narrative_mirror.exports import Attachment, ExportFormatError, Reaction, detect, read_export
 
 
 def _escaped(text):
@@ -167,3 +167,19 @@ def test_instagram_reaction_notices_are_system_lines(tmp_path):
     _write_thread(tmp_path / "your_instagram_activity" / "messages" / "inbox" / "zoemax_1", [thread])
     [conversation] = list(read_export(tmp_path / "your_instagram_activity"))
     assert [m.system for m in conversation.messages()] == [False, True, True]
+
+
+def test_reactions_are_grouped_by_emoji_with_who_reacted(tmp_path):
+    folder = tmp_path / "inbox" / "zoemax_1"
+    reactions = [
+        {"reaction": _escaped("😢"), "actor": _escaped("Zoë")},
+        {"reaction": _escaped("❤"), "actor": "Max"},
+        {"reaction": _escaped("😢"), "actor": "Max"},
+    ]
+    _write_thread(
+        folder,
+        [[{"sender_name": "Max", "timestamp_ms": 1700000300000, "content": "the cat died", "reactions": reactions}]],
+    )
+    [conversation] = list(read_export(folder / "message_1.json"))
+    [message] = conversation.messages()
+    assert message.reactions == (Reaction("😢", ("Zoë", "Max"), 2), Reaction("❤", ("Max",), 1))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+from narrative_mirror.exports import Attachment, ExportFormatError, Reaction, detect, read_export
 
 
 def _rows(path, rows):
@@ -131,3 +131,34 @@ def test_calls_are_system_lines_and_the_repeated_hour_keeps_the_sending_order(tm
         datetime(2026, 10, 25, 9, 0, tzinfo=UTC),
     ]
     assert messages[4].reply_to == messages[3].local_id
+
+
+def test_reactions_and_deleted_messages_as_signal_export_writes_them(tmp_path):
+    # data.json: reactions as [name, emoji] pairs, a deleted message with no body left.
+    rows = [
+        {
+            "date": "2026-03-01 18:00",
+            "sender": "Rob Hartley",
+            "body": "Concert is sold out!  ",
+            "reactions": [["Dev Mistry", "😂"], ["Me", "🎉"], ["Marguerite Doyle", "😂"], "damaged"],
+        },
+        {"date": "2026-03-01 18:01", "sender": "Dev Mistry", "body": "", "deleted": True},
+    ]
+    [conversation] = list(read_export(_rows(tmp_path / "Choir" / "data.json", rows), tz="Europe/London"))
+    sold_out, deleted = conversation.messages()
+    assert sold_out.reactions == (Reaction("😂", ("Dev Mistry", "Marguerite Doyle"), 2), Reaction("🎉", ("Me",), 1))
+    assert (deleted.author, deleted.text, deleted.system) == ("Dev Mistry", "This message was deleted", True)
+    # The text layout: the reactions are a line of their own after the words.
+    path = tmp_path / "chat.txt"
+    path.write_text(
+        "[2026-03-01, 18:00] Rob Hartley: Concert is\nsold out!\n(- Dev Mistry: 😂, Me: 🎉 -)\n"
+        "[2026-03-01, 18:01] Dev Mistry: (- not a reaction line -)\n",
+        encoding="utf-8",
+    )
+    [conversation] = list(read_export(path, tz="UTC"))
+    sold_out, other = conversation.messages()
+    assert (sold_out.text, sold_out.reactions) == (
+        "Concert is\nsold out!",
+        (Reaction("😂", ("Dev Mistry",), 1), Reaction("🎉", ("Me",), 1)),
+    )
+    assert (other.text, other.reactions) == ("(- not a reaction line -)", ())

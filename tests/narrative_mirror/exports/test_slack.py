@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from narrative_mirror.exports import Attachment, ExportFormatError, detect, read_export
+from narrative_mirror.exports import Attachment, ExportFormatError, Reaction, detect, read_export
 
 USERS = [
     {
@@ -205,8 +205,28 @@ MRKDWN = [
     ),
     ("run `make *all*` then ```rm ~tmp~ _x_```", "run `make *all*` then ```rm ~tmp~ _x_```"),
     ("rated it 4* at best, *sigh", "rated it 4* at best, *sigh"),
-    (":white_check_mark: done :tada: _:+1:_", ":white_check_mark: done :tada: :+1:"),
+    # Emoji codes are drawn as Slack draws them; a workspace's own emoji and code stay as written.
+    (":white_check_mark: done :tada: _:+1:_", "✅ done 🎉 👍"),
+    ("in at 10:30:00 :+1::skin-tone-3: :partyparrot: `:tada:`", "in at 10:30:00 👍🏼 :partyparrot: `:tada:`"),
 ]
+
+
+def test_reactions_are_kept_with_who_reacted(tmp_path):
+    root = _write(tmp_path / "ws")
+    day = json.loads((root / "general" / "2023-11-15.json").read_text(encoding="utf-8"))
+    day[-1]["reactions"] = [  # "next day", by Ann: written last, the file lists newest first
+        {"name": "+1::skin-tone-2", "users": ["U2", "U1"], "count": 2},
+        {"name": "partyparrot", "users": ["U2"], "count": 3},  # Slack lists at most 50 users
+        {"name": "eyes", "users": "U2"},  # damaged: no one listed, no count
+    ]
+    (root / "general" / "2023-11-15.json").write_text(json.dumps(day), encoding="utf-8")
+    [general, _] = list(read_export(root))
+    message = next(m for m in general.messages() if m.text == "next day")
+    assert message.reactions == (
+        Reaction("👍🏻", ("Bob Ray", "Ann Lee"), 2),
+        Reaction(":partyparrot:", ("Bob Ray",), 3),
+        Reaction("👀", (), 0),
+    )
 
 
 def test_bold_italic_and_strike_markers_are_read_as_their_words(tmp_path):

@@ -8,7 +8,7 @@ import json
 import time
 from datetime import UTC, datetime
 
-from narrative_mirror.exports import Attachment, read_export
+from narrative_mirror.exports import Attachment, Reaction, read_export
 
 
 def _message(id_, date, unixtime, **fields):
@@ -293,3 +293,25 @@ def test_a_long_pinned_message_is_shortened_in_the_pin_line(tmp_path):
     )
     assert (local_id, text, reply_to) == ("311", quoted, "310")
     assert len(text.split(": ", 1)[1].strip('"')) <= 80
+
+
+def test_reactions_keep_their_count_and_the_people_the_export_names(tmp_path):
+    # Telegram lists only the latest few who reacted ("recent"); the count is all of them.
+    reactions = [
+        {"type": "emoji", "count": 3, "emoji": "❤", "recent": [{"from": "Sam", "from_id": "user72", "date": "x"}]},
+        {"type": "custom_emoji", "count": 1, "document_id": "5368324170671202286", "recent": []},
+        {"type": "emoji", "emoji": "👍", "recent": [{"from_id": "user73"}, "damaged"]},
+    ]
+    chat = _pin_chat(
+        _message(
+            48390, "2026-05-04T08:12:40", 1777878760, **{"from": "Priti", "text": "Rota done", "reactions": reactions}
+        )
+    )
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(chat, ensure_ascii=False), encoding="utf-8")
+    [message] = next(iter(read_export(path))).messages()
+    assert message.reactions == (
+        Reaction("❤", ("Sam",), 3),
+        Reaction("custom emoji", (), 1),
+        Reaction("👍", ("user73",), 1),
+    )
