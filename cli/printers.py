@@ -230,8 +230,30 @@ def print_serve(result: dict) -> None:
     )
 
 
+def print_build(result: dict) -> None:
+    """What a build did, as a person reads it: how many chats are ready, each chat's size, and
+    what this command built and how long that took (the step names are in --json)."""
+    _print(
+        f"{result['built']} of {result['chat_files']} chats ready in {_one(result['data'])}: "
+        f"{result['messages']} messages, {result['blocks']} topic blocks, {result['threads']} threads"
+    )
+    for key, row in (result.get("per_file") or {}).items():
+        size = f"{row['messages']} messages, {row['blocks']} topic blocks, {row['threads']} threads"
+        encoded = row["encoded_messages"]
+        done = (
+            f"built in {sum(row['seconds'].values()):.1f} s, "
+            + (f"{encoded} message{'s' * (encoded != 1)} encoded" if encoded else "nothing to encode")
+            if row["ran"]
+            else "up to date"
+        )
+        _print(f"  {_one(key)}: {size}; {done}")
+    for key, why in (result.get("not_built") or {}).items():
+        _print(f"  {_one(key)}: NOT BUILT: {_one(why)}")
+
+
 def print_human(command: str, result: dict) -> None:
     special = {
+        "build": print_build,
         "chats": print_chats,
         "serve": print_serve,
         "ask": print_answer,

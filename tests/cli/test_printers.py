@@ -209,8 +209,8 @@ def test_trace_query_is_escaped(capsys):
 
 
 def test_key_value_lines_are_escaped(capsys):
-    print_human("build", {"chat": "evil\x1b[2J", "per_file": {"a\u202eb": {"rows": 3}}})
-    assert capsys.readouterr().out.splitlines() == ["build: chat=evil\\x1b[2J", "  a\\u202eb: rows=3"]
+    print_human("ingest", {"chat": "evil\x1b[2J", "per_file": {"a\u202eb": {"rows": 3}}})
+    assert capsys.readouterr().out.splitlines() == ["ingest: chat=evil\\x1b[2J", "  a\\u202eb: rows=3"]
 
 
 def test_times_are_printed_in_the_chat_zone_named_once(capsys):
@@ -271,4 +271,49 @@ def test_times_are_printed_in_the_chat_zone_named_once(capsys):
         "(times in Europe/Lisbon)",
         "1. the drive",
         "   [m1] Sat 13 Jul 2024 20:05  Maria: I'll drive",
+    ]
+
+
+def test_a_build_reads_as_chats_and_their_sizes_not_step_names(capsys):
+    row = {"messages": 78, "blocks": 18, "threads": 2, "messages_in_blocks": 78}
+    print_human(
+        "build",
+        {
+            "data": "/data",
+            "chat_files": 4,
+            "built": 3,
+            "messages": 156,
+            "blocks": 36,
+            "threads": 4,
+            "per_file": {
+                "discord_10k": {
+                    **row,
+                    "ran": ["messages", "split"],
+                    "encoded_messages": 78,
+                    "seconds": {"encode": 2.5, "other": 0.5},
+                },
+                "slack_social": {
+                    **row,
+                    "ran": ["l1_topics"],
+                    "encoded_messages": 1,
+                    "seconds": {"encode": 0.1, "other": 0.2},
+                },
+                "signal_x": {**row, "ran": [], "encoded_messages": 0, "seconds": {"encode": 0.0, "other": 0.0}},
+                "telegram_y": {
+                    **row,
+                    "ran": ["messages"],
+                    "encoded_messages": 0,
+                    "seconds": {"encode": 0.0, "other": 0.4},
+                },
+            },
+            "not_built": {"whatsapp_z": f"_chat.txt: line 3: {EVIL}"},
+        },
+    )
+    assert capsys.readouterr().out.splitlines() == [
+        "3 of 4 chats ready in /data: 156 messages, 36 topic blocks, 4 threads",
+        "  discord_10k: 78 messages, 18 topic blocks, 2 threads; built in 3.0 s, 78 messages encoded",
+        "  slack_social: 78 messages, 18 topic blocks, 2 threads; built in 0.3 s, 1 message encoded",
+        "  signal_x: 78 messages, 18 topic blocks, 2 threads; up to date",
+        "  telegram_y: 78 messages, 18 topic blocks, 2 threads; built in 0.4 s, nothing to encode",
+        f"  whatsapp_z: NOT BUILT: _chat.txt: line 3: {SHOWN}",
     ]
