@@ -5,10 +5,11 @@ Facts: no message ids and no replies; ``message_1.json`` holds the newest messag
 file lists newest first; ``sender_name``, ``timestamp_ms`` (UTC epoch in ms), ``content``,
 media lists (``photos``, ``videos``, ``audio_files``, ``files``, ``gifs``, ``sticker``,
 ``share``); ``type`` ``Subscribe``/``Unsubscribe``/``Call`` are system messages, and so is a group
-action stored as a ``Generic`` message ("Tom named the group ..."); an
-``is_unsent`` message has no content left: it is kept as the system line Messenger shows
-("Max unsent a message"), as a deleted WhatsApp message is. Every string is UTF-8 bytes escaped as
-``\\u00XX``: it is repaired with latin-1 -> utf-8 (strings that are not such mojibake stay).
+action stored as a ``Generic`` message ("Tom named the group ..."); an ``is_unsent`` message has
+no content left: it is kept as the system line Messenger shows ("Max unsent a message"), as a
+deleted WhatsApp message is; ``reactions`` (``[{reaction, actor}]``) are grouped by emoji. Every
+string is UTF-8 bytes escaped as ``\\u00XX``: it is repaired with latin-1 -> utf-8 (strings that
+are not such mojibake stay).
 
 Streaming: a thread's files are read one at a time; each thread is one conversation.
 """
@@ -173,7 +174,7 @@ def _message(item: Any, where: str, label: str, ids: StableIds, shown: tuple[str
         or bool(_REACTION_NOTICE.match(text)),
         reactions=reactions_of(
             (str(r.get("actor") or ""), str(r.get("reaction") or ""))
-            for r in optional_field(item, "reactions", where, label, list, [])
+            for r in (item.get("reactions") if isinstance(item.get("reactions"), list) else [])
             if isinstance(r, dict)
         ),
     )

@@ -6,9 +6,9 @@ Facts: no message ids; ``date`` is local time without a zone; ``sender``, ``body
 link is made only when exactly one earlier message has that text. signal-export pads every body
 with two spaces (markdown line breaks) and writes a quote as markdown (``"\n\n> text\n\n"``); a
 sticker is its emoji; ``reactions`` are ``[name, emoji]`` pairs (the text layout puts a line
-``(- Name: 👍, Name: 😂 -)`` after the words); a ``deleted`` row is "This message was deleted", a system line. A row
-with no text, sticker or file (a group update) is a system line, and so is a call, which it writes
-as text ("Outgoing voice call (accepted, 18m 5s)", "Missed video call").
+``(- Name: 👍, Name: 😂 -)`` after the words); a ``deleted`` row is the system line "This message
+was deleted". A row with no text, sticker or file (a group update) is a system line, and so is a
+call, which it writes as text ("Outgoing voice call (accepted, 18m 5s)", "Missed video call").
 Rows come in sending order, so a time in the hour that repeats when clocks go back is placed in
 the pass that keeps that order. In the text layout, lines without a header continue the previous
 message.
