@@ -184,6 +184,7 @@ def test_reactions_are_grouped_by_emoji_with_who_reacted(tmp_path):
     [message] = conversation.messages()
     assert message.reactions == (Reaction("😢", ("Zoë", "Max"), 2), Reaction("❤", ("Max",), 1))
     # A damaged reactions field costs the reactions, never the message.
+    folder = tmp_path / "inbox" / "maxzoe_2"
     _write_thread(folder, [[{"sender_name": "Max", "timestamp_ms": 1700000300000, "content": "hi", "reactions": "?"}]])
     [conversation] = list(read_export(folder / "message_1.json"))
     assert [(m.text, m.reactions) for m in conversation.messages()] == [("hi", ())] and not conversation.warnings
