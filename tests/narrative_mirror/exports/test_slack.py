@@ -208,6 +208,11 @@ MRKDWN = [
     # Emoji codes are drawn as Slack draws them; a workspace's own emoji and code stay as written.
     (":white_check_mark: done :tada: _:+1:_", "✅ done 🎉 👍"),
     ("in at 10:30:00 :+1::skin-tone-3: :partyparrot: `:tada:`", "in at 10:30:00 👍🏼 :partyparrot: `:tada:`"),
+    # Slack's own names (iamcal's emoji-data), a skin tone inside a joined emoji.
+    (
+        "Fiona on judging :female-judge: :woman-raising-hand::skin-tone-2: :face_palm:",
+        "Fiona on judging 👩\u200d⚖️ 🙋🏻\u200d♀️ 🤦",
+    ),
 ]
 
 
