@@ -16,6 +16,8 @@ from narrative_mirror.embedding import message_search_text, vector_matrix
 
 _TS = pa.timestamp("us")
 _STRINGS = pa.list_(pa.string())
+# schema.REACTION as the index stores it.
+_REACTIONS = pa.list_(pa.struct([("emoji", pa.string()), ("people", _STRINGS), ("count", pa.int64())]))
 
 
 def message_schema(dim: int) -> pa.Schema:
@@ -40,6 +42,7 @@ def message_schema(dim: int) -> pa.Schema:
             ("reply_to", pa.string()),  # local_id of the message this one answers, else null
             ("edited", pa.bool_()),  # the text is the edited one (exports keep only the final text)
             ("bot", pa.bool_()),  # written by a bot or an integration, not a person
+            ("reactions", _REACTIONS),  # schema.REACTION: shown with the message, never searched
         ]
     )
 
@@ -131,8 +134,13 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
         .alias(name)
         for name in ("edited", "bot")
     ]
+    reactions = (
+        messages["reactions"].fill_null([])
+        if "reactions" in messages.columns
+        else pl.Series([[]] * messages.height, dtype=pl.List(schema.REACTION))
+    )
     msgs = schema.conform(messages, schema.MESSAGES, "messages").with_columns(
-        replies.cast(pl.String).alias("reply_to"), *flags
+        replies.cast(pl.String).alias("reply_to"), *flags, reactions.alias("reactions")
     )
     msgs = msgs.sort("position")
     lookup, matrix = _vector_lookup(embeddings)
@@ -185,6 +193,7 @@ def message_rows(messages: pl.DataFrame, embeddings: pl.DataFrame, signals: pl.D
             "reply_to": msgs["reply_to"].to_arrow(),
             "edited": msgs["edited"].to_arrow(),
             "bot": msgs["bot"].to_arrow(),
+            "reactions": msgs["reactions"].to_arrow().cast(_REACTIONS),
         },
         schema=message_schema(matrix.shape[1]),
     )

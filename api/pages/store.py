@@ -17,6 +17,7 @@ import polars as pl
 from narrative_mirror import experiments, schema, storage
 from narrative_mirror.chat_time import StoredClocks
 from narrative_mirror.home import Home
+from narrative_mirror.reactions import Reaction
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,6 @@ class Attachment:
     kind: str  # photo, video, audio, voice, sticker, gif, document, contact, file...
     name: str  # the file name, "" when the export gives none
     caption: str
-
-
-@dataclass(frozen=True)
-class Reaction:
-    emoji: str
-    people: tuple[str, ...]  # who reacted, as far as the export lists them
-    count: int
 
 
 @dataclass(frozen=True)

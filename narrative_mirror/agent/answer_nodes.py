@@ -10,7 +10,7 @@ from narrative_mirror.agent import answer as answer_mod
 from narrative_mirror.agent import conversation, exchanges, people, quoting, slot_nouns, slots
 from narrative_mirror.agent.addressed import addresses_the_reader, flagged_notes
 from narrative_mirror.agent.arc_mode import build_arc
-from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem
+from narrative_mirror.agent.contract import AgentAnswer, ClaimCheck, EvidenceItem, ReactionItem
 from narrative_mirror.agent.result import run_info
 from narrative_mirror.agent.state import AgentState, Run
 from narrative_mirror.agent.text import names_in, stem, written_words
@@ -359,6 +359,7 @@ def verification(state: AgentState, run: Run) -> dict:
             speaker=e.message.speaker,
             timestamp=e.message.timestamp,
             edited=e.message.edited,
+            reactions=[ReactionItem(emoji=r.emoji, people=list(r.people), count=r.count) for r in e.message.reactions],
         )
         for e in ordered
     ]

@@ -21,6 +21,12 @@ StopReason = Literal[
 ]
 
 
+class ReactionItem(BaseModel):
+    emoji: str
+    people: list[str]  # who reacted, as far as the export names them
+    count: int  # how many reacted
+
+
 class EvidenceItem(BaseModel):
     id: str  # the chat's local id, e.g. "D3:14"
     text: str  # "speaker: text" as stored
@@ -29,6 +35,7 @@ class EvidenceItem(BaseModel):
     timestamp: datetime | None = None  # when (None: the chat gives no time)
     chat: str | None = None  # the chat it is from (answer_json writes the answer's chat when unset)
     edited: bool = False  # its author edited it: ``text`` is the edited text, what counts as said
+    reactions: list[ReactionItem] = []  # the emoji people answered it with (exports that carry them)
 
 
 class ClaimCheck(BaseModel):

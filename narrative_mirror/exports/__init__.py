@@ -5,14 +5,8 @@ per chat, channel or thread, each of :class:`ExportedMessage` records (see docs/
 """
 
 from narrative_mirror.exports.reader import detect, read_export
-from narrative_mirror.exports.records import (
-    FORMATS,
-    Attachment,
-    Conversation,
-    ExportedMessage,
-    ExportFormatError,
-    Reaction,
-)
+from narrative_mirror.exports.records import FORMATS, Attachment, Conversation, ExportedMessage, ExportFormatError
+from narrative_mirror.reactions import Reaction
 
 __all__ = [
     "FORMATS",

@@ -30,7 +30,6 @@ from narrative_mirror.exports.records import (
     Conversation,
     ExportedMessage,
     ExportFormatError,
-    Reaction,
     conversation_from_messages,
     conversation_key,
     json_field,
@@ -40,6 +39,7 @@ from narrative_mirror.exports.records import (
     resolve_pins,
 )
 from narrative_mirror.exports.timezones import file_zone_of
+from narrative_mirror.reactions import Reaction
 
 FORMAT = "discord"
 MESSAGE_TYPES = frozenset(

@@ -35,10 +35,10 @@ from narrative_mirror.exports.records import (
     json_field,
     kind_from_name,
     optional_field,
-    reactions_of,
     read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc
+from narrative_mirror.reactions import reactions_of
 
 FORMAT = "messenger"
 MESSAGE_FILE = re.compile(r"^message_(\d+)\.json$")

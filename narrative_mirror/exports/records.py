@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from narrative_mirror.keys import MAX_KEY_LENGTH, validate_partition_key
+from narrative_mirror.reactions import Reaction
 
 FORMATS = ("whatsapp", "telegram", "slack", "discord", "messenger", "signal")
 
@@ -84,27 +85,6 @@ class Attachment(NamedTuple):
     kind: str  # photo, video, audio, sticker, gif, document, contact, location, link, file, media
     name: str  # file name (or link); "" when the export only says that something was attached
     caption: str | None = None
-
-
-class Reaction(NamedTuple):
-    emoji: str  # the emoji itself ("👍"), or ":name:" for a custom one the export names
-    people: tuple[str, ...]  # who reacted, as far as the export lists them
-    count: int  # how many reacted: more than ``people`` where the export lists only some
-
-    @classmethod
-    def listed(cls, emoji: str, people: Iterable[str], count: Any) -> Reaction:
-        """As an export gives it: ``count`` when it is a number not below the people listed."""
-        people = tuple(people)
-        return cls(emoji, people, max(count, len(people)) if type(count) is int else len(people))
-
-
-def reactions_of(pairs: Iterable[tuple[str, str]]) -> tuple[Reaction, ...]:
-    """(person, emoji) pairs of one message as its reactions, one per emoji, in first-seen order."""
-    people: dict[str, list[str]] = {}
-    for person, emoji in pairs:
-        if emoji:
-            people.setdefault(emoji, []).append(person)
-    return tuple(Reaction(emoji, tuple(names), len(names)) for emoji, names in people.items())
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,15 @@ from narrative_mirror.exports.records import (
     Conversation,
     ExportedMessage,
     ExportFormatError,
-    Reaction,
     StableIds,
     conversation_from_messages,
     conversation_key,
     json_field,
     kind_from_name,
-    reactions_of,
     read_each,
 )
 from narrative_mirror.exports.timezones import ZoneChoice
+from narrative_mirror.reactions import Reaction, reactions_of
 
 FORMAT = "signal"
 TEXT_HEADER = re.compile(r"^\[(?P<date>\d{4}-\d{2}-\d{2}), (?P<time>\d{1,2}:\d{2}(?::\d{2})?)\] (?P<body>.*)$")

@@ -34,7 +34,6 @@ from narrative_mirror.exports.records import (
     ExportedMessage,
     ExportFormatError,
     ProgressCallback,
-    Reaction,
     conversation_key,
     json_field,
     kind_from_name,
@@ -43,6 +42,7 @@ from narrative_mirror.exports.records import (
 )
 from narrative_mirror.exports.slack_text import message_text, render_markup, shortcode_emoji
 from narrative_mirror.exports.timezones import ZoneChoice
+from narrative_mirror.reactions import Reaction
 
 FORMAT = "slack"
 INDEX_FILES = ("channels.json", "groups.json", "mpims.json", "dms.json")

@@ -36,7 +36,6 @@ from narrative_mirror.exports.records import (
     ExportedMessage,
     ExportFormatError,
     ProgressCallback,
-    Reaction,
     StableIds,
     conversation_from_messages,
     conversation_key,
@@ -46,6 +45,7 @@ from narrative_mirror.exports.records import (
     resolve_pins,
 )
 from narrative_mirror.exports.timezones import ZoneChoice, epoch_to_utc, offset_name
+from narrative_mirror.reactions import Reaction
 
 FORMAT = "telegram"
 CHAT_LISTS = ("chats", "left_chats")

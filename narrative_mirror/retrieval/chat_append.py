@@ -16,7 +16,7 @@ from scipy import sparse
 
 from narrative_mirror.layers.l15_signals import speaks_of_self
 from narrative_mirror.retrieval import chat_index, dense, query_names
-from narrative_mirror.retrieval.chat_index import ChatIndex, flags, window_matrix, window_means
+from narrative_mirror.retrieval.chat_index import ChatIndex, flags, reactions, window_matrix, window_means
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, widen
 
 # ChatIndex list attribute -> messages column: the new rows' values are appended.
@@ -131,6 +131,7 @@ def appended(chat: ChatIndex, messages: pl.DataFrame) -> ChatIndex:
 
     new.edited = chat.edited + flags(messages, "edited")
     new.bots = chat.bots + flags(messages, "bot")
+    new.reactions = chat.reactions + reactions(messages)
     replies_to = messages["reply_to"].to_list() if "reply_to" in messages.columns else [None] * messages.height
     parents = [new.row_of.get(p, -1) if p else -1 for p in replies_to]
     new.parent_row = np.concatenate([chat.parent_row, np.array(parents, dtype=np.int64)])

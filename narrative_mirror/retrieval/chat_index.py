@@ -17,6 +17,7 @@ import polars as pl
 from scipy import sparse
 
 from narrative_mirror.layers.l15_signals import speaks_of_self
+from narrative_mirror.reactions import Reaction
 from narrative_mirror.retrieval import dense, query_names, query_understanding
 from narrative_mirror.retrieval.fusion import Fused
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, group_sum, widen
@@ -82,6 +83,16 @@ def window_means(vectors: np.ndarray, width: int, chunk: int = 256, *, norms_onl
     return out
 
 
+def reactions(messages: pl.DataFrame) -> list[tuple[Reaction, ...]]:
+    """Per message, its reactions; none for a table written before the column existed."""
+    if "reactions" not in messages.columns:
+        return [()] * messages.height
+    return [
+        tuple(Reaction(r["emoji"], tuple(r["people"] or ()), r["count"]) for r in row or ())
+        for row in messages["reactions"].to_list()
+    ]
+
+
 def flags(messages: pl.DataFrame, column: str) -> list[bool]:
     """Per message, the boolean ``column`` ("edited", "bot"); False for a table written before the
     column existed."""
@@ -126,6 +137,7 @@ class ChatIndex:
         replies_to = messages["reply_to"].to_list() if "reply_to" in messages.columns else [None] * self.size
         self.edited: list[bool] = flags(messages, "edited")
         self.bots: list[bool] = flags(messages, "bot")
+        self.reactions = reactions(messages)
         self.parent_row = np.array([self.row_of.get(p, -1) if p else -1 for p in replies_to], dtype=np.int64)
         self.reply_rows: dict[int, list[int]] = {}
         for row in np.flatnonzero(self.parent_row >= 0).tolist():
@@ -271,6 +283,7 @@ class ChatIndex:
             sources=list(sources or []),
             block_id=self.block_ids[row],
             edited=self.edited[row],
+            reactions=self.reactions[row],
         )
 
 

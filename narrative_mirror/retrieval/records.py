@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from narrative_mirror.reactions import Reaction
+
 
 @dataclass
 class ChatMessage:
@@ -21,6 +23,7 @@ class ChatMessage:
     timestamp: datetime | None
     block_id: str | None = None  # its L1 topic block
     edited: bool = False  # its author edited it: ``text`` is the edited text
+    reactions: tuple[Reaction, ...] = ()  # who reacted, with which emoji (exports that carry them)
 
 
 @dataclass(kw_only=True)

@@ -317,3 +317,28 @@ def test_a_build_reads_as_chats_and_their_sizes_not_step_names(capsys):
         "  telegram_y: 78 messages, 18 topic blocks, 2 threads; built in 0.4 s, nothing to encode",
         f"  whatsapp_z: NOT BUILT: _chat.txt: line 3: {SHOWN}",
     ]
+
+
+def test_evidence_shows_who_reacted(capsys):
+    reactions = [
+        {"emoji": "👍", "people": ["Sam", "Dee"], "count": 2},
+        {"emoji": "❤", "people": ["Sam"], "count": 5},
+        {"emoji": ":pog:", "people": [], "count": 4},
+        {"emoji": "🎉", "people": [EVIL], "count": 1},
+    ]
+    print_human(
+        "ask",
+        {
+            "answer": "Sam",
+            "evidence": [{"id": "7", "text": "Priti: Rota done", "point": "grade 0.90", "reactions": reactions}],
+            "unknowns": [],
+            "route": "direct",
+            "profile": "fast",
+            "stop_reason": "coverage_met",
+            "degraded": False,
+        },
+    )
+    assert capsys.readouterr().out.splitlines()[2:4] == [
+        "  [7] Priti: Rota done",
+        f"      reactions: 👍 Sam, Dee  ❤ Sam and 4 more  :pog: 4  🎉 {SHOWN}",
+    ]

@@ -135,6 +135,13 @@ def test_reactions_show_under_their_message_with_who_reacted(reactions_site, bro
     others = [m for m in browser.css(".transcript .msg") if m != reacted]
     assert others and not any(m.find_elements(By.CSS_SELECTOR, ".reactions") for m in others)
     browser.screenshot("transcript_reactions")
+    # An answer's evidence carries them too (`POST /api/ask`, `ask --json`).
+    evidence = {e["text"]: e["reactions"] for e in ask(base, chat, "Who is on the rota on Wednesday?")["evidence"]}
+    assert evidence[f"Priti: {REACTED}"] == [
+        {"emoji": "👍", "people": ["Sam", "Dee"], "count": 2},
+        {"emoji": "❤", "people": ["Sam"], "count": 5},
+    ]
+    assert not any(reactions for text, reactions in evidence.items() if text != f"Priti: {REACTED}")
 
 
 def ask(base: str, chat: str, question: str) -> dict:

@@ -73,6 +73,7 @@ def rows(chat: str, round_: int) -> pa.Table:
         "reply_to": [None] * n,
         "edited": [False] * n,
         "bot": [False] * n,
+        "reactions": [[] for _ in range(n)],
     }
     return pa.table(data, schema=message_schema(DIM))
 

@@ -12,9 +12,11 @@ import polars as pl
 import pytest
 from index_frames import index_whatsapp_text
 
+from narrative_mirror import schema
 from narrative_mirror.agent import quoting
 from narrative_mirror.index_store import IndexStore
 from narrative_mirror.query import ask
+from narrative_mirror.reactions import Reaction
 from narrative_mirror.retrieval.engine import Retriever
 from narrative_mirror.retrieval.records import ChatMessage
 
@@ -85,9 +87,10 @@ def test_unsure_is_a_dropped_claim_or_none_about_the_question(drafted, kept, sta
 
 
 def test_an_index_written_before_edits_were_kept_gains_the_column_and_reads_not_edited(tmp_path, embedder):
-    """A messages table without the ``edited`` and ``bot`` columns (written before they existed)
-    takes them as added columns when another chat is written: the old chat's messages read as not
-    edited and by no bot, the new chat's edit and bot are kept."""
+    """A messages table without the ``edited``, ``bot`` and ``reactions`` columns (written before
+    they existed) takes them as added columns when another chat is written: the old chat's messages
+    read as not edited, by no bot and without reactions; the new chat's edit, bot and reactions are
+    kept."""
     from index_frames import TEXTS, chat_frames
 
     from narrative_mirror.index_rows import build_rows
@@ -95,9 +98,14 @@ def test_an_index_written_before_edits_were_kept_gains_the_column_and_reads_not_
     store = IndexStore(str(tmp_path / "lancedb"))
     messages, embeddings, blocks, signals, threads = chat_frames("old_chat", TEXTS)
     old = build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads)
-    store.replace_partition("messages", "old_chat", old["messages"].drop_columns(["edited", "bot"]))
+    store.replace_partition("messages", "old_chat", old["messages"].drop_columns(["edited", "bot", "reactions"]))
     messages, embeddings, blocks, signals, threads = chat_frames("new_chat", ["we meet at 7", "see you then"])
-    messages = messages.with_columns(pl.Series("edited", [True, False]), pl.Series("bot", [False, True]))
+    thumbs = [{"emoji": "👍", "people": ["Sam", "Dee"], "count": 3}]
+    messages = messages.with_columns(
+        pl.Series("edited", [True, False]),
+        pl.Series("bot", [False, True]),
+        pl.Series("reactions", [thumbs, []], dtype=pl.List(schema.REACTION)),
+    )
     new = build_rows(messages, embeddings, signals=signals, blocks=blocks, threads=threads)
     store.replace_partition("messages", "new_chat", new["messages"])
     retriever = Retriever(store, embedder)
@@ -105,6 +113,8 @@ def test_an_index_written_before_edits_were_kept_gains_the_column_and_reads_not_
     assert retriever.chat("new_chat").bots == [False, True]
     first, second = retriever.messages("new_chat", ["D1:1", "D1:2"])
     assert (first.edited, second.edited) == (True, False)
+    assert retriever.chat("old_chat").reactions == [()] * len(TEXTS)
+    assert (first.reactions, second.reactions) == ((Reaction("👍", ("Sam", "Dee"), 3),), ())
 
 
 def test_an_unsure_phrase_is_replaced_by_its_message_and_a_typed_value_keeps_it_before_the_quote():

@@ -60,8 +60,9 @@ def test_a_table_written_before_the_reply_column_takes_it(tmp_path):
     store = IndexStore(str(tmp_path / "db"))
     messages, embeddings, *_ = chat_frames("old", TEXTS)
     new_rows = message_rows(messages, embeddings)
-    old_rows = new_rows.drop_columns(["reply_to", "edited", "bot"])  # as index_rows wrote them before those columns
-    added = [new_rows.schema.field(name) for name in ("reply_to", "edited", "bot")]
+    late = ("reply_to", "edited", "bot", "reactions")
+    old_rows = new_rows.drop_columns(list(late))  # as index_rows wrote them before those columns
+    added = [new_rows.schema.field(name) for name in late]
     assert columns_added(old_rows.schema, new_rows.schema) == added
     assert columns_added(new_rows.schema, new_rows.schema) == []
     assert columns_added(new_rows.schema.remove(0), new_rows.schema) == []  # another difference: not an upgrade
