@@ -51,7 +51,8 @@ def test_ask_returns_the_output_contract(retriever):
     assert not {"Answer", "Evidence", "Unknowns"} & set(dumped)  # one shape: the snake_case names
     assert {"D1:1", "D1:3"} & set(answer.selected_ids)  # "new job at the bakery" / "on Elm Street"
     assert all(
-        set(item) == {"id", "text", "point", "speaker", "timestamp", "chat", "edited"} for item in dumped["evidence"]
+        set(item) == {"id", "text", "point", "speaker", "timestamp", "chat", "edited", "reactions"}
+        for item in dumped["evidence"]
     )
     assert {item["chat"] for item in dumped["evidence"]} == {CHAT}
     assert all(
