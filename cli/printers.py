@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import wcwidth
 
+from narrative_mirror.reactions import reaction_words
 from narrative_mirror.safe_text import terminal_safe
 
 
@@ -87,14 +88,6 @@ def _message_line(lid: str, timestamp: str | None, speaker: str | None, text: st
     return f"[{_one(lid)}] " + (f"{when(timestamp)}  " if timestamp else "") + _one(said)
 
 
-def reaction_words(reaction: dict) -> str:
-    """``👍 Sam, Dee``, ``❤ Sam and 4 more``, ``🎉 3`` (no one named)."""
-    people, more = reaction["people"], reaction["count"] - len(reaction["people"])
-    if not people:
-        return f"{reaction['emoji']} {reaction['count']}"
-    return f"{reaction['emoji']} {', '.join(people)}" + (f" and {more} more" if more > 0 else "")
-
-
 def print_answer(result: dict) -> None:
     _print(f"Answer: {_one(result['answer'])}")
     _print(f"Evidence{zones_note(result)}:")
@@ -103,7 +96,7 @@ def print_answer(result: dict) -> None:
         lid = f"{e['chat']}/{e['id']}" if several and e.get("chat") else e["id"]
         _print(f"  {_message_line(lid, e.get('timestamp'), None, e['text'])}")
         if e.get("reactions"):
-            _print("      reactions: " + "  ".join(_one(reaction_words(r)) for r in e["reactions"]))
+            _print("      reactions: " + "  ".join(_one(reaction_words(**r)) for r in e["reactions"]))
         _print(f"      -> {_one(e['point'])}")
     _print("Unknowns:" + ("" if result["unknowns"] else " none"))
     for u in result["unknowns"]:

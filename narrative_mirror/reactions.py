@@ -26,3 +26,12 @@ def reactions_of(pairs: Iterable[tuple[str, str]]) -> tuple[Reaction, ...]:
         if emoji:
             people.setdefault(emoji, []).append(person)
     return tuple(Reaction(emoji, tuple(names), len(names)) for emoji, names in people.items())
+
+
+def reaction_words(emoji: str, people: Iterable[str], count: int) -> str:
+    """A reaction as a person reads it: ``👍 Sam, Dee``, ``❤ Sam and 4 more``, ``🎉 3`` (no one named)."""
+    people = list(people)
+    if not people:
+        return f"{emoji} {count}"
+    more = count - len(people)
+    return f"{emoji} {', '.join(people)}" + (f" and {more} more" if more > 0 else "")

@@ -27,6 +27,7 @@ from api.service import MemoryApi
 from narrative_mirror import regressions
 from narrative_mirror.agent.profiles import DEFAULT_PROFILE, profiles
 from narrative_mirror.index_store import validate_chat_file
+from narrative_mirror.reactions import reaction_words
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAGE_USER = "inspector"  # the user id of the retrieval events an ask page logs
@@ -56,6 +57,7 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = _when
     env.filters["day"] = functools.partial(_when, with_time=False)
     env.filters["pct"] = lambda v: "–" if v is None else f"{v:.3f}"
+    env.filters["reaction"] = lambda r: reaction_words(*r)
     return env
 
 
