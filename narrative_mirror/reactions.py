@@ -19,6 +19,11 @@ class Reaction(NamedTuple):
         return cls(emoji, people, max(count, len(people)) if type(count) is int else len(people))
 
 
+def stored(rows: list[dict] | None) -> tuple[Reaction, ...]:
+    """A message's reactions as a stored frame or index row holds them (schema.REACTION dicts)."""
+    return tuple(Reaction(r["emoji"], tuple(r["people"] or ()), r["count"]) for r in rows or ())
+
+
 def reactions_of(pairs: Iterable[tuple[str, str]]) -> tuple[Reaction, ...]:
     """(person, emoji) pairs of one message as its reactions, one per emoji, in first-seen order."""
     people: dict[str, list[str]] = {}

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from narrative_mirror import experiments, schema, storage
+from narrative_mirror import experiments, reactions, schema, storage
 from narrative_mirror.chat_time import StoredClocks
 from narrative_mirror.home import Home
 from narrative_mirror.reactions import Reaction
@@ -207,7 +207,7 @@ class PageStore:
                 bool(r["edited"]),
                 bool(r["system"]),
                 bool(r["bot"]),
-                tuple(Reaction(x["emoji"], tuple(x["people"] or ()), x["count"]) for x in r["reactions"] or ()),
+                reactions.stored(r["reactions"]),
             )
             for r in rows.iter_rows(named=True)
         ]

@@ -13,6 +13,7 @@ repeat it); then every attachment's text that is not already there.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -41,6 +42,7 @@ _SHORTCODE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a channel repeats a few codes thousands of times
 def shortcode_emoji(name: str, tone: str | None = None) -> str:
     """The emoji Slack draws for ``:name:`` (``thumbsup``, ``+1``, ``female-judge``), with a skin
     tone ("2".."6") when given; ``:name:`` for a name with no emoji (a workspace's own). The names

@@ -17,7 +17,7 @@ import polars as pl
 from scipy import sparse
 
 from narrative_mirror.layers.l15_signals import speaks_of_self
-from narrative_mirror.reactions import Reaction
+from narrative_mirror.reactions import Reaction, stored
 from narrative_mirror.retrieval import dense, query_names, query_understanding
 from narrative_mirror.retrieval.fusion import Fused
 from narrative_mirror.retrieval.lexical import BM25Index, Vocabulary, group_sum, widen
@@ -87,10 +87,7 @@ def reactions(messages: pl.DataFrame) -> list[tuple[Reaction, ...]]:
     """Per message, its reactions; none for a table written before the column existed."""
     if "reactions" not in messages.columns:
         return [()] * messages.height
-    return [
-        tuple(Reaction(r["emoji"], tuple(r["people"] or ()), r["count"]) for r in row or ())
-        for row in messages["reactions"].to_list()
-    ]
+    return [stored(row) for row in messages["reactions"].to_list()]
 
 
 def flags(messages: pl.DataFrame, column: str) -> list[bool]:
